@@ -1,0 +1,8 @@
+//! The gpulab prelude, preloaded into every gpulab-kernel session with `use gpulab::*;`.
+//!
+//! Everything exported at the crate root lands in the user's namespace, so the root
+//! exports only names that cannot shadow std's prelude (no `Result`, no `Option`).
+//!
+//! Module ownership while the crate is being built (keep edits inside your own files):
+//! - devices & tensors: `error`, `device`, `cuda`, `tensor`, `smi`, `cpu`
+//! - display & teaching: `display`, `interrupt`, `image`, `mandelbrot`, `timing`, `plot`, `progress`
