@@ -1,3 +1,85 @@
+use anyhow::{bail, Context, Result};
+use gpulab_kernel::{connection::ConnectionInfo, evcxr_interp::EvcxrInterpreter, install, interp, server};
+use std::sync::Arc;
+
+const USAGE: &str = "usage:
+  gpulab-kernel --connection-file FILE      run the kernel (Jupyter starts it this way)
+  gpulab-kernel install [--user | --sys-prefix | --prefix DIR]
+  gpulab-kernel uninstall [--user | --sys-prefix | --prefix DIR]
+  gpulab-kernel warm                         build the prelude once so the first cell is fast
+  gpulab-kernel --version";
+
 fn main() {
+    // When this binary is re-run as evcxr's child process or rustc wrapper, this never returns.
     evcxr::runtime_hook();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Err(e) = run(&args) {
+        eprintln!("gpulab-kernel: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &[String]) -> Result<()> {
+    match args.first().map(String::as_str) {
+        Some("install") => install::install(&args[1..]),
+        Some("uninstall") => install::uninstall(&args[1..]),
+        Some("warm") => warm(),
+        Some("--version") | Some("-V") => {
+            println!("gpulab-kernel {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Some("--connection-file") | Some("-f") => {
+            let path = args.get(1).context("--connection-file needs a path")?;
+            kernel(path)
+        }
+        Some(path) if path.ends_with(".json") => kernel(path),
+        _ => bail!("{USAGE}"),
+    }
+}
+
+fn kernel(path: &str) -> Result<()> {
+    let conn = ConnectionInfo::from_file(std::path::Path::new(path))?;
+    let interp = EvcxrInterpreter::new(std::env::var_os("GPULAB_NO_PRELUDE").is_none())?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(server::serve(conn, gpulab_kernel::config(), Box::new(interp)))?;
+    // The worker thread may still be inside a cell; leave without waiting for it.
+    std::process::exit(0);
+}
+
+/// Prints what a session prints, for `warm`.
+struct Console;
+
+impl interp::Outputs for Console {
+    fn stream(&self, _name: &str, text: &str) {
+        eprint!("{text}");
+    }
+    fn display(&self, data: interp::Bundle, _m: serde_json::Value, _id: Option<String>, _update: bool) {
+        eprintln!("[display: {}]", data.keys().cloned().collect::<Vec<_>>().join(", "));
+    }
+    fn clear_output(&self, _wait: bool) {}
+    fn input(&self, _prompt: &str, _password: bool) -> Option<String> {
+        None
+    }
+}
+
+/// Starts a session the way the kernel does and runs one prelude cell, leaving the build slot
+/// and evcxr's cache warm for the next session.
+fn warm() -> Result<()> {
+    use interp::Interpreter;
+    let start = std::time::Instant::now();
+    let mut interp = EvcxrInterpreter::new(true)?;
+    let out: Arc<dyn interp::Outputs> = Arc::new(Console);
+    interp.start(out.clone());
+    let req = interp::ExecuteRequest { code: "println!(\"prelude ready: cuda available = {}\", cuda::is_available());", silent: false, allow_stdin: false, execution_count: 1 };
+    let outcome = interp.execute(&req, out);
+    interp.shutdown(false);
+    match outcome {
+        interp::ExecuteOutcome::Ok { .. } => {
+            println!("gpulab prelude built and cached in {:.1} s", start.elapsed().as_secs_f64());
+            Ok(())
+        }
+        interp::ExecuteOutcome::Error { ename, evalue, traceback } => {
+            bail!("warm-up cell failed: {ename}: {evalue}\n{}", traceback.join("\n"))
+        }
+    }
 }

@@ -1,0 +1,427 @@
+//! The real interpreter: evcxr's `CommandContext` with the gpulab prelude preloaded, plus the
+//! magics, panic reporting and interrupts that evcxr_jupyter lacks.
+
+use crate::forward::{Forwarders, Sink};
+use crate::interp::{Bundle, Completion, ExecuteOutcome, ExecuteRequest, Interpreter, Interrupter, Outputs};
+use crate::magics::{self, Cell};
+use crate::session::{self, InterruptFlag, Slot};
+use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
+use serde_json::{json, Value};
+use std::process::Child;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Installed in the child process before anything else. It reports a panic through the display
+/// channel so the kernel can end the cell with an error (evcxr itself catches the unwind and
+/// would call the cell a success).
+const PANIC_HOOK: &str = r#"std::panic::set_hook(Box::new(|info| {
+    fn esc(s: &str) -> String {
+        let mut o = String::new();
+        for c in s.chars() {
+            match c {
+                '"' => o.push_str("\\\""),
+                '\\' => o.push_str("\\\\"),
+                c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+                c => o.push(c),
+            }
+        }
+        o
+    }
+    let p = info.payload();
+    let msg = p.downcast_ref::<&str>().map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "Box<dyn Any>".to_string());
+    let loc = info.location().map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column())).unwrap_or_default();
+    println!("\x1egpulab:{{\"op\":\"panic\",\"message\":\"{}\",\"location\":\"{}\"}}", esc(&msg), esc(&loc));
+}));"#;
+
+/// Seconds a cell that never checks the interrupt flag gets before its process is ended.
+fn grace() -> Duration {
+    let secs = std::env::var("GPULAB_INTERRUPT_GRACE_SECS").ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(2.0);
+    Duration::from_secs_f64(secs)
+}
+
+pub struct EvcxrInterpreter {
+    ctx: Option<CommandContext>,
+    forwarders: Option<Forwarders>,
+    sink: Sink,
+    stop: Arc<Stopper>,
+    _slot: Option<Slot>,
+    /// Why the session could not start, or a notice for the first cell.
+    startup_error: Option<String>,
+    notice: Option<String>,
+    load_prelude: bool,
+}
+
+/// Everything an interrupt needs, shared with the control channel.
+pub struct Stopper {
+    flag: InterruptFlag,
+    child: Mutex<Option<Arc<Mutex<Child>>>>,
+    shell_pgid: AtomicI32,
+    /// Bumped at the start of every cell; the grace timer only kills the cell it was armed for.
+    cell: AtomicU64,
+    running: Mutex<bool>,
+}
+
+impl Stopper {
+    fn child_pid(&self) -> Option<i32> {
+        let handle = self.child.lock().unwrap().clone()?;
+        let pid = handle.lock().unwrap().id() as i32;
+        Some(pid)
+    }
+
+    fn kill_shell(&self) {
+        let pg = self.shell_pgid.load(Ordering::SeqCst);
+        if pg > 0 {
+            // SAFETY: signalling a process group we created.
+            unsafe { libc::kill(-pg, libc::SIGKILL) };
+        }
+    }
+
+    /// Ends cargo and rustc (a build in progress) without touching the child that holds the
+    /// session's variables.
+    fn kill_builds(&self) -> usize {
+        let keep = self.child_pid();
+        let victims = descendants(std::process::id() as i32, keep);
+        for pid in &victims {
+            // SAFETY: signalling our own descendants.
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        victims.len()
+    }
+
+    fn kill_child(&self) {
+        if let Some(handle) = self.child.lock().unwrap().clone() {
+            let _ = handle.lock().unwrap().kill();
+        }
+    }
+}
+
+impl Interrupter for Stopper {
+    fn interrupt(&self) {
+        self.flag.set(true);
+        self.kill_shell();
+        self.kill_builds();
+        let cell = self.cell.load(Ordering::SeqCst);
+        let me = self.self_arc();
+        std::thread::spawn(move || {
+            std::thread::sleep(grace());
+            let running = me.running.lock().unwrap();
+            if *running && me.cell.load(Ordering::SeqCst) == cell {
+                me.kill_child();
+            }
+        });
+    }
+
+    fn terminate(&self) {
+        self.kill_shell();
+        self.kill_builds();
+        self.kill_child();
+    }
+}
+
+impl Stopper {
+    fn self_arc(&self) -> Arc<Stopper> {
+        STOPPER.lock().unwrap().clone().expect("stopper registered")
+    }
+}
+
+// The grace timer needs an owned handle; the interpreter registers its one Stopper here.
+static STOPPER: Mutex<Option<Arc<Stopper>>> = Mutex::new(None);
+
+/// Processes below `root` in the process tree, leaves first, excluding `keep` and its subtree.
+fn descendants(root: i32, keep: Option<i32>) -> Vec<i32> {
+    let mut parent_of = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            // The command name is in parentheses and may contain spaces; the ppid follows it.
+            let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
+            let ppid = after.split(' ').nth(1).and_then(|s| s.parse::<i32>().ok()).unwrap_or(0);
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(pid, ppid) in &parent_of {
+            if ppid == p && Some(pid) != keep {
+                out.push(pid);
+                frontier.push(pid);
+            }
+        }
+    }
+    out.reverse();
+    out
+}
+
+impl EvcxrInterpreter {
+    pub fn new(load_prelude: bool) -> anyhow::Result<EvcxrInterpreter> {
+        let flag = InterruptFlag::create()?;
+        // The evcxr child process inherits this; it is spawned after this point.
+        std::env::set_var("GPULAB_INTERRUPT_FILE", &flag.path);
+        let stop = Arc::new(Stopper {
+            flag,
+            child: Mutex::new(None),
+            shell_pgid: AtomicI32::new(0),
+            cell: AtomicU64::new(0),
+            running: Mutex::new(false),
+        });
+        *STOPPER.lock().unwrap() = Some(stop.clone());
+        Ok(EvcxrInterpreter {
+            ctx: None,
+            forwarders: None,
+            sink: Sink::default(),
+            stop,
+            _slot: None,
+            startup_error: None,
+            notice: None,
+            load_prelude,
+        })
+    }
+
+    fn init(&mut self) -> Result<(), String> {
+        let slot = session::take_slot().map_err(|e| format!("{e:#}"))?;
+        std::env::set_var("EVCXR_TMPDIR", &slot.dir);
+        self._slot = Some(slot);
+        let (mut ctx, outputs) = CommandContext::new().map_err(|e| format!("evcxr could not start: {e}"))?;
+        *self.stop.child.lock().unwrap() = Some(ctx.process_handle());
+        self.forwarders = Some(Forwarders::start(outputs.stdout, outputs.stderr, self.sink.clone()));
+        // Share compiled dependencies between build slots (evcxr's `:cache`, in MiB).
+        let _ = ctx.execute(":cache 4096");
+        ctx.execute(PANIC_HOOK).map_err(|e| format!("installing the panic hook: {e}"))?;
+        if self.load_prelude {
+            let prelude = session::extract_prelude().map_err(|e| format!("{e:#}"))?;
+            let dep = format!(":dep gpulab = {{ path = {:?} }}\nuse gpulab::*;", prelude.display().to_string());
+            if let Err(e) = ctx.execute(&dep) {
+                self.notice = Some(format!("gpulab: the prelude failed to build, so `use gpulab::*` is not in scope:\n{e}\n"));
+            }
+        }
+        self.ctx = Some(ctx);
+        Ok(())
+    }
+
+    fn finish_output(&self) {
+        if let Some(f) = &self.forwarders {
+            f.flush();
+        }
+    }
+
+    fn run_rust(&mut self, code: &str, outputs: &Arc<dyn Outputs>) -> (Result<EvalOutputs, evcxr::Error>, Vec<String>) {
+        let ctx = self.ctx.as_mut().expect("session started");
+        let vars_before: Vec<String> = ctx.variables_and_types().map(|(v, _)| v.to_owned()).collect();
+        let out = outputs.clone();
+        let mut callbacks = EvalCallbacks {
+            input_reader: &move |req| out.input(&req.prompt, req.is_password).unwrap_or_default(),
+        };
+        let result = ctx.execute_with_callbacks(code, &mut callbacks);
+        (result, vars_before)
+    }
+
+    fn reinstall_hook(&mut self) {
+        if let Some(ctx) = self.ctx.as_mut() {
+            let _ = ctx.execute(PANIC_HOOK);
+        }
+    }
+
+    fn outcome(&mut self, result: Result<EvalOutputs, evcxr::Error>, vars_before: Vec<String>, code: &str) -> ExecuteOutcome {
+        self.finish_output();
+        let panics = self.sink.take_panics();
+        let interrupted = self.stop.flag.is_set();
+        match result {
+            Ok(outputs) => {
+                if interrupted {
+                    return ExecuteOutcome::error("KeyboardInterrupt", "interrupted; the session's variables are kept", vec![
+                        "KeyboardInterrupt: the cell stopped early and every variable is kept".into(),
+                    ]);
+                }
+                if let Some((message, location)) = panics.into_iter().next() {
+                    let mut tb = vec![format!("\x1b[0;31mpanicked\x1b[0m at {location}:"), message.clone()];
+                    tb.push("Variables defined by earlier cells are kept.".into());
+                    return ExecuteOutcome::error("panic", message, tb);
+                }
+                let result = bundle(&outputs);
+                ExecuteOutcome::Ok { result, payload: Vec::new() }
+            }
+            Err(evcxr::Error::CompilationErrors(errors)) => {
+                if interrupted {
+                    return ExecuteOutcome::error("KeyboardInterrupt", "the build was stopped", vec!["KeyboardInterrupt: the build was stopped; the session's variables are kept".into()]);
+                }
+                let (evalue, traceback) = render_compile_errors(&errors, code);
+                ExecuteOutcome::error("CompilationError", evalue, traceback)
+            }
+            Err(evcxr::Error::SubprocessTerminated(message)) => {
+                self.reinstall_hook();
+                let lost = if vars_before.is_empty() { "none".to_owned() } else { vars_before.join(", ") };
+                let (ename, why) = if interrupted {
+                    ("KeyboardInterrupt", "the cell did not stop within the grace period, so its process was ended".to_owned())
+                } else {
+                    ("ProcessEnded", format!("the session's process ended: {message}"))
+                };
+                let evalue = format!("{why}; variables lost: {lost}");
+                ExecuteOutcome::error(ename, evalue.clone(), vec![evalue])
+            }
+            Err(e) => {
+                if interrupted {
+                    return ExecuteOutcome::error("KeyboardInterrupt", "interrupted", vec!["KeyboardInterrupt".into()]);
+                }
+                let text = e.to_string();
+                ExecuteOutcome::error("Error", text.clone(), vec![text])
+            }
+        }
+    }
+
+    fn help(&mut self, name: &str) -> ExecuteOutcome {
+        let ctx = self.ctx.as_mut().expect("session started");
+        match ctx.hover_at(name, name.len()) {
+            Ok((plain, html)) if !plain.trim().is_empty() => ExecuteOutcome::Ok {
+                result: None,
+                payload: vec![json!({"source": "page", "data": {"text/plain": plain, "text/html": html}, "start": 0})],
+            },
+            Ok(_) => ExecuteOutcome::error("NameError", format!("no documentation found for `{name}`"), vec![format!("no documentation found for `{name}`")]),
+            Err(e) => ExecuteOutcome::error("NameError", format!("`{name}`: {e}"), vec![format!("`{name}`: {e}")]),
+        }
+    }
+}
+
+fn bundle(outputs: &EvalOutputs) -> Option<Bundle> {
+    if outputs.content_by_mime_type.is_empty() {
+        return None;
+    }
+    Some(outputs.content_by_mime_type.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
+}
+
+fn render_compile_errors(errors: &[evcxr::CompilationError], code: &str) -> (String, Vec<String>) {
+    let mut traceback = Vec::new();
+    for error in errors {
+        let mut rendered = None;
+        if error.is_from_user_code() {
+            if let Some(report) = error.build_report("cell".to_owned(), code.to_owned(), evcxr::Theme::Light) {
+                let mut buf = Vec::new();
+                if report.write(ariadne::sources([("cell".to_owned(), code.to_owned())]), &mut buf).is_ok() {
+                    rendered = Some(String::from_utf8_lossy(&buf).into_owned());
+                }
+            }
+        }
+        let text = rendered.unwrap_or_else(|| {
+            let r = error.rendered();
+            if r.is_empty() { error.message() } else { r }
+        });
+        traceback.push(text);
+        for help in error.help() {
+            traceback.push(format!("help: {help}"));
+        }
+    }
+    let evalue = errors.first().map(|e| e.message()).unwrap_or_else(|| "compilation failed".into());
+    (evalue, traceback)
+}
+
+impl Interpreter for EvcxrInterpreter {
+    fn start(&mut self, outputs: Arc<dyn Outputs>) {
+        self.sink.set(outputs);
+        if let Err(e) = self.init() {
+            eprintln!("gpulab-kernel: {e}");
+            self.startup_error = Some(e);
+        }
+    }
+
+    fn execute(&mut self, req: &ExecuteRequest, outputs: Arc<dyn Outputs>) -> ExecuteOutcome {
+        self.sink.set(outputs.clone());
+        if let Some(e) = &self.startup_error {
+            return ExecuteOutcome::error("KernelStartError", e.clone(), vec![e.clone()]);
+        }
+        if let Some(notice) = self.notice.take() {
+            outputs.stream("stderr", &notice);
+        }
+        self.stop.flag.set(false);
+        self.stop.cell.fetch_add(1, Ordering::SeqCst);
+        *self.stop.running.lock().unwrap() = true;
+        let outcome = match magics::classify(req.code) {
+            Cell::Shell(commands) => {
+                let mut outcome = ExecuteOutcome::ok();
+                for cmd in commands {
+                    if let Err(e) = magics::run_shell(cmd, &*outputs, &self.stop.shell_pgid) {
+                        outcome = ExecuteOutcome::error("OSError", format!("could not run `{cmd}`: {e}"), vec![]);
+                        break;
+                    }
+                    if self.stop.flag.is_set() {
+                        outcome = ExecuteOutcome::error("KeyboardInterrupt", format!("`{cmd}` was stopped"), vec![]);
+                        break;
+                    }
+                }
+                outcome
+            }
+            Cell::Help(name) => self.help(name),
+            Cell::Time(code) => {
+                let start = Instant::now();
+                let (result, vars) = self.run_rust(code, &outputs);
+                let wall = start.elapsed();
+                let run = result.as_ref().ok().and_then(|o| o.phases.iter().find(|p| p.name == "Execution").map(|p| p.duration));
+                let outcome = self.outcome(result, vars, code);
+                let line = match run {
+                    Some(run) => format!("compile: {}, run: {}, total: {}\n", fmt_dur(wall.saturating_sub(run)), fmt_dur(run), fmt_dur(wall)),
+                    None => format!("total: {}\n", fmt_dur(wall)),
+                };
+                outputs.stream("stdout", &line);
+                outcome
+            }
+            Cell::Rust(code) => {
+                let (result, vars) = self.run_rust(code, &outputs);
+                self.outcome(result, vars, code)
+            }
+        };
+        *self.stop.running.lock().unwrap() = false;
+        outcome
+    }
+
+    fn complete(&mut self, code: &str, cursor: usize) -> Completion {
+        let none = Completion { matches: Vec::new(), cursor_start: cursor, cursor_end: cursor };
+        let Some(ctx) = self.ctx.as_mut() else { return none };
+        match ctx.completions(code, cursor) {
+            Ok(c) => Completion {
+                matches: c.completions.into_iter().map(|c| c.code).collect(),
+                cursor_start: c.start_offset,
+                cursor_end: c.end_offset,
+            },
+            Err(_) => none,
+        }
+    }
+
+    fn inspect(&mut self, code: &str, cursor: usize, _detail: u64) -> Option<Bundle> {
+        let ctx = self.ctx.as_mut()?;
+        // Hover wants the end of a name: extend the cursor over the identifier it sits in.
+        let end = code[cursor.min(code.len())..]
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map(|i| cursor + i)
+            .unwrap_or(code.len());
+        let (plain, html) = ctx.hover_at(code, end).ok()?;
+        if plain.trim().is_empty() {
+            return None;
+        }
+        let mut b = Bundle::new();
+        b.insert("text/plain".into(), Value::String(plain));
+        b.insert("text/html".into(), Value::String(html));
+        Some(b)
+    }
+
+    fn interrupter(&self) -> Arc<dyn Interrupter> {
+        self.stop.clone()
+    }
+
+    fn shutdown(&mut self, _restart: bool) {
+        self.stop.terminate();
+    }
+}
+
+fn fmt_dur(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}

@@ -1,0 +1,92 @@
+//! `gpulab-kernel install` / `uninstall`: writes the kernelspec and copies this binary beside it,
+//! so the kernel keeps working when the checkout moves. Flags follow `ipykernel install`.
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use std::path::PathBuf;
+
+pub const NAME: &str = "gpulab";
+pub const DISPLAY_NAME: &str = "Rust + GPU (gpulab)";
+
+const LOGOS: &[(&str, &[u8])] = &[
+    ("logo-32x32.png", include_bytes!("../assets/logo-32x32.png")),
+    ("logo-64x64.png", include_bytes!("../assets/logo-64x64.png")),
+    ("logo-svg.svg", include_bytes!("../assets/logo-svg.svg")),
+];
+
+/// Where Jupyter looks for kernelspecs for each of ipykernel's install locations.
+fn kernels_dir(args: &[String]) -> Result<PathBuf> {
+    let mut it = args.iter();
+    let mut dir = None;
+    while let Some(a) = it.next() {
+        let chosen = match a.as_str() {
+            "--user" => user_data_dir(),
+            "--sys-prefix" => sys_prefix()?.join("share/jupyter"),
+            "--prefix" => PathBuf::from(it.next().context("--prefix needs a directory")?).join("share/jupyter"),
+            p if p.starts_with("--prefix=") => PathBuf::from(&p["--prefix=".len()..]).join("share/jupyter"),
+            other => bail!("unknown option {other:?} (expected --user, --sys-prefix or --prefix DIR)"),
+        };
+        if dir.replace(chosen).is_some() {
+            bail!("give one of --user, --sys-prefix or --prefix");
+        }
+    }
+    Ok(dir.unwrap_or_else(user_data_dir).join("kernels").join(NAME))
+}
+
+fn user_data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("JUPYTER_DATA_DIR") {
+        return PathBuf::from(d);
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| "/tmp".into());
+    std::env::var_os("XDG_DATA_HOME").map(PathBuf::from).unwrap_or_else(|| home.join(".local/share")).join("jupyter")
+}
+
+/// The active Python environment's prefix: a virtualenv or conda env if one is active, else the
+/// prefix of the `python3` on PATH.
+fn sys_prefix() -> Result<PathBuf> {
+    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(p) = std::env::var_os(var) {
+            return Ok(PathBuf::from(p));
+        }
+    }
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.prefix)"])
+        .output()
+        .context("running python3 to find sys.prefix")?;
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+pub fn install(args: &[String]) -> Result<()> {
+    let dir = kernels_dir(args)?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let exe = std::env::current_exe()?;
+    let target = dir.join("gpulab-kernel");
+    // Copy to a temporary name and rename: a running kernel keeps its old binary open.
+    let tmp = dir.join(".gpulab-kernel.new");
+    std::fs::copy(&exe, &tmp).with_context(|| format!("copying {} to {}", exe.display(), tmp.display()))?;
+    std::fs::rename(&tmp, &target)?;
+    let spec = json!({
+        "argv": [target.to_string_lossy(), "--connection-file", "{connection_file}"],
+        "display_name": DISPLAY_NAME,
+        "language": "rust",
+        "interrupt_mode": "message",
+        "env": {},
+        "metadata": {"debugger": false},
+    });
+    std::fs::write(dir.join("kernel.json"), serde_json::to_string_pretty(&spec)?)?;
+    for (name, bytes) in LOGOS {
+        std::fs::write(dir.join(name), bytes)?;
+    }
+    println!("Installed kernelspec {NAME} ({DISPLAY_NAME}) in {}", dir.display());
+    Ok(())
+}
+
+pub fn uninstall(args: &[String]) -> Result<()> {
+    let dir = kernels_dir(args)?;
+    if !dir.exists() {
+        bail!("no gpulab kernelspec at {}", dir.display());
+    }
+    std::fs::remove_dir_all(&dir)?;
+    println!("Removed kernelspec {NAME} from {}", dir.display());
+    Ok(())
+}

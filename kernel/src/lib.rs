@@ -1,0 +1,44 @@
+//! gpulab-kernel: a Jupyter kernel for Rust (evcxr) with the gpulab prelude preloaded.
+//! ARCHITECTURE.md at the repository root explains how the pieces fit.
+
+pub mod connection;
+pub mod evcxr_interp;
+pub mod forward;
+pub mod history;
+pub mod install;
+pub mod interp;
+pub mod magics;
+pub mod server;
+pub mod session;
+pub mod syntax;
+pub mod wire;
+
+use serde_json::{json, Value};
+
+/// The `kernel_info_reply` content (the server adds status and protocol_version).
+pub fn kernel_info() -> Value {
+    json!({
+        "implementation": "gpulab",
+        "implementation_version": env!("CARGO_PKG_VERSION"),
+        "language_info": {
+            "name": "rust",
+            "version": env!("GPULAB_RUSTC_VERSION"),
+            "mimetype": "text/rust",
+            "file_extension": ".rs",
+            "codemirror_mode": "rust",
+            "pygments_lexer": "rust",
+        },
+        "banner": format!("gpulab {}: Rust {} through evcxr, with the gpulab GPU prelude", env!("CARGO_PKG_VERSION"), env!("GPULAB_RUSTC_VERSION")),
+        "help_links": [
+            {"text": "Rust standard library", "url": "https://doc.rust-lang.org/std/"},
+            {"text": "The Rust book", "url": "https://doc.rust-lang.org/book/"},
+            {"text": "evcxr commands", "url": "https://github.com/evcxr/evcxr/blob/main/COMMON.md"},
+            {"text": "CUDA C++ programming guide", "url": "https://docs.nvidia.com/cuda/cuda-c-programming-guide/"},
+        ],
+        "debugger": false,
+    })
+}
+
+pub fn config() -> server::KernelConfig {
+    server::KernelConfig { kernel_info: kernel_info(), is_complete: syntax::is_complete }
+}

@@ -1,0 +1,79 @@
+"""Shared helpers: start the installed gpulab kernel through jupyter_client and run cells."""
+
+import os
+import queue
+import time
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+KERNEL_NAME = os.environ.get("GPULAB_KERNEL_NAME", "gpulab")
+# The first cell of a session waits for evcxr and the prelude to load.
+STARTUP_TIMEOUT = 300
+
+
+def has_cuda_device() -> bool:
+    return any(os.path.exists(p) for p in ("/dev/nvidia0", "/dev/nvidiactl"))
+
+
+class Session:
+    """A running kernel and a blocking client, with a helper that runs one cell."""
+
+    def __init__(self):
+        self.km, self.kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=STARTUP_TIMEOUT)
+
+    def execute(self, code, timeout=STARTUP_TIMEOUT, allow_stdin=False, client=None):
+        """Runs `code`; returns (reply content, list of iopub messages up to idle)."""
+        kc = client or self.kc
+        msg_id = kc.execute(code, allow_stdin=allow_stdin)
+        return self.collect(msg_id, timeout, kc)
+
+    def collect(self, msg_id, timeout, kc=None):
+        kc = kc or self.kc
+        deadline = time.monotonic() + timeout
+        reply = None
+        while reply is None:
+            msg = kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") == msg_id:
+                reply = msg
+        outputs = []
+        while True:
+            msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+            outputs.append(msg)
+        return reply["content"], outputs
+
+    def stdout(self, outputs):
+        return "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+
+    def close(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    s = Session()
+    # Warm the session: the first cell waits for the prelude.
+    reply, _ = s.execute("1")
+    assert reply["status"] == "ok", reply
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def fresh_kernel():
+    s = Session()
+    yield s
+    s.close()
+
+
+def drain(q_get):
+    try:
+        while True:
+            q_get(timeout=0.05)
+    except queue.Empty:
+        pass

@@ -1,0 +1,127 @@
+"""End-to-end behaviour of the real kernel through jupyter_client."""
+
+import os
+import tempfile
+import time
+
+from jupyter_client.session import Session as WireSession
+
+from conftest import Session, has_cuda_device
+
+
+def types(outputs):
+    return [m["msg_type"] for m in outputs]
+
+
+def test_panic_is_an_error_and_earlier_variables_survive(kernel):
+    reply, _ = kernel.execute("let kept = 41;")
+    assert reply["status"] == "ok"
+    reply, outputs = kernel.execute('let doomed = 1; panic!("deliberate: {}", kept + 1);')
+    assert reply["status"] == "error"
+    assert reply["ename"] == "panic"
+    assert "deliberate: 42" in reply["evalue"]
+    assert "error" in types(outputs)
+    reply, outputs = kernel.execute("kept + 1")
+    assert reply["status"] == "ok"
+    result = [m for m in outputs if m["msg_type"] == "execute_result"]
+    assert result[0]["content"]["data"]["text/plain"] == "42"
+
+
+def test_compile_error_is_reported_with_the_compiler_message(kernel):
+    reply, outputs = kernel.execute("let x: i32 = \"not a number\";")
+    assert reply["status"] == "error"
+    assert reply["ename"] == "CompilationError"
+    assert "mismatched types" in reply["evalue"]
+    assert any("mismatched types" in line for line in reply["traceback"])
+
+
+def test_stdout_is_streamed_while_the_cell_runs(kernel):
+    code = 'for i in 0..3 { println!("tick {i}"); std::thread::sleep(std::time::Duration::from_millis(400)); }'
+    msg_id = kernel.kc.execute(code)
+    first_seen = None
+    start = time.monotonic()
+    while True:
+        msg = kernel.kc.get_iopub_msg(timeout=60)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream" and first_seen is None:
+            first_seen = time.monotonic() - start
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    total = time.monotonic() - start
+    assert first_seen is not None
+    # The first line arrives before the last sleep has finished.
+    assert first_seen < total - 0.5, (first_seen, total)
+
+
+def test_shell_escape_and_time_magic(kernel):
+    reply, outputs = kernel.execute("!echo hello from the shell")
+    assert reply["status"] == "ok"
+    assert "hello from the shell" in kernel.stdout(outputs)
+    reply, outputs = kernel.execute("%%time\nlet s: u64 = (0..1000u64).sum();")
+    assert reply["status"] == "ok"
+    out = kernel.stdout(outputs)
+    assert "compile:" in out and "run:" in out, out
+
+
+def test_forged_signature_is_not_executed(kernel, tmp_path):
+    marker = tmp_path / "forged-ran"
+    forged = WireSession(key=b"not-the-kernel-key", username="mallory")
+    msg = forged.msg("execute_request", {"code": f'std::fs::write("{marker}", "x").unwrap();', "silent": False,
+                                         "store_history": True, "user_expressions": {}, "allow_stdin": False})
+    forged.send(kernel.kc.shell_channel.socket, msg)
+    # The kernel must go on answering properly signed requests.
+    reply, _ = kernel.execute("2 + 2")
+    assert reply["status"] == "ok"
+    time.sleep(0.5)
+    assert not marker.exists(), "a message with a forged signature was executed"
+
+
+def test_interrupt_of_code_that_never_checks_returns_control_and_names_lost_variables(fresh_kernel):
+    k = fresh_kernel
+    reply, _ = k.execute("let precious = vec![1, 2, 3];")
+    assert reply["status"] == "ok"
+    msg_id = k.kc.execute("loop { std::hint::spin_loop(); }")
+    time.sleep(3)
+    start = time.monotonic()
+    k.km.interrupt_kernel()
+    reply, _ = k.collect(msg_id, timeout=60)
+    elapsed = time.monotonic() - start
+    assert reply["status"] == "error"
+    assert reply["ename"] == "KeyboardInterrupt"
+    assert "precious" in reply["evalue"], reply["evalue"]
+    assert elapsed < 30, elapsed
+    # The session still runs cells afterwards.
+    reply, outputs = k.execute("1 + 1")
+    assert reply["status"] == "ok"
+
+
+def test_interrupt_of_a_prelude_loop_keeps_variables(fresh_kernel):
+    k = fresh_kernel
+    reply, _ = k.execute("let precious = vec![1, 2, 3];")
+    assert reply["status"] == "ok"
+    code = "for _ in progress(0..10_000) { std::thread::sleep(std::time::Duration::from_millis(10)); }"
+    msg_id = k.kc.execute(code)
+    time.sleep(4)
+    k.km.interrupt_kernel()
+    reply, _ = k.collect(msg_id, timeout=60)
+    assert reply["status"] == "error"
+    assert reply["ename"] == "KeyboardInterrupt"
+    reply, outputs = k.execute("precious.len()")
+    assert reply["status"] == "ok"
+    assert [m for m in outputs if m["msg_type"] == "execute_result"][0]["content"]["data"]["text/plain"] == "3"
+
+
+def test_kernel_runs_without_a_gpu(kernel):
+    reply, outputs = kernel.execute('println!("available={}", cuda::is_available());')
+    assert reply["status"] == "ok"
+    out = kernel.stdout(outputs)
+    if has_cuda_device():
+        assert "available=true" in out
+    else:
+        assert "available=false" in out
+        # Asking for a GPU tensor is an error with a reason, not a crash of the session.
+        reply, _ = kernel.execute('Tensor::zeros(&[2], Device::Cuda(0))')
+        assert reply["status"] == "error"
+        reply, _ = kernel.execute("1 + 1")
+        assert reply["status"] == "ok"
