@@ -186,6 +186,7 @@ impl EvcxrInterpreter {
         let slot = session::take_slot().map_err(|e| format!("{e:#}"))?;
         std::env::set_var("EVCXR_TMPDIR", &slot.dir);
         self._slot = Some(slot);
+        add_rust_libs_to_loader_path();
         let (mut ctx, outputs) = CommandContext::new().map_err(|e| format!("evcxr could not start: {e}"))?;
         *self.stop.child.lock().unwrap() = Some(ctx.process_handle());
         self.forwarders = Some(Forwarders::start(outputs.stdout, outputs.stderr, self.sink.clone()));
@@ -284,6 +285,22 @@ impl EvcxrInterpreter {
             Err(e) => ExecuteOutcome::error("NameError", format!("`{name}`: {e}"), vec![format!("`{name}`: {e}")]),
         }
     }
+}
+
+/// Cells are dylibs linked against the toolchain's `libstd-*.so`. The runpath cargo writes is
+/// relative to the deps folder, so it misses when the dylib is loaded from elsewhere; the child
+/// process finds std through LD_LIBRARY_PATH instead.
+fn add_rust_libs_to_loader_path() {
+    let Ok(out) = std::process::Command::new("rustc").args(["--print", "target-libdir"]).output() else { return };
+    let lib = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if lib.is_empty() {
+        return;
+    }
+    let path = match std::env::var("LD_LIBRARY_PATH") {
+        Ok(old) if !old.is_empty() => format!("{lib}:{old}"),
+        _ => lib,
+    };
+    std::env::set_var("LD_LIBRARY_PATH", path);
 }
 
 fn bundle(outputs: &EvalOutputs) -> Option<Bundle> {
