@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Kernel latency benchmark through jupyter_client: prints figures, asserts nothing.
+
+  start -> kernel_info reply     (goal <= 0.5 s on 2 cores)
+  trivial cell, median of 20     (goal <= 0.15 s; evcxr_jupyter measured 0.23 s)
+  first prelude cell             (goal <= 2 s in a fresh session after ./install)
+
+Runs the same figures for evcxr_jupyter beside gpulab when its kernelspec ("rust") is installed.
+Usage: bench/kernel_bench.py [--cells N]
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+from jupyter_client.manager import KernelManager
+
+
+def run_cell(kc, code, timeout=300):
+    t0 = time.perf_counter()
+    msg_id = kc.execute(code)
+    while True:
+        msg = kc.get_shell_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") == msg_id:
+            break
+    elapsed = time.perf_counter() - t0
+    if msg["content"]["status"] != "ok":
+        raise RuntimeError(f"{code!r} failed: {msg['content'].get('evalue')}")
+    return elapsed
+
+
+def measure(kernel_name, prelude_cell, cells):
+    km = KernelManager(kernel_name=kernel_name)
+    t0 = time.perf_counter()
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    kc.kernel_info()
+    while True:
+        msg = kc.get_shell_msg(timeout=60)
+        if msg["msg_type"] == "kernel_info_reply":
+            break
+    info = time.perf_counter() - t0
+    try:
+        first_prelude = run_cell(kc, prelude_cell) if prelude_cell else None
+        since_start = time.perf_counter() - t0
+        run_cell(kc, "1")  # let any lazy set-up finish
+        trivial = [run_cell(kc, "1") for _ in range(cells)]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    return {
+        "kernel_info": info,
+        "first_prelude_cell": first_prelude,
+        "start_to_first_prelude_reply": since_start,
+        "trivial_median": statistics.median(trivial),
+        "trivial_min": min(trivial),
+    }
+
+
+def fmt(x):
+    return "n/a" if x is None else f"{x:.3f} s"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cells", type=int, default=20)
+    args = ap.parse_args()
+    specs = KernelSpecManager().find_kernel_specs()
+    rows = [("gpulab", measure("gpulab", "let t = gpulab_probe();", args.cells))]
+    if "rust" in specs:
+        rows.append(("evcxr_jupyter", measure("rust", None, args.cells)))
+    else:
+        print("evcxr_jupyter: not installed (no 'rust' kernelspec), so no side-by-side figures", file=sys.stderr)
+    print(f"{'kernel':<15}{'kernel_info':>14}{'first prelude':>16}{'start->prelude':>17}{'trivial median':>17}{'trivial min':>14}")
+    for name, r in rows:
+        print(f"{name:<15}{fmt(r['kernel_info']):>14}{fmt(r['first_prelude_cell']):>16}"
+              f"{fmt(r['start_to_first_prelude_reply']):>17}{fmt(r['trivial_median']):>17}{fmt(r['trivial_min']):>14}")
+    if len(rows) == 2:
+        ratio = rows[1][1]["trivial_median"] / rows[0][1]["trivial_median"]
+        print(f"trivial cell: gpulab is {ratio:.2f}x evcxr_jupyter's speed")
+
+
+if __name__ == "__main__":
+    main()
