@@ -6,3 +6,13 @@
 //! Module ownership while the crate is being built (keep edits inside your own files):
 //! - devices & tensors: `error`, `device`, `cuda`, `tensor`, `smi`, `cpu`
 //! - display & teaching: `display`, `interrupt`, `image`, `mandelbrot`, `timing`, `plot`, `progress`
+
+// --- display & teaching -------------------------------------------------------------------
+pub mod display;
+pub mod interrupt;
+mod interrupt_error;
+pub use display::{
+    clear_output, clear_output_wait, display, DisplayHandle, EvcxrDisplay, Html, Markdown,
+    MimeBundle, Png, Rich, Svg, Text,
+};
+// --- end display & teaching ---------------------------------------------------------------
