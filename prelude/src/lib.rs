@@ -11,6 +11,10 @@
 pub mod display;
 pub mod interrupt;
 mod interrupt_error;
+mod image;
+pub mod mandelbrot;
+pub use image::{Colormap, RgbImage};
+pub use mandelbrot::{Mandelbrot, MandelbrotImage};
 pub use display::{
     clear_output, clear_output_wait, display, DisplayHandle, EvcxrDisplay, Html, Markdown,
     MimeBundle, Png, Rich, Svg, Text,
