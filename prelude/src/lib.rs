@@ -15,6 +15,8 @@ mod image;
 pub mod mandelbrot;
 pub use image::{Colormap, RgbImage};
 pub use mandelbrot::{Mandelbrot, MandelbrotImage};
+pub mod plot;
+pub use plot::{bar_chart, crossover_plot, BarChart, Figure};
 pub use display::{
     clear_output, clear_output_wait, display, DisplayHandle, EvcxrDisplay, Html, Markdown,
     MimeBundle, Png, Rich, Svg, Text,
