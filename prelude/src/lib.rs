@@ -17,6 +17,8 @@ pub use image::{Colormap, RgbImage};
 pub use mandelbrot::{Mandelbrot, MandelbrotImage};
 pub mod plot;
 pub use plot::{bar_chart, crossover_plot, BarChart, Figure};
+pub mod timing;
+pub use timing::{bench, compare, time, Bench, BenchResult, Comparison};
 pub use display::{
     clear_output, clear_output_wait, display, DisplayHandle, EvcxrDisplay, Html, Markdown,
     MimeBundle, Png, Rich, Svg, Text,
