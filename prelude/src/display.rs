@@ -157,7 +157,7 @@ pub fn fresh_display_id() -> String {
     format!("gpulab-{stamp}-{n}")
 }
 
-fn emit(line: &str) {
+pub(crate) fn emit(line: &str) {
     // One write call per message so threads printing at once cannot interleave inside a line.
     let stdout = std::io::stdout();
     let mut lock = stdout.lock();

@@ -19,6 +19,8 @@ pub mod plot;
 pub use plot::{bar_chart, crossover_plot, BarChart, Figure};
 pub mod timing;
 pub use timing::{bench, compare, time, Bench, BenchResult, Comparison};
+pub mod progress;
+pub use progress::{progress, Progress, ProgressExt};
 pub use display::{
     clear_output, clear_output_wait, display, DisplayHandle, EvcxrDisplay, Html, Markdown,
     MimeBundle, Png, Rich, Svg, Text,
