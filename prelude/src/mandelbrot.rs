@@ -32,6 +32,39 @@ pub fn escape_count(cr: f64, ci: f64, max_iter: u32) -> u32 {
     max_iter
 }
 
+const LANES: usize = 8;
+
+/// [`escape_count`] for `LANES` neighbouring points at once.
+///
+/// One point's iteration is a chain of dependent multiply-adds, so a single point keeps the
+/// floating-point units mostly idle waiting for results. Stepping eight independent points
+/// together fills the pipeline (and SIMD registers), several times the throughput. Each
+/// lane does exactly the scalar operations in the same order, so the counts are identical;
+/// lanes that escaped keep iterating (towards infinity or NaN, harmlessly) until all have.
+#[inline(always)]
+fn escape_counts(cr: [f64; LANES], ci: f64, max_iter: u32) -> [u32; LANES] {
+    let mut zr = [0.0f64; LANES];
+    let mut zi = [0.0f64; LANES];
+    let mut count = [max_iter; LANES];
+    for i in 0..max_iter {
+        let mut running = false;
+        for l in 0..LANES {
+            let re = (zr[l] * zr[l] - zi[l] * zi[l]) + cr[l];
+            let im = (zr[l] * zi[l] + zi[l] * zr[l]) + ci;
+            zr[l] = re;
+            zi[l] = im;
+            let escaped = zr[l] * zr[l] + zi[l] * zi[l] >= 4.0;
+            let fresh = escaped & (count[l] == max_iter);
+            count[l] = if fresh { i } else { count[l] };
+            running |= count[l] == max_iter;
+        }
+        if !running {
+            break;
+        }
+    }
+    count
+}
+
 /// A view of the complex plane to render: region, image size and iteration limit.
 ///
 /// `Default` is article 04's setting. Builder methods return a modified copy, so a zoom
@@ -124,9 +157,18 @@ impl Mandelbrot {
     fn render_row(&self, y: usize, row: &mut [u32]) {
         let (px, py) = self.pixel_size();
         let ci = self.y_min + y as f64 * py;
-        for (x, out) in row.iter_mut().enumerate() {
-            let cr = self.x_min + x as f64 * px;
-            *out = escape_count(cr, ci, self.max_iter);
+        let mut chunks = row.chunks_exact_mut(LANES);
+        let mut x0 = 0;
+        for chunk in &mut chunks {
+            let mut cr = [0.0; LANES];
+            for (l, c) in cr.iter_mut().enumerate() {
+                *c = self.x_min + (x0 + l) as f64 * px;
+            }
+            chunk.copy_from_slice(&escape_counts(cr, ci, self.max_iter));
+            x0 += LANES;
+        }
+        for (l, out) in chunks.into_remainder().iter_mut().enumerate() {
+            *out = escape_count(self.x_min + (x0 + l) as f64 * px, ci, self.max_iter);
         }
     }
 

@@ -83,3 +83,16 @@ fn shows_as_png_and_saves() {
     assert_eq!((w, h), (64, 40));
     std::fs::remove_file(&path).ok();
 }
+
+#[test]
+fn every_pixel_matches_the_scalar_reference() {
+    // Odd width exercises both the 8-lane blocks and the scalar tail of each row.
+    let m = Mandelbrot::default().size(203, 61).iterations(300).zoom(-0.5, 0.0, 1.3);
+    let img = m.cpu_parallel().unwrap();
+    for y in 0..m.height {
+        for x in 0..m.width {
+            let (cr, ci) = m.point(x, y);
+            assert_eq!(img.count(x, y), gpulab::mandelbrot::escape_count(cr, ci, m.max_iter), "pixel ({x}, {y})");
+        }
+    }
+}
