@@ -8,7 +8,7 @@
 
 use std::sync::OnceLock;
 
-pub use crate::interrupt_error::Error;
+use crate::error::Error;
 
 /// Environment variable holding the flag file's path.
 pub const ENV_VAR: &str = "GPULAB_INTERRUPT_FILE";

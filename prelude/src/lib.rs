@@ -7,10 +7,20 @@
 //! - devices & tensors: `error`, `device`, `cuda`, `tensor`, `smi`, `cpu`
 //! - display & teaching: `display`, `interrupt`, `image`, `mandelbrot`, `timing`, `plot`, `progress`
 
+// --- devices & tensors (error, device, cuda, tensor, smi, cpu) ---
+pub mod cuda;
+pub mod device;
+pub mod error;
+pub mod tensor;
+pub use cuda::{Event, KernelArg, LaunchConfig};
+pub use device::Device;
+pub use error::Error;
+pub use tensor::{manual_seed, Shape, Tensor};
+// --- end devices & tensors ---
+
 // --- display & teaching -------------------------------------------------------------------
 pub mod display;
 pub mod interrupt;
-mod interrupt_error;
 mod image;
 pub mod mandelbrot;
 pub use image::{Colormap, RgbImage};

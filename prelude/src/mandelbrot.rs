@@ -8,7 +8,8 @@
 
 use crate::display::{MimeBundle, Rich};
 use crate::image::{Colormap, RgbImage};
-use crate::interrupt::{self, Error};
+use crate::error::Error;
+use crate::interrupt;
 use rayon::prelude::*;
 
 /// Iterations before `z ← z² + c` leaves the disc |z| < 2, or `max_iter` if it never does
@@ -284,8 +285,9 @@ impl MandelbrotImage {
 
     /// Writes the coloured image as a PNG file.
     pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<(), Error> {
-        std::fs::write(path, self.to_png())?;
-        Ok(())
+        let path = path.as_ref();
+        std::fs::write(path, self.to_png())
+            .map_err(|e| Error::Invalid(format!("cannot write {}: {e}", path.display())))
     }
 
     /// The pixels where two renders disagree, as `(x, y, self, other)`; empty when equal.

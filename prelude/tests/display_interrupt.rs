@@ -25,7 +25,7 @@ fn flag_follows_the_file() {
     assert!(gpulab::interrupt::requested());
     assert!(matches!(
         gpulab::interrupt::check(),
-        Err(gpulab::interrupt::Error::Interrupted)
+        Err(gpulab::Error::Interrupted)
     ));
     set(b"0");
     assert!(!gpulab::interrupt::requested());

@@ -7,8 +7,8 @@ fn raised_flag_stops_both_cpu_paths() {
     std::fs::write(&path, b"1").unwrap();
     std::env::set_var(gpulab::interrupt::ENV_VAR, &path);
     let m = Mandelbrot::default().size(64, 64);
-    assert!(matches!(m.cpu_serial(), Err(gpulab::interrupt::Error::Interrupted)));
-    assert!(matches!(m.cpu_parallel(), Err(gpulab::interrupt::Error::Interrupted)));
+    assert!(matches!(m.cpu_serial(), Err(gpulab::Error::Interrupted)));
+    assert!(matches!(m.cpu_parallel(), Err(gpulab::Error::Interrupted)));
     std::fs::write(&path, b"0").unwrap();
     assert!(m.cpu_serial().is_ok());
     assert!(m.cpu_parallel().is_ok());
