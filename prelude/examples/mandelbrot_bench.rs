@@ -61,20 +61,27 @@ fn rust_row(name: &str, m: &Mandelbrot, repeats: usize, f: impl Fn(&Mandelbrot) 
     Row { name: name.into(), median: Some(r.median()), checksum: Some(checksum), note: format!("{} runs", r.cpu.len()) }
 }
 
-fn gpu_row(m: &Mandelbrot, repeats: usize) -> Row {
-    match gpu::render(m, repeats) {
-        Ok((median, checksum)) => Row { name: "gpulab GPU".into(), median: Some(median), checksum: Some(checksum), note: String::new() },
-        Err(why) => Row { name: "gpulab GPU".into(), median: None, checksum: None, note: format!("skipped: {why}") },
+fn gpu_rows(m: &Mandelbrot, repeats: usize) -> Vec<Row> {
+    if !gpulab::cuda::is_available() {
+        return vec![Row { name: "gpulab GPU".into(), median: None, checksum: None, note: "skipped: no CUDA device".into() }];
     }
-}
-
-mod gpu {
-    use super::*;
-    /// Median time and checksum of the GPU render, or why it could not run.
-    pub fn render(m: &Mandelbrot, repeats: usize) -> Result<(Duration, u64), String> {
-        let _ = (m, repeats);
-        Err("no CUDA device".into())
-    }
+    let dev = Device::Cuda(0);
+    let skip = |why: String| vec![Row { name: "gpulab GPU".into(), median: None, checksum: None, note: format!("skipped: {why}") }];
+    let mut out = match Tensor::zeros((m.height, m.width), dev) {
+        Ok(t) => t,
+        Err(e) => return skip(e.to_string()),
+    };
+    // Kernel alone (as the article times it, but waiting for the GPU), then with the copy back.
+    let kernel = Bench::new("kernel").warmup(2).repeats(repeats.max(5)).on(&dev).run(|| m.gpu_launch(&mut out).unwrap());
+    let mut checksum = None;
+    let full = Bench::new("full").warmup(1).repeats(repeats.max(5)).on(&dev).run(|| {
+        checksum = Some(m.gpu(dev).unwrap().total_iterations());
+    });
+    let gpu_note = kernel.gpu_stats().map(|g| format!("CUDA events: {}", format_duration(g.median))).unwrap_or_default();
+    vec![
+        Row { name: "gpulab GPU kernel".into(), median: Some(kernel.median()), checksum, note: gpu_note },
+        Row { name: "gpulab GPU incl. alloc+copy".into(), median: Some(full.median()), checksum, note: String::new() },
+    ]
 }
 
 fn main() {
@@ -92,8 +99,8 @@ fn main() {
         let mut rows = vec![
             rust_row("gpulab CPU serial", &m, rust_reps, |m| m.cpu_serial().unwrap()),
             rust_row("gpulab CPU parallel", &m, rust_reps, |m| m.cpu_parallel().unwrap()),
-            gpu_row(&m, rust_reps),
         ];
+        rows.extend(gpu_rows(&m, rust_reps));
         rows.extend(run_reference(&m, py_reps));
         let base = rows[0].median;
         let expected = rows[0].checksum;
@@ -119,7 +126,7 @@ fn main() {
                 if ours <= numba { "gpulab as fast or faster" } else { "numba faster" }
             );
         }
-        if let (Some(ours), Some(numba)) = (find("gpulab GPU"), find("numba cuda.jit")) {
+        if let (Some(ours), Some(numba)) = (find("gpulab GPU kernel"), find("numba cuda.jit")) {
             println!("GPU vs numba cuda.jit: {:.2}x", numba.as_secs_f64() / ours.as_secs_f64());
         }
     }

@@ -8,8 +8,11 @@
 
 use crate::display::{MimeBundle, Rich};
 use crate::image::{Colormap, RgbImage};
+use crate::cuda::{KernelArg, LaunchConfig, Module};
+use crate::device::Device;
 use crate::error::Error;
 use crate::interrupt;
+use crate::tensor::Tensor;
 use rayon::prelude::*;
 
 /// Iterations before `z ← z² + c` leaves the disc |z| < 2, or `max_iter` if it never does
@@ -200,6 +203,62 @@ impl Mandelbrot {
             })?;
         }
         Ok(self.image(counts, "CPU, all threads"))
+    }
+
+    /// On a CUDA device: `kernels-cu/mandelbrot.cu`, 16×16 threads per block and enough
+    /// blocks to cover the image, as in the article; the counts come back through an f32
+    /// tensor (exact for counts below 2^24).
+    pub fn gpu(&self, device: impl Into<Device>) -> Result<MandelbrotImage, Error> {
+        let device = device.into();
+        interrupt::check()?;
+        let mut out = Tensor::zeros((self.height, self.width), device)?;
+        self.gpu_launch(&mut out)?;
+        // Copying back waits for the kernel, so this is also where a kernel error surfaces.
+        let counts = out.to_vec()?.into_iter().map(|c| c as u32).collect();
+        interrupt::check()?;
+        Ok(self.image(counts, "GPU"))
+    }
+
+    /// Queues the kernel writing this view's counts into `out` (a `height × width` f32
+    /// tensor on a CUDA device) and returns without waiting: for timing the kernel alone.
+    pub fn gpu_launch(&self, out: &mut Tensor) -> Result<(), Error> {
+        if out.shape() != [self.height, self.width] {
+            return Err(Error::ShapeMismatch {
+                op: "Mandelbrot::gpu_launch",
+                lhs: out.shape().to_vec(),
+                rhs: vec![self.height, self.width],
+            });
+        }
+        if self.max_iter > 1 << 24 {
+            return Err(Error::Invalid(format!(
+                "max_iter {} is too large for the GPU path: counts travel as f32, exact only up to 2^24",
+                self.max_iter
+            )));
+        }
+        let (w, h) = match (i32::try_from(self.width), i32::try_from(self.height)) {
+            (Ok(w), Ok(h)) if w > 0 && h > 0 => (w, h),
+            _ => return Err(Error::Invalid(format!("image size {}x{} out of range", self.width, self.height))),
+        };
+        let module = Module::builtin(out.device(), "mandelbrot")?;
+        let kernel = module.function("mandelbrot")?;
+        // The grid-stride loops in the kernel cover whatever the grid does not, so capping
+        // the grid at CUDA's y-dimension limit is safe.
+        let blocks_x = (w as u32).div_ceil(16);
+        let blocks_y = (h as u32).div_ceil(16).min(65_535);
+        let cfg = LaunchConfig { grid: (blocks_x, blocks_y, 1), block: (16, 16, 1), shared_mem_bytes: 0 };
+        kernel.launch(
+            cfg,
+            &mut [
+                KernelArg::F64(self.x_min),
+                KernelArg::F64(self.x_max),
+                KernelArg::F64(self.y_min),
+                KernelArg::F64(self.y_max),
+                KernelArg::TensorMut(out),
+                KernelArg::I32(w),
+                KernelArg::I32(h),
+                KernelArg::U32(self.max_iter),
+            ],
+        )
     }
 
     /// Wraps counts computed elsewhere (e.g. by the GPU kernel) as an image of this view.

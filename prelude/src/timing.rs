@@ -10,6 +10,8 @@
 //! The clock and the device are traits ([`Clock`], [`DeviceTiming`]) so the statistics can
 //! be tested against a fake clock.
 
+use crate::cuda::Event;
+use crate::device::Device;
 use crate::display::{html_escape, MimeBundle, Rich};
 use crate::plot::bar_chart;
 use std::borrow::Borrow;
@@ -147,8 +149,6 @@ impl<'a> Bench<'a> {
     fn wait(&self) {
         if let Some(d) = self.device {
             d.synchronize();
-        } else {
-            sync_all_devices();
         }
     }
 
@@ -206,28 +206,51 @@ impl<'a> Bench<'a> {
     }
 }
 
-/// Waits for every GPU this session has initialised, so host timings without an explicit
-/// device still include queued GPU work.
-fn sync_all_devices() {
-    sync_hook::call();
-}
-
-mod sync_hook {
-    //! Set by the device layer once it is linked in (see `set`); until then there is no GPU
-    //! work that could be pending.
-    use std::sync::OnceLock;
-    static HOOK: OnceLock<fn()> = OnceLock::new();
-
-    /// Installs the function that synchronises all initialised devices.
-    #[allow(dead_code)]
-    pub fn set(f: fn()) {
-        let _ = HOOK.set(f);
+/// A gpulab device: `cuda::synchronize` to wait, CUDA events for the GPU column. The CPU
+/// needs neither (its work is done when the call returns), so it reports host time only.
+impl DeviceTiming for Device {
+    fn label(&self) -> String {
+        match self {
+            Device::Cpu => "CPU".to_string(),
+            Device::Cuda(i) => format!("GPU-{i}"),
+        }
     }
 
-    pub fn call() {
-        if let Some(f) = HOOK.get() {
-            f();
+    fn synchronize(&self) {
+        // An error from an earlier asynchronous launch surfaces here; the benchmark cannot
+        // return it, but the next call on the device (e.g. copying a result) will.
+        let _ = crate::cuda::synchronize(*self);
+    }
+
+    fn start_span(&self) -> Option<Box<dyn DeviceSpan>> {
+        if self.is_cpu() {
+            return None;
         }
+        let start = Event::new(*self).ok()?;
+        let end = Event::new(*self).ok()?;
+        start.record().ok()?;
+        Some(Box::new(EventSpan { start, end, stopped: false }))
+    }
+}
+
+struct EventSpan {
+    start: Event,
+    end: Event,
+    stopped: bool,
+}
+
+impl DeviceSpan for EventSpan {
+    fn stop(&mut self) {
+        self.stopped = self.end.record().is_ok();
+    }
+
+    fn elapsed(&mut self) -> Option<Duration> {
+        if !self.stopped {
+            return None;
+        }
+        self.end.synchronize().ok()?;
+        let ms = self.start.elapsed_ms(&self.end).ok()?;
+        Some(Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3))
     }
 }
 
