@@ -6,3 +6,33 @@
 //! Module ownership while the crate is being built (keep edits inside your own files):
 //! - devices & tensors: `error`, `device`, `cuda`, `tensor`, `smi`, `cpu`
 //! - display & teaching: `display`, `interrupt`, `image`, `mandelbrot`, `timing`, `plot`, `progress`
+
+// --- devices & tensors (error, device, cuda, tensor, smi, cpu) ---
+pub mod cuda;
+pub mod device;
+pub mod error;
+pub mod tensor;
+pub use cuda::{Event, KernelArg, LaunchConfig};
+pub use device::Device;
+pub use error::Error;
+pub use tensor::{manual_seed, Shape, Tensor};
+// --- end devices & tensors ---
+
+// --- display & teaching -------------------------------------------------------------------
+pub mod display;
+pub mod interrupt;
+mod image;
+pub mod mandelbrot;
+pub use image::{Colormap, RgbImage};
+pub use mandelbrot::{Mandelbrot, MandelbrotImage};
+pub mod plot;
+pub use plot::{bar_chart, crossover_plot, BarChart, Figure};
+pub mod timing;
+pub use timing::{bench, compare, time, Bench, BenchResult, Comparison};
+pub mod progress;
+pub use progress::{progress, Progress, ProgressExt};
+pub use display::{
+    clear_output, clear_output_wait, display, DisplayHandle, EvcxrDisplay, Html, Markdown,
+    MimeBundle, Png, Rich, Svg, Text,
+};
+// --- end display & teaching ---------------------------------------------------------------

@@ -1,0 +1,287 @@
+//! User-facing kernel launches: compile CUDA C++ with NVRTC for a device, look a kernel up
+//! by name and launch it with tensors and scalars as arguments.
+//!
+//! ```ignore
+//! let m = cuda::Module::from_file(&dev, cuda::kernels_dir().join("vector_add.cu"))?;
+//! let f = m.function("vector_add")?;
+//! f.launch(LaunchConfig::for_elements(n, 256), &mut [
+//!     KernelArg::from(&a), KernelArg::from(&b), KernelArg::from(&mut c), KernelArg::from(n as i32),
+//! ])?;
+//! ```
+
+use super::context::{gpu_of, Gpu};
+use super::{driver_err, nvrtc};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use cudarc::driver::{CudaFunction, CudaModule};
+use std::collections::hash_map::DefaultHasher;
+use std::ffi::c_void;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The kernel sources compiled into the crate, by file stem. To add one, put the `.cu` file in
+/// `kernels-cu/` and a line here; `Module::builtin(&dev, "<stem>")` then finds it.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("vector_add", include_str!("../../../kernels-cu/vector_add.cu")),
+    ("elementwise", include_str!("../../../kernels-cu/elementwise.cu")),
+    ("reduce", include_str!("../../../kernels-cu/reduce.cu")),
+    ("mandelbrot", include_str!("../../../kernels-cu/mandelbrot.cu")),
+];
+
+/// The source of a builtin kernel file by stem (`"reduce"` for `kernels-cu/reduce.cu`).
+pub fn builtin_source(stem: &str) -> Option<&'static str> {
+    BUILTIN.iter().find(|(s, _)| *s == stem).map(|(_, src)| *src)
+}
+
+/// Names of the `extern "C" __global__` functions in a source, for error messages.
+fn kernel_names(src: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = src;
+    while let Some(i) = rest.find("__global__") {
+        rest = &rest[i + "__global__".len()..];
+        let head = rest.split('(').next().unwrap_or("");
+        if let Some(name) = head.split_whitespace().last() {
+            names.push(name.trim_start_matches('*').to_string());
+        }
+    }
+    names
+}
+
+/// Grid and block sizes of a launch, as in CUDA's `<<<grid, block, shared_mem_bytes>>>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// One thread per element: `block` threads per block and enough blocks to cover `n`.
+    pub fn for_elements(n: usize, block: u32) -> LaunchConfig {
+        let blocks = n.div_ceil(block.max(1) as usize).max(1);
+        LaunchConfig { grid: (blocks as u32, 1, 1), block: (block, 1, 1), shared_mem_bytes: 0 }
+    }
+}
+
+/// One kernel argument. Tensors pass the device address of their `f32` data (`float*` in the
+/// kernel); scalars pass their value and must match the kernel's parameter type exactly
+/// (`int` is `i32`, `long long` is `i64`, `float` is `f32`).
+pub enum KernelArg<'a> {
+    Tensor(&'a Tensor),
+    TensorMut(&'a mut Tensor),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+    /// A `#[repr(C)]` struct passed by value, as 8-byte words.
+    Struct(Vec<u64>),
+}
+
+impl<'a> From<&'a Tensor> for KernelArg<'a> {
+    fn from(t: &'a Tensor) -> Self {
+        KernelArg::Tensor(t)
+    }
+}
+impl<'a> From<&'a mut Tensor> for KernelArg<'a> {
+    fn from(t: &'a mut Tensor) -> Self {
+        KernelArg::TensorMut(t)
+    }
+}
+macro_rules! scalar_arg {
+    ($($t:ty => $v:ident),*) => {$(
+        impl From<$t> for KernelArg<'_> {
+            fn from(x: $t) -> Self { KernelArg::$v(x) }
+        }
+    )*};
+}
+scalar_arg!(i32 => I32, u32 => U32, i64 => I64, u64 => U64, f32 => F32, f64 => F64);
+
+/// Kernels compiled for one device.
+pub struct Module {
+    gpu: Arc<Gpu>,
+    module: Arc<CudaModule>,
+    name: String,
+    arch: String,
+    kernels: Vec<String>,
+}
+
+impl Module {
+    /// Compiles `src` for `device` (cached per device and source). `name` is what NVRTC calls
+    /// the file in its messages.
+    pub fn from_source(device: impl Into<Device>, src: &str, name: &str) -> Result<Module> {
+        let gpu = gpu_of(device.into())?;
+        let (module, arch) = load(&gpu, src, name)?;
+        Ok(Module { gpu, module, name: name.to_string(), arch, kernels: kernel_names(src) })
+    }
+
+    /// Reads and compiles a `.cu` file.
+    pub fn from_file(device: impl Into<Device>, path: impl AsRef<Path>) -> Result<Module> {
+        let path = path.as_ref();
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| Error::Invalid(format!("cannot read {}: {e}", path.display())))?;
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("kernel.cu");
+        Module::from_source(device, &src, name)
+    }
+
+    /// A kernel file built into the crate (see [`BUILTIN`]), by stem: `"vector_add"`.
+    pub fn builtin(device: impl Into<Device>, stem: &str) -> Result<Module> {
+        let src = builtin_source(stem).ok_or_else(|| {
+            let known: Vec<&str> = BUILTIN.iter().map(|(s, _)| *s).collect();
+            Error::Invalid(format!("no builtin kernel file {stem:?} (there are: {})", known.join(", ")))
+        })?;
+        Module::from_source(device, src, &format!("{stem}.cu"))
+    }
+
+    /// The architecture this module was compiled for (`sm_90`, or `compute_XY` for PTX).
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+
+    pub fn device(&self) -> Device {
+        self.gpu.device()
+    }
+
+    /// The `extern "C" __global__` functions the source declares.
+    pub fn kernels(&self) -> &[String] {
+        &self.kernels
+    }
+
+    pub fn function(&self, name: &str) -> Result<Function> {
+        match self.module.load_function(name) {
+            Ok(func) => Ok(Function { gpu: self.gpu.clone(), func, name: name.to_string() }),
+            Err(_) => Err(Error::Invalid(format!(
+                "no kernel named {name:?} in {} (it declares: {}); kernels need extern \"C\" so \
+                 their names are not mangled",
+                self.name,
+                self.kernels.join(", ")
+            ))),
+        }
+    }
+}
+
+/// Compiles (or finds in the device's cache) and loads `src`.
+fn load(gpu: &Arc<Gpu>, src: &str, name: &str) -> Result<(Arc<CudaModule>, String)> {
+    let arch = nvrtc::arch_for(gpu.cc)?;
+    let mut h = DefaultHasher::new();
+    (src, &arch).hash(&mut h);
+    let key = h.finish();
+    if let Some(m) = gpu.modules.lock().unwrap().get(&key) {
+        return Ok((m.clone(), arch));
+    }
+    let compiled = nvrtc::compile(src, name, &arch)?;
+    let ptx = cudarc::nvrtc::Ptx::from_binary(compiled.image);
+    let module = gpu
+        .ctx
+        .load_module(ptx)
+        .map_err(|e| driver_err(&format!("loading {name} ({arch})"), e))?;
+    gpu.modules.lock().unwrap().insert(key, module.clone());
+    Ok((module, arch))
+}
+
+/// A kernel ready to launch on its device's stream.
+#[derive(Clone)]
+pub struct Function {
+    gpu: Arc<Gpu>,
+    func: CudaFunction,
+    name: String,
+}
+
+impl Function {
+    /// Queues the kernel on the device's stream and returns at once (errors inside the kernel
+    /// show up at the next synchronising call). The arguments must match the kernel's
+    /// parameter list in number and type: CUDA cannot check that, and a mismatch makes the
+    /// kernel read garbage.
+    pub fn launch(&self, cfg: LaunchConfig, args: &mut [KernelArg]) -> Result<()> {
+        launch_args(&self.gpu, &self.func, &self.name, cfg, args)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+fn tensor_ptr(t: &Tensor, dev: Device, kernel: &str, i: usize) -> Result<u64> {
+    if t.device() != dev {
+        return Err(Error::Invalid(format!(
+            "argument {i} of kernel {kernel} is a tensor on {}, but the kernel runs on {dev}",
+            t.device()
+        )));
+    }
+    t.device_ptr()
+}
+
+/// Lays the arguments out as the driver wants them and launches.
+fn launch_args(gpu: &Gpu, func: &CudaFunction, name: &str, cfg: LaunchConfig, args: &[KernelArg]) -> Result<()> {
+    let dev = gpu.device();
+    // Values live here while the driver copies them; params point into it.
+    let mut words: Vec<Vec<u64>> = Vec::with_capacity(args.len());
+    for (i, a) in args.iter().enumerate() {
+        let w = match a {
+            KernelArg::Tensor(t) => vec![tensor_ptr(t, dev, name, i)?],
+            KernelArg::TensorMut(t) => vec![tensor_ptr(t, dev, name, i)?],
+            KernelArg::I32(v) => vec![*v as u32 as u64],
+            KernelArg::U32(v) => vec![*v as u64],
+            KernelArg::I64(v) => vec![*v as u64],
+            KernelArg::U64(v) => vec![*v],
+            KernelArg::F32(v) => vec![v.to_bits() as u64],
+            KernelArg::F64(v) => vec![v.to_bits()],
+            KernelArg::Struct(w) => w.clone(),
+        };
+        words.push(w);
+    }
+    // Little-endian: a 4-byte value sits in the low bytes of its word, where the driver
+    // reads it.
+    let mut params: Vec<*mut c_void> = words.iter_mut().map(|w| w.as_mut_ptr() as *mut c_void).collect();
+    raw_launch(gpu, func, cfg, &mut params).map_err(|e| match e {
+        Error::Cuda { detail, .. } => Error::Cuda { op: format!("launching {name}"), detail },
+        e => e,
+    })
+}
+
+/// Launches a builtin kernel (what the tensor operations do); pointers go in as `U64`.
+pub(crate) fn launch_builtin(
+    gpu: &Arc<Gpu>,
+    stem: &'static str,
+    kernel: &'static str,
+    cfg: LaunchConfig,
+    args: &[KernelArg],
+) -> Result<()> {
+    let f = builtin_function(gpu, stem, kernel)?;
+    launch_args(gpu, &f, kernel, cfg, args)
+}
+
+/// `cuLaunchKernel` on the device's stream with prepared parameter pointers.
+pub(crate) fn raw_launch(gpu: &Gpu, func: &CudaFunction, cfg: LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
+    gpu.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+    // SAFETY: params point at live values for the duration of the call, which is when the
+    // driver copies them; their match with the kernel's signature is the caller's contract.
+    unsafe {
+        cudarc::driver::result::launch_kernel(
+            func.cu_function(),
+            cfg.grid,
+            cfg.block,
+            cfg.shared_mem_bytes,
+            gpu.stream.cu_stream(),
+            params,
+        )
+    }
+    .map_err(|e| driver_err("cuLaunchKernel", e))
+}
+
+/// A builtin kernel function, cached per device: what the tensor operations launch.
+pub(crate) fn builtin_function(gpu: &Arc<Gpu>, stem: &'static str, kernel: &'static str) -> Result<CudaFunction> {
+    if let Some(f) = gpu.functions.lock().unwrap().get(&(stem, kernel)) {
+        return Ok(f.clone());
+    }
+    let src = builtin_source(stem).expect("builtin kernel file");
+    let (module, _) = load(gpu, src, &format!("{stem}.cu"))?;
+    let f = module
+        .load_function(kernel)
+        .map_err(|e| driver_err(&format!("cuModuleGetFunction({kernel})"), e))?;
+    gpu.functions.lock().unwrap().insert((stem, kernel), f.clone());
+    Ok(f)
+}

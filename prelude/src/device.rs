@@ -1,0 +1,89 @@
+//! Where a tensor lives: `Device::Cpu` or `Device::Cuda(i)`, written like torch's
+//! `"cpu"`, `"cuda"`, `"cuda:1"`.
+
+use crate::error::{Error, Result};
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Device {
+    Cpu,
+    Cuda(usize),
+}
+
+impl Device {
+    /// Parses `"cpu"`, `"cuda"` (= `cuda:0`) or `"cuda:N"`. Parsing does not look for the
+    /// device: like `torch.device`, an index is checked when something is placed on it.
+    pub fn new(s: &str) -> Result<Device> {
+        s.parse()
+    }
+
+    /// `cuda:0` when a CUDA device can be used, else `cpu`: the device-agnostic idiom.
+    pub fn cuda_if_available() -> Device {
+        if crate::cuda::is_available() {
+            Device::Cuda(0)
+        } else {
+            Device::Cpu
+        }
+    }
+
+    pub fn is_cuda(&self) -> bool {
+        matches!(self, Device::Cuda(_))
+    }
+
+    pub fn is_cpu(&self) -> bool {
+        matches!(self, Device::Cpu)
+    }
+
+    /// The CUDA ordinal, `None` for the CPU.
+    pub fn index(&self) -> Option<usize> {
+        match self {
+            Device::Cpu => None,
+            Device::Cuda(i) => Some(*i),
+        }
+    }
+}
+
+impl FromStr for Device {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Device> {
+        let t = s.trim().to_ascii_lowercase();
+        match t.as_str() {
+            "cpu" => return Ok(Device::Cpu),
+            "cuda" => return Ok(Device::Cuda(0)),
+            _ => {}
+        }
+        if let Some(rest) = t.strip_prefix("cuda:") {
+            if let Ok(i) = rest.parse::<usize>() {
+                return Ok(Device::Cuda(i));
+            }
+        }
+        Err(Error::BadDeviceString(s.to_string()))
+    }
+}
+
+impl TryFrom<&str> for Device {
+    type Error = Error;
+    fn try_from(s: &str) -> Result<Device> {
+        s.parse()
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Cpu => f.write_str("cpu"),
+            Device::Cuda(i) => write!(f, "cuda:{i}"),
+        }
+    }
+}
+
+/// Shown the way torch shows a device, since evcxr prints a trailing expression with `{:?}`.
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Cpu => f.write_str("device(type='cpu')"),
+            Device::Cuda(i) => write!(f, "device(type='cuda', index={i})"),
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! Rich output from session code, modelled on IPython.display.
+//!
+//! A value that knows how to show itself implements [`Rich`] and returns a [`MimeBundle`].
+//! [`display`] sends the bundle to the kernel as a `display_data` message through the
+//! one-line stdout protocol in ARCHITECTURE.md (contract 1); the returned [`DisplayHandle`]
+//! can replace that output later ([`DisplayHandle::update`]), which is how progress bars and
+//! live plots redraw in place. A `Rich` value left as a cell's last expression is shown as
+//! the cell's result through evcxr's own `EVCXR_BEGIN_CONTENT` convention ([`EvcxrDisplay`]).
+//!
+//! The functions that build the protocol text (`*_line`, [`evcxr_content`]) are pure so tests
+//! can check the exact bytes without capturing stdout.
+
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Prefix of a display-channel line: ASCII record separator, then `gpulab:`.
+pub const LINE_PREFIX: &str = "\x1egpulab:";
+
+/// One piece of rich output: MIME type → content (binary types base64-encoded), plus the
+/// optional per-type metadata Jupyter accepts (e.g. `{"image/png": {"width": 640}}`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MimeBundle {
+    pub data: BTreeMap<String, String>,
+    pub metadata: Map<String, Value>,
+}
+
+impl MimeBundle {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) one representation; text types are stored as given.
+    pub fn with(mut self, mime: &str, content: impl Into<String>) -> Self {
+        self.data.insert(mime.to_string(), content.into());
+        self
+    }
+
+    /// Adds a binary representation, base64-encoding it as Jupyter expects.
+    pub fn with_binary(self, mime: &str, bytes: &[u8]) -> Self {
+        self.with(mime, base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    pub fn with_metadata(mut self, key: &str, value: Value) -> Self {
+        self.metadata.insert(key.to_string(), value);
+        self
+    }
+
+    pub fn get(&self, mime: &str) -> Option<&str> {
+        self.data.get(mime).map(String::as_str)
+    }
+}
+
+/// Anything that can show itself in a notebook as one or more MIME representations.
+///
+/// Always include `text/plain`: it is what consoles and `nbconvert --to script` fall back on.
+pub trait Rich {
+    fn mime_bundle(&self) -> MimeBundle;
+}
+
+impl<T: Rich + ?Sized> Rich for &T {
+    fn mime_bundle(&self) -> MimeBundle {
+        (**self).mime_bundle()
+    }
+}
+
+impl<T: Rich + ?Sized> Rich for Box<T> {
+    fn mime_bundle(&self) -> MimeBundle {
+        (**self).mime_bundle()
+    }
+}
+
+impl Rich for MimeBundle {
+    fn mime_bundle(&self) -> MimeBundle {
+        self.clone()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Protocol text (pure)
+
+fn data_value(bundle: &MimeBundle) -> Value {
+    Value::Object(
+        bundle
+            .data
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+fn encode(message: Value) -> String {
+    // serde_json escapes control characters inside strings, so the compact form never holds
+    // a raw newline and the whole message stays on one line, as contract 1 requires.
+    format!("{LINE_PREFIX}{message}\n")
+}
+
+/// The line announcing a new output (`display` op). `display_id` lets it be updated later.
+pub fn display_line(bundle: &MimeBundle, display_id: Option<&str>) -> String {
+    let mut msg = json!({
+        "op": "display",
+        "data": data_value(bundle),
+        "metadata": Value::Object(bundle.metadata.clone()),
+    });
+    if let Some(id) = display_id {
+        msg["display_id"] = Value::String(id.to_string());
+    }
+    encode(msg)
+}
+
+/// The line replacing the output shown under `display_id` (`update` op).
+pub fn update_line(bundle: &MimeBundle, display_id: &str) -> String {
+    encode(json!({
+        "op": "update",
+        "data": data_value(bundle),
+        "metadata": Value::Object(bundle.metadata.clone()),
+        "display_id": display_id,
+    }))
+}
+
+/// The line clearing the cell's output (`clear` op); with `wait` the front end clears only
+/// when the next output arrives, which avoids flicker in animations.
+pub fn clear_line(wait: bool) -> String {
+    encode(json!({ "op": "clear", "wait": wait }))
+}
+
+/// What `evcxr_display` prints: one `EVCXR_BEGIN_CONTENT` block per MIME type.
+pub fn evcxr_content(bundle: &MimeBundle) -> String {
+    let mut out = String::new();
+    for (mime, content) in &bundle.data {
+        out.push_str("EVCXR_BEGIN_CONTENT ");
+        out.push_str(mime);
+        out.push('\n');
+        out.push_str(content);
+        out.push_str("\nEVCXR_END_CONTENT\n");
+    }
+    out
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// A display id no other output of this kernel session (or of an earlier one whose outputs
+/// may still be in the notebook) will reuse: process id, start time and a counter.
+pub fn fresh_display_id() -> String {
+    use std::sync::OnceLock;
+    static STAMP: OnceLock<String> = OnceLock::new();
+    let stamp = STAMP.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        format!("{:x}-{:x}", std::process::id(), nanos)
+    });
+    let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    format!("gpulab-{stamp}-{n}")
+}
+
+pub(crate) fn emit(line: &str) {
+    // One write call per message so threads printing at once cannot interleave inside a line.
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    let _ = lock.write_all(line.as_bytes());
+    let _ = lock.flush();
+}
+
+// ---------------------------------------------------------------------------------------
+// Session API
+
+/// Shows `x` now, as its own output, and returns a handle to replace it later.
+pub fn display<T: Rich + ?Sized>(x: &T) -> DisplayHandle {
+    let id = fresh_display_id();
+    emit(&display_line(&x.mime_bundle(), Some(&id)));
+    DisplayHandle { id }
+}
+
+/// Clears the cell's output now.
+pub fn clear_output() {
+    emit(&clear_line(false));
+}
+
+/// Clears the cell's output when the next output arrives (smooth animation frames).
+pub fn clear_output_wait() {
+    emit(&clear_line(true));
+}
+
+/// Names an output shown by [`display`], so it can be redrawn in place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisplayHandle {
+    id: String,
+}
+
+impl DisplayHandle {
+    /// A handle for an id chosen elsewhere (e.g. to update an output of an earlier cell).
+    pub fn from_id(id: impl Into<String>) -> Self {
+        DisplayHandle { id: id.into() }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Replaces what this handle's output shows with `y`.
+    pub fn update<T: Rich + ?Sized>(&self, y: &T) {
+        emit(&update_line(&y.mime_bundle(), &self.id));
+    }
+
+    /// Shows `y` again as a new output under this handle's id; Jupyter then updates every
+    /// output that carries the id together.
+    pub fn display_again<T: Rich + ?Sized>(&self, y: &T) {
+        emit(&display_line(&y.mime_bundle(), Some(&self.id)));
+    }
+}
+
+/// Lets evcxr show any [`Rich`] value left as a cell's last expression.
+///
+/// evcxr calls `.evcxr_display()` on the trailing expression when such a method resolves;
+/// the prelude's `use gpulab::*;` brings this trait into scope, so every `Rich` type gets it.
+pub trait EvcxrDisplay {
+    fn evcxr_display(&self);
+}
+
+impl<T: Rich + ?Sized> EvcxrDisplay for T {
+    fn evcxr_display(&self) {
+        emit(&evcxr_content(&self.mime_bundle()));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Ready-made rich values
+
+pub(crate) fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A snippet of HTML.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Html(pub String);
+
+impl Html {
+    pub fn new(html: impl Into<String>) -> Self {
+        Html(html.into())
+    }
+}
+
+impl Rich for Html {
+    fn mime_bundle(&self) -> MimeBundle {
+        MimeBundle::new()
+            .with("text/html", self.0.clone())
+            .with("text/plain", "<HTML>")
+    }
+}
+
+/// An SVG document (`<svg ...>...</svg>`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Svg(pub String);
+
+impl Svg {
+    pub fn new(svg: impl Into<String>) -> Self {
+        Svg(svg.into())
+    }
+}
+
+impl Rich for Svg {
+    fn mime_bundle(&self) -> MimeBundle {
+        MimeBundle::new()
+            .with("image/svg+xml", self.0.clone())
+            .with("text/plain", "<SVG image>")
+    }
+}
+
+/// Encoded PNG bytes.
+#[derive(Clone, PartialEq)]
+pub struct Png(pub Vec<u8>);
+
+impl Png {
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
+        Png(bytes.into())
+    }
+
+    /// Width and height from the IHDR chunk, if the bytes look like a PNG.
+    pub fn dimensions(&self) -> Option<(u32, u32)> {
+        let b = &self.0;
+        if b.len() < 24 || &b[..8] != b"\x89PNG\r\n\x1a\n" || &b[12..16] != b"IHDR" {
+            return None;
+        }
+        let w = u32::from_be_bytes(b[16..20].try_into().ok()?);
+        let h = u32::from_be_bytes(b[20..24].try_into().ok()?);
+        Some((w, h))
+    }
+
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<()> {
+        std::fs::write(path, &self.0)
+    }
+}
+
+impl std::fmt::Debug for Png {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.dimensions() {
+            Some((w, h)) => write!(f, "Png({w}x{h}, {} bytes)", self.0.len()),
+            None => write!(f, "Png(<not a PNG>, {} bytes)", self.0.len()),
+        }
+    }
+}
+
+impl Rich for Png {
+    fn mime_bundle(&self) -> MimeBundle {
+        MimeBundle::new()
+            .with_binary("image/png", &self.0)
+            .with("text/plain", format!("{self:?}"))
+    }
+}
+
+/// Markdown text, rendered by the front end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Markdown(pub String);
+
+impl Markdown {
+    pub fn new(md: impl Into<String>) -> Self {
+        Markdown(md.into())
+    }
+}
+
+impl Rich for Markdown {
+    fn mime_bundle(&self) -> MimeBundle {
+        MimeBundle::new()
+            .with("text/markdown", self.0.clone())
+            .with("text/plain", self.0.clone())
+    }
+}
+
+/// Plain text shown as an output of its own (unlike `println!`, it can be updated in place).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Text(pub String);
+
+impl Text {
+    pub fn new(text: impl Into<String>) -> Self {
+        Text(text.into())
+    }
+}
+
+impl Rich for Text {
+    fn mime_bundle(&self) -> MimeBundle {
+        MimeBundle::new().with("text/plain", self.0.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_escaping() {
+        assert_eq!(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+    }
+
+    #[test]
+    fn ids_differ() {
+        assert_ne!(fresh_display_id(), fresh_display_id());
+    }
+}

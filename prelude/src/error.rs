@@ -1,0 +1,105 @@
+//! The one error type of the prelude.
+//!
+//! Every message is meant to be read by a student in a notebook, so each variant says what
+//! went wrong and, where we know it, what to do about it.
+
+use crate::device::Device;
+use std::fmt;
+
+/// `Result` with [`Error`]; kept out of the crate root so `use gpulab::*` does not shadow std's.
+pub type Result<T> = std::result::Result<T, Error>;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// Two operands whose shapes do not fit together.
+    ShapeMismatch { op: &'static str, lhs: Vec<usize>, rhs: Vec<usize> },
+    /// A shape that does not fit the data or the operation (reshape, from_vec, dims).
+    BadShape(String),
+    /// Operands on different devices (torch's rule: no implicit copies).
+    DeviceMismatch { lhs: Device, rhs: Device },
+    /// A device string that does not parse, e.g. "gpu".
+    BadDeviceString(String),
+    /// `cuda:i` with `i` past the number of devices.
+    BadDeviceIndex { index: usize, count: usize },
+    /// No usable CUDA driver or device; the text says why.
+    CudaUnavailable(String),
+    /// A CUDA library (NVRTC, cuBLAS, NVML) could not be found; the text says where we looked.
+    LibraryNotFound { library: &'static str, detail: String },
+    /// NVRTC rejected a kernel source; `log` is NVRTC's full compile log.
+    Compile { name: String, arch: String, log: String },
+    /// The device ran out of memory.
+    OutOfMemory { device: Device, bytes: usize },
+    /// Any other CUDA driver, cuBLAS or NVML error.
+    Cuda { op: String, detail: String },
+    /// A bad argument that is none of the above (kernel name, dim out of range, ...).
+    Invalid(String),
+    /// The user interrupted the cell (see ARCHITECTURE.md, contract 2).
+    Interrupted,
+}
+
+fn dims(s: &[usize]) -> String {
+    let parts: Vec<String> = s.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::ShapeMismatch { op, lhs, rhs } => write!(
+                f,
+                "shape mismatch in {op}: {} and {} are not compatible",
+                dims(lhs),
+                dims(rhs)
+            ),
+            Error::BadShape(s) => write!(f, "bad shape: {s}"),
+            Error::DeviceMismatch { lhs, rhs } => write!(
+                f,
+                "expected all tensors on the same device, found {lhs} and {rhs}"
+            ),
+            Error::BadDeviceString(s) => write!(
+                f,
+                "unknown device {s:?}: expected \"cpu\", \"cuda\" or \"cuda:N\""
+            ),
+            Error::BadDeviceIndex { index, count } => write!(
+                f,
+                "invalid device cuda:{index}: this machine has {count} CUDA device{}",
+                if *count == 1 { "" } else { "s" }
+            ),
+            Error::CudaUnavailable(why) => write!(f, "CUDA is not available: {why}"),
+            Error::LibraryNotFound { library, detail } => {
+                write!(f, "{library} could not be loaded: {detail}")
+            }
+            Error::Compile { name, arch, log } => write!(
+                f,
+                "NVRTC could not compile {name} for {arch}:\n{}",
+                log.trim_end()
+            ),
+            Error::OutOfMemory { device, bytes } => write!(
+                f,
+                "out of memory on {device}: could not allocate {} ({bytes} bytes)",
+                human_bytes(*bytes as u64)
+            ),
+            Error::Cuda { op, detail } => write!(f, "{op} failed: {detail}"),
+            Error::Invalid(s) => f.write_str(s),
+            Error::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// 1536 -> "1.5 KiB"; shared by the error messages and the device reports.
+pub(crate) fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}

@@ -1,0 +1,537 @@
+//! Small charts drawn with plotters into SVG, shown inline.
+//!
+//! [`Figure`] covers line and scatter plots (optionally log-scaled), [`BarChart`] labelled
+//! bars, and [`crossover_plot`] the "when does the GPU start to win" picture. Each is a
+//! builder that ends in a value implementing [`Rich`]: leave it as a cell's last expression,
+//! or call `display(&fig)` once per figure to show several in one cell.
+//!
+//! Text is emitted as SVG `<text>` (no font files needed at build or run time); the browser
+//! picks the font, so label extents are estimated.
+
+use crate::display::{MimeBundle, Rich};
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::prelude::*;
+use std::time::Duration;
+
+/// Numbers a plot can take: floats, integers, and durations (as seconds).
+pub trait PlotValue: Copy {
+    fn to_f64(self) -> f64;
+}
+
+macro_rules! plot_value_as {
+    ($($t:ty),*) => { $(impl PlotValue for $t { fn to_f64(self) -> f64 { self as f64 } })* };
+}
+plot_value_as!(f64, f32, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+
+impl PlotValue for Duration {
+    fn to_f64(self) -> f64 {
+        self.as_secs_f64()
+    }
+}
+
+// matplotlib's "tab10" cycle: distinct, colour-blind-friendly enough, and familiar.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+fn palette(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Line,
+    Scatter,
+    LinePoints,
+}
+
+#[derive(Clone, Debug)]
+struct Series {
+    name: String,
+    kind: Kind,
+    points: Vec<(f64, f64)>,
+}
+
+/// A line/scatter chart, built up call by call.
+///
+/// ```
+/// # use gpulab::*;
+/// let n = [1.0, 10.0, 100.0];
+/// let fig = Figure::new("Time against size")
+///     .xlabel("elements").ylabel("seconds").log_x().log_y()
+///     .line("CPU", &n, &[1e-6, 1e-5, 1e-4])
+///     .scatter("GPU", &n, &[2e-5, 2e-5, 3e-5]);
+/// assert!(fig.to_svg().starts_with("<svg"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Figure {
+    title: String,
+    xlabel: String,
+    ylabel: String,
+    log_x: bool,
+    log_y: bool,
+    width: u32,
+    height: u32,
+    series: Vec<Series>,
+    vlines: Vec<(f64, String)>,
+}
+
+impl Figure {
+    pub fn new(title: impl Into<String>) -> Self {
+        Figure {
+            title: title.into(),
+            xlabel: String::new(),
+            ylabel: String::new(),
+            log_x: false,
+            log_y: false,
+            width: 640,
+            height: 400,
+            series: Vec::new(),
+            vlines: Vec::new(),
+        }
+    }
+
+    pub fn xlabel(mut self, label: impl Into<String>) -> Self {
+        self.xlabel = label.into();
+        self
+    }
+
+    pub fn ylabel(mut self, label: impl Into<String>) -> Self {
+        self.ylabel = label.into();
+        self
+    }
+
+    pub fn log_x(mut self) -> Self {
+        self.log_x = true;
+        self
+    }
+
+    pub fn log_y(mut self) -> Self {
+        self.log_y = true;
+        self
+    }
+
+    /// Size in pixels (default 640×400).
+    pub fn size(mut self, width: u32, height: u32) -> Self {
+        self.width = width.max(100);
+        self.height = height.max(80);
+        self
+    }
+
+    fn add<X: PlotValue, Y: PlotValue>(mut self, name: &str, kind: Kind, xs: &[X], ys: &[Y]) -> Self {
+        assert_eq!(xs.len(), ys.len(), "series {name:?}: xs and ys differ in length");
+        let points = xs.iter().zip(ys).map(|(x, y)| (x.to_f64(), y.to_f64())).collect();
+        self.series.push(Series { name: name.to_string(), kind, points });
+        self
+    }
+
+    /// A connected line through `(xs[i], ys[i])`.
+    pub fn line<X: PlotValue, Y: PlotValue>(self, name: &str, xs: &[X], ys: &[Y]) -> Self {
+        self.add(name, Kind::Line, xs, ys)
+    }
+
+    /// Unconnected markers.
+    pub fn scatter<X: PlotValue, Y: PlotValue>(self, name: &str, xs: &[X], ys: &[Y]) -> Self {
+        self.add(name, Kind::Scatter, xs, ys)
+    }
+
+    /// A line with a marker at every point (good for measured sizes).
+    pub fn line_points<X: PlotValue, Y: PlotValue>(self, name: &str, xs: &[X], ys: &[Y]) -> Self {
+        self.add(name, Kind::LinePoints, xs, ys)
+    }
+
+    /// A labelled vertical marker at `x` (e.g. a crossover size).
+    pub fn vline(mut self, x: f64, label: impl Into<String>) -> Self {
+        self.vlines.push((x, label.into()));
+        self
+    }
+
+    pub fn series_count(&self) -> usize {
+        self.series.len()
+    }
+
+    /// Renders to a standalone SVG document.
+    pub fn to_svg(&self) -> String {
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (self.width, self.height)).into_drawing_area();
+            let xs = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).chain(self.vlines.iter().map(|v| v.0));
+            let ys = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+            let (x0, x1) = axis_range(xs, self.log_x);
+            let (y0, y1) = axis_range(ys, self.log_y);
+            // Drawing into a String cannot fail for I/O reasons; a failure here would be a
+            // plotters layout bug, and a chart with an error note beats a panic in a notebook.
+            let result = match (self.log_x, self.log_y) {
+                (false, false) => self.draw(&root, x0..x1, y0..y1),
+                (true, false) => self.draw(&root, (x0..x1).log_scale(), y0..y1),
+                (false, true) => self.draw(&root, x0..x1, (y0..y1).log_scale()),
+                (true, true) => self.draw(&root, (x0..x1).log_scale(), (y0..y1).log_scale()),
+            };
+            if let Err(e) = result {
+                let _ = root.draw(&Text::new(format!("plot error: {e}"), (10, 10), ("sans-serif", 14)));
+            }
+            let _ = root.present();
+        }
+        svg
+    }
+
+    fn draw<XR, YR, XC, YC>(
+        &self,
+        root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+        xr: XR,
+        yr: YR,
+    ) -> Result<(), Box<dyn std::error::Error + '_>>
+    where
+        XR: plotters::coord::ranged1d::AsRangedCoord<CoordDescType = XC, Value = f64>,
+        YR: plotters::coord::ranged1d::AsRangedCoord<CoordDescType = YC, Value = f64>,
+        XC: Ranged<ValueType = f64> + ValueFormatter<f64>,
+        YC: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(xr, yr)?;
+        let mut mesh = chart.configure_mesh();
+        mesh.x_label_formatter(&|v| short_number(*v))
+            .y_label_formatter(&|v| short_number(*v))
+            .light_line_style(RGBColor(235, 235, 235));
+        if !self.xlabel.is_empty() {
+            mesh.x_desc(self.xlabel.as_str());
+        }
+        if !self.ylabel.is_empty() {
+            mesh.y_desc(self.ylabel.as_str());
+        }
+        mesh.draw()?;
+
+        let usable = |p: &(f64, f64)| {
+            p.0.is_finite() && p.1.is_finite() && (!self.log_x || p.0 > 0.0) && (!self.log_y || p.1 > 0.0)
+        };
+        for (i, s) in self.series.iter().enumerate() {
+            let color = palette(i);
+            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(usable).collect();
+            let line = matches!(s.kind, Kind::Line | Kind::LinePoints);
+            let marks = matches!(s.kind, Kind::Scatter | Kind::LinePoints);
+            if line {
+                let anno = chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
+                if !s.name.is_empty() {
+                    anno.label(s.name.as_str()).legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                    });
+                }
+            }
+            if marks {
+                let anno = chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+                if !line && !s.name.is_empty() {
+                    anno.label(s.name.as_str()).legend(move |(x, y)| Circle::new((x + 9, y), 3, color.filled()));
+                }
+            }
+        }
+        let (_, y_range) = (chart.x_range(), chart.y_range());
+        for (x, label) in &self.vlines {
+            if !x.is_finite() || (self.log_x && *x <= 0.0) {
+                continue;
+            }
+            let gray = RGBColor(90, 90, 90);
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(*x, y_range.start), (*x, y_range.end)],
+                gray.stroke_width(1),
+            )))?;
+            chart.draw_series(std::iter::once(Text::new(
+                format!(" {label}"),
+                (*x, y_range.end),
+                ("sans-serif", 13).into_font().color(&gray),
+            )))?;
+        }
+        if self.series.iter().any(|s| !s.name.is_empty()) {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.85))
+                .border_style(RGBColor(200, 200, 200))
+                .draw()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the SVG to a file.
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<()> {
+        std::fs::write(path, self.to_svg())
+    }
+}
+
+impl Rich for Figure {
+    fn mime_bundle(&self) -> MimeBundle {
+        MimeBundle::new()
+            .with("image/svg+xml", self.to_svg())
+            .with("text/plain", format!("<Figure {:?}: {} series>", self.title, self.series.len()))
+    }
+}
+
+/// Axis bounds covering `values` with a little air; on a log axis only positive values
+/// count and the bounds widen to whole decades when the data span several.
+fn axis_range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if lo > hi {
+        return if log { (1.0, 10.0) } else { (0.0, 1.0) };
+    }
+    if log {
+        if hi / lo < 10.0 {
+            (lo / 2.0, hi * 2.0)
+        } else {
+            (10f64.powf(lo.log10().floor()), 10f64.powf(hi.log10().ceil()))
+        }
+    } else if lo == hi {
+        (lo - 1.0, hi + 1.0)
+    } else {
+        let pad = (hi - lo) * 0.05;
+        (lo - pad, hi + pad)
+    }
+}
+
+/// Compact tick labels: 0.001, 1e-6, 2.5k, 1M, ...
+pub fn short_number(v: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 {
+        "0".into()
+    } else if !(1e-3..1e7).contains(&a) {
+        let s = format!("{v:.0e}");
+        if s.parse::<f64>().map(|p| (p - v).abs() <= 1e-9 * a).unwrap_or(false) {
+            s
+        } else {
+            format!("{v:.1e}")
+        }
+    } else if a >= 1e6 {
+        trim(format!("{:.2}", v / 1e6)) + "M"
+    } else if a >= 1e4 {
+        trim(format!("{:.2}", v / 1e3)) + "k"
+    } else {
+        trim(format!("{v:.3}"))
+    }
+}
+
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Labelled vertical bars.
+#[derive(Clone, Debug)]
+pub struct BarChart {
+    title: String,
+    ylabel: String,
+    labels: Vec<String>,
+    values: Vec<f64>,
+    log_y: bool,
+    width: u32,
+    height: u32,
+    value_labels: Vec<String>,
+}
+
+/// Bars of `values`, one per label.
+pub fn bar_chart<L: AsRef<str>, V: PlotValue>(title: &str, labels: &[L], values: &[V]) -> BarChart {
+    assert_eq!(labels.len(), values.len(), "one value per label");
+    BarChart {
+        title: title.to_string(),
+        ylabel: String::new(),
+        labels: labels.iter().map(|l| l.as_ref().to_string()).collect(),
+        values: values.iter().map(|v| v.to_f64()).collect(),
+        log_y: false,
+        width: 640,
+        height: 400,
+        value_labels: Vec::new(),
+    }
+}
+
+impl BarChart {
+    pub fn ylabel(mut self, label: impl Into<String>) -> Self {
+        self.ylabel = label.into();
+        self
+    }
+
+    /// Log-scaled bars, for values spanning orders of magnitude (CPU vs GPU times).
+    pub fn log_y(mut self) -> Self {
+        self.log_y = true;
+        self
+    }
+
+    pub fn size(mut self, width: u32, height: u32) -> Self {
+        self.width = width.max(100);
+        self.height = height.max(80);
+        self
+    }
+
+    /// Text written above each bar (e.g. "12.3x"); defaults to the value itself.
+    pub fn value_labels<L: AsRef<str>>(mut self, labels: &[L]) -> Self {
+        self.value_labels = labels.iter().map(|l| l.as_ref().to_string()).collect();
+        self
+    }
+
+    pub fn to_svg(&self) -> String {
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (self.width, self.height)).into_drawing_area();
+            let (lo, hi) = axis_range(self.values.iter().copied(), self.log_y);
+            let n = self.values.len().max(1);
+            let result = if self.log_y {
+                self.draw(&root, n, lo, (lo..hi * 1.5).log_scale())
+            } else {
+                self.draw(&root, n, 0.0, 0.0..hi.max(0.0) * 1.1 + f64::MIN_POSITIVE)
+            };
+            if let Err(e) = result {
+                let _ = root.draw(&Text::new(format!("plot error: {e}"), (10, 10), ("sans-serif", 14)));
+            }
+            let _ = root.present();
+        }
+        svg
+    }
+
+    fn draw<YR, YC>(
+        &self,
+        root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+        n: usize,
+        base: f64,
+        yr: YR,
+    ) -> Result<(), Box<dyn std::error::Error + '_>>
+    where
+        YR: plotters::coord::ranged1d::AsRangedCoord<CoordDescType = YC, Value = f64>,
+        YC: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d((0..n).into_segmented(), yr)?;
+        let labels = &self.labels;
+        let mut mesh = chart.configure_mesh();
+        if !self.ylabel.is_empty() {
+            mesh.y_desc(self.ylabel.as_str());
+        }
+        mesh.disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+                    labels.get(*i).cloned().unwrap_or_default()
+                }
+                SegmentValue::Last => String::new(),
+            })
+            .y_label_formatter(&|v| short_number(*v))
+            .draw()?;
+        chart.draw_series(self.values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, &v)| {
+            let mut bar = Rectangle::new(
+                [(SegmentValue::Exact(i), base), (SegmentValue::Exact(i + 1), v.max(base))],
+                palette(i).filled(),
+            );
+            bar.set_margin(0, 0, 8, 8);
+            bar
+        }))?;
+        chart.draw_series(self.values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, &v)| {
+            let text = self.value_labels.get(i).cloned().unwrap_or_else(|| short_number(v));
+            Text::new(
+                text,
+                (SegmentValue::CenterOf(i), v.max(base)),
+                TextStyle::from(("sans-serif", 13).into_font()).pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Center,
+                    plotters::style::text_anchor::VPos::Bottom,
+                )),
+            )
+        }))?;
+        Ok(())
+    }
+
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<()> {
+        std::fs::write(path, self.to_svg())
+    }
+}
+
+impl Rich for BarChart {
+    fn mime_bundle(&self) -> MimeBundle {
+        MimeBundle::new()
+            .with("image/svg+xml", self.to_svg())
+            .with("text/plain", format!("<BarChart {:?}: {} bars>", self.title, self.values.len()))
+    }
+}
+
+/// The smallest problem size from which the GPU (transfers included) stays faster than the
+/// CPU, interpolated between the two measured sizes where the curves cross (in log-log
+/// space, where such curves are near straight). `None` if the GPU never wins for good.
+pub fn crossover_point<S: PlotValue, T: PlotValue>(sizes: &[S], cpu: &[T], gpu: &[T]) -> Option<f64> {
+    let n = sizes.len().min(cpu.len()).min(gpu.len());
+    // Ratio > 1 means the GPU is faster at that size.
+    let ratio = |i: usize| cpu[i].to_f64() / gpu[i].to_f64();
+    let last_loss = (0..n).rev().find(|&i| ratio(i) <= 1.0);
+    match last_loss {
+        None if n > 0 => Some(sizes[0].to_f64()),
+        None => None,
+        Some(i) if i + 1 >= n => None,
+        Some(i) => {
+            let (s0, s1) = (sizes[i].to_f64(), sizes[i + 1].to_f64());
+            let (r0, r1) = (ratio(i).ln(), ratio(i + 1).ln());
+            if !(s0 > 0.0 && s1 > 0.0) || !(r1 - r0).is_finite() || r1 == r0 {
+                return Some(s1);
+            }
+            let f = (0.0 - r0) / (r1 - r0);
+            Some((s0.ln() + f * (s1.ln() - s0.ln())).exp())
+        }
+    }
+}
+
+/// Time against problem size for the CPU and for the GPU with host↔device copies counted,
+/// log-log, with the crossover marked: small work loses on the GPU because the fixed cost
+/// of launching and copying dominates, large work wins because the arithmetic does.
+/// Add more series (e.g. GPU kernel time alone) with the returned figure's builder methods.
+pub fn crossover_plot<S: PlotValue, T: PlotValue>(sizes: &[S], cpu: &[T], gpu_with_transfers: &[T]) -> Figure {
+    let mut fig = Figure::new("CPU vs GPU: time against problem size")
+        .xlabel("problem size")
+        .ylabel("time (s)")
+        .log_x()
+        .log_y()
+        .line_points("CPU", sizes, cpu)
+        .line_points("GPU incl. transfers", sizes, gpu_with_transfers);
+    if let Some(x) = crossover_point(sizes, cpu, gpu_with_transfers) {
+        fig = fig.vline(x, format!("GPU wins above ≈ {}", short_number(x)));
+    }
+    fig
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(axis_range([1.0, 1000.0].into_iter(), true), (1.0, 1000.0));
+        assert_eq!(axis_range([2.0, 3.0].into_iter(), true), (1.0, 6.0));
+        assert_eq!(axis_range([5.0].into_iter(), false), (4.0, 6.0));
+        assert_eq!(axis_range([-1.0, 0.0].into_iter(), true), (1.0, 10.0));
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(short_number(0.5), "0.5");
+        assert_eq!(short_number(1e-6), "1e-6");
+        assert_eq!(short_number(25000.0), "25k");
+        assert_eq!(short_number(3.0e6), "3M");
+        assert_eq!(short_number(100.0), "100");
+    }
+}

@@ -1,0 +1,143 @@
+//! Printing like torch: `tensor([[1., 2.],\n        [3., 4.]], device='cuda:0')`, with
+//! large tensors cut to their first and last three entries per dimension.
+
+use super::Tensor;
+use std::fmt;
+
+/// torch's thresholds: summarise past 1000 elements, keep 3 at each edge, wrap at 80 columns.
+const THRESHOLD: usize = 1000;
+const EDGE: usize = 3;
+const LINE: usize = 80;
+
+#[derive(Clone, Copy)]
+enum Mode {
+    /// All values are whole numbers: `1.`, `-20.`
+    Int,
+    Fixed,
+    Sci,
+}
+
+struct Style {
+    mode: Mode,
+    width: usize,
+}
+
+fn sci(v: f32) -> String {
+    // Rust writes 1.2345e5; torch writes 1.2345e+05.
+    let s = format!("{v:.4e}");
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let (sign, digits) = if let Some(d) = e.strip_prefix('-') { ('-', d) } else { ('+', e) };
+            format!("{m}e{sign}{digits:0>2}")
+        }
+        None => s,
+    }
+}
+
+fn one(v: f32, mode: Mode) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    match mode {
+        Mode::Int => format!("{v:.0}."),
+        Mode::Fixed => format!("{v:.4}"),
+        Mode::Sci => sci(v),
+    }
+}
+
+fn style(shown: &[f32]) -> Style {
+    let finite: Vec<f32> = shown.iter().copied().filter(|v| v.is_finite()).collect();
+    let nonzero: Vec<f32> = finite.iter().map(|v| v.abs()).filter(|&v| v > 0.0).collect();
+    let max = nonzero.iter().copied().fold(0.0f32, f32::max);
+    let min = nonzero.iter().copied().fold(f32::INFINITY, f32::min);
+    let mode = if finite.iter().all(|v| v.fract() == 0.0) {
+        if max > 1e8 { Mode::Sci } else { Mode::Int }
+    } else if !nonzero.is_empty() && (max / min > 1000.0 || max > 1e8 || min < 1e-4) {
+        Mode::Sci
+    } else {
+        Mode::Fixed
+    };
+    let width = shown.iter().map(|&v| one(v, mode).len()).max().unwrap_or(1);
+    Style { mode, width }
+}
+
+/// The indices shown along a dimension of `size`: all, or the edges with `None` for "...".
+fn shown_indices(size: usize, summarise: bool) -> Vec<Option<usize>> {
+    if summarise && size > 2 * EDGE {
+        (0..EDGE).map(Some).chain([None]).chain((size - EDGE..size).map(Some)).collect()
+    } else {
+        (0..size).map(Some).collect()
+    }
+}
+
+/// Every value that will be printed, to choose one format for all of them.
+fn collect_shown(data: &[f32], dims: &[usize], off: usize, stride: usize, summarise: bool, out: &mut Vec<f32>) {
+    if dims.is_empty() {
+        out.push(data[off]);
+        return;
+    }
+    let inner = stride / dims[0].max(1);
+    for i in shown_indices(dims[0], summarise).into_iter().flatten() {
+        collect_shown(data, &dims[1..], off + i * inner, inner, summarise, out);
+    }
+}
+
+/// One bracketed level; `col` is the column of its `[`.
+fn render(data: &[f32], dims: &[usize], off: usize, col: usize, st: &Style, summarise: bool) -> String {
+    let inner: usize = dims[1..].iter().product();
+    let idx = shown_indices(dims[0], summarise);
+    if dims.len() == 1 {
+        let items: Vec<String> = idx
+            .iter()
+            .map(|i| match i {
+                Some(i) => format!("{:>w$}", one(data[off + i], st.mode), w = st.width),
+                None => "...".into(),
+            })
+            .collect();
+        let per_line = ((LINE.saturating_sub(col + 1)) / (st.width + 2)).max(1);
+        let lines: Vec<String> = items.chunks(per_line).map(|c| c.join(", ")).collect();
+        return format!("[{}]", lines.join(&format!(",\n{}", " ".repeat(col + 1))));
+    }
+    let sep = format!(",{}{}", "\n".repeat(dims.len() - 1), " ".repeat(col + 1));
+    let parts: Vec<String> = idx
+        .iter()
+        .map(|i| match i {
+            Some(i) => render(data, &dims[1..], off + i * inner, col + 1, st, summarise),
+            None => "...".into(),
+        })
+        .collect();
+    format!("[{}]", parts.join(&sep))
+}
+
+impl fmt::Display for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let data = match self.to_vec() {
+            Ok(d) => d,
+            Err(e) => return write!(f, "tensor(<unreadable: {e}>, device='{}')", self.device()),
+        };
+        let suffix = if self.is_cuda() { format!(", device='{}'", self.device()) } else { String::new() };
+        let dims = self.shape();
+        if dims.is_empty() {
+            let st = style(&data);
+            return write!(f, "tensor({}{suffix})", one(data[0], st.mode));
+        }
+        if data.is_empty() {
+            return write!(f, "tensor([], size={dims:?}{suffix})");
+        }
+        let summarise = data.len() > THRESHOLD;
+        let mut shown = Vec::new();
+        collect_shown(&data, dims, 0, data.len(), summarise, &mut shown);
+        let st = style(&shown);
+        write!(f, "tensor({}{suffix})", render(&data, dims, 0, "tensor(".len(), &st, summarise))
+    }
+}
+
+/// evcxr shows a cell's last expression with `{:?}`, so Debug prints like Display.
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}

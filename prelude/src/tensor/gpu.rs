@@ -1,0 +1,167 @@
+//! The CUDA backend: launches of the kernels in kernels-cu/ (elementwise.cu, reduce.cu) and
+//! cuBLAS for matmul, all queued on the device's stream.
+
+use super::op::{BinaryOp, ReduceOp, UnaryOp};
+use super::shape::Broadcast;
+use super::storage::{alloc, CudaBuf};
+use crate::cuda::{launch_builtin, Gpu, KernelArg as A, LaunchConfig};
+use crate::error::{Error, Result};
+use cudarc::cublas::{sys::cublasOperation_t, Gemm, GemmConfig};
+use std::sync::Arc;
+
+const BLOCK: u32 = 256;
+/// Must match GPULAB_MAX_DIMS in elementwise.cu.
+pub(crate) const MAX_DIMS: usize = 6;
+
+/// Enough blocks to cover `n` elements, capped at a few waves: the kernels loop with a grid
+/// stride, and more blocks than the SMs can hold only add scheduling.
+fn cfg(gpu: &Gpu, n: usize) -> LaunchConfig {
+    let blocks = n.div_ceil(BLOCK as usize).clamp(1, gpu.sms as usize * 32);
+    LaunchConfig { grid: (blocks as u32, 1, 1), block: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+}
+
+fn p(b: &CudaBuf) -> A<'static> {
+    A::U64(b.ptr())
+}
+
+pub(crate) fn full(gpu: &Arc<Gpu>, n: usize, v: f32) -> Result<CudaBuf> {
+    let out = alloc(gpu, n)?;
+    if n > 0 {
+        launch_builtin(gpu, "elementwise", "fill", cfg(gpu, n), &[p(&out), A::F32(v), A::I64(n as i64)])?;
+    }
+    Ok(out)
+}
+
+pub(crate) fn binary_same(op: BinaryOp, a: &CudaBuf, b: &CudaBuf) -> Result<CudaBuf> {
+    let n = a.slice.len();
+    let out = alloc(&a.gpu, n)?;
+    if n > 0 {
+        launch_builtin(&a.gpu, "elementwise", "binary_same", cfg(&a.gpu, n),
+            &[A::I32(op as i32), p(a), p(b), p(&out), A::I64(n as i64)])?;
+    }
+    Ok(out)
+}
+
+pub(crate) fn binary_scalar(op: BinaryOp, a: &CudaBuf, s: f32, scalar_first: bool) -> Result<CudaBuf> {
+    let n = a.slice.len();
+    let out = alloc(&a.gpu, n)?;
+    if n > 0 {
+        launch_builtin(&a.gpu, "elementwise", "binary_scalar", cfg(&a.gpu, n),
+            &[A::I32(op as i32), p(a), A::F32(s), A::I32(scalar_first as i32), p(&out), A::I64(n as i64)])?;
+    }
+    Ok(out)
+}
+
+/// The `Strides` struct of elementwise.cu as 8-byte words: `int ndim` padded to 8, then
+/// `long long dims[6], sa[6], sb[6]`.
+fn strides_arg(dims: &[usize], sa: &[usize], sb: &[usize]) -> Result<A<'static>> {
+    if dims.len() > MAX_DIMS {
+        return Err(Error::BadShape(format!(
+            "CUDA kernels handle up to {MAX_DIMS} dimensions here, got {}",
+            dims.len()
+        )));
+    }
+    let mut w = vec![0u64; 1 + 3 * MAX_DIMS];
+    w[0] = dims.len() as u64;
+    for i in 0..dims.len() {
+        w[1 + i] = dims[i] as u64;
+        w[1 + MAX_DIMS + i] = sa[i] as u64;
+        w[1 + 2 * MAX_DIMS + i] = sb.get(i).copied().unwrap_or(0) as u64;
+    }
+    Ok(A::Struct(w))
+}
+
+pub(crate) fn binary_bcast(op: BinaryOp, a: &CudaBuf, b: &CudaBuf, bc: &Broadcast) -> Result<CudaBuf> {
+    let n: usize = bc.dims.iter().product();
+    let st = strides_arg(&bc.dims, &bc.sa, &bc.sb)?;
+    let out = alloc(&a.gpu, n)?;
+    if n > 0 {
+        launch_builtin(&a.gpu, "elementwise", "binary_bcast", cfg(&a.gpu, n),
+            &[A::I32(op as i32), p(a), p(b), p(&out), A::I64(n as i64), st])?;
+    }
+    Ok(out)
+}
+
+pub(crate) fn unary(op: UnaryOp, a: &CudaBuf) -> Result<CudaBuf> {
+    let n = a.slice.len();
+    let out = alloc(&a.gpu, n)?;
+    if n > 0 {
+        launch_builtin(&a.gpu, "elementwise", "unary", cfg(&a.gpu, n),
+            &[A::I32(op as i32), p(a), p(&out), A::I64(n as i64)])?;
+    }
+    Ok(out)
+}
+
+pub(crate) fn permute(a: &CudaBuf, dims: &[usize], src_strides: &[usize]) -> Result<CudaBuf> {
+    let n: usize = dims.iter().product();
+    let st = strides_arg(dims, src_strides, &[])?;
+    let out = alloc(&a.gpu, n)?;
+    if n > 0 {
+        launch_builtin(&a.gpu, "elementwise", "permute", cfg(&a.gpu, n), &[p(a), p(&out), A::I64(n as i64), st])?;
+    }
+    Ok(out)
+}
+
+/// A one-element buffer: per-block partials, then one block over the partials.
+pub(crate) fn reduce_all(op: ReduceOp, a: &CudaBuf) -> Result<CudaBuf> {
+    let gpu = &a.gpu;
+    let n = a.slice.len();
+    let blocks = n.div_ceil(BLOCK as usize).clamp(1, 1024);
+    let partial = alloc(gpu, blocks)?;
+    let first = LaunchConfig { grid: (blocks as u32, 1, 1), block: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+    launch_builtin(gpu, "reduce", "reduce_partial", first, &[A::I32(op as i32), p(a), p(&partial), A::I64(n as i64)])?;
+    let out = alloc(gpu, 1)?;
+    let second = LaunchConfig { grid: (1, 1, 1), block: (1024, 1, 1), shared_mem_bytes: 0 };
+    launch_builtin(gpu, "reduce", "reduce_partial", second, &[A::I32(op as i32), p(&partial), p(&out), A::I64(blocks as i64)])?;
+    Ok(out)
+}
+
+/// Reduces the middle axis of `[outer, len, inner]`.
+pub(crate) fn reduce_dim(op: ReduceOp, a: &CudaBuf, outer: usize, len: usize, inner: usize) -> Result<CudaBuf> {
+    let gpu = &a.gpu;
+    let out = alloc(gpu, outer * inner)?;
+    if outer * inner == 0 {
+        return Ok(out);
+    }
+    if inner == 1 {
+        let rows = LaunchConfig { grid: (outer.min(1 << 16) as u32, 1, 1), block: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        launch_builtin(gpu, "reduce", "reduce_rows", rows,
+            &[A::I32(op as i32), p(a), p(&out), A::I64(outer as i64), A::I64(len as i64)])?;
+    } else {
+        launch_builtin(gpu, "reduce", "reduce_strided", cfg(gpu, outer * inner),
+            &[A::I32(op as i32), p(a), p(&out), A::I64(outer as i64), A::I64(len as i64), A::I64(inner as i64)])?;
+    }
+    Ok(out)
+}
+
+/// Row-major `[m, k] x [k, n]` with cuBLAS, which is column-major: a row-major matrix is its
+/// own transpose in column-major, so C^T = B^T A^T is one sgemm with the operands swapped.
+pub(crate) fn matmul(a: &CudaBuf, b: &CudaBuf, m: usize, k: usize, n: usize) -> Result<CudaBuf> {
+    let gpu = &a.gpu;
+    let mut out = if k == 0 { super::storage::zeros(gpu, m * n)? } else { alloc(gpu, m * n)? };
+    if m * n == 0 || k == 0 {
+        return Ok(out);
+    }
+    let too_big = |x: usize| x > i32::MAX as usize;
+    if too_big(m) || too_big(n) || too_big(k) {
+        return Err(Error::BadShape(format!("matmul: dimensions {m}x{k}x{n} exceed cuBLAS's 32-bit sizes")));
+    }
+    let blas = gpu.blas()?;
+    let cfg = GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_N,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: n as i32,
+        n: m as i32,
+        k: k as i32,
+        alpha: 1.0f32,
+        lda: n as i32,
+        ldb: k as i32,
+        beta: 0.0f32,
+        ldc: n as i32,
+    };
+    // SAFETY: the buffers hold k*n, m*k and m*n floats, matching the sizes and leading
+    // dimensions above.
+    unsafe { blas.gemm(cfg, &b.slice, &a.slice, &mut out.slice) }
+        .map_err(|e| Error::Cuda { op: "cublasSgemm".into(), detail: format!("{e:?}") })?;
+    Ok(out)
+}

@@ -1,0 +1,212 @@
+//! CPU matrix multiply: the BLIS/GotoBLAS scheme. B is packed into panels `NR` columns wide
+//! and A into panels `MR` rows tall, sized so a B micro-panel stays in L1 and an A block in
+//! L2, and a register-tiled micro-kernel does the FLOPs. The row blocks of C are shared
+//! between cores with rayon. The micro-kernel is picked at run time: AVX-512, AVX2+FMA, or
+//! a portable one the compiler vectorises as it can.
+
+use rayon::prelude::*;
+
+/// Depth of a packed block: a KC x NR micro-panel of B is 32 KiB with the AVX-512 kernel.
+const KC: usize = 256;
+/// Rows of A per block (a multiple of every MR below): 144 x 256 floats = 144 KiB, in L2.
+const MC: usize = 144;
+/// Columns of B per block.
+const NC: usize = 4096;
+
+/// `c[0..MR][0..NR] (+)= sum_p a[p][0..MR] * b[p][0..NR]` over packed panels, `c` with row
+/// stride `ldc`; `accumulate` adds to C instead of overwriting it.
+type MicroKernel = unsafe fn(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool);
+
+#[derive(Clone, Copy)]
+struct Kernel {
+    mr: usize,
+    nr: usize,
+    f: MicroKernel,
+}
+
+fn kernel() -> Kernel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return Kernel { mr: 12, nr: 32, f: x86::kernel_avx512 };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            return Kernel { mr: 6, nr: 16, f: x86::kernel_avx2 };
+        }
+    }
+    Kernel { mr: 4, nr: 16, f: kernel_portable }
+}
+
+unsafe fn kernel_portable(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+    const MR: usize = 4;
+    const NR: usize = 16;
+    let mut acc = [[0f32; NR]; MR];
+    for p in 0..kc {
+        let bp = std::slice::from_raw_parts(b.add(p * NR), NR);
+        for i in 0..MR {
+            let ai = *a.add(p * MR + i);
+            for j in 0..NR {
+                acc[i][j] += ai * bp[j];
+            }
+        }
+    }
+    for i in 0..MR {
+        let row = std::slice::from_raw_parts_mut(c.add(i * ldc), NR);
+        for j in 0..NR {
+            row[j] = if accumulate { row[j] + acc[i][j] } else { acc[i][j] };
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn kernel_avx512(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+        const MR: usize = 12;
+        let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+        for p in 0..kc {
+            let b0 = _mm512_loadu_ps(b.add(p * 32));
+            let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
+            let ap = a.add(p * MR);
+            for i in 0..MR {
+                let ai = _mm512_set1_ps(*ap.add(i));
+                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+            }
+        }
+        for i in 0..MR {
+            let row = c.add(i * ldc);
+            for h in 0..2 {
+                let v = if accumulate { _mm512_add_ps(_mm512_loadu_ps(row.add(16 * h)), acc[i][h]) } else { acc[i][h] };
+                _mm512_storeu_ps(row.add(16 * h), v);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn kernel_avx2(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+        const MR: usize = 6;
+        let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+        for p in 0..kc {
+            let b0 = _mm256_loadu_ps(b.add(p * 16));
+            let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
+            let ap = a.add(p * MR);
+            for i in 0..MR {
+                let ai = _mm256_set1_ps(*ap.add(i));
+                acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+            }
+        }
+        for i in 0..MR {
+            let row = c.add(i * ldc);
+            for h in 0..2 {
+                let v = if accumulate { _mm256_add_ps(_mm256_loadu_ps(row.add(8 * h)), acc[i][h]) } else { acc[i][h] };
+                _mm256_storeu_ps(row.add(8 * h), v);
+            }
+        }
+    }
+}
+
+/// Packs `b[pc..pc+kc][jc..jc+nc]` (row stride `n`) into NR-wide panels, each kc x NR
+/// row-major, zero-padded past the last column.
+fn pack_b(b: &[f32], n: usize, pc: usize, kc: usize, jc: usize, nc: usize, nr: usize, out: &mut [f32]) {
+    out.par_chunks_mut(kc * nr).enumerate().for_each(|(jp, panel)| {
+        let j0 = jc + jp * nr;
+        let w = nr.min(jc + nc - j0);
+        for p in 0..kc {
+            let src = &b[(pc + p) * n + j0..(pc + p) * n + j0 + w];
+            let dst = &mut panel[p * nr..(p + 1) * nr];
+            dst[..w].copy_from_slice(src);
+            dst[w..].fill(0.0);
+        }
+    });
+}
+
+/// Packs `a[ic..ic+mc][pc..pc+kc]` (row stride `k`) into MR-tall panels, each kc x MR with
+/// the MR values of one column together, zero-padded past the last row.
+fn pack_a(a: &[f32], k: usize, ic: usize, mc: usize, pc: usize, kc: usize, mr: usize, out: &mut [f32]) {
+    for (ip, panel) in out.chunks_mut(kc * mr).enumerate().take(mc.div_ceil(mr)) {
+        let i0 = ic + ip * mr;
+        let h = mr.min(ic + mc - i0);
+        for i in 0..h {
+            let row = &a[(i0 + i) * k + pc..(i0 + i) * k + pc + kc];
+            for (p, &v) in row.iter().enumerate() {
+                panel[p * mr + i] = v;
+            }
+        }
+        for i in h..mr {
+            for p in 0..kc {
+                panel[p * mr + i] = 0.0;
+            }
+        }
+    }
+}
+
+/// `a` is m x k, `b` is k x n, both row-major; returns the m x n product.
+pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut c = vec![0f32; m * n];
+    if m == 0 || n == 0 || k == 0 {
+        return c;
+    }
+    // Below ~32^3 multiply-adds, packing costs more than it saves.
+    if m * n * k <= 32 * 32 * 32 {
+        for i in 0..m {
+            for p in 0..k {
+                let aip = a[i * k + p];
+                for j in 0..n {
+                    c[i * n + j] += aip * b[p * n + j];
+                }
+            }
+        }
+        return c;
+    }
+    let kern = kernel();
+    let (mr, nr) = (kern.mr, kern.nr);
+    let mut bpack = vec![0f32; KC * NC.div_ceil(nr) * nr];
+    for jc in (0..n).step_by(NC) {
+        let nc = NC.min(n - jc);
+        for pc in (0..k).step_by(KC) {
+            let kc = KC.min(k - pc);
+            let bp = &mut bpack[..kc * nc.div_ceil(nr) * nr];
+            pack_b(b, n, pc, kc, jc, nc, nr, bp);
+            let bp = &*bp;
+            c.par_chunks_mut(MC * n).enumerate().for_each_init(
+                || vec![0f32; MC * KC],
+                |apack, (ib, cblock)| {
+                    let ic = ib * MC;
+                    let mc = MC.min(m - ic);
+                    pack_a(a, k, ic, mc, pc, kc, mr, apack);
+                    let mut edge = vec![0f32; mr * nr];
+                    for jp in 0..nc.div_ceil(nr) {
+                        let j0 = jc + jp * nr;
+                        let w = nr.min(jc + nc - j0);
+                        let bpanel = bp[jp * kc * nr..].as_ptr();
+                        for ip in 0..mc.div_ceil(mr) {
+                            let i0 = ip * mr;
+                            let h = mr.min(mc - i0);
+                            let apanel = apack[ip * kc * mr..].as_ptr();
+                            // SAFETY: panels hold kc*mr and kc*nr floats; a full tile
+                            // writes rows i0..i0+mr, columns j0..j0+nr of this C block.
+                            unsafe {
+                                if h == mr && w == nr {
+                                    (kern.f)(kc, apanel, bpanel, cblock.as_mut_ptr().add(i0 * n + j0), n, pc > 0);
+                                } else {
+                                    (kern.f)(kc, apanel, bpanel, edge.as_mut_ptr(), nr, false);
+                                    for i in 0..h {
+                                        let row = &mut cblock[(i0 + i) * n + j0..(i0 + i) * n + j0 + w];
+                                        for (x, &e) in row.iter_mut().zip(&edge[i * nr..i * nr + w]) {
+                                            *x = if pc > 0 { *x + e } else { e };
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                },
+            );
+        }
+    }
+    c
+}

@@ -1,0 +1,63 @@
+//! The seeded generator behind `rand`/`randn`: SplitMix64, drawn on the host so that one seed
+//! gives the same numbers whatever the device. (Not torch's generator: the same seed gives
+//! different numbers than torch does.)
+
+use std::sync::Mutex;
+
+/// torch's default seed, so a fresh session is reproducible too.
+static STATE: Mutex<u64> = Mutex::new(67280421310721);
+
+/// Seeds the generator used by `Tensor::rand` and `Tensor::randn`.
+pub fn manual_seed(seed: u64) {
+    *STATE.lock().unwrap() = seed;
+}
+
+struct SplitMix(u64);
+
+impl SplitMix {
+    #[inline]
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1): the top 24 bits, exactly representable in f32.
+    #[inline]
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
+    }
+}
+
+/// Runs `f` on the generator and keeps the advanced state for the next call.
+fn with_gen<T>(f: impl FnOnce(&mut SplitMix) -> T) -> T {
+    let mut st = STATE.lock().unwrap();
+    let mut g = SplitMix(*st);
+    let out = f(&mut g);
+    *st = g.0;
+    out
+}
+
+pub(crate) fn uniform(n: usize) -> Vec<f32> {
+    with_gen(|g| (0..n).map(|_| g.unit()).collect())
+}
+
+/// Box-Muller on pairs of uniforms.
+pub(crate) fn normal(n: usize) -> Vec<f32> {
+    let pairs = n.div_ceil(2);
+    with_gen(|g| {
+        let mut out = Vec::with_capacity(2 * pairs);
+        for _ in 0..pairs {
+            // 1 - u lies in (0, 1], so the log is finite.
+            let u1 = 1.0 - g.unit() as f64;
+            let u2 = g.unit() as f64;
+            let r = (-2.0 * u1.ln()).sqrt();
+            let t = std::f64::consts::TAU * u2;
+            out.push((r * t.cos()) as f32);
+            out.push((r * t.sin()) as f32);
+        }
+        out.truncate(n);
+        out
+    })
+}

@@ -1,0 +1,495 @@
+//! Timing CPU and GPU work honestly.
+//!
+//! GPU launches return before the GPU has finished, so a host clock read right after a
+//! launch measures the launch, not the work (article 03). [`Bench`] therefore waits for the
+//! device before it reads the clock, and, when it knows the device, also brackets each run
+//! with device events so CPU (host) time and GPU time appear side by side, in the style of
+//! `cupyx.profiler.benchmark`. [`Bench::no_sync`] deliberately skips the wait so a notebook
+//! can show the misleading number next to the right one.
+//!
+//! The clock and the device are traits ([`Clock`], [`DeviceTiming`]) so the statistics can
+//! be tested against a fake clock.
+
+use crate::cuda::Event;
+use crate::device::Device;
+use crate::display::{html_escape, MimeBundle, Rich};
+use crate::plot::bar_chart;
+use std::borrow::Borrow;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// A monotonic clock: time elapsed since some fixed origin.
+pub trait Clock {
+    fn now(&self) -> Duration;
+}
+
+/// The real monotonic clock ([`Instant`]).
+#[derive(Clone, Copy, Debug)]
+pub struct InstantClock {
+    origin: Instant,
+}
+
+impl Default for InstantClock {
+    fn default() -> Self {
+        InstantClock { origin: Instant::now() }
+    }
+}
+
+impl Clock for InstantClock {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+}
+
+/// What [`Bench`] needs from a GPU: a way to wait for queued work and device-side timers.
+pub trait DeviceTiming {
+    /// Short name used in reports, e.g. `GPU-0`.
+    fn label(&self) -> String;
+    /// Blocks until all work queued on the device has finished.
+    fn synchronize(&self);
+    /// Records a start marker on the device's queue (a CUDA event) and returns the span it
+    /// opens, or `None` when the device cannot time itself.
+    fn start_span(&self) -> Option<Box<dyn DeviceSpan>>;
+}
+
+/// A device-side time span opened by [`DeviceTiming::start_span`].
+pub trait DeviceSpan {
+    /// Records the end marker on the device's queue (returns at once).
+    fn stop(&mut self);
+    /// Waits for the end marker and returns the device time between the markers.
+    fn elapsed(&mut self) -> Option<Duration>;
+}
+
+/// Runs `f` once and returns its value with the host time it took.
+///
+/// No device synchronisation: for GPU work use `Bench::new(..).on(&device)` (or
+/// synchronise inside `f`), otherwise only the launch is timed.
+pub fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let start = Instant::now();
+    let value = f();
+    (value, start.elapsed())
+}
+
+/// Benchmarks `f` with the default settings (1 warm-up run, up to 10 timed runs, at most
+/// ~10 s of timed runs) and returns the statistics.
+pub fn bench<T>(name: &str, f: impl FnMut() -> T) -> BenchResult {
+    Bench::new(name).run(f)
+}
+
+/// Benchmark settings; finish with [`Bench::run`].
+pub struct Bench<'a> {
+    name: String,
+    warmup: usize,
+    repeats: usize,
+    max_time: Duration,
+    device: Option<&'a dyn DeviceTiming>,
+    sync: bool,
+    clock: Box<dyn Clock + 'a>,
+    interrupted: Box<dyn Fn() -> bool + 'a>,
+}
+
+impl<'a> Bench<'a> {
+    pub fn new(name: &str) -> Self {
+        Bench {
+            name: name.to_string(),
+            warmup: 1,
+            repeats: 10,
+            max_time: Duration::from_secs(10),
+            device: None,
+            sync: true,
+            clock: Box::new(InstantClock::default()),
+            interrupted: Box::new(crate::interrupt::requested),
+        }
+    }
+
+    /// Untimed runs first (caches, lazy initialisation, JIT/module loading).
+    pub fn warmup(mut self, n: usize) -> Self {
+        self.warmup = n;
+        self
+    }
+
+    /// Upper bound on the number of timed runs (at least 1).
+    pub fn repeats(mut self, n: usize) -> Self {
+        self.repeats = n.max(1);
+        self
+    }
+
+    /// Stop repeating once the timed runs add up to this much (after at least one run).
+    pub fn max_time(mut self, d: Duration) -> Self {
+        self.max_time = d;
+        self
+    }
+
+    /// Time GPU work on `device`: wait for it before reading the clock, and report its own
+    /// event-timed GPU time next to the host time.
+    pub fn on(mut self, device: &'a dyn DeviceTiming) -> Self {
+        self.device = Some(device);
+        self
+    }
+
+    /// The wrong way, on purpose: read the clock without waiting for the device, so GPU
+    /// work shows up as the time it takes to queue it. The result is labelled as such.
+    pub fn no_sync(mut self) -> Self {
+        self.sync = false;
+        self
+    }
+
+    /// Use another clock (tests use a fake one).
+    pub fn clock(mut self, clock: impl Clock + 'a) -> Self {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    /// Replace the interrupt probe (tests); the default reads the kernel's flag.
+    pub fn interrupt_probe(mut self, probe: impl Fn() -> bool + 'a) -> Self {
+        self.interrupted = Box::new(probe);
+        self
+    }
+
+    fn wait(&self) {
+        if let Some(d) = self.device {
+            d.synchronize();
+        }
+    }
+
+    /// Runs the benchmark. An interrupt stops it between runs; the result then holds the
+    /// runs completed so far and says it was interrupted.
+    pub fn run<T>(self, mut f: impl FnMut() -> T) -> BenchResult {
+        let mut cpu = Vec::new();
+        let mut gpu = Vec::new();
+        let mut interrupted = false;
+        for _ in 0..self.warmup {
+            if (self.interrupted)() {
+                interrupted = true;
+                break;
+            }
+            std::hint::black_box(f());
+            self.wait();
+        }
+        let mut total = Duration::ZERO;
+        while !interrupted && cpu.len() < self.repeats {
+            // Earlier queued work must not be billed to this run, in either mode.
+            self.wait();
+            let t0 = self.clock.now();
+            let mut span = self.device.and_then(|d| d.start_span());
+            std::hint::black_box(f());
+            if let Some(s) = span.as_mut() {
+                s.stop();
+            }
+            if self.sync {
+                self.wait();
+            }
+            let t1 = self.clock.now();
+            // Reading the device timer waits for the work, so the unsynchronised mode does
+            // not pile up queued runs either; it just happens after the clock was read.
+            let g = span.as_mut().and_then(|s| s.elapsed());
+            if (self.interrupted)() {
+                // The run may have been cut short; its time would be meaningless.
+                interrupted = true;
+                break;
+            }
+            let dt = t1.saturating_sub(t0);
+            cpu.push(dt);
+            if let Some(g) = g {
+                gpu.push(g);
+            }
+            total += dt;
+            if total >= self.max_time {
+                break;
+            }
+        }
+        let gpu = match self.device {
+            Some(d) if !gpu.is_empty() && gpu.len() == cpu.len() => Some((d.label(), gpu)),
+            _ => None,
+        };
+        BenchResult { name: self.name, cpu, gpu, synced: self.sync, interrupted }
+    }
+}
+
+/// A gpulab device: `cuda::synchronize` to wait, CUDA events for the GPU column. The CPU
+/// needs neither (its work is done when the call returns), so it reports host time only.
+impl DeviceTiming for Device {
+    fn label(&self) -> String {
+        match self {
+            Device::Cpu => "CPU".to_string(),
+            Device::Cuda(i) => format!("GPU-{i}"),
+        }
+    }
+
+    fn synchronize(&self) {
+        // An error from an earlier asynchronous launch surfaces here; the benchmark cannot
+        // return it, but the next call on the device (e.g. copying a result) will.
+        let _ = crate::cuda::synchronize(*self);
+    }
+
+    fn start_span(&self) -> Option<Box<dyn DeviceSpan>> {
+        if self.is_cpu() {
+            return None;
+        }
+        let start = Event::new(*self).ok()?;
+        let end = Event::new(*self).ok()?;
+        start.record().ok()?;
+        Some(Box::new(EventSpan { start, end, stopped: false }))
+    }
+}
+
+struct EventSpan {
+    start: Event,
+    end: Event,
+    stopped: bool,
+}
+
+impl DeviceSpan for EventSpan {
+    fn stop(&mut self) {
+        self.stopped = self.end.record().is_ok();
+    }
+
+    fn elapsed(&mut self) -> Option<Duration> {
+        if !self.stopped {
+            return None;
+        }
+        self.end.synchronize().ok()?;
+        let ms = self.start.elapsed_ms(&self.end).ok()?;
+        Some(Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3))
+    }
+}
+
+/// Summary statistics of a set of durations.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    pub n: usize,
+    pub mean: Duration,
+    pub std: Duration,
+    pub min: Duration,
+    pub max: Duration,
+    pub median: Duration,
+}
+
+impl Stats {
+    /// `None` for an empty sample.
+    pub fn of(samples: &[Duration]) -> Option<Stats> {
+        if samples.is_empty() {
+            return None;
+        }
+        let n = samples.len();
+        let secs: Vec<f64> = samples.iter().map(Duration::as_secs_f64).collect();
+        let mean = secs.iter().sum::<f64>() / n as f64;
+        // Population standard deviation, as numpy's default (and cupyx's report) uses.
+        let var = secs.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / n as f64;
+        let mut sorted = samples.to_vec();
+        sorted.sort();
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2
+        };
+        Some(Stats {
+            n,
+            mean: Duration::from_secs_f64(mean),
+            std: Duration::from_secs_f64(var.sqrt()),
+            min: sorted[0],
+            max: sorted[n - 1],
+            median,
+        })
+    }
+}
+
+/// The samples of one benchmark and their statistics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchResult {
+    pub name: String,
+    /// Host (wall-clock) time of each timed run.
+    pub cpu: Vec<Duration>,
+    /// Device label and event-timed GPU time of each run, when run `.on(device)`.
+    pub gpu: Option<(String, Vec<Duration>)>,
+    /// False for [`Bench::no_sync`] runs, whose host times leave out queued GPU work.
+    pub synced: bool,
+    pub interrupted: bool,
+}
+
+impl BenchResult {
+    pub fn cpu_stats(&self) -> Option<Stats> {
+        Stats::of(&self.cpu)
+    }
+
+    pub fn gpu_stats(&self) -> Option<Stats> {
+        self.gpu.as_ref().and_then(|(_, s)| Stats::of(s))
+    }
+
+    /// Median host time: the figure comparisons use (robust to the odd slow run).
+    pub fn median(&self) -> Duration {
+        self.cpu_stats().map(|s| s.median).unwrap_or_default()
+    }
+
+    /// One line in the layout of `cupyx.profiler.benchmark`.
+    pub fn summary(&self) -> String {
+        let mut s = format!("{:<20}:", self.name);
+        match self.cpu_stats() {
+            Some(c) => s.push_str(&format!("    CPU: {}", stat_text(&c))),
+            None => s.push_str("    no completed runs"),
+        }
+        if let (Some((label, _)), Some(g)) = (&self.gpu, self.gpu_stats()) {
+            s.push_str(&format!("    {label}: {}", stat_text(&g)));
+        }
+        if let Some(c) = self.cpu_stats() {
+            s.push_str(&format!("    ({} runs)", c.n));
+        }
+        if !self.synced {
+            s.push_str("    [NOT synchronised: host time of the launch only]");
+        }
+        if self.interrupted {
+            s.push_str("    [interrupted]");
+        }
+        s
+    }
+}
+
+fn unit_for(d: Duration) -> (&'static str, f64) {
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        ("s", 1.0)
+    } else if s >= 1e-3 {
+        ("ms", 1e3)
+    } else if s >= 1e-6 {
+        ("us", 1e6)
+    } else {
+        ("ns", 1e9)
+    }
+}
+
+fn stat_text(st: &Stats) -> String {
+    let (unit, k) = unit_for(st.mean);
+    let v = |d: Duration| d.as_secs_f64() * k;
+    format!(
+        "{:>9.3} {unit} +/- {:>7.3} (min: {:>9.3} / max: {:>9.3}) {unit}",
+        v(st.mean),
+        v(st.std),
+        v(st.min),
+        v(st.max)
+    )
+}
+
+/// A duration with a unit that keeps 3–4 significant digits (`12.35 ms`, `4.07 s`).
+pub fn format_duration(d: Duration) -> String {
+    let (unit, k) = unit_for(d);
+    let v = d.as_secs_f64() * k;
+    let digits = if v >= 100.0 { 1 } else if v >= 10.0 { 2 } else { 3 };
+    format!("{v:.digits$} {unit}")
+}
+
+impl fmt::Display for BenchResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.summary())
+    }
+}
+
+impl Rich for BenchResult {
+    fn mime_bundle(&self) -> MimeBundle {
+        let style = if self.synced { "" } else { " style=\"color:#b00\"" };
+        MimeBundle::new()
+            .with("text/plain", self.summary())
+            .with("text/html", format!("<pre{style}>{}</pre>", html_escape(&self.summary())))
+    }
+}
+
+/// Several results side by side, with speed-ups relative to the first.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    pub results: Vec<BenchResult>,
+}
+
+/// Tabulates `results` (the first is the baseline) with speed-ups, plus a bar chart.
+///
+/// Accepts owned results or references: `compare(&[serial, parallel])` or
+/// `compare(&[&serial, &parallel])`.
+pub fn compare<R: Borrow<BenchResult>>(results: &[R]) -> Comparison {
+    Comparison { results: results.iter().map(|r| r.borrow().clone()).collect() }
+}
+
+impl Comparison {
+    /// Baseline median ÷ each result's median (2.0 = twice as fast as the baseline).
+    pub fn speedups(&self) -> Vec<f64> {
+        let base = self.results.first().map(|r| r.median().as_secs_f64()).unwrap_or(0.0);
+        self.results
+            .iter()
+            .map(|r| {
+                let m = r.median().as_secs_f64();
+                if m > 0.0 { base / m } else { f64::NAN }
+            })
+            .collect()
+    }
+
+    pub fn table(&self) -> String {
+        let w = self.results.iter().map(|r| r.name.chars().count()).max().unwrap_or(4).max(4);
+        let mut s = format!("{:<w$}  {:>12}  {:>12}  {:>10}\n", "name", "median", "GPU median", "speed-up");
+        for (r, up) in self.results.iter().zip(self.speedups()) {
+            let gpu = r.gpu_stats().map(|g| format_duration(g.median)).unwrap_or_else(|| "-".into());
+            let mut note = String::new();
+            if !r.synced {
+                note.push_str("  (not synchronised!)");
+            }
+            if r.interrupted {
+                note.push_str("  (interrupted)");
+            }
+            s.push_str(&format!(
+                "{:<w$}  {:>12}  {:>12}  {:>9.2}x{note}\n",
+                r.name,
+                format_duration(r.median()),
+                gpu,
+                up
+            ));
+        }
+        s
+    }
+
+    /// Speed-up bars (log-scaled when they span more than a factor of 20).
+    pub fn chart(&self) -> crate::plot::BarChart {
+        let names: Vec<&str> = self.results.iter().map(|r| r.name.as_str()).collect();
+        let ups = self.speedups();
+        let labels: Vec<String> = ups.iter().map(|u| format!("{}x", crate::plot::short_number((u * 100.0).round() / 100.0))).collect();
+        let finite: Vec<f64> = ups.iter().copied().filter(|u| u.is_finite() && *u > 0.0).collect();
+        let spread = finite.iter().cloned().fold(f64::NAN, f64::max) / finite.iter().cloned().fold(f64::NAN, f64::min);
+        let title = match self.results.first() {
+            Some(b) => format!("Speed-up over {}", b.name),
+            None => "Speed-up".to_string(),
+        };
+        let chart = bar_chart(&title, &names, &ups).ylabel("times faster").value_labels(&labels);
+        if spread > 20.0 { chart.log_y() } else { chart }
+    }
+}
+
+impl fmt::Display for Comparison {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.table())
+    }
+}
+
+impl Rich for Comparison {
+    fn mime_bundle(&self) -> MimeBundle {
+        let mut html = String::from(
+            "<table><thead><tr><th style=\"text-align:left\">name</th><th>median</th><th>min</th><th>max</th><th>GPU median</th><th>runs</th><th>speed-up</th></tr></thead><tbody>",
+        );
+        for (r, up) in self.results.iter().zip(self.speedups()) {
+            let c = r.cpu_stats();
+            let cell = |f: fn(&Stats) -> Duration| c.as_ref().map(|s| format_duration(f(s))).unwrap_or_else(|| "-".into());
+            let gpu = r.gpu_stats().map(|g| format_duration(g.median)).unwrap_or_else(|| "-".into());
+            let mut name = html_escape(&r.name);
+            if !r.synced {
+                name.push_str(" <span style=\"color:#b00\">(not synchronised!)</span>");
+            }
+            if r.interrupted {
+                name.push_str(" <span style=\"color:#b00\">(interrupted)</span>");
+            }
+            html.push_str(&format!(
+                "<tr><td style=\"text-align:left\">{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{gpu}</td><td>{}</td><td><b>{up:.2}x</b></td></tr>",
+                cell(|s| s.median),
+                cell(|s| s.min),
+                cell(|s| s.max),
+                c.map(|s| s.n).unwrap_or(0),
+            ));
+        }
+        html.push_str("</tbody></table>");
+        html.push_str(&self.chart().to_svg());
+        MimeBundle::new().with("text/plain", self.table()).with("text/html", html)
+    }
+}
