@@ -147,6 +147,8 @@ pub(crate) fn matmul(a: &CudaBuf, b: &CudaBuf, m: usize, k: usize, n: usize) -> 
         return Err(Error::BadShape(format!("matmul: dimensions {m}x{k}x{n} exceed cuBLAS's 32-bit sizes")));
     }
     let blas = gpu.blas()?;
+    // cuBLAS runs in whatever context is current on the calling thread.
+    gpu.ctx.bind_to_thread().map_err(|e| crate::cuda::driver_err("cuCtxSetCurrent", e))?;
     let cfg = GemmConfig {
         transa: cublasOperation_t::CUBLAS_OP_N,
         transb: cublasOperation_t::CUBLAS_OP_N,
