@@ -8,13 +8,17 @@
 //! - display & teaching: `display`, `interrupt`, `image`, `mandelbrot`, `timing`, `plot`, `progress`
 
 // --- devices & tensors (error, device, cuda, tensor, smi, cpu) ---
+pub mod cpu;
 pub mod cuda;
 pub mod device;
 pub mod error;
+pub mod smi;
 pub mod tensor;
+pub use cpu::{cpu_info, CpuInfo};
 pub use cuda::{Event, KernelArg, LaunchConfig};
 pub use device::Device;
 pub use error::Error;
+pub use smi::{nvidia_smi, SmiReport};
 pub use tensor::{manual_seed, Shape, Tensor};
 // --- end devices & tensors ---
 

@@ -2,10 +2,10 @@
 //! process (a notebook session), like torch's current stream. Every tensor operation on
 //! `cuda:i` is queued on that device's stream, so they run in the order they were issued.
 
+use super::blas::Blas;
 use super::{driver_err, loader};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -18,7 +18,7 @@ pub(crate) struct Gpu {
     pub cc: (i32, i32),
     /// Multiprocessors, to size grids: a few blocks per SM keep it busy.
     pub sms: u32,
-    blas: OnceLock<std::result::Result<Arc<CudaBlas>, Error>>,
+    blas: OnceLock<std::result::Result<Arc<Mutex<Blas>>, Error>>,
     /// Compiled modules, keyed by a hash of their source and options.
     pub(crate) modules: Mutex<HashMap<u64, Arc<CudaModule>>>,
     /// The builtin kernels the tensor operations launch, by (file stem, kernel name).
@@ -31,15 +31,11 @@ impl Gpu {
     }
 
     /// The cuBLAS handle bound to this device's stream, created on first use.
-    pub fn blas(&self) -> Result<Arc<CudaBlas>> {
+    pub fn blas(&self) -> Result<Arc<Mutex<Blas>>> {
         self.blas
             .get_or_init(|| {
-                loader::cublas()?;
-                let s = self.stream.clone();
-                loader::guarded("cuBLAS", || CudaBlas::new(s))
-                    .map_err(|p| Error::Cuda { op: "cublasCreate".into(), detail: p })?
-                    .map(Arc::new)
-                    .map_err(|e| Error::Cuda { op: "cublasCreate".into(), detail: format!("{e:?}") })
+                self.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+                Blas::new(self.stream.cu_stream() as *mut _).map(|b| Arc::new(Mutex::new(b)))
             })
             .clone()
     }

@@ -1,4 +1,4 @@
-//! Finds the CUDA libraries before cudarc touches them.
+//! Finds the CUDA libraries before cudarc (or our cuBLAS layer) touches them.
 //!
 //! cudarc loads `libcuda`, `libnvrtc` and `libcublas` by name on first use and panics when
 //! the name does not resolve. So every path into cudarc goes through one of the guards here
@@ -86,21 +86,26 @@ pub(crate) fn nvrtc() -> Result<()> {
         .map_err(|detail| Error::LibraryNotFound { library: "NVRTC (libnvrtc.so)", detail })
 }
 
-/// cuBLAS (and cuBLASLt, which it needs) is loaded.
-pub(crate) fn cublas() -> Result<()> {
+const CUBLAS_NAMES: &[&str] = &["libcublas.so.13", "libcublas.so.12", "libcublas.so"];
+
+/// cuBLAS (and cuBLASLt, which it needs), opened. We call it directly (see `blas.rs`).
+pub(crate) fn cublas() -> Result<libloading::Library> {
     static STATE: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    let open = || CUBLAS_NAMES.iter().find_map(|n| unsafe { libloading::Library::new(*n) }.ok());
     STATE
         .get_or_init(|| {
             load_lib(
                 "GPULAB_CUBLAS_PATH",
-                || unsafe { cudarc::cublas::sys::is_culib_present() },
+                || open().is_some(),
                 &["cu13/lib", "cublas/lib"],
                 &["libcublasLt.so.13", "libcublasLt.so.12"],
-                &["libcublas.so.13", "libcublas.so.12", "libcublas.so"],
+                CUBLAS_NAMES,
             )
         })
         .clone()
-        .map_err(|detail| Error::LibraryNotFound { library: "cuBLAS (libcublas.so)", detail })
+        .map_err(|detail| Error::LibraryNotFound { library: "cuBLAS (libcublas.so)", detail })?;
+    // Already loaded, so this resolves to the same copy.
+    open().ok_or_else(|| Error::LibraryNotFound { library: "cuBLAS (libcublas.so)", detail: "found, then lost".into() })
 }
 
 /// Loads a library found in `env_var` (a file or a folder), on the loader's path, or in the

@@ -6,6 +6,7 @@
 //! cudarc before its guard), `context` keeps one context and stream per device, `nvrtc`
 //! compiles CUDA C++, and `module` / `event` / `props` are the safe API on top.
 
+mod blas;
 mod context;
 mod event;
 mod loader;

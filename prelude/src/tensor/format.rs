@@ -60,7 +60,8 @@ fn style(shown: &[f32]) -> Style {
     } else {
         Mode::Fixed
     };
-    let width = shown.iter().map(|&v| one(v, mode).len()).max().unwrap_or(1);
+    // Like torch, only finite values set the width; nan and inf are not padded.
+    let width = finite.iter().map(|&v| one(v, mode).len()).max().unwrap_or(1);
     Style { mode, width }
 }
 
@@ -94,7 +95,8 @@ fn render(data: &[f32], dims: &[usize], off: usize, col: usize, st: &Style, summ
             .iter()
             .map(|i| match i {
                 Some(i) => format!("{:>w$}", one(data[off + i], st.mode), w = st.width),
-                None => "...".into(),
+                // torch's summarised rows read "2.,  ..., 97." (the marker carries a space).
+                None => " ...".into(),
             })
             .collect();
         let per_line = ((LINE.saturating_sub(col + 1)) / (st.width + 2)).max(1);

@@ -6,7 +6,6 @@ use super::shape::Broadcast;
 use super::storage::{alloc, CudaBuf};
 use crate::cuda::{launch_builtin, Gpu, KernelArg as A, LaunchConfig};
 use crate::error::{Error, Result};
-use cudarc::cublas::{sys::cublasOperation_t, Gemm, GemmConfig};
 use std::sync::Arc;
 
 const BLOCK: u32 = 256;
@@ -138,7 +137,7 @@ pub(crate) fn reduce_dim(op: ReduceOp, a: &CudaBuf, outer: usize, len: usize, in
 /// own transpose in column-major, so C^T = B^T A^T is one sgemm with the operands swapped.
 pub(crate) fn matmul(a: &CudaBuf, b: &CudaBuf, m: usize, k: usize, n: usize) -> Result<CudaBuf> {
     let gpu = &a.gpu;
-    let mut out = if k == 0 { super::storage::zeros(gpu, m * n)? } else { alloc(gpu, m * n)? };
+    let out = if k == 0 { super::storage::zeros(gpu, m * n)? } else { alloc(gpu, m * n)? };
     if m * n == 0 || k == 0 {
         return Ok(out);
     }
@@ -147,21 +146,11 @@ pub(crate) fn matmul(a: &CudaBuf, b: &CudaBuf, m: usize, k: usize, n: usize) -> 
         return Err(Error::BadShape(format!("matmul: dimensions {m}x{k}x{n} exceed cuBLAS's 32-bit sizes")));
     }
     let blas = gpu.blas()?;
-    let cfg = GemmConfig {
-        transa: cublasOperation_t::CUBLAS_OP_N,
-        transb: cublasOperation_t::CUBLAS_OP_N,
-        m: n as i32,
-        n: m as i32,
-        k: k as i32,
-        alpha: 1.0f32,
-        lda: n as i32,
-        ldb: k as i32,
-        beta: 0.0f32,
-        ldc: n as i32,
-    };
+    // cuBLAS runs in whatever context is current on the calling thread.
+    gpu.ctx.bind_to_thread().map_err(|e| crate::cuda::driver_err("cuCtxSetCurrent", e))?;
+    let (m, k, n) = (m as i32, k as i32, n as i32);
     // SAFETY: the buffers hold k*n, m*k and m*n floats, matching the sizes and leading
-    // dimensions above.
-    unsafe { blas.gemm(cfg, &b.slice, &a.slice, &mut out.slice) }
-        .map_err(|e| Error::Cuda { op: "cublasSgemm".into(), detail: format!("{e:?}") })?;
+    // dimensions: B^T (n x k, ld n) times A^T (k x m, ld k) into C^T (n x m, ld n).
+    unsafe { blas.lock().unwrap().sgemm(n, m, k, b.ptr(), n, a.ptr(), k, out.ptr(), n) }?;
     Ok(out)
 }

@@ -152,12 +152,10 @@ pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<
     }
     // Below ~32^3 multiply-adds, packing costs more than it saves.
     if m * n * k <= 32 * 32 * 32 {
-        for i in 0..m {
-            for p in 0..k {
+        for (i, crow) in c.chunks_exact_mut(n).enumerate() {
+            for (p, brow) in b.chunks_exact(n).enumerate() {
                 let aip = a[i * k + p];
-                for j in 0..n {
-                    c[i * n + j] += aip * b[p * n + j];
-                }
+                crow.iter_mut().zip(brow).for_each(|(c, &b)| *c += aip * b);
             }
         }
         return c;

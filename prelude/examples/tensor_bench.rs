@@ -1,0 +1,191 @@
+//! CPU vs GPU (and ours vs numpy / torch): element-wise div and add, sum, matmul, host-device
+//! copies and kernel launch latency over sizes 2^10 .. 2^28.
+//!
+//!     cargo run --release -p gpulab --example tensor_bench [-- --quick] [-- --no-ref]
+//!
+//! The Python reference (bench/tensor_ref.py) runs in the same invocation with the
+//! interpreter in $GPULAB_PYTHON, else the project's .venv, else `python3`; the "vs ref"
+//! columns are reference time / our time, so above 1 means we are faster.
+
+use gpulab::{cuda, Device, Tensor};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+/// Matmul side caps: the CPU would take minutes beyond 2048^2.
+const MATMUL_CAP_CPU: usize = 2048;
+const MATMUL_CAP_GPU: usize = 16384;
+
+/// Best of several runs, each finished (synchronised) before the clock stops.
+fn time(dev: Device, mut f: impl FnMut()) -> f64 {
+    let sync = || cuda::synchronize(dev).expect("synchronize");
+    f();
+    sync();
+    let mut best = f64::INFINITY;
+    let start = Instant::now();
+    let mut runs = 0;
+    while runs < 3 || (start.elapsed().as_secs_f64() < 0.2 && runs < 50) {
+        let t = Instant::now();
+        f();
+        sync();
+        best = best.min(t.elapsed().as_secs_f64());
+        runs += 1;
+    }
+    best
+}
+
+type Key = (String, usize, String);
+
+fn ours(sizes: &[usize], dev: Device, out: &mut HashMap<Key, f64>) -> gpulab::error::Result<()> {
+    let d = if dev.is_cuda() { "cuda" } else { "cpu" };
+    let mut put = |op: &str, n: usize, s: f64| {
+        out.insert((op.to_string(), n, d.to_string()), s);
+    };
+    for &n in sizes {
+        let a = Tensor::randn(n, dev)?;
+        let b = Tensor::randn(n, dev)?.add(4.0)?;
+        put("div", n, time(dev, || drop(a.div(&b).unwrap())));
+        put("add", n, time(dev, || drop(a.add(&b).unwrap())));
+        put("sum", n, time(dev, || drop(a.sum().unwrap())));
+        if dev.is_cuda() {
+            let host = Tensor::randn(n, Device::Cpu)?;
+            put("h2d", n, time(dev, || drop(host.to(dev).unwrap())));
+            put("d2h", n, time(dev, || drop(a.to(Device::Cpu).unwrap())));
+        }
+        let m = (n as f64).sqrt() as usize;
+        if m <= if dev.is_cuda() { MATMUL_CAP_GPU } else { MATMUL_CAP_CPU } {
+            let x = Tensor::randn((m, m), dev)?;
+            put("matmul", m * m, time(dev, || drop(x.matmul(&x).unwrap())));
+        }
+        eprint!(".");
+    }
+    if dev.is_cuda() {
+        let one = Tensor::ones(1, dev)?;
+        let per = time(dev, || {
+            for _ in 0..1000 {
+                drop(one.add(0.0).unwrap());
+            }
+        }) / 1000.0;
+        put("launch", 1, per);
+    }
+    Ok(())
+}
+
+fn python() -> String {
+    if let Ok(p) = std::env::var("GPULAB_PYTHON") {
+        return p;
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    if venv.exists() {
+        return venv.display().to_string();
+    }
+    "python3".into()
+}
+
+fn reference(sizes: &[usize], out: &mut HashMap<Key, f64>) -> Result<(), String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/tensor_ref.py");
+    let list: Vec<String> = sizes.iter().map(|n| n.to_string()).collect();
+    let py = python();
+    let o = Command::new(&py)
+        .arg(&script)
+        .arg("--sizes")
+        .arg(list.join(","))
+        .output()
+        .map_err(|e| format!("could not run {py}: {e}"))?;
+    if !o.status.success() {
+        return Err(format!("{py} {}: {}", script.display(), String::from_utf8_lossy(&o.stderr).trim()));
+    }
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if let [op, n, dev, secs] = f[..] {
+            if let (Ok(n), Ok(s)) = (n.parse(), secs.parse()) {
+                out.insert((op.to_string(), n, format!("ref-{dev}")), s);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn fmt_time(s: Option<&f64>) -> String {
+    match s {
+        None => "-".into(),
+        Some(&s) if s < 1e-3 => format!("{:.1} us", s * 1e6),
+        Some(&s) if s < 1.0 => format!("{:.2} ms", s * 1e3),
+        Some(&s) => format!("{s:.2} s"),
+    }
+}
+
+fn ratio(r: Option<&f64>, o: Option<&f64>) -> String {
+    match (r, o) {
+        (Some(r), Some(o)) if *o > 0.0 => format!("{:.2}x", r / o),
+        _ => "-".into(),
+    }
+}
+
+/// What the time means as a rate: GFLOP/s for matmul, GB/s of memory traffic otherwise.
+fn rate(op: &str, n: usize, s: Option<&f64>) -> String {
+    let Some(&s) = s else { return "-".into() };
+    match op {
+        "matmul" => {
+            let m = (n as f64).sqrt();
+            format!("{:.1} GFLOP/s", 2.0 * m * m * m / s / 1e9)
+        }
+        "div" | "add" => format!("{:.1} GB/s", 12.0 * n as f64 / s / 1e9),
+        "sum" | "h2d" | "d2h" => format!("{:.1} GB/s", 4.0 * n as f64 / s / 1e9),
+        _ => "-".into(),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let exps: Vec<u32> = if quick { vec![10, 16, 20, 22] } else { (10..=28).step_by(2).collect() };
+    let sizes: Vec<usize> = exps.iter().map(|e| 1usize << e).collect();
+    let info = gpulab::cpu_info();
+    println!("CPU: {} ({} cores, {} threads)", info.model, info.physical_cores, info.logical_cores);
+    let gpu = cuda::is_available();
+    match cuda::get_device_name(0) {
+        Ok(name) => println!("GPU: {name}"),
+        Err(e) => println!("GPU: none ({e})"),
+    }
+    let mut t: HashMap<Key, f64> = HashMap::new();
+    eprint!("ours on cpu");
+    ours(&sizes, Device::Cpu, &mut t).expect("cpu benchmark");
+    if gpu {
+        eprint!(" / cuda");
+        ours(&sizes, Device::Cuda(0), &mut t).expect("gpu benchmark");
+    }
+    eprintln!();
+    if !args.iter().any(|a| a == "--no-ref") {
+        if let Err(e) = reference(&sizes, &mut t) {
+            println!("reference skipped: {e}");
+        }
+    }
+    let get = |op: &str, n: usize, d: &str| t.get(&(op.to_string(), n, d.to_string()));
+    println!(
+        "\n{:<7} {:>10} | {:>10} {:>16} {:>10} {:>8} | {:>10} {:>16} {:>10} {:>8} | {:>8}",
+        "op", "elements", "cpu", "", "numpy", "vs ref", "gpu", "", "torch", "vs ref", "gpu/cpu"
+    );
+    let mut keys: Vec<(String, usize)> = t.keys().map(|(op, n, _)| (op.clone(), *n)).collect();
+    let order = ["div", "add", "sum", "matmul", "h2d", "d2h", "launch"];
+    keys.sort_by_key(|(op, n)| (order.iter().position(|o| o == op), *n));
+    keys.dedup();
+    for (op, n) in keys {
+        let (c, rc, g, rg) = (get(&op, n, "cpu"), get(&op, n, "ref-cpu"), get(&op, n, "cuda"), get(&op, n, "ref-cuda"));
+        println!(
+            "{:<7} {:>10} | {:>10} {:>16} {:>10} {:>8} | {:>10} {:>16} {:>10} {:>8} | {:>8}",
+            op,
+            if n.is_power_of_two() { format!("2^{}", n.trailing_zeros()) } else { n.to_string() },
+            fmt_time(c),
+            rate(&op, n, c),
+            fmt_time(rc),
+            ratio(rc, c),
+            fmt_time(g),
+            rate(&op, n, g),
+            fmt_time(rg),
+            ratio(rg, g),
+            ratio(c, g),
+        );
+    }
+}

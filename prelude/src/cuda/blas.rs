@@ -1,0 +1,92 @@
+//! The one cuBLAS call the tensors need, `cublasSgemm_v2`, loaded with libloading. A thin
+//! layer of our own instead of cudarc's cublas module, which costs more to compile than all
+//! the rest of CUDA support together.
+
+use super::loader;
+use crate::error::{Error, Result};
+use libloading::Library;
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+type Handle = *mut c_void;
+type SgemmFn = unsafe extern "C" fn(
+    Handle, c_int, c_int, c_int, c_int, c_int,
+    *const f32, *const f32, c_int, *const f32, c_int,
+    *const f32, *mut f32, c_int,
+) -> c_int;
+
+/// `CUBLAS_OP_N`: the matrix as stored.
+pub(crate) const OP_N: c_int = 0;
+
+pub(crate) struct Blas {
+    handle: Handle,
+    sgemm: SgemmFn,
+    destroy: unsafe extern "C" fn(Handle) -> c_int,
+    status_string: Option<unsafe extern "C" fn(c_int) -> *const c_char>,
+    _lib: Library,
+}
+
+// SAFETY: the handle is only used behind the Mutex that holds this struct.
+unsafe impl Send for Blas {}
+
+fn sym<T: Copy>(lib: &Library, name: &str) -> Result<T> {
+    // SAFETY: T is the documented C signature of `name`.
+    unsafe { lib.get::<T>(name.as_bytes()) }
+        .map(|s| *s)
+        .map_err(|e| Error::Cuda { op: format!("cuBLAS symbol {name}"), detail: e.to_string() })
+}
+
+impl Blas {
+    /// A handle whose work goes on `stream`. The stream's context must be current.
+    pub fn new(stream: *mut c_void) -> Result<Blas> {
+        let lib = loader::cublas()?;
+        let create: unsafe extern "C" fn(*mut Handle) -> c_int = sym(&lib, "cublasCreate_v2")?;
+        let set_stream: unsafe extern "C" fn(Handle, *mut c_void) -> c_int = sym(&lib, "cublasSetStream_v2")?;
+        let mut b = Blas {
+            handle: std::ptr::null_mut(),
+            sgemm: sym(&lib, "cublasSgemm_v2")?,
+            destroy: sym(&lib, "cublasDestroy_v2")?,
+            status_string: sym(&lib, "cublasGetStatusString").ok(),
+            _lib: lib,
+        };
+        let mut h: Handle = std::ptr::null_mut();
+        b.check("cublasCreate", unsafe { create(&mut h) })?;
+        b.handle = h;
+        b.check("cublasSetStream", unsafe { set_stream(h, stream) })?;
+        Ok(b)
+    }
+
+    fn check(&self, op: &str, status: c_int) -> Result<()> {
+        if status == 0 {
+            return Ok(());
+        }
+        let text = self
+            .status_string
+            .map(|f| unsafe { CStr::from_ptr(f(status)) }.to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("status {status}"));
+        Err(Error::Cuda { op: op.to_string(), detail: text })
+    }
+
+    /// Column-major `C = A B` (m x k times k x n), device pointers.
+    ///
+    /// # Safety
+    /// The pointers must address at least `lda*k`, `ldb*n` and `ldc*n` floats on this
+    /// handle's device.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn sgemm(&self, m: c_int, n: c_int, k: c_int, a: u64, lda: c_int, b: u64, ldb: c_int, c: u64, ldc: c_int) -> Result<()> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let status = (self.sgemm)(
+            self.handle, OP_N, OP_N, m, n, k,
+            &alpha, a as *const f32, lda, b as *const f32, ldb,
+            &beta, c as *mut f32, ldc,
+        );
+        self.check("cublasSgemm", status)
+    }
+}
+
+impl Drop for Blas {
+    fn drop(&mut self) {
+        if !self.handle.is_null() {
+            unsafe { (self.destroy)(self.handle) };
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! `nvidia_smi()`: the GPU status table nvidia-smi prints, read from NVML (the library
+//! nvidia-smi itself uses, `libnvidia-ml.so.1`, part of the driver). We load the dozen
+//! functions we need ourselves rather than pull in a wrapper crate and its proc macros.
+
+use crate::error::{human_bytes, Error, Result};
+use libloading::Library;
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SmiReport {
+    pub driver_version: String,
+    /// Newest CUDA version the driver supports, e.g. "13.0".
+    pub cuda_version: String,
+    pub gpus: Vec<GpuStatus>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuStatus {
+    pub index: u32,
+    pub name: String,
+    pub bus_id: String,
+    pub memory_used: u64,
+    pub memory_total: u64,
+    /// Percent of time a kernel was running over the last sample period.
+    pub utilization: Option<u32>,
+    pub temperature_c: Option<u32>,
+    pub power_draw_w: Option<f64>,
+    pub power_cap_w: Option<f64>,
+    pub processes: Vec<GpuProcess>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuProcess {
+    pub gpu: u32,
+    pub pid: u32,
+    pub name: String,
+    /// Not available in some containers and under some drivers.
+    pub used_memory: Option<u64>,
+}
+
+type Dev = *mut c_void;
+
+#[repr(C)]
+struct Memory {
+    total: u64,
+    free: u64,
+    used: u64,
+}
+#[repr(C)]
+struct Utilization {
+    gpu: c_uint,
+    memory: c_uint,
+}
+#[repr(C)]
+struct PciInfo {
+    bus_id_legacy: [c_char; 16],
+    domain: c_uint,
+    bus: c_uint,
+    device: c_uint,
+    pci_device_id: c_uint,
+    pci_subsystem_id: c_uint,
+    bus_id: [c_char; 32],
+}
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ProcessInfo {
+    pid: c_uint,
+    used_gpu_memory: u64,
+    gpu_instance_id: c_uint,
+    compute_instance_id: c_uint,
+}
+
+/// NVML's "not available" value for a process's memory.
+const NVML_VALUE_NOT_AVAILABLE: u64 = u64::MAX;
+
+struct Nvml {
+    lib: Library,
+}
+
+impl Nvml {
+    fn open() -> Result<Nvml> {
+        // SAFETY: NVML's initialisers have no preconditions.
+        let lib = unsafe { Library::new("libnvidia-ml.so.1") }.map_err(|e| Error::LibraryNotFound {
+            library: "NVML (libnvidia-ml.so.1)",
+            detail: format!("{e}; it ships with the NVIDIA driver, so this machine has no NVIDIA driver installed"),
+        })?;
+        let n = Nvml { lib };
+        n.check("nvmlInit_v2", unsafe { n.sym::<unsafe extern "C" fn() -> c_int>("nvmlInit_v2")?() })?;
+        Ok(n)
+    }
+
+    fn sym<T: Copy>(&self, name: &str) -> Result<T> {
+        // SAFETY: T is the function's C signature, written out at each call site.
+        unsafe { self.lib.get::<T>(name.as_bytes()) }
+            .map(|s| *s)
+            .map_err(|e| Error::Cuda { op: format!("NVML symbol {name}"), detail: e.to_string() })
+    }
+
+    fn check(&self, op: &str, ret: c_int) -> Result<()> {
+        if ret == 0 {
+            return Ok(());
+        }
+        let text = self
+            .sym::<unsafe extern "C" fn(c_int) -> *const c_char>("nvmlErrorString")
+            .ok()
+            .map(|f| unsafe { CStr::from_ptr(f(ret)) }.to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("error {ret}"));
+        Err(Error::Cuda { op: op.to_string(), detail: text })
+    }
+
+    fn string(&self, op: &str, f: impl FnOnce(*mut c_char, c_uint) -> c_int) -> Result<String> {
+        let mut buf = [0 as c_char; 256];
+        self.check(op, f(buf.as_mut_ptr(), buf.len() as c_uint))?;
+        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+    }
+
+    fn report(&self) -> Result<SmiReport> {
+        type StrFn = unsafe extern "C" fn(*mut c_char, c_uint) -> c_int;
+        let driver_version = self.string("nvmlSystemGetDriverVersion", |p, n| unsafe {
+            self.sym::<StrFn>("nvmlSystemGetDriverVersion").map(|f| f(p, n)).unwrap_or(-1)
+        })?;
+        let mut cuda = 0;
+        let get_cuda = self.sym::<unsafe extern "C" fn(*mut c_int) -> c_int>("nvmlSystemGetCudaDriverVersion_v2")?;
+        self.check("nvmlSystemGetCudaDriverVersion", unsafe { get_cuda(&mut cuda) })?;
+        let mut count: c_uint = 0;
+        let get_count = self.sym::<unsafe extern "C" fn(*mut c_uint) -> c_int>("nvmlDeviceGetCount_v2")?;
+        self.check("nvmlDeviceGetCount", unsafe { get_count(&mut count) })?;
+        let gpus = (0..count).map(|i| self.gpu(i)).collect::<Result<Vec<_>>>()?;
+        Ok(SmiReport { driver_version, cuda_version: format!("{}.{}", cuda / 1000, (cuda % 1000) / 10), gpus })
+    }
+
+    fn gpu(&self, index: u32) -> Result<GpuStatus> {
+        let mut dev: Dev = std::ptr::null_mut();
+        let by_index = self.sym::<unsafe extern "C" fn(c_uint, *mut Dev) -> c_int>("nvmlDeviceGetHandleByIndex_v2")?;
+        self.check("nvmlDeviceGetHandleByIndex", unsafe { by_index(index, &mut dev) })?;
+        let name = self.string("nvmlDeviceGetName", |p, n| unsafe {
+            self.sym::<unsafe extern "C" fn(Dev, *mut c_char, c_uint) -> c_int>("nvmlDeviceGetName").map(|f| f(dev, p, n)).unwrap_or(-1)
+        })?;
+        let mut pci: PciInfo = unsafe { std::mem::zeroed() };
+        let bus_id = match self.sym::<unsafe extern "C" fn(Dev, *mut PciInfo) -> c_int>("nvmlDeviceGetPciInfo_v3") {
+            Ok(f) if unsafe { f(dev, &mut pci) } == 0 => unsafe { CStr::from_ptr(pci.bus_id.as_ptr()) }.to_string_lossy().into_owned(),
+            _ => "unknown".into(),
+        };
+        let mut mem = Memory { total: 0, free: 0, used: 0 };
+        let get_mem = self.sym::<unsafe extern "C" fn(Dev, *mut Memory) -> c_int>("nvmlDeviceGetMemoryInfo")?;
+        self.check("nvmlDeviceGetMemoryInfo", unsafe { get_mem(dev, &mut mem) })?;
+        // The rest is optional: NVML answers "not supported" for some of it on some boards.
+        let u32_query = |f: &dyn Fn(Dev, *mut c_uint) -> c_int| -> Option<u32> {
+            let mut v: c_uint = 0;
+            (f(dev, &mut v) == 0).then_some(v)
+        };
+        let utilization = self
+            .sym::<unsafe extern "C" fn(Dev, *mut Utilization) -> c_int>("nvmlDeviceGetUtilizationRates")
+            .ok()
+            .and_then(|f| {
+                let mut u = Utilization { gpu: 0, memory: 0 };
+                (unsafe { f(dev, &mut u) } == 0).then_some(u.gpu)
+            });
+        let temp_fn = self.sym::<unsafe extern "C" fn(Dev, c_int, *mut c_uint) -> c_int>("nvmlDeviceGetTemperature").ok();
+        let temperature_c = temp_fn.and_then(|f| u32_query(&|d, v| unsafe { f(d, 0, v) }));
+        let milliwatts = |sym: &str| -> Option<f64> {
+            let f = self.sym::<unsafe extern "C" fn(Dev, *mut c_uint) -> c_int>(sym).ok()?;
+            u32_query(&|d, v| unsafe { f(d, v) }).map(|mw| mw as f64 / 1000.0)
+        };
+        let processes = self.processes(index, dev);
+        Ok(GpuStatus {
+            index,
+            name,
+            bus_id,
+            memory_used: mem.used,
+            memory_total: mem.total,
+            utilization,
+            temperature_c,
+            power_draw_w: milliwatts("nvmlDeviceGetPowerUsage"),
+            power_cap_w: milliwatts("nvmlDeviceGetEnforcedPowerLimit"),
+            processes,
+        })
+    }
+
+    fn processes(&self, gpu: u32, dev: Dev) -> Vec<GpuProcess> {
+        let Ok(list) = self.sym::<unsafe extern "C" fn(Dev, *mut c_uint, *mut ProcessInfo) -> c_int>("nvmlDeviceGetComputeRunningProcesses_v3") else {
+            return vec![];
+        };
+        let mut n: c_uint = 64;
+        let mut buf = vec![ProcessInfo { pid: 0, used_gpu_memory: 0, gpu_instance_id: 0, compute_instance_id: 0 }; n as usize];
+        if unsafe { list(dev, &mut n, buf.as_mut_ptr()) } != 0 {
+            return vec![];
+        }
+        let name_fn = self.sym::<unsafe extern "C" fn(c_uint, *mut c_char, c_uint) -> c_int>("nvmlSystemGetProcessName").ok();
+        buf.iter()
+            .take(n as usize)
+            .map(|p| GpuProcess {
+                gpu,
+                pid: p.pid,
+                name: name_fn
+                    .and_then(|f| self.string("nvmlSystemGetProcessName", |b, l| unsafe { f(p.pid, b, l) }).ok())
+                    .unwrap_or_else(|| "?".into()),
+                used_memory: (p.used_gpu_memory != NVML_VALUE_NOT_AVAILABLE).then_some(p.used_gpu_memory),
+            })
+            .collect()
+    }
+}
+
+impl Drop for Nvml {
+    fn drop(&mut self) {
+        if let Ok(f) = self.sym::<unsafe extern "C" fn() -> c_int>("nvmlShutdown") {
+            unsafe { f() };
+        }
+    }
+}
+
+/// The state of every NVIDIA GPU, like the `nvidia-smi` command: driver and CUDA versions,
+/// and per GPU its memory, utilisation, temperature, power and running processes.
+pub fn nvidia_smi() -> Result<SmiReport> {
+    Nvml::open()?.report()
+}
+
+fn opt<T: fmt::Display>(v: Option<T>, unit: &str) -> String {
+    v.map(|v| format!("{v}{unit}")).unwrap_or_else(|| "N/A".into())
+}
+
+impl SmiReport {
+    fn rows(&self) -> Vec<Vec<String>> {
+        self.gpus
+            .iter()
+            .map(|g| {
+                vec![
+                    g.index.to_string(),
+                    g.name.clone(),
+                    g.bus_id.clone(),
+                    format!("{} / {}", human_bytes(g.memory_used), human_bytes(g.memory_total)),
+                    opt(g.utilization, "%"),
+                    opt(g.temperature_c, "C"),
+                    format!("{} / {}", opt(g.power_draw_w.map(|w| format!("{w:.0}")), "W"), opt(g.power_cap_w.map(|w| format!("{w:.0}")), "W")),
+                ]
+            })
+            .collect()
+    }
+
+    fn process_rows(&self) -> Vec<Vec<String>> {
+        self.gpus
+            .iter()
+            .flat_map(|g| &g.processes)
+            .map(|p| vec![p.gpu.to_string(), p.pid.to_string(), p.name.clone(), p.used_memory.map(human_bytes).unwrap_or_else(|| "N/A".into())])
+            .collect()
+    }
+
+    fn title(&self) -> String {
+        format!("Driver Version: {}    CUDA Version: {}", self.driver_version, self.cuda_version)
+    }
+
+    pub fn to_html(&self) -> String {
+        let mut s = format!("<div><b>NVIDIA GPUs</b> &mdash; {}", escape(&self.title()));
+        s += &html_table(GPU_HEADER, &self.rows());
+        if self.gpus.iter().any(|g| !g.processes.is_empty()) {
+            s += &html_table(PROC_HEADER, &self.process_rows());
+        } else {
+            s += "<p>No running processes found</p>";
+        }
+        s + "</div>"
+    }
+
+    /// Called by evcxr on a cell's last expression: an HTML table, with the text form for
+    /// front ends that cannot show HTML.
+    pub fn evcxr_display(&self) {
+        print_mime(&self.to_html(), &self.to_string());
+    }
+}
+
+const GPU_HEADER: &[&str] = &["GPU", "Name", "Bus-Id", "Memory-Usage", "GPU-Util", "Temp", "Power (draw / cap)"];
+const PROC_HEADER: &[&str] = &["GPU", "PID", "Process name", "GPU Memory"];
+
+impl fmt::Display for SmiReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.title())?;
+        write!(f, "{}", text_table(GPU_HEADER, &self.rows()))?;
+        writeln!(f, "Processes:")?;
+        let procs = self.process_rows();
+        if procs.is_empty() {
+            writeln!(f, "  No running processes found")
+        } else {
+            write!(f, "{}", text_table(PROC_HEADER, &procs))
+        }
+    }
+}
+
+/// Prints an evcxr rich-output bundle: HTML, then plain text.
+pub(crate) fn print_mime(html: &str, text: &str) {
+    println!("EVCXR_BEGIN_CONTENT text/html\n{html}\nEVCXR_END_CONTENT");
+    println!("EVCXR_BEGIN_CONTENT text/plain\n{text}\nEVCXR_END_CONTENT");
+}
+
+pub(crate) fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+pub(crate) fn html_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = String::from("<table><thead><tr>");
+    for h in header {
+        s += &format!("<th>{}</th>", escape(h));
+    }
+    s += "</tr></thead><tbody>";
+    for r in rows {
+        s += "<tr>";
+        for c in r {
+            s += &format!("<td>{}</td>", escape(c));
+        }
+        s += "</tr>";
+    }
+    s + "</tbody></table>"
+}
+
+/// Columns padded to their widest cell, framed like nvidia-smi's table.
+pub(crate) fn text_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let rule: String = format!("+{}+\n", w.iter().map(|n| "-".repeat(n + 2)).collect::<Vec<_>>().join("+"));
+    let line = |cells: Vec<&str>| -> String {
+        let parts: Vec<String> = cells.iter().zip(&w).map(|(c, n)| format!(" {c:<n$} ")).collect();
+        format!("|{}|\n", parts.join("|"))
+    };
+    let mut s = rule.clone();
+    s += &line(header.to_vec());
+    s += &rule.replace('-', "=");
+    for r in rows {
+        s += &line(r.iter().map(String::as_str).collect());
+    }
+    s + &rule
+}
