@@ -121,7 +121,58 @@ def test_kernel_runs_without_a_gpu(kernel):
     else:
         assert "available=false" in out
         # Asking for a GPU tensor is an error with a reason, not a crash of the session.
-        reply, _ = kernel.execute('Tensor::zeros(&[2], Device::Cuda(0))')
+        reply, _ = kernel.execute('Tensor::zeros([2], Device::Cuda(0)).unwrap()')
         assert reply["status"] == "error"
+        assert "driver" in reply["evalue"].lower() or "cuda" in reply["evalue"].lower(), reply["evalue"]
         reply, _ = kernel.execute("1 + 1")
         assert reply["status"] == "ok"
+
+
+def test_two_images_in_one_cell_are_two_display_data(kernel):
+    code = """
+let a = Mandelbrot::new().size(64, 32).iterations(20).cpu_serial().unwrap();
+display(&a);
+let b = Mandelbrot::new().size(64, 32).iterations(50).cpu_parallel().unwrap();
+display(&b);
+"""
+    reply, outputs = kernel.execute(code)
+    assert reply["status"] == "ok", reply
+    shown = [m for m in outputs if m["msg_type"] == "display_data"]
+    assert len(shown) == 2
+    for m in shown:
+        assert "image/png" in m["content"]["data"]
+
+
+def test_update_display_data_replaces_an_output(kernel):
+    code = """
+let h = display(&Html::new("<b>step 1</b>"));
+h.update(&Html::new("<b>step 2</b>"));
+"""
+    reply, outputs = kernel.execute(code)
+    assert reply["status"] == "ok", reply
+    first = [m for m in outputs if m["msg_type"] == "display_data"]
+    updates = [m for m in outputs if m["msg_type"] == "update_display_data"]
+    assert len(first) == 1 and len(updates) == 1
+    display_id = first[0]["content"]["transient"]["display_id"]
+    assert display_id and updates[0]["content"]["transient"]["display_id"] == display_id
+    assert "step 2" in updates[0]["content"]["data"]["text/html"]
+
+
+def test_progress_bar_updates_in_place(kernel):
+    code = "for _ in progress(0..5) { std::thread::sleep(std::time::Duration::from_millis(150)); }"
+    reply, outputs = kernel.execute(code)
+    assert reply["status"] == "ok", reply
+    first = [m for m in outputs if m["msg_type"] == "display_data"]
+    updates = [m for m in outputs if m["msg_type"] == "update_display_data"]
+    assert len(first) == 1 and len(updates) >= 1
+    assert {u["content"]["transient"]["display_id"] for u in updates} == {first[0]["content"]["transient"]["display_id"]}
+
+
+def test_no_gpu_notice_is_shown_once(fresh_kernel):
+    if has_cuda_device():
+        return
+    reply, outputs = fresh_kernel.execute("1")
+    stderr = "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream" and m["content"]["name"] == "stderr")
+    assert "no CUDA device" in stderr
+    reply, outputs = fresh_kernel.execute("2")
+    assert not any(m["msg_type"] == "stream" and "no CUDA device" in m["content"]["text"] for m in outputs)

@@ -32,7 +32,7 @@ class GpulabKernelTests(jupyter_kernel_test.KernelTests):
 
     code_display_data = [
         {"code": 'display(&Html::new("<b>bold</b>"));', "mime": "text/html"},
-        {"code": "display(&Png::new(gpulab::image::tiny_png()));", "mime": "image/png"},
+        {"code": "display(&Png::new(Mandelbrot::new().size(48, 32).cpu_serial().unwrap().to_png()));", "mime": "image/png"},
     ]
 
     code_page_something = "?Vec"

@@ -36,6 +36,28 @@ const PANIC_HOOK: &str = r#"std::panic::set_hook(Box::new(|info| {
     println!("\x1egpulab:{{\"op\":\"panic\",\"message\":\"{}\",\"location\":\"{}\"}}", esc(&msg), esc(&loc));
 }));"#;
 
+/// Says once, at the top of the first cell, when there is no GPU and why.
+const GPU_NOTICE: &str = r#"if let Err(e) = gpulab::cuda::device_count() {
+    println!("gpulab: no CUDA device ({e}). Tensors, kernels and timings run on the CPU; Device::cuda_if_available() picks the CPU.");
+} else if !gpulab::cuda::is_available() {
+    println!("gpulab: the NVIDIA driver reports no GPU. Tensors, kernels and timings run on the CPU.");
+}"#;
+
+/// Collects what a cell prints, for start-up cells whose output is not shown as it comes.
+#[derive(Default)]
+struct Capture(Mutex<String>);
+
+impl Outputs for Capture {
+    fn stream(&self, _name: &str, text: &str) {
+        self.0.lock().unwrap().push_str(text);
+    }
+    fn display(&self, _data: Bundle, _metadata: Value, _id: Option<String>, _update: bool) {}
+    fn clear_output(&self, _wait: bool) {}
+    fn input(&self, _prompt: &str, _password: bool) -> Option<String> {
+        None
+    }
+}
+
 /// Seconds a cell that never checks the interrupt flag gets before its process is ended.
 fn grace() -> Duration {
     let secs = std::env::var("GPULAB_INTERRUPT_GRACE_SECS").ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(2.0);
@@ -183,25 +205,54 @@ impl EvcxrInterpreter {
     }
 
     fn init(&mut self) -> Result<(), String> {
+        let t0 = Instant::now();
+        let log = |what: &str| {
+            if std::env::var_os("GPULAB_LOG_STARTUP").is_some() {
+                eprintln!("gpulab-kernel: {what} at {:.3} s", t0.elapsed().as_secs_f64());
+            }
+        };
         let slot = session::take_slot().map_err(|e| format!("{e:#}"))?;
         std::env::set_var("EVCXR_TMPDIR", &slot.dir);
         self._slot = Some(slot);
         add_rust_libs_to_loader_path();
         let (mut ctx, outputs) = CommandContext::new().map_err(|e| format!("evcxr could not start: {e}"))?;
+        log("evcxr context ready");
         *self.stop.child.lock().unwrap() = Some(ctx.process_handle());
         self.forwarders = Some(Forwarders::start(outputs.stdout, outputs.stderr, self.sink.clone()));
         // Share compiled dependencies between build slots (evcxr's `:cache`, in MiB).
         let _ = ctx.execute(":cache 4096");
         ctx.execute(PANIC_HOOK).map_err(|e| format!("installing the panic hook: {e}"))?;
+        log("panic hook installed");
         if self.load_prelude {
             let prelude = session::extract_prelude().map_err(|e| format!("{e:#}"))?;
             let dep = format!(":dep gpulab = {{ path = {:?} }}\nuse gpulab::*;", prelude.display().to_string());
-            if let Err(e) = ctx.execute(&dep) {
-                self.notice = Some(format!("gpulab: the prelude failed to build, so `use gpulab::*` is not in scope:\n{e}\n"));
+            match ctx.execute(&dep) {
+                Err(e) => {
+                    self.notice = Some(format!("gpulab: the prelude failed to build, so `use gpulab::*` is not in scope:\n{e}\n"));
+                }
+                Ok(_) => {
+                    log("prelude loaded");
+                    self.notice = self.capture(&mut ctx, GPU_NOTICE);
+                    log("GPU checked");
+                }
             }
         }
         self.ctx = Some(ctx);
         Ok(())
+    }
+
+    /// Runs `code` with its output kept rather than shown, and returns what it printed.
+    fn capture(&self, ctx: &mut CommandContext, code: &str) -> Option<String> {
+        let capture = Arc::new(Capture::default());
+        let previous = self.sink.get();
+        self.sink.set(capture.clone());
+        let ok = ctx.execute(code).is_ok();
+        self.finish_output();
+        if let Some(p) = previous {
+            self.sink.set(p);
+        }
+        let text = std::mem::take(&mut *capture.0.lock().unwrap());
+        (ok && !text.is_empty()).then_some(text)
     }
 
     fn finish_output(&self) {

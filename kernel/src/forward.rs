@@ -24,6 +24,10 @@ impl Sink {
         *self.outputs.lock().unwrap() = Some(outputs);
     }
 
+    pub fn get(&self) -> Option<Arc<dyn Outputs>> {
+        self.outputs.lock().unwrap().clone()
+    }
+
     pub fn take_panics(&self) -> Vec<PanicReport> {
         std::mem::take(&mut *self.panics.lock().unwrap())
     }
