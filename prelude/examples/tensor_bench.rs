@@ -54,7 +54,11 @@ fn ours(sizes: &[usize], dev: Device, out: &mut HashMap<Key, f64>) -> gpulab::er
             put("d2h", n, time(dev, || drop(a.to(Device::Cpu).unwrap())));
         }
         let m = (n as f64).sqrt() as usize;
-        if m <= if dev.is_cuda() { MATMUL_CAP_GPU } else { MATMUL_CAP_CPU } {
+        if m <= if dev.is_cuda() {
+            MATMUL_CAP_GPU
+        } else {
+            MATMUL_CAP_CPU
+        } {
             let x = Tensor::randn((m, m), dev)?;
             put("matmul", m * m, time(dev, || drop(x.matmul(&x).unwrap())));
         }
@@ -94,7 +98,11 @@ fn reference(sizes: &[usize], out: &mut HashMap<Key, f64>) -> Result<(), String>
         .output()
         .map_err(|e| format!("could not run {py}: {e}"))?;
     if !o.status.success() {
-        return Err(format!("{py} {}: {}", script.display(), String::from_utf8_lossy(&o.stderr).trim()));
+        return Err(format!(
+            "{py} {}: {}",
+            script.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
     }
     for line in String::from_utf8_lossy(&o.stdout).lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -140,10 +148,17 @@ fn rate(op: &str, n: usize, s: Option<&f64>) -> String {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
-    let exps: Vec<u32> = if quick { vec![10, 16, 20, 22] } else { (10..=28).step_by(2).collect() };
+    let exps: Vec<u32> = if quick {
+        vec![10, 16, 20, 22]
+    } else {
+        (10..=28).step_by(2).collect()
+    };
     let sizes: Vec<usize> = exps.iter().map(|e| 1usize << e).collect();
     let info = gpulab::cpu_info();
-    println!("CPU: {} ({} cores, {} threads)", info.model, info.physical_cores, info.logical_cores);
+    println!(
+        "CPU: {} ({} cores, {} threads)",
+        info.model, info.physical_cores, info.logical_cores
+    );
     let gpu = cuda::is_available();
     match cuda::get_device_name(0) {
         Ok(name) => println!("GPU: {name}"),
@@ -172,11 +187,20 @@ fn main() {
     keys.sort_by_key(|(op, n)| (order.iter().position(|o| o == op), *n));
     keys.dedup();
     for (op, n) in keys {
-        let (c, rc, g, rg) = (get(&op, n, "cpu"), get(&op, n, "ref-cpu"), get(&op, n, "cuda"), get(&op, n, "ref-cuda"));
+        let (c, rc, g, rg) = (
+            get(&op, n, "cpu"),
+            get(&op, n, "ref-cpu"),
+            get(&op, n, "cuda"),
+            get(&op, n, "ref-cuda"),
+        );
         println!(
             "{:<7} {:>10} | {:>10} {:>16} {:>10} {:>8} | {:>10} {:>16} {:>10} {:>8} | {:>8}",
             op,
-            if n.is_power_of_two() { format!("2^{}", n.trailing_zeros()) } else { n.to_string() },
+            if n.is_power_of_two() {
+                format!("2^{}", n.trailing_zeros())
+            } else {
+                n.to_string()
+            },
             fmt_time(c),
             rate(&op, n, c),
             fmt_time(rc),

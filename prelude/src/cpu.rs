@@ -23,14 +23,41 @@ impl CpuInfo {
     fn rows(&self) -> Vec<Vec<String>> {
         vec![
             vec!["Model".into(), self.model.clone()],
-            vec!["Cores".into(), format!("{} physical, {} logical", self.physical_cores, self.logical_cores)],
-            vec!["Memory".into(), format!("{} total, {} available", human_bytes(self.memory_total), human_bytes(self.memory_available))],
-            vec!["SIMD".into(), if self.simd.is_empty() { "none found".into() } else { self.simd.join(" ") }],
+            vec![
+                "Cores".into(),
+                format!(
+                    "{} physical, {} logical",
+                    self.physical_cores, self.logical_cores
+                ),
+            ],
+            vec![
+                "Memory".into(),
+                format!(
+                    "{} total, {} available",
+                    human_bytes(self.memory_total),
+                    human_bytes(self.memory_available)
+                ),
+            ],
+            vec![
+                "SIMD".into(),
+                if self.simd.is_empty() {
+                    "none found".into()
+                } else {
+                    self.simd.join(" ")
+                },
+            ],
         ]
     }
 
     pub fn to_html(&self) -> String {
-        format!("<div><b>CPU</b>{}</div>", html_table(&["", ""], &self.rows())).replace("<th></th><th></th>", &format!("<th colspan=\"2\">{}</th>", escape(&self.model)))
+        format!(
+            "<div><b>CPU</b>{}</div>",
+            html_table(&["", ""], &self.rows())
+        )
+        .replace(
+            "<th></th><th></th>",
+            &format!("<th colspan=\"2\">{}</th>", escape(&self.model)),
+        )
     }
 
     pub fn evcxr_display(&self) {
@@ -52,7 +79,9 @@ pub(crate) fn parse(cpuinfo: &str, meminfo: &str, logical_fallback: usize) -> Cp
     let mut phys_id = String::new();
     let mut flags = String::new();
     for line in cpuinfo.lines() {
-        let Some((k, v)) = line.split_once(':') else { continue };
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
         let (k, v) = (k.trim(), v.trim());
         match k {
             "processor" => logical += 1,
@@ -65,11 +94,23 @@ pub(crate) fn parse(cpuinfo: &str, meminfo: &str, logical_fallback: usize) -> Cp
             _ => {}
         }
     }
-    let logical = if logical == 0 { logical_fallback } else { logical };
+    let logical = if logical == 0 {
+        logical_fallback
+    } else {
+        logical
+    };
     let mem = |key: &str| -> u64 {
         meminfo
             .lines()
-            .find_map(|l| l.strip_prefix(key).and_then(|r| r.trim_start_matches(':').split_whitespace().next()?.parse::<u64>().ok()))
+            .find_map(|l| {
+                l.strip_prefix(key).and_then(|r| {
+                    r.trim_start_matches(':')
+                        .split_whitespace()
+                        .next()?
+                        .parse::<u64>()
+                        .ok()
+                })
+            })
             .map(|kib| kib * 1024)
             .unwrap_or(0)
     };
@@ -81,7 +122,11 @@ pub(crate) fn parse(cpuinfo: &str, meminfo: &str, logical_fallback: usize) -> Cp
         .collect();
     CpuInfo {
         model: model.unwrap_or_else(|| std::env::consts::ARCH.to_string()),
-        physical_cores: if cores.is_empty() { logical } else { cores.len() },
+        physical_cores: if cores.is_empty() {
+            logical
+        } else {
+            cores.len()
+        },
         logical_cores: logical,
         memory_total: mem("MemTotal"),
         memory_available: mem("MemAvailable"),
@@ -92,6 +137,8 @@ pub(crate) fn parse(cpuinfo: &str, meminfo: &str, logical_fallback: usize) -> Cp
 /// This machine's CPU and memory.
 pub fn cpu_info() -> CpuInfo {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let logical = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let logical = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     parse(&read("/proc/cpuinfo"), &read("/proc/meminfo"), logical)
 }

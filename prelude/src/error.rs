@@ -12,7 +12,11 @@ pub type Result<T> = std::result::Result<T, Error>;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
     /// Two operands whose shapes do not fit together.
-    ShapeMismatch { op: &'static str, lhs: Vec<usize>, rhs: Vec<usize> },
+    ShapeMismatch {
+        op: &'static str,
+        lhs: Vec<usize>,
+        rhs: Vec<usize>,
+    },
     /// A shape that does not fit the data or the operation (reshape, from_vec, dims).
     BadShape(String),
     /// Operands on different devices (torch's rule: no implicit copies).
@@ -24,9 +28,16 @@ pub enum Error {
     /// No usable CUDA driver or device; the text says why.
     CudaUnavailable(String),
     /// A CUDA library (NVRTC, cuBLAS, NVML) could not be found; the text says where we looked.
-    LibraryNotFound { library: &'static str, detail: String },
+    LibraryNotFound {
+        library: &'static str,
+        detail: String,
+    },
     /// NVRTC rejected a kernel source; `log` is NVRTC's full compile log.
-    Compile { name: String, arch: String, log: String },
+    Compile {
+        name: String,
+        arch: String,
+        log: String,
+    },
     /// The device ran out of memory.
     OutOfMemory { device: Device, bytes: usize },
     /// Any other CUDA driver, cuBLAS or NVML error.

@@ -86,7 +86,9 @@ impl Nvml {
             detail: format!("{e}; it ships with the NVIDIA driver, so this machine has no NVIDIA driver installed"),
         })?;
         let n = Nvml { lib };
-        n.check("nvmlInit_v2", unsafe { n.sym::<unsafe extern "C" fn() -> c_int>("nvmlInit_v2")?() })?;
+        n.check("nvmlInit_v2", unsafe {
+            n.sym::<unsafe extern "C" fn() -> c_int>("nvmlInit_v2")?()
+        })?;
         Ok(n)
     }
 
@@ -94,7 +96,10 @@ impl Nvml {
         // SAFETY: T is the function's C signature, written out at each call site.
         unsafe { self.lib.get::<T>(name.as_bytes()) }
             .map(|s| *s)
-            .map_err(|e| Error::Cuda { op: format!("NVML symbol {name}"), detail: e.to_string() })
+            .map_err(|e| Error::Cuda {
+                op: format!("NVML symbol {name}"),
+                detail: e.to_string(),
+            })
     }
 
     fn check(&self, op: &str, ret: c_int) -> Result<()> {
@@ -104,46 +109,85 @@ impl Nvml {
         let text = self
             .sym::<unsafe extern "C" fn(c_int) -> *const c_char>("nvmlErrorString")
             .ok()
-            .map(|f| unsafe { CStr::from_ptr(f(ret)) }.to_string_lossy().into_owned())
+            .map(|f| {
+                unsafe { CStr::from_ptr(f(ret)) }
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .unwrap_or_else(|| format!("error {ret}"));
-        Err(Error::Cuda { op: op.to_string(), detail: text })
+        Err(Error::Cuda {
+            op: op.to_string(),
+            detail: text,
+        })
     }
 
     fn string(&self, op: &str, f: impl FnOnce(*mut c_char, c_uint) -> c_int) -> Result<String> {
         let mut buf = [0 as c_char; 256];
         self.check(op, f(buf.as_mut_ptr(), buf.len() as c_uint))?;
-        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned())
     }
 
     fn report(&self) -> Result<SmiReport> {
         type StrFn = unsafe extern "C" fn(*mut c_char, c_uint) -> c_int;
         let driver_version = self.string("nvmlSystemGetDriverVersion", |p, n| unsafe {
-            self.sym::<StrFn>("nvmlSystemGetDriverVersion").map(|f| f(p, n)).unwrap_or(-1)
+            self.sym::<StrFn>("nvmlSystemGetDriverVersion")
+                .map(|f| f(p, n))
+                .unwrap_or(-1)
         })?;
         let mut cuda = 0;
-        let get_cuda = self.sym::<unsafe extern "C" fn(*mut c_int) -> c_int>("nvmlSystemGetCudaDriverVersion_v2")?;
-        self.check("nvmlSystemGetCudaDriverVersion", unsafe { get_cuda(&mut cuda) })?;
+        let get_cuda = self.sym::<unsafe extern "C" fn(*mut c_int) -> c_int>(
+            "nvmlSystemGetCudaDriverVersion_v2",
+        )?;
+        self.check("nvmlSystemGetCudaDriverVersion", unsafe {
+            get_cuda(&mut cuda)
+        })?;
         let mut count: c_uint = 0;
-        let get_count = self.sym::<unsafe extern "C" fn(*mut c_uint) -> c_int>("nvmlDeviceGetCount_v2")?;
+        let get_count =
+            self.sym::<unsafe extern "C" fn(*mut c_uint) -> c_int>("nvmlDeviceGetCount_v2")?;
         self.check("nvmlDeviceGetCount", unsafe { get_count(&mut count) })?;
-        let gpus = (0..count).map(|i| self.gpu(i)).collect::<Result<Vec<_>>>()?;
-        Ok(SmiReport { driver_version, cuda_version: format!("{}.{}", cuda / 1000, (cuda % 1000) / 10), gpus })
+        let gpus = (0..count)
+            .map(|i| self.gpu(i))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(SmiReport {
+            driver_version,
+            cuda_version: format!("{}.{}", cuda / 1000, (cuda % 1000) / 10),
+            gpus,
+        })
     }
 
     fn gpu(&self, index: u32) -> Result<GpuStatus> {
         let mut dev: Dev = std::ptr::null_mut();
-        let by_index = self.sym::<unsafe extern "C" fn(c_uint, *mut Dev) -> c_int>("nvmlDeviceGetHandleByIndex_v2")?;
-        self.check("nvmlDeviceGetHandleByIndex", unsafe { by_index(index, &mut dev) })?;
+        let by_index = self.sym::<unsafe extern "C" fn(c_uint, *mut Dev) -> c_int>(
+            "nvmlDeviceGetHandleByIndex_v2",
+        )?;
+        self.check("nvmlDeviceGetHandleByIndex", unsafe {
+            by_index(index, &mut dev)
+        })?;
         let name = self.string("nvmlDeviceGetName", |p, n| unsafe {
-            self.sym::<unsafe extern "C" fn(Dev, *mut c_char, c_uint) -> c_int>("nvmlDeviceGetName").map(|f| f(dev, p, n)).unwrap_or(-1)
+            self.sym::<unsafe extern "C" fn(Dev, *mut c_char, c_uint) -> c_int>("nvmlDeviceGetName")
+                .map(|f| f(dev, p, n))
+                .unwrap_or(-1)
         })?;
         let mut pci: PciInfo = unsafe { std::mem::zeroed() };
-        let bus_id = match self.sym::<unsafe extern "C" fn(Dev, *mut PciInfo) -> c_int>("nvmlDeviceGetPciInfo_v3") {
-            Ok(f) if unsafe { f(dev, &mut pci) } == 0 => unsafe { CStr::from_ptr(pci.bus_id.as_ptr()) }.to_string_lossy().into_owned(),
+        let bus_id = match self
+            .sym::<unsafe extern "C" fn(Dev, *mut PciInfo) -> c_int>("nvmlDeviceGetPciInfo_v3")
+        {
+            Ok(f) if unsafe { f(dev, &mut pci) } == 0 => {
+                unsafe { CStr::from_ptr(pci.bus_id.as_ptr()) }
+                    .to_string_lossy()
+                    .into_owned()
+            }
             _ => "unknown".into(),
         };
-        let mut mem = Memory { total: 0, free: 0, used: 0 };
-        let get_mem = self.sym::<unsafe extern "C" fn(Dev, *mut Memory) -> c_int>("nvmlDeviceGetMemoryInfo")?;
+        let mut mem = Memory {
+            total: 0,
+            free: 0,
+            used: 0,
+        };
+        let get_mem =
+            self.sym::<unsafe extern "C" fn(Dev, *mut Memory) -> c_int>("nvmlDeviceGetMemoryInfo")?;
         self.check("nvmlDeviceGetMemoryInfo", unsafe { get_mem(dev, &mut mem) })?;
         // The rest is optional: NVML answers "not supported" for some of it on some boards.
         let u32_query = |f: &dyn Fn(Dev, *mut c_uint) -> c_int| -> Option<u32> {
@@ -151,16 +195,24 @@ impl Nvml {
             (f(dev, &mut v) == 0).then_some(v)
         };
         let utilization = self
-            .sym::<unsafe extern "C" fn(Dev, *mut Utilization) -> c_int>("nvmlDeviceGetUtilizationRates")
+            .sym::<unsafe extern "C" fn(Dev, *mut Utilization) -> c_int>(
+                "nvmlDeviceGetUtilizationRates",
+            )
             .ok()
             .and_then(|f| {
                 let mut u = Utilization { gpu: 0, memory: 0 };
                 (unsafe { f(dev, &mut u) } == 0).then_some(u.gpu)
             });
-        let temp_fn = self.sym::<unsafe extern "C" fn(Dev, c_int, *mut c_uint) -> c_int>("nvmlDeviceGetTemperature").ok();
+        let temp_fn = self
+            .sym::<unsafe extern "C" fn(Dev, c_int, *mut c_uint) -> c_int>(
+                "nvmlDeviceGetTemperature",
+            )
+            .ok();
         let temperature_c = temp_fn.and_then(|f| u32_query(&|d, v| unsafe { f(d, 0, v) }));
         let milliwatts = |sym: &str| -> Option<f64> {
-            let f = self.sym::<unsafe extern "C" fn(Dev, *mut c_uint) -> c_int>(sym).ok()?;
+            let f = self
+                .sym::<unsafe extern "C" fn(Dev, *mut c_uint) -> c_int>(sym)
+                .ok()?;
             u32_query(&|d, v| unsafe { f(d, v) }).map(|mw| mw as f64 / 1000.0)
         };
         let processes = self.processes(index, dev);
@@ -179,24 +231,44 @@ impl Nvml {
     }
 
     fn processes(&self, gpu: u32, dev: Dev) -> Vec<GpuProcess> {
-        let Ok(list) = self.sym::<unsafe extern "C" fn(Dev, *mut c_uint, *mut ProcessInfo) -> c_int>("nvmlDeviceGetComputeRunningProcesses_v3") else {
+        let Ok(list) = self
+            .sym::<unsafe extern "C" fn(Dev, *mut c_uint, *mut ProcessInfo) -> c_int>(
+                "nvmlDeviceGetComputeRunningProcesses_v3",
+            )
+        else {
             return vec![];
         };
         let mut n: c_uint = 64;
-        let mut buf = vec![ProcessInfo { pid: 0, used_gpu_memory: 0, gpu_instance_id: 0, compute_instance_id: 0 }; n as usize];
+        let mut buf = vec![
+            ProcessInfo {
+                pid: 0,
+                used_gpu_memory: 0,
+                gpu_instance_id: 0,
+                compute_instance_id: 0
+            };
+            n as usize
+        ];
         if unsafe { list(dev, &mut n, buf.as_mut_ptr()) } != 0 {
             return vec![];
         }
-        let name_fn = self.sym::<unsafe extern "C" fn(c_uint, *mut c_char, c_uint) -> c_int>("nvmlSystemGetProcessName").ok();
+        let name_fn = self
+            .sym::<unsafe extern "C" fn(c_uint, *mut c_char, c_uint) -> c_int>(
+                "nvmlSystemGetProcessName",
+            )
+            .ok();
         buf.iter()
             .take(n as usize)
             .map(|p| GpuProcess {
                 gpu,
                 pid: p.pid,
                 name: name_fn
-                    .and_then(|f| self.string("nvmlSystemGetProcessName", |b, l| unsafe { f(p.pid, b, l) }).ok())
+                    .and_then(|f| {
+                        self.string("nvmlSystemGetProcessName", |b, l| unsafe { f(p.pid, b, l) })
+                            .ok()
+                    })
                     .unwrap_or_else(|| "?".into()),
-                used_memory: (p.used_gpu_memory != NVML_VALUE_NOT_AVAILABLE).then_some(p.used_gpu_memory),
+                used_memory: (p.used_gpu_memory != NVML_VALUE_NOT_AVAILABLE)
+                    .then_some(p.used_gpu_memory),
             })
             .collect()
     }
@@ -217,7 +289,8 @@ pub fn nvidia_smi() -> Result<SmiReport> {
 }
 
 fn opt<T: fmt::Display>(v: Option<T>, unit: &str) -> String {
-    v.map(|v| format!("{v}{unit}")).unwrap_or_else(|| "N/A".into())
+    v.map(|v| format!("{v}{unit}"))
+        .unwrap_or_else(|| "N/A".into())
 }
 
 impl SmiReport {
@@ -229,10 +302,18 @@ impl SmiReport {
                     g.index.to_string(),
                     g.name.clone(),
                     g.bus_id.clone(),
-                    format!("{} / {}", human_bytes(g.memory_used), human_bytes(g.memory_total)),
+                    format!(
+                        "{} / {}",
+                        human_bytes(g.memory_used),
+                        human_bytes(g.memory_total)
+                    ),
                     opt(g.utilization, "%"),
                     opt(g.temperature_c, "C"),
-                    format!("{} / {}", opt(g.power_draw_w.map(|w| format!("{w:.0}")), "W"), opt(g.power_cap_w.map(|w| format!("{w:.0}")), "W")),
+                    format!(
+                        "{} / {}",
+                        opt(g.power_draw_w.map(|w| format!("{w:.0}")), "W"),
+                        opt(g.power_cap_w.map(|w| format!("{w:.0}")), "W")
+                    ),
                 ]
             })
             .collect()
@@ -242,12 +323,24 @@ impl SmiReport {
         self.gpus
             .iter()
             .flat_map(|g| &g.processes)
-            .map(|p| vec![p.gpu.to_string(), p.pid.to_string(), p.name.clone(), p.used_memory.map(human_bytes).unwrap_or_else(|| "N/A".into())])
+            .map(|p| {
+                vec![
+                    p.gpu.to_string(),
+                    p.pid.to_string(),
+                    p.name.clone(),
+                    p.used_memory
+                        .map(human_bytes)
+                        .unwrap_or_else(|| "N/A".into()),
+                ]
+            })
             .collect()
     }
 
     fn title(&self) -> String {
-        format!("Driver Version: {}    CUDA Version: {}", self.driver_version, self.cuda_version)
+        format!(
+            "Driver Version: {}    CUDA Version: {}",
+            self.driver_version, self.cuda_version
+        )
     }
 
     pub fn to_html(&self) -> String {
@@ -268,7 +361,15 @@ impl SmiReport {
     }
 }
 
-const GPU_HEADER: &[&str] = &["GPU", "Name", "Bus-Id", "Memory-Usage", "GPU-Util", "Temp", "Power (draw / cap)"];
+const GPU_HEADER: &[&str] = &[
+    "GPU",
+    "Name",
+    "Bus-Id",
+    "Memory-Usage",
+    "GPU-Util",
+    "Temp",
+    "Power (draw / cap)",
+];
 const PROC_HEADER: &[&str] = &["GPU", "PID", "Process name", "GPU Memory"];
 
 impl fmt::Display for SmiReport {
@@ -292,7 +393,10 @@ pub(crate) fn print_mime(html: &str, text: &str) {
 }
 
 pub(crate) fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 pub(crate) fn html_table(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -319,9 +423,19 @@ pub(crate) fn text_table(header: &[&str], rows: &[Vec<String>]) -> String {
             w[i] = w[i].max(c.chars().count());
         }
     }
-    let rule: String = format!("+{}+\n", w.iter().map(|n| "-".repeat(n + 2)).collect::<Vec<_>>().join("+"));
+    let rule: String = format!(
+        "+{}+\n",
+        w.iter()
+            .map(|n| "-".repeat(n + 2))
+            .collect::<Vec<_>>()
+            .join("+")
+    );
     let line = |cells: Vec<&str>| -> String {
-        let parts: Vec<String> = cells.iter().zip(&w).map(|(c, n)| format!(" {c:<n$} ")).collect();
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(&w)
+            .map(|(c, n)| format!(" {c:<n$} "))
+            .collect();
         format!("|{}|\n", parts.join("|"))
     };
     let mut s = rule.clone();

@@ -17,7 +17,10 @@ fn device_strings_parse() {
     assert_eq!(Device::new(" CUDA:3 ").unwrap(), Device::Cuda(3));
     assert_eq!(Device::Cuda(2).to_string(), "cuda:2");
     assert_eq!(Device::Cpu.to_string(), "cpu");
-    assert_eq!(format!("{:?}", Device::Cuda(0)), "device(type='cuda', index=0)");
+    assert_eq!(
+        format!("{:?}", Device::Cuda(0)),
+        "device(type='cuda', index=0)"
+    );
     for bad in ["gpu", "cuda:", "cuda:x", "cuda:-1", "", "tpu:0"] {
         match Device::new(bad) {
             Err(e @ Error::BadDeviceString(_)) => assert!(e.to_string().contains("cuda:N"), "{e}"),
@@ -36,19 +39,44 @@ fn without_a_gpu_every_call_explains_itself() {
     let why = cuda::device_count().unwrap_err().to_string();
     println!("device_count: {why}");
     assert!(why.starts_with("CUDA is not available: "), "{why}");
-    assert!(why.contains("libcuda.so.1") || why.contains("cuInit") || why.contains("GPULAB_DISABLE_CUDA"), "{why}");
+    assert!(
+        why.contains("libcuda.so.1")
+            || why.contains("cuInit")
+            || why.contains("GPULAB_DISABLE_CUDA"),
+        "{why}"
+    );
 
     let errors: Vec<(&str, Error)> = vec![
         ("get_device_name", cuda::get_device_name(0).unwrap_err()),
-        ("get_device_properties", cuda::get_device_properties(0).unwrap_err()),
+        (
+            "get_device_properties",
+            cuda::get_device_properties(0).unwrap_err(),
+        ),
         ("driver_version", cuda::driver_version().unwrap_err()),
-        ("synchronize", cuda::synchronize(Device::Cuda(0)).unwrap_err()),
+        (
+            "synchronize",
+            cuda::synchronize(Device::Cuda(0)).unwrap_err(),
+        ),
         ("zeros", Tensor::zeros((2, 2), Device::Cuda(0)).unwrap_err()),
         ("randn", Tensor::randn(4, Device::Cuda(0)).unwrap_err()),
-        ("to", Tensor::ones(3, Device::Cpu).unwrap().to(Device::new("cuda").unwrap()).unwrap_err()),
-        ("cuda()", Tensor::ones(3, Device::Cpu).unwrap().cuda().unwrap_err()),
+        (
+            "to",
+            Tensor::ones(3, Device::Cpu)
+                .unwrap()
+                .to(Device::new("cuda").unwrap())
+                .unwrap_err(),
+        ),
+        (
+            "cuda()",
+            Tensor::ones(3, Device::Cpu).unwrap().cuda().unwrap_err(),
+        ),
         ("Event::new", Event::new(Device::Cuda(0)).err().unwrap()),
-        ("Module::builtin", cuda::Module::builtin(Device::Cuda(0), "vector_add").err().unwrap()),
+        (
+            "Module::builtin",
+            cuda::Module::builtin(Device::Cuda(0), "vector_add")
+                .err()
+                .unwrap(),
+        ),
     ];
     for (what, e) in errors {
         assert!(matches!(e, Error::CudaUnavailable(_)), "{what}: {e:?}");
@@ -63,9 +91,18 @@ fn bad_device_index_is_an_error() {
     match cuda::device_count() {
         Ok(n) => {
             let e = Tensor::zeros(2, Device::Cuda(n + 3)).unwrap_err();
-            assert_eq!(e, Error::BadDeviceIndex { index: n + 3, count: n });
+            assert_eq!(
+                e,
+                Error::BadDeviceIndex {
+                    index: n + 3,
+                    count: n
+                }
+            );
             assert!(e.to_string().contains(&format!("cuda:{}", n + 3)), "{e}");
-            assert!(matches!(cuda::get_device_properties(n), Err(Error::BadDeviceIndex { .. })));
+            assert!(matches!(
+                cuda::get_device_properties(n),
+                Err(Error::BadDeviceIndex { .. })
+            ));
         }
         Err(e) => {
             // Without a driver the index cannot be checked; the error says why instead.
@@ -85,14 +122,23 @@ fn kernels_dir_holds_the_builtin_sources() {
         let on_disk = std::fs::read_to_string(dir.join(format!("{stem}.cu"))).unwrap();
         assert_eq!(&on_disk, src, "{stem}.cu differs from the embedded copy");
     }
-    assert!(cuda::builtin_source("vector_add").unwrap().contains("__global__ void vector_add("));
+    assert!(cuda::builtin_source("vector_add")
+        .unwrap()
+        .contains("__global__ void vector_add("));
     assert!(cuda::builtin_source("no_such_file").is_none());
 }
 
 /// Every `extern "C" __global__` name in a source.
 fn declared(src: &str) -> Vec<String> {
     src.match_indices("__global__ void ")
-        .map(|(i, m)| src[i + m.len()..].split('(').next().unwrap().trim().to_string())
+        .map(|(i, m)| {
+            src[i + m.len()..]
+                .split('(')
+                .next()
+                .unwrap()
+                .trim()
+                .to_string()
+        })
         .collect()
 }
 
@@ -112,7 +158,10 @@ fn nvrtc_compiles_every_kernel_file() {
     assert_eq!(nvrtc::arch_for((9, 0)).unwrap(), "sm_90");
     // A compute capability newer than NVRTC knows falls back to PTX it can JIT.
     let newest = *archs.iter().max().unwrap();
-    assert_eq!(nvrtc::arch_for((99, 9)).unwrap(), format!("compute_{newest}"));
+    assert_eq!(
+        nvrtc::arch_for((99, 9)).unwrap(),
+        format!("compute_{newest}")
+    );
 
     let mut files: Vec<_> = std::fs::read_dir(cuda::kernels_dir())
         .unwrap()
@@ -127,11 +176,17 @@ fn nvrtc_compiles_every_kernel_file() {
         let name = path.file_name().unwrap().to_str().unwrap();
         let ptx = nvrtc::compile_ptx(&src, name, "compute_90").unwrap_or_else(|e| panic!("{e}"));
         for k in declared(&src) {
-            assert!(ptx.contains(&format!(".entry {k}(")), "{name}: no entry {k} in PTX");
+            assert!(
+                ptx.contains(&format!(".entry {k}(")),
+                "{name}: no entry {k} in PTX"
+            );
         }
         // The CUBIN path (what a device of compute capability 9.0 would load).
         let cubin = nvrtc::compile(&src, name, "sm_90").unwrap();
-        assert!(cubin.is_cubin && cubin.image.starts_with(b"\x7fELF"), "{name}: not an ELF cubin");
+        assert!(
+            cubin.is_cubin && cubin.image.starts_with(b"\x7fELF"),
+            "{name}: not an ELF cubin"
+        );
         println!("compiled {name}: {} bytes of PTX", ptx.len());
     }
 }
@@ -147,9 +202,15 @@ fn nvrtc_error_carries_the_log() {
         Err(Error::Compile { name, arch, log }) => {
             assert_eq!(name, "broken.cu");
             assert_eq!(arch, "compute_90");
-            assert!(log.contains("undeclared_value") && log.contains("broken.cu(2)"), "{log}");
+            assert!(
+                log.contains("undeclared_value") && log.contains("broken.cu(2)"),
+                "{log}"
+            );
             let msg = Error::Compile { name, arch, log }.to_string();
-            assert!(msg.starts_with("NVRTC could not compile broken.cu for compute_90:\n"), "{msg}");
+            assert!(
+                msg.starts_with("NVRTC could not compile broken.cu for compute_90:\n"),
+                "{msg}"
+            );
         }
         other => panic!("expected a compile error, got {other:?}"),
     }

@@ -18,7 +18,12 @@ fn sample() -> SmiReport {
             temperature_c: Some(41),
             power_draw_w: Some(120.4),
             power_cap_w: None,
-            processes: vec![GpuProcess { gpu: 0, pid: 4242, name: "evcxr <child>".into(), used_memory: Some(512 << 20) }],
+            processes: vec![GpuProcess {
+                gpu: 0,
+                pid: 4242,
+                name: "evcxr <child>".into(),
+                used_memory: Some(512 << 20),
+            }],
         }],
     }
 }
@@ -28,10 +33,24 @@ fn smi_text_is_an_aligned_table() {
     let text = sample().to_string();
     println!("{text}");
     assert!(text.starts_with("Driver Version: 580.95.05    CUDA Version: 13.0\n"));
-    let table: Vec<&str> = text.lines().filter(|l| l.starts_with('|') || l.starts_with('+')).collect();
+    let table: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('|') || l.starts_with('+'))
+        .collect();
     let width = table[0].chars().count();
-    assert!(table[..5].iter().all(|l| l.chars().count() == width), "ragged rows:\n{text}");
-    for cell in ["NVIDIA H200", "1.0 GiB / 141.0 GiB", "37%", "41C", "120W / N/A", "4242", "512.0 MiB"] {
+    assert!(
+        table[..5].iter().all(|l| l.chars().count() == width),
+        "ragged rows:\n{text}"
+    );
+    for cell in [
+        "NVIDIA H200",
+        "1.0 GiB / 141.0 GiB",
+        "37%",
+        "41C",
+        "120W / N/A",
+        "4242",
+        "512.0 MiB",
+    ] {
         assert!(text.contains(cell), "missing {cell:?}:\n{text}");
     }
 }
@@ -52,7 +71,10 @@ fn nvidia_smi_here() {
         Ok(r) => {
             println!("{r}");
             assert_eq!(r.gpus.len(), cuda::device_count().unwrap());
-            assert!(r.gpus.iter().all(|g| g.memory_total > 0 && g.memory_used <= g.memory_total));
+            assert!(r
+                .gpus
+                .iter()
+                .all(|g| g.memory_total > 0 && g.memory_used <= g.memory_total));
         }
         Err(e) => {
             println!("no NVML: {e}");
@@ -68,7 +90,10 @@ fn cpu_info_here() {
     let c = cpu_info();
     println!("{c}");
     assert!(c.logical_cores >= 1 && c.physical_cores >= 1 && c.physical_cores <= c.logical_cores);
-    assert_eq!(c.logical_cores, std::thread::available_parallelism().unwrap().get());
+    assert_eq!(
+        c.logical_cores,
+        std::thread::available_parallelism().unwrap().get()
+    );
     if cfg!(target_os = "linux") {
         assert!(c.memory_total > 0 && c.memory_available <= c.memory_total);
     }

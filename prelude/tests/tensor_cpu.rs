@@ -12,7 +12,9 @@ fn t(data: &[f32], shape: &[usize]) -> Tensor {
 /// Deterministic, irregular test data without touching the crate's generator.
 fn data(n: usize, salt: u32) -> Vec<f32> {
     let mix = salt.wrapping_mul(0x9E37_79B9) | 1;
-    (0..n).map(|i| ((((i as u32) ^ mix).wrapping_mul(2654435761) >> 8) % 2000) as f32 / 100.0 - 10.0).collect()
+    (0..n)
+        .map(|i| ((((i as u32) ^ mix).wrapping_mul(2654435761) >> 8) % 2000) as f32 / 100.0 - 10.0)
+        .collect()
 }
 
 /// Equality with the first differing element in the message, not two huge vectors.
@@ -32,17 +34,41 @@ fn close(a: &[f32], b: &[f32], tol: f32) {
 
 #[test]
 fn constructors() {
-    assert_eq!(Tensor::zeros((2, 3), CPU).unwrap().to_vec().unwrap(), vec![0.0; 6]);
-    assert_eq!(Tensor::ones([4], CPU).unwrap().to_vec().unwrap(), vec![1.0; 4]);
-    assert_eq!(Tensor::full(vec![2, 2], 7.5, CPU).unwrap().to_vec().unwrap(), vec![7.5; 4]);
-    assert_eq!(Tensor::arange(0.0, 5.0, CPU).unwrap().to_vec().unwrap(), vec![0., 1., 2., 3., 4.]);
-    assert_eq!(Tensor::arange_step(1.0, 2.0, 0.25, CPU).unwrap().to_vec().unwrap(), vec![1., 1.25, 1.5, 1.75]);
+    assert_eq!(
+        Tensor::zeros((2, 3), CPU).unwrap().to_vec().unwrap(),
+        vec![0.0; 6]
+    );
+    assert_eq!(
+        Tensor::ones([4], CPU).unwrap().to_vec().unwrap(),
+        vec![1.0; 4]
+    );
+    assert_eq!(
+        Tensor::full(vec![2, 2], 7.5, CPU)
+            .unwrap()
+            .to_vec()
+            .unwrap(),
+        vec![7.5; 4]
+    );
+    assert_eq!(
+        Tensor::arange(0.0, 5.0, CPU).unwrap().to_vec().unwrap(),
+        vec![0., 1., 2., 3., 4.]
+    );
+    assert_eq!(
+        Tensor::arange_step(1.0, 2.0, 0.25, CPU)
+            .unwrap()
+            .to_vec()
+            .unwrap(),
+        vec![1., 1.25, 1.5, 1.75]
+    );
     let x = Tensor::from_vec(vec![1., 2., 3., 4., 5., 6.], (2, 3), CPU).unwrap();
     assert_eq!(x.shape(), &[2, 3]);
     assert_eq!(x.rank(), 2);
     assert_eq!(x.numel(), 6);
     assert_eq!(x.device(), Device::Cpu);
-    assert_eq!(x.to_vec2().unwrap(), vec![vec![1., 2., 3.], vec![4., 5., 6.]]);
+    assert_eq!(
+        x.to_vec2().unwrap(),
+        vec![vec![1., 2., 3.], vec![4., 5., 6.]]
+    );
     assert_eq!(Tensor::from(vec![1.0, 2.0]).shape(), &[2]);
     assert_eq!(Tensor::zeros((), CPU).unwrap().shape(), &[] as &[usize]);
     assert!(Tensor::arange_step(0.0, 1.0, 0.0, CPU).is_err());
@@ -66,16 +92,23 @@ fn random_is_seeded_and_shaped() {
     assert_eq!(n.len(), 20001);
     let mean = n.iter().sum::<f32>() / n.len() as f32;
     let var = n.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n.len() as f32;
-    assert!(mean.abs() < 0.03 && (var - 1.0).abs() < 0.05, "normal mean {mean} var {var}");
+    assert!(
+        mean.abs() < 0.03 && (var - 1.0).abs() < 0.05,
+        "normal mean {mean} var {var}"
+    );
 }
 
 #[test]
 fn elementwise_same_shape_against_loops() {
     // Large enough to take the multi-threaded path too.
     for n in [7usize, 100_003] {
-        let (a, b) = (data(n, 1), data(n, 2).iter().map(|v| v + 10.5).collect::<Vec<_>>());
+        let (a, b) = (
+            data(n, 1),
+            data(n, 2).iter().map(|v| v + 10.5).collect::<Vec<_>>(),
+        );
         let (ta, tb) = (t(&a, &[n]), t(&b, &[n]));
-        let r = |f: fn(f32, f32) -> f32| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
+        let r =
+            |f: fn(f32, f32) -> f32| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
         same(&(&ta + &tb).to_vec().unwrap(), &r(|x, y| x + y));
         same(&(&ta - &tb).to_vec().unwrap(), &r(|x, y| x - y));
         same(&(&ta * &tb).to_vec().unwrap(), &r(|x, y| x * y));
@@ -85,7 +118,10 @@ fn elementwise_same_shape_against_loops() {
         same(&ta.maximum(&tb).unwrap().to_vec().unwrap(), &r(f32::max));
         same(&ta.minimum(&tb).unwrap().to_vec().unwrap(), &r(f32::min));
         // Owned forms.
-        same(&(ta.clone() + tb.clone()).to_vec().unwrap(), &r(|x, y| x + y));
+        same(
+            &(ta.clone() + tb.clone()).to_vec().unwrap(),
+            &r(|x, y| x + y),
+        );
         same(&(ta.clone() * &tb).to_vec().unwrap(), &r(|x, y| x * y));
     }
 }
@@ -103,7 +139,10 @@ fn scalars_on_either_side() {
     same(&(1.0 / &ta).to_vec().unwrap(), &m(&|x| 1.0 / x));
     same(&(3.0 * ta.clone()).to_vec().unwrap(), &m(&|x| 3.0 * x));
     same(&ta.mul(2.0).unwrap().to_vec().unwrap(), &m(&|x| x * 2.0));
-    same(&ta.pow(2.0).unwrap().to_vec().unwrap(), &m(&|x| x.powf(2.0)));
+    same(
+        &ta.pow(2.0).unwrap().to_vec().unwrap(),
+        &m(&|x| x.powf(2.0)),
+    );
     assert_eq!((&ta * 2.0).shape(), &[5, 10]);
 }
 
@@ -119,9 +158,16 @@ fn unary_against_loops() {
     same(&ta.relu().unwrap().to_vec().unwrap(), &m(&|x| x.max(0.0)));
     same(&ta.tanh().unwrap().to_vec().unwrap(), &m(&f32::tanh));
     let pos = ta.abs().unwrap();
-    same(&pos.sqrt().unwrap().to_vec().unwrap(), &m(&|x| x.abs().sqrt()));
+    same(
+        &pos.sqrt().unwrap().to_vec().unwrap(),
+        &m(&|x| x.abs().sqrt()),
+    );
     same(&pos.log().unwrap().to_vec().unwrap(), &m(&|x| x.abs().ln()));
-    close(&ta.sigmoid().unwrap().to_vec().unwrap(), &m(&|x| 1.0 / (1.0 + (-x).exp())), 1e-6);
+    close(
+        &ta.sigmoid().unwrap().to_vec().unwrap(),
+        &m(&|x| 1.0 / (1.0 + (-x).exp())),
+        1e-6,
+    );
 }
 
 #[test]
@@ -146,8 +192,14 @@ fn broadcasting_rows_and_columns() {
     let (d0, d1, d2) = (8, 64, 100);
     let big = data(d0 * d1 * d2, 8);
     let plane = data(d1 * d2, 9);
-    let got = t(&big, &[d0, d1, d2]).div(&t(&plane, &[d1, d2])).unwrap().to_vec().unwrap();
-    let want: Vec<f32> = (0..big.len()).map(|i| big[i] / plane[i % (d1 * d2)]).collect();
+    let got = t(&big, &[d0, d1, d2])
+        .div(&t(&plane, &[d1, d2]))
+        .unwrap()
+        .to_vec()
+        .unwrap();
+    let want: Vec<f32> = (0..big.len())
+        .map(|i| big[i] / plane[i % (d1 * d2)])
+        .collect();
     assert_eq!(got, want);
 }
 
@@ -156,15 +208,34 @@ fn shape_mismatch_names_both_shapes() {
     let a = Tensor::zeros((2, 3), CPU).unwrap();
     let b = Tensor::zeros((4, 5), CPU).unwrap();
     let e = a.add(&b).unwrap_err();
-    assert_eq!(e, Error::ShapeMismatch { op: "add", lhs: vec![2, 3], rhs: vec![4, 5] });
-    assert_eq!(e.to_string(), "shape mismatch in add: [2, 3] and [4, 5] are not compatible");
+    assert_eq!(
+        e,
+        Error::ShapeMismatch {
+            op: "add",
+            lhs: vec![2, 3],
+            rhs: vec![4, 5]
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "shape mismatch in add: [2, 3] and [4, 5] are not compatible"
+    );
     let e = a.matmul(&b).unwrap_err().to_string();
-    assert!(e.contains("[2, 3]") && e.contains("[4, 5]") && e.contains("matmul"), "{e}");
-    let e = Tensor::from_vec(vec![1.0; 5], (2, 3), CPU).unwrap_err().to_string();
+    assert!(
+        e.contains("[2, 3]") && e.contains("[4, 5]") && e.contains("matmul"),
+        "{e}"
+    );
+    let e = Tensor::from_vec(vec![1.0; 5], (2, 3), CPU)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("5 values") && e.contains("[2, 3]"), "{e}");
     let e = a.reshape((4, 2)).unwrap_err().to_string();
     assert!(e.contains("[2, 3]") && e.contains("[4, 2]"), "{e}");
-    assert!(a.sum_dim(2).unwrap_err().to_string().contains("dimension 2 is out of range"));
+    assert!(a
+        .sum_dim(2)
+        .unwrap_err()
+        .to_string()
+        .contains("dimension 2 is out of range"));
     assert!(a.item().unwrap_err().to_string().contains("one element"));
 }
 
@@ -185,7 +256,11 @@ fn reductions_against_loops() {
     let total: f32 = a.iter().map(|&v| v as f64).sum::<f64>() as f32;
     close(&[ta.sum().unwrap().item().unwrap()], &[total], 1e-6);
     assert_eq!(ta.sum().unwrap().shape(), &[] as &[usize]);
-    close(&[ta.mean().unwrap().item().unwrap()], &[total / a.len() as f32], 1e-6);
+    close(
+        &[ta.mean().unwrap().item().unwrap()],
+        &[total / a.len() as f32],
+        1e-6,
+    );
     let mx = a.iter().copied().fold(f32::MIN, f32::max);
     let mn = a.iter().copied().fold(f32::MAX, f32::min);
     assert_eq!(ta.max().unwrap().item().unwrap(), mx);
@@ -194,13 +269,21 @@ fn reductions_against_loops() {
     let at = |i: usize, j: usize, k: usize| a[(i * d1 + j) * d2 + k];
     // Along each dimension, against an explicit triple loop.
     for dim in 0..3 {
-        let (keep_a, keep_b) = match dim { 0 => (d1, d2), 1 => (d0, d2), _ => (d0, d1) };
+        let (keep_a, keep_b) = match dim {
+            0 => (d1, d2),
+            1 => (d0, d2),
+            _ => (d0, d1),
+        };
         let mut want_sum = vec![0f32; keep_a * keep_b];
         let mut want_max = vec![f32::MIN; keep_a * keep_b];
         for i in 0..d0 {
             for j in 0..d1 {
                 for k in 0..d2 {
-                    let o = match dim { 0 => j * d2 + k, 1 => i * d2 + k, _ => i * d1 + j };
+                    let o = match dim {
+                        0 => j * d2 + k,
+                        1 => i * d2 + k,
+                        _ => i * d1 + j,
+                    };
                     want_sum[o] += at(i, j, k);
                     want_max[o] = want_max[o].max(at(i, j, k));
                 }
@@ -209,28 +292,53 @@ fn reductions_against_loops() {
         let s = ta.sum_dim(dim as isize).unwrap();
         assert_eq!(s.shape(), &[keep_a, keep_b]);
         close(&s.to_vec().unwrap(), &want_sum, 1e-5);
-        same(&ta.max_dim(dim as isize).unwrap().to_vec().unwrap(), &want_max);
+        same(
+            &ta.max_dim(dim as isize).unwrap().to_vec().unwrap(),
+            &want_max,
+        );
         let mean = ta.mean_dim(dim as isize).unwrap().to_vec().unwrap();
         let len = [d0, d1, d2][dim] as f32;
-        close(&mean, &want_sum.iter().map(|v| v / len).collect::<Vec<_>>(), 1e-5);
+        close(
+            &mean,
+            &want_sum.iter().map(|v| v / len).collect::<Vec<_>>(),
+            1e-5,
+        );
         assert_eq!(ta.sum_keepdim(dim as isize).unwrap().shape()[dim], 1);
     }
     // Negative dims count from the end.
-    same(&ta.sum_dim(-1).unwrap().to_vec().unwrap(), &ta.sum_dim(2).unwrap().to_vec().unwrap());
+    same(
+        &ta.sum_dim(-1).unwrap().to_vec().unwrap(),
+        &ta.sum_dim(2).unwrap().to_vec().unwrap(),
+    );
     // A long sum keeps its precision (1e6 values of 0.1).
     let long = Tensor::full(1_000_000, 0.1, CPU).unwrap();
     close(&[long.sum().unwrap().item().unwrap()], &[100_000.0], 1e-5);
     // NaN propagates through max.
-    assert!(t(&[1.0, f32::NAN, 3.0], &[3]).max().unwrap().item().unwrap().is_nan());
+    assert!(t(&[1.0, f32::NAN, 3.0], &[3])
+        .max()
+        .unwrap()
+        .item()
+        .unwrap()
+        .is_nan());
     assert!(Tensor::zeros(0, CPU).unwrap().max().is_err());
-    assert_eq!(Tensor::zeros(0, CPU).unwrap().sum().unwrap().item().unwrap(), 0.0);
+    assert_eq!(
+        Tensor::zeros(0, CPU)
+            .unwrap()
+            .sum()
+            .unwrap()
+            .item()
+            .unwrap(),
+        0.0
+    );
 }
 
 fn matmul_ref(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
     let mut c = vec![0f32; m * n];
     for i in 0..m {
         for j in 0..n {
-            c[i * n + j] = (0..k).map(|p| a[i * k + p] as f64 * b[p * n + j] as f64).sum::<f64>() as f32;
+            c[i * n + j] = (0..k)
+                .map(|p| a[i * k + p] as f64 * b[p * n + j] as f64)
+                .sum::<f64>() as f32;
         }
     }
     c
@@ -239,7 +347,15 @@ fn matmul_ref(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
 #[test]
 fn matmul_against_triple_loop() {
     // Tiny (direct loop), odd edges in every dimension, a K past one block, wide N.
-    for &(m, k, n) in &[(2, 3, 4), (1, 1, 1), (13, 7, 33), (37, 300, 45), (150, 64, 70), (5, 513, 3), (64, 64, 4100)] {
+    for &(m, k, n) in &[
+        (2, 3, 4),
+        (1, 1, 1),
+        (13, 7, 33),
+        (37, 300, 45),
+        (150, 64, 70),
+        (5, 513, 3),
+        (64, 64, 4100),
+    ] {
         let (a, b) = (data(m * k, 11), data(k * n, 12));
         let got = t(&a, &[m, k]).matmul(&t(&b, &[k, n])).unwrap();
         assert_eq!(got.shape(), &[m, n]);
@@ -252,7 +368,11 @@ fn matmul_against_triple_loop() {
     assert_eq!(t(&b[..2], &[2]).matmul(&m).unwrap().shape(), &[3]);
     let dot = t(&a, &[6]).matmul(&t(&b, &[6])).unwrap();
     assert_eq!(dot.shape(), &[] as &[usize]);
-    close(&[dot.item().unwrap()], &[a.iter().zip(&b).map(|(x, y)| x * y).sum()], 1e-5);
+    close(
+        &[dot.item().unwrap()],
+        &[a.iter().zip(&b).map(|(x, y)| x * y).sum()],
+        1e-5,
+    );
 }
 
 #[test]
@@ -296,29 +416,65 @@ fn display_like_torch() {
     let x = t(&[1., 2., 3., 4.], &[2, 2]);
     assert_eq!(x.to_string(), "tensor([[1., 2.],\n        [3., 4.]])");
     assert_eq!(format!("{x:?}"), x.to_string());
-    assert_eq!(t(&[1.5, -2.25], &[2]).to_string(), "tensor([ 1.5000, -2.2500])");
-    assert_eq!(Tensor::full((), 3.0, CPU).unwrap().to_string(), "tensor(3.)");
-    assert_eq!(t(&[1e-5, 1.0], &[2]).to_string(), "tensor([1.0000e-05, 1.0000e+00])");
-    assert_eq!(t(&[f32::NAN, 1.0, f32::NEG_INFINITY], &[3]).to_string(), "tensor([nan, 1., -inf])");
-    let three_d = Tensor::arange(0.0, 8.0, CPU).unwrap().reshape((2, 2, 2)).unwrap();
-    assert_eq!(three_d.to_string(), "tensor([[[0., 1.],\n         [2., 3.]],\n\n        [[4., 5.],\n         [6., 7.]]])");
+    assert_eq!(
+        t(&[1.5, -2.25], &[2]).to_string(),
+        "tensor([ 1.5000, -2.2500])"
+    );
+    assert_eq!(
+        Tensor::full((), 3.0, CPU).unwrap().to_string(),
+        "tensor(3.)"
+    );
+    assert_eq!(
+        t(&[1e-5, 1.0], &[2]).to_string(),
+        "tensor([1.0000e-05, 1.0000e+00])"
+    );
+    assert_eq!(
+        t(&[f32::NAN, 1.0, f32::NEG_INFINITY], &[3]).to_string(),
+        "tensor([nan, 1., -inf])"
+    );
+    let three_d = Tensor::arange(0.0, 8.0, CPU)
+        .unwrap()
+        .reshape((2, 2, 2))
+        .unwrap();
+    assert_eq!(
+        three_d.to_string(),
+        "tensor([[[0., 1.],\n         [2., 3.]],\n\n        [[4., 5.],\n         [6., 7.]]])"
+    );
     // Large tensors are cut with "...".
     let big = Tensor::arange(0.0, 2000.0, CPU).unwrap();
-    assert_eq!(big.to_string(), "tensor([   0.,    1.,    2.,  ..., 1997., 1998., 1999.])");
-    let big2 = Tensor::arange(0.0, 10000.0, CPU).unwrap().reshape((100, 100)).unwrap();
+    assert_eq!(
+        big.to_string(),
+        "tensor([   0.,    1.,    2.,  ..., 1997., 1998., 1999.])"
+    );
+    let big2 = Tensor::arange(0.0, 10000.0, CPU)
+        .unwrap()
+        .reshape((100, 100))
+        .unwrap();
     let s = big2.to_string();
-    assert!(s.starts_with("tensor([[   0.,    1.,    2.,  ...,   97.,   98.,   99.],\n        [ 100.,"), "{s}");
-    assert!(s.contains("        ...,\n") && s.ends_with("9999.]])"), "{s}");
+    assert!(
+        s.starts_with("tensor([[   0.,    1.,    2.,  ...,   97.,   98.,   99.],\n        [ 100.,"),
+        "{s}"
+    );
+    assert!(
+        s.contains("        ...,\n") && s.ends_with("9999.]])"),
+        "{s}"
+    );
     // Long rows wrap at 80 columns.
     let row = Tensor::arange(0.0, 30.0, CPU).unwrap().to_string();
-    assert!(row.lines().count() > 1 && row.lines().all(|l| l.len() <= 80), "{row}");
+    assert!(
+        row.lines().count() > 1 && row.lines().all(|l| l.len() <= 80),
+        "{row}"
+    );
 }
 
 #[test]
 fn cpu_events_time_host_work() {
     let start = gpulab::Event::new(CPU).unwrap();
     let end = gpulab::Event::new(CPU).unwrap();
-    assert!(start.elapsed_ms(&end).is_err(), "unrecorded events have no time");
+    assert!(
+        start.elapsed_ms(&end).is_err(),
+        "unrecorded events have no time"
+    );
     start.record().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     end.record().unwrap();

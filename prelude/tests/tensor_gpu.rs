@@ -10,7 +10,9 @@ const GPU: Device = Device::Cuda(0);
 
 fn data(n: usize, salt: u32) -> Vec<f32> {
     let mix = salt.wrapping_mul(0x9E37_79B9) | 1;
-    (0..n).map(|i| ((((i as u32) ^ mix).wrapping_mul(2654435761) >> 8) % 2000) as f32 / 100.0 - 10.0).collect()
+    (0..n)
+        .map(|i| ((((i as u32) ^ mix).wrapping_mul(2654435761) >> 8) % 2000) as f32 / 100.0 - 10.0)
+        .collect()
 }
 
 #[track_caller]
@@ -24,7 +26,12 @@ fn close(what: &str, a: &[f32], b: &[f32], tol: f32) {
 
 /// The same computation on both devices, compared.
 #[track_caller]
-fn both(what: &str, tol: f32, inputs: &[&Tensor], f: impl Fn(&[Tensor]) -> gpulab::error::Result<Tensor>) {
+fn both(
+    what: &str,
+    tol: f32,
+    inputs: &[&Tensor],
+    f: impl Fn(&[Tensor]) -> gpulab::error::Result<Tensor>,
+) {
     let cpu: Vec<Tensor> = inputs.iter().map(|t| t.to(CPU).unwrap()).collect();
     let gpu: Vec<Tensor> = inputs.iter().map(|t| t.to(GPU).unwrap()).collect();
     let (c, g) = (f(&cpu).unwrap(), f(&gpu).unwrap());
@@ -36,7 +43,10 @@ fn both(what: &str, tol: f32, inputs: &[&Tensor], f: impl Fn(&[Tensor]) -> gpula
 #[test]
 fn gpu_suite() {
     if !cuda::is_available() {
-        let why = cuda::device_count().err().map(|e| e.to_string()).unwrap_or_default();
+        let why = cuda::device_count()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         println!("skipped: no CUDA device ({why})");
         return;
     }
@@ -73,7 +83,10 @@ fn queries() {
     assert!(p.memory_bus_width_bits > 0 && p.clock_rate_khz > 0);
     let v = cuda::driver_version().unwrap();
     assert!(v.major >= 12, "driver supports CUDA {v}");
-    println!("driver supports CUDA {v}, NVRTC {:?}", cuda::nvrtc_version().map(|v| v.to_string()));
+    println!(
+        "driver supports CUDA {v}, NVRTC {:?}",
+        cuda::nvrtc_version().map(|v| v.to_string())
+    );
     cuda::synchronize(GPU).unwrap();
 }
 
@@ -85,13 +98,31 @@ fn copies_and_constructors() {
     assert_eq!(g.to_vec().unwrap(), v);
     let c = Tensor::from_slice(&v, (10, 100), CPU).unwrap();
     assert_eq!(c.cuda().unwrap().cpu().unwrap().to_vec().unwrap(), v);
-    assert_eq!(c.to(Device::new("cuda:0").unwrap()).unwrap().to_vec().unwrap(), v);
-    assert_eq!(Tensor::zeros((3, 5), GPU).unwrap().to_vec().unwrap(), vec![0.0; 15]);
-    assert_eq!(Tensor::ones(7, GPU).unwrap().to_vec().unwrap(), vec![1.0; 7]);
+    assert_eq!(
+        c.to(Device::new("cuda:0").unwrap())
+            .unwrap()
+            .to_vec()
+            .unwrap(),
+        v
+    );
+    assert_eq!(
+        Tensor::zeros((3, 5), GPU).unwrap().to_vec().unwrap(),
+        vec![0.0; 15]
+    );
+    assert_eq!(
+        Tensor::ones(7, GPU).unwrap().to_vec().unwrap(),
+        vec![1.0; 7]
+    );
     let big = Tensor::full(1 << 20, 2.5, GPU).unwrap().to_vec().unwrap();
     assert!(big.len() == 1 << 20 && big.iter().all(|&x| x == 2.5));
-    assert_eq!(Tensor::arange(0.0, 5.0, GPU).unwrap().to_vec().unwrap(), vec![0., 1., 2., 3., 4.]);
-    assert_eq!(Tensor::zeros(0, GPU).unwrap().to_vec().unwrap(), Vec::<f32>::new());
+    assert_eq!(
+        Tensor::arange(0.0, 5.0, GPU).unwrap().to_vec().unwrap(),
+        vec![0., 1., 2., 3., 4.]
+    );
+    assert_eq!(
+        Tensor::zeros(0, GPU).unwrap().to_vec().unwrap(),
+        Vec::<f32>::new()
+    );
     // One seed, the same numbers on both devices.
     manual_seed(3);
     let a = Tensor::randn((64, 64), GPU).unwrap();
@@ -111,7 +142,9 @@ fn elementwise() {
         both("div", 1e-6, &[&a, &b], |t| Ok(&t[0] / &t[1]));
         both("maximum", 0.0, &[&a, &b], |t| t[0].maximum(&t[1]));
         both("minimum", 0.0, &[&a, &b], |t| t[0].minimum(&t[1]));
-        both("scalar right", 1e-6, &[&a], |t| Ok((&t[0] * 2.0 + 1.0) / 3.0 - 0.5));
+        both("scalar right", 1e-6, &[&a], |t| {
+            Ok((&t[0] * 2.0 + 1.0) / 3.0 - 0.5)
+        });
         both("scalar left", 1e-6, &[&b], |t| Ok(2.0 - 1.0 / &t[0]));
         both("pow", 1e-5, &[&b], |t| t[0].pow(2.0));
         both("neg", 0.0, &[&a], |t| Ok(-&t[0]));
@@ -129,7 +162,12 @@ fn elementwise() {
     let col = Tensor::from_vec(data(300, 6), (300, 1), CPU).unwrap();
     both("row", 0.0, &[&m, &row], |t| Ok(&t[0] + &t[1]));
     both("column", 0.0, &[&m, &col], |t| Ok(&t[0] * &t[1]));
-    both("outer", 0.0, &[&col, &row.reshape((1, 200)).unwrap()], |t| t[0].sub(&t[1]));
+    both(
+        "outer",
+        0.0,
+        &[&col, &row.reshape((1, 200)).unwrap()],
+        |t| t[0].sub(&t[1]),
+    );
     let cube = Tensor::from_vec(data(4 * 300 * 200, 7), (4, 300, 200), CPU).unwrap();
     both("plane", 1e-6, &[&cube, &m], |t| t[0].div(&t[1]));
 }
@@ -156,12 +194,26 @@ fn reductions() {
     assert_eq!(ones.sum().unwrap().item().unwrap(), (1 << 24) as f32);
     let nan = Tensor::from_slice(&[1.0, f32::NAN, 3.0], 3, GPU).unwrap();
     assert!(nan.max().unwrap().item().unwrap().is_nan());
-    assert_eq!(Tensor::zeros(0, GPU).unwrap().sum().unwrap().item().unwrap(), 0.0);
+    assert_eq!(
+        Tensor::zeros(0, GPU)
+            .unwrap()
+            .sum()
+            .unwrap()
+            .item()
+            .unwrap(),
+        0.0
+    );
     assert!(Tensor::zeros(0, GPU).unwrap().max().is_err());
 }
 
 fn matmul() {
-    for &(m, k, n) in &[(1, 1, 1), (2, 3, 4), (33, 17, 65), (256, 300, 128), (1000, 1000, 1000)] {
+    for &(m, k, n) in &[
+        (1, 1, 1),
+        (2, 3, 4),
+        (33, 17, 65),
+        (256, 300, 128),
+        (1000, 1000, 1000),
+    ] {
         let a = Tensor::from_vec(data(m * k, 10), (m, k), CPU).unwrap();
         let b = Tensor::from_vec(data(k * n, 11), (k, n), CPU).unwrap();
         both("matmul", 1e-3, &[&a, &b], |t| t[0].matmul(&t[1]));
@@ -169,10 +221,18 @@ fn matmul() {
     let v = Tensor::from_vec(data(50, 12), 50, CPU).unwrap();
     let m = Tensor::from_vec(data(50 * 20, 13), (50, 20), CPU).unwrap();
     both("vector-matrix", 1e-4, &[&v, &m], |t| t[0].matmul(&t[1]));
-    both("matrix-vector", 1e-4, &[&m.t().unwrap(), &v], |t| t[0].matmul(&t[1]));
+    both("matrix-vector", 1e-4, &[&m.t().unwrap(), &v], |t| {
+        t[0].matmul(&t[1])
+    });
     both("dot", 1e-4, &[&v, &v], |t| t[0].matmul(&t[1]));
-    let e = Tensor::zeros((2, 3), GPU).unwrap().matmul(&Tensor::zeros((4, 5), GPU).unwrap()).unwrap_err();
-    assert!(matches!(e, Error::ShapeMismatch { .. }) && e.to_string().contains("[2, 3] and [4, 5]"), "{e}");
+    let e = Tensor::zeros((2, 3), GPU)
+        .unwrap()
+        .matmul(&Tensor::zeros((4, 5), GPU).unwrap())
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::ShapeMismatch { .. }) && e.to_string().contains("[2, 3] and [4, 5]"),
+        "{e}"
+    );
 }
 
 fn layout() {
@@ -186,7 +246,10 @@ fn layout() {
 
 fn display() {
     let g = Tensor::from_slice(&[1., 2., 3., 4.], (2, 2), GPU).unwrap();
-    assert_eq!(g.to_string(), "tensor([[1., 2.],\n        [3., 4.]], device='cuda:0')");
+    assert_eq!(
+        g.to_string(),
+        "tensor([[1., 2.],\n        [3., 4.]], device='cuda:0')"
+    );
     assert_eq!(format!("{g:?}"), g.to_string());
 }
 
@@ -194,8 +257,14 @@ fn device_errors() {
     let g = Tensor::ones(3, GPU).unwrap();
     let c = Tensor::ones(3, CPU).unwrap();
     let e = g.add(&c).unwrap_err();
-    assert_eq!(e.to_string(), "expected all tensors on the same device, found cuda:0 and cpu");
-    assert_eq!(c.mul(&g).unwrap_err().to_string(), "expected all tensors on the same device, found cpu and cuda:0");
+    assert_eq!(
+        e.to_string(),
+        "expected all tensors on the same device, found cuda:0 and cpu"
+    );
+    assert_eq!(
+        c.mul(&g).unwrap_err().to_string(),
+        "expected all tensors on the same device, found cpu and cuda:0"
+    );
     assert!(g.matmul(&c).is_err());
     let panic = std::panic::catch_unwind(|| &g + &c).unwrap_err();
     assert_eq!(panic.downcast_ref::<String>().unwrap(), &e.to_string());
@@ -214,10 +283,16 @@ fn out_of_memory() {
         Err(e @ Error::OutOfMemory { .. }) => {
             assert!(e.to_string().starts_with("out of memory on cuda:0"), "{e}");
         }
-        other => panic!("expected out of memory, got {:?}", other.map(|t| t.shape().to_vec())),
+        other => panic!(
+            "expected out of memory, got {:?}",
+            other.map(|t| t.shape().to_vec())
+        ),
     }
     // The device is still usable.
-    assert_eq!(Tensor::ones(4, GPU).unwrap().sum().unwrap().item().unwrap(), 4.0);
+    assert_eq!(
+        Tensor::ones(4, GPU).unwrap().sum().unwrap().item().unwrap(),
+        4.0
+    );
 }
 
 fn events() {
@@ -238,7 +313,10 @@ fn events() {
     assert!(ms > 0.0 && ms < 10_000.0, "{ms}");
     let cpu_ev = Event::new(CPU).unwrap();
     cpu_ev.record().unwrap();
-    assert!(matches!(start.elapsed_ms(&cpu_ev), Err(Error::DeviceMismatch { .. })));
+    assert!(matches!(
+        start.elapsed_ms(&cpu_ev),
+        Err(Error::DeviceMismatch { .. })
+    ));
 }
 
 fn launches() {
@@ -249,11 +327,26 @@ fn launches() {
     let mut c = Tensor::zeros(n, GPU).unwrap();
     let m = Module::from_file(GPU, cuda::kernels_dir().join("vector_add.cu")).unwrap();
     assert!(m.arch().starts_with("sm_") || m.arch().starts_with("compute_"));
-    assert_eq!(m.kernels(), &["vector_add_single_block".to_string(), "vector_add".to_string()]);
+    assert_eq!(
+        m.kernels(),
+        &[
+            "vector_add_single_block".to_string(),
+            "vector_add".to_string()
+        ]
+    );
     let f = m.function("vector_add").unwrap();
     f.launch(
-        LaunchConfig { grid: (n.div_ceil(256) as u32, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 },
-        &mut [KernelArg::from(&a), KernelArg::from(&b), KernelArg::from(&mut c), KernelArg::from(n as i32)],
+        LaunchConfig {
+            grid: (n.div_ceil(256) as u32, 1, 1),
+            block: (256, 1, 1),
+            shared_mem_bytes: 0,
+        },
+        &mut [
+            KernelArg::from(&a),
+            KernelArg::from(&b),
+            KernelArg::from(&mut c),
+            KernelArg::from(n as i32),
+        ],
     )
     .unwrap();
     let want: Vec<f32> = va.iter().zip(&vb).map(|(x, y)| x + y).collect();
@@ -263,9 +356,19 @@ fn launches() {
     let small = 512;
     let mut c2 = Tensor::zeros(small, GPU).unwrap();
     let a2 = Tensor::arange(0.0, small as f32, GPU).unwrap();
-    let f1 = Module::builtin(GPU, "vector_add").unwrap().function("vector_add_single_block").unwrap();
-    f1.launch(LaunchConfig::for_elements(small, small as u32), &mut [(&a2).into(), (&a2).into(), (&mut c2).into()]).unwrap();
-    assert_eq!(c2.to_vec().unwrap(), (0..small).map(|i| 2.0 * i as f32).collect::<Vec<_>>());
+    let f1 = Module::builtin(GPU, "vector_add")
+        .unwrap()
+        .function("vector_add_single_block")
+        .unwrap();
+    f1.launch(
+        LaunchConfig::for_elements(small, small as u32),
+        &mut [(&a2).into(), (&a2).into(), (&mut c2).into()],
+    )
+    .unwrap();
+    assert_eq!(
+        c2.to_vec().unwrap(),
+        (0..small).map(|i| 2.0 * i as f32).collect::<Vec<_>>()
+    );
 
     // Every scalar type, to check the argument layout.
     let src = r#"
@@ -276,7 +379,10 @@ extern "C" __global__ void mix(float* out, const float* in, float a, double b, i
     if (i < n) out[i] = in[i] * a + (float)b + (float)m + (float)u + (float)w;
 }
 "#;
-    let mix = Module::from_source(GPU, src, "mix.cu").unwrap().function("mix").unwrap();
+    let mix = Module::from_source(GPU, src, "mix.cu")
+        .unwrap()
+        .function("mix")
+        .unwrap();
     let mut out = Tensor::zeros(1000, GPU).unwrap();
     let inp = Tensor::from_vec(data(1000, 18), 1000, GPU).unwrap();
     mix.launch(
@@ -293,7 +399,10 @@ extern "C" __global__ void mix(float* out, const float* in, float a, double b, i
         ],
     )
     .unwrap();
-    let want: Vec<f32> = data(1000, 18).iter().map(|x| x * 2.0 + 0.5 - 3.0 + 7.0 + 11.0).collect();
+    let want: Vec<f32> = data(1000, 18)
+        .iter()
+        .map(|x| x * 2.0 + 0.5 - 3.0 + 7.0 + 11.0)
+        .collect();
     close("mix", &out.to_vec().unwrap(), &want, 1e-6);
     // The second compile of the same source comes from the cache and still works.
     let again = Module::from_source(GPU, src, "mix.cu").unwrap();
@@ -301,27 +410,43 @@ extern "C" __global__ void mix(float* out, const float* in, float a, double b, i
 }
 
 fn launch_errors() {
-    let e = Module::from_source(GPU, "extern \"C\" __global__ void k(float* x) { x[0] = nope; }", "bad.cu").err().unwrap();
+    let e = Module::from_source(
+        GPU,
+        "extern \"C\" __global__ void k(float* x) { x[0] = nope; }",
+        "bad.cu",
+    )
+    .err()
+    .unwrap();
     match &e {
         Error::Compile { log, .. } => assert!(log.contains("nope"), "{log}"),
         other => panic!("{other:?}"),
     }
     let m = Module::builtin(GPU, "vector_add").unwrap();
     let e = m.function("vectorAdd").err().unwrap().to_string();
-    assert!(e.contains("vectorAdd") && e.contains("vector_add_single_block, vector_add"), "{e}");
+    assert!(
+        e.contains("vectorAdd") && e.contains("vector_add_single_block, vector_add"),
+        "{e}"
+    );
     assert!(Module::builtin(GPU, "no_such").is_err());
     let f = m.function("vector_add").unwrap();
     let cpu = Tensor::ones(4, CPU).unwrap();
     let g = Tensor::ones(4, GPU).unwrap();
     let mut out = Tensor::zeros(4, GPU).unwrap();
     let e = f
-        .launch(LaunchConfig::for_elements(4, 32), &mut [(&cpu).into(), (&g).into(), (&mut out).into(), 4i32.into()])
+        .launch(
+            LaunchConfig::for_elements(4, 32),
+            &mut [(&cpu).into(), (&g).into(), (&mut out).into(), 4i32.into()],
+        )
         .unwrap_err()
         .to_string();
     assert!(e.contains("argument 0") && e.contains("cpu"), "{e}");
     // A block larger than the hardware allows is refused at launch.
     let e = f.launch(
-        LaunchConfig { grid: (1, 1, 1), block: (4096, 1, 1), shared_mem_bytes: 0 },
+        LaunchConfig {
+            grid: (1, 1, 1),
+            block: (4096, 1, 1),
+            shared_mem_bytes: 0,
+        },
         &mut [(&g).into(), (&g).into(), (&mut out).into(), 4i32.into()],
     );
     assert!(e.is_err());

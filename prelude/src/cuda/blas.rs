@@ -9,9 +9,20 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 type Handle = *mut c_void;
 type SgemmFn = unsafe extern "C" fn(
-    Handle, c_int, c_int, c_int, c_int, c_int,
-    *const f32, *const f32, c_int, *const f32, c_int,
-    *const f32, *mut f32, c_int,
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    *const f32,
+    *const f32,
+    c_int,
+    *const f32,
+    c_int,
+    *const f32,
+    *mut f32,
+    c_int,
 ) -> c_int;
 
 /// `CUBLAS_OP_N`: the matrix as stored.
@@ -32,7 +43,10 @@ fn sym<T: Copy>(lib: &Library, name: &str) -> Result<T> {
     // SAFETY: T is the documented C signature of `name`.
     unsafe { lib.get::<T>(name.as_bytes()) }
         .map(|s| *s)
-        .map_err(|e| Error::Cuda { op: format!("cuBLAS symbol {name}"), detail: e.to_string() })
+        .map_err(|e| Error::Cuda {
+            op: format!("cuBLAS symbol {name}"),
+            detail: e.to_string(),
+        })
 }
 
 impl Blas {
@@ -40,7 +54,8 @@ impl Blas {
     pub fn new(stream: *mut c_void) -> Result<Blas> {
         let lib = loader::cublas()?;
         let create: unsafe extern "C" fn(*mut Handle) -> c_int = sym(&lib, "cublasCreate_v2")?;
-        let set_stream: unsafe extern "C" fn(Handle, *mut c_void) -> c_int = sym(&lib, "cublasSetStream_v2")?;
+        let set_stream: unsafe extern "C" fn(Handle, *mut c_void) -> c_int =
+            sym(&lib, "cublasSetStream_v2")?;
         let mut b = Blas {
             handle: std::ptr::null_mut(),
             sgemm: sym(&lib, "cublasSgemm_v2")?,
@@ -61,9 +76,16 @@ impl Blas {
         }
         let text = self
             .status_string
-            .map(|f| unsafe { CStr::from_ptr(f(status)) }.to_string_lossy().into_owned())
+            .map(|f| {
+                unsafe { CStr::from_ptr(f(status)) }
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .unwrap_or_else(|| format!("status {status}"));
-        Err(Error::Cuda { op: op.to_string(), detail: text })
+        Err(Error::Cuda {
+            op: op.to_string(),
+            detail: text,
+        })
     }
 
     /// Column-major `C = A B` (m x k times k x n), device pointers.
@@ -72,12 +94,34 @@ impl Blas {
     /// The pointers must address at least `lda*k`, `ldb*n` and `ldc*n` floats on this
     /// handle's device.
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn sgemm(&self, m: c_int, n: c_int, k: c_int, a: u64, lda: c_int, b: u64, ldb: c_int, c: u64, ldc: c_int) -> Result<()> {
+    pub unsafe fn sgemm(
+        &self,
+        m: c_int,
+        n: c_int,
+        k: c_int,
+        a: u64,
+        lda: c_int,
+        b: u64,
+        ldb: c_int,
+        c: u64,
+        ldc: c_int,
+    ) -> Result<()> {
         let (alpha, beta) = (1.0f32, 0.0f32);
         let status = (self.sgemm)(
-            self.handle, OP_N, OP_N, m, n, k,
-            &alpha, a as *const f32, lda, b as *const f32, ldb,
-            &beta, c as *mut f32, ldc,
+            self.handle,
+            OP_N,
+            OP_N,
+            m,
+            n,
+            k,
+            &alpha,
+            a as *const f32,
+            lda,
+            b as *const f32,
+            ldb,
+            &beta,
+            c as *mut f32,
+            ldc,
         );
         self.check("cublasSgemm", status)
     }

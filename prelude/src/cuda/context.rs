@@ -34,7 +34,9 @@ impl Gpu {
     pub fn blas(&self) -> Result<Arc<Mutex<Blas>>> {
         self.blas
             .get_or_init(|| {
-                self.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+                self.ctx
+                    .bind_to_thread()
+                    .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
                 Blas::new(self.stream.cu_stream() as *mut _).map(|b| Arc::new(Mutex::new(b)))
             })
             .clone()
@@ -57,17 +59,26 @@ pub(crate) fn gpu(ordinal: usize) -> Result<Arc<Gpu>> {
     }
     let count = device_count()?;
     if ordinal >= count {
-        return Err(Error::BadDeviceIndex { index: ordinal, count });
+        return Err(Error::BadDeviceIndex {
+            index: ordinal,
+            count,
+        });
     }
     let ctx = CudaContext::new(ordinal).map_err(|e| driver_err("cuDevicePrimaryCtxRetain", e))?;
     // One stream per device and nothing else uses our buffers, so cudarc's per-buffer event
     // tracking (two events per allocation, waits on every launch) would only add overhead.
     // SAFETY: called before any buffer exists in this context.
     unsafe { ctx.disable_event_tracking() };
-    let stream = ctx.new_stream().map_err(|e| driver_err("cuStreamCreate", e))?;
-    let cc = ctx.compute_capability().map_err(|e| driver_err("cuDeviceGetAttribute", e))?;
+    let stream = ctx
+        .new_stream()
+        .map_err(|e| driver_err("cuStreamCreate", e))?;
+    let cc = ctx
+        .compute_capability()
+        .map_err(|e| driver_err("cuDeviceGetAttribute", e))?;
     let sms = ctx
-        .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )
         .map_err(|e| driver_err("cuDeviceGetAttribute", e))?
         .max(1) as u32;
     let g = Arc::new(Gpu {

@@ -21,7 +21,11 @@ pub struct Event {
 
 enum Inner {
     Host(Mutex<Option<Instant>>),
-    Cuda { gpu: Arc<Gpu>, event: CudaEvent, recorded: Mutex<bool> },
+    Cuda {
+        gpu: Arc<Gpu>,
+        event: CudaEvent,
+        recorded: Mutex<bool>,
+    },
 }
 
 impl Event {
@@ -35,7 +39,11 @@ impl Event {
                     .ctx
                     .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
                     .map_err(|e| driver_err("cuEventCreate", e))?;
-                Inner::Cuda { gpu, event, recorded: Mutex::new(false) }
+                Inner::Cuda {
+                    gpu,
+                    event,
+                    recorded: Mutex::new(false),
+                }
             }
         };
         Ok(Event { device, inner })
@@ -49,8 +57,14 @@ impl Event {
     pub fn record(&self) -> Result<()> {
         match &self.inner {
             Inner::Host(t) => *t.lock().unwrap() = Some(Instant::now()),
-            Inner::Cuda { gpu, event, recorded } => {
-                event.record(&gpu.stream).map_err(|e| driver_err("cuEventRecord", e))?;
+            Inner::Cuda {
+                gpu,
+                event,
+                recorded,
+            } => {
+                event
+                    .record(&gpu.stream)
+                    .map_err(|e| driver_err("cuEventRecord", e))?;
                 *recorded.lock().unwrap() = true;
             }
         }
@@ -61,7 +75,9 @@ impl Event {
     pub fn synchronize(&self) -> Result<()> {
         match &self.inner {
             Inner::Host(_) => Ok(()),
-            Inner::Cuda { event, .. } => event.synchronize().map_err(|e| driver_err("cuEventSynchronize", e)),
+            Inner::Cuda { event, .. } => event
+                .synchronize()
+                .map_err(|e| driver_err("cuEventSynchronize", e)),
         }
     }
 
@@ -76,20 +92,42 @@ impl Event {
     /// Milliseconds from this event to `end`, waiting for both to complete.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         if self.device != end.device {
-            return Err(Error::DeviceMismatch { lhs: self.device, rhs: end.device });
+            return Err(Error::DeviceMismatch {
+                lhs: self.device,
+                rhs: end.device,
+            });
         }
         let unrecorded = || Error::Invalid("elapsed_ms: both events must be recorded first".into());
         match (&self.inner, &end.inner) {
             (Inner::Host(a), Inner::Host(b)) => {
-                let (a, b) = (a.lock().unwrap().ok_or_else(unrecorded)?, b.lock().unwrap().ok_or_else(unrecorded)?);
-                let ms = if b >= a { (b - a).as_secs_f64() * 1e3 } else { -((a - b).as_secs_f64() * 1e3) };
+                let (a, b) = (
+                    a.lock().unwrap().ok_or_else(unrecorded)?,
+                    b.lock().unwrap().ok_or_else(unrecorded)?,
+                );
+                let ms = if b >= a {
+                    (b - a).as_secs_f64() * 1e3
+                } else {
+                    -((a - b).as_secs_f64() * 1e3)
+                };
                 Ok(ms as f32)
             }
-            (Inner::Cuda { event: a, recorded: ra, .. }, Inner::Cuda { event: b, recorded: rb, .. }) => {
+            (
+                Inner::Cuda {
+                    event: a,
+                    recorded: ra,
+                    ..
+                },
+                Inner::Cuda {
+                    event: b,
+                    recorded: rb,
+                    ..
+                },
+            ) => {
                 if !*ra.lock().unwrap() || !*rb.lock().unwrap() {
                     return Err(unrecorded());
                 }
-                a.elapsed_ms(b).map_err(|e| driver_err("cuEventElapsedTime", e))
+                a.elapsed_ms(b)
+                    .map_err(|e| driver_err("cuEventElapsedTime", e))
             }
             _ => unreachable!("same device, same kind"),
         }

@@ -38,7 +38,11 @@ fn load_driver() -> std::result::Result<(), String> {
     if std::env::var_os("GPULAB_DISABLE_CUDA").is_some_and(|v| !v.is_empty() && v != "0") {
         return Err("disabled by the GPULAB_DISABLE_CUDA environment variable".into());
     }
-    let present = || guarded("libcuda", || unsafe { cudarc::driver::sys::is_culib_present() });
+    let present = || {
+        guarded("libcuda", || unsafe {
+            cudarc::driver::sys::is_culib_present()
+        })
+    };
     if present() != Ok(true) {
         // Containers and WSL keep the driver outside the loader's default path.
         let dirs = [
@@ -83,7 +87,10 @@ pub(crate) fn nvrtc() -> Result<()> {
             )
         })
         .clone()
-        .map_err(|detail| Error::LibraryNotFound { library: "NVRTC (libnvrtc.so)", detail })
+        .map_err(|detail| Error::LibraryNotFound {
+            library: "NVRTC (libnvrtc.so)",
+            detail,
+        })
 }
 
 const CUBLAS_NAMES: &[&str] = &["libcublas.so.13", "libcublas.so.12", "libcublas.so"];
@@ -91,7 +98,11 @@ const CUBLAS_NAMES: &[&str] = &["libcublas.so.13", "libcublas.so.12", "libcublas
 /// cuBLAS (and cuBLASLt, which it needs), opened. We call it directly (see `blas.rs`).
 pub(crate) fn cublas() -> Result<libloading::Library> {
     static STATE: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-    let open = || CUBLAS_NAMES.iter().find_map(|n| unsafe { libloading::Library::new(*n) }.ok());
+    let open = || {
+        CUBLAS_NAMES
+            .iter()
+            .find_map(|n| unsafe { libloading::Library::new(*n) }.ok())
+    };
     STATE
         .get_or_init(|| {
             load_lib(
@@ -103,9 +114,15 @@ pub(crate) fn cublas() -> Result<libloading::Library> {
             )
         })
         .clone()
-        .map_err(|detail| Error::LibraryNotFound { library: "cuBLAS (libcublas.so)", detail })?;
+        .map_err(|detail| Error::LibraryNotFound {
+            library: "cuBLAS (libcublas.so)",
+            detail,
+        })?;
     // Already loaded, so this resolves to the same copy.
-    open().ok_or_else(|| Error::LibraryNotFound { library: "cuBLAS (libcublas.so)", detail: "found, then lost".into() })
+    open().ok_or_else(|| Error::LibraryNotFound {
+        library: "cuBLAS (libcublas.so)",
+        detail: "found, then lost".into(),
+    })
 }
 
 /// Loads a library found in `env_var` (a file or a folder), on the loader's path, or in the
@@ -140,7 +157,9 @@ fn load_lib(
     let mut tried = Vec::new();
     for dir in &dirs {
         let file = match &explicit {
-            Some(p) if p.is_file() && dir == p.parent().unwrap_or(Path::new(".")) => Some(p.clone()),
+            Some(p) if p.is_file() && dir == p.parent().unwrap_or(Path::new(".")) => {
+                Some(p.clone())
+            }
             _ => names.iter().map(|n| dir.join(n)).find(|p| p.is_file()),
         };
         let Some(file) = file else {
@@ -155,7 +174,10 @@ fn load_lib(
         }
         match preload(&file, true) {
             Ok(()) if present() => return Ok(()),
-            Ok(()) => tried.push(format!("{} (loaded, but not under a name cudarc looks for)", file.display())),
+            Ok(()) => tried.push(format!(
+                "{} (loaded, but not under a name cudarc looks for)",
+                file.display()
+            )),
             Err(e) => tried.push(format!("{} ({e})", file.display())),
         }
     }
@@ -213,11 +235,17 @@ pub(crate) fn site_packages() -> Vec<PathBuf> {
     let mut out = Vec::new();
     for r in roots {
         for lib in ["lib", "lib64"] {
-            let Ok(entries) = std::fs::read_dir(r.join(lib)) else { continue };
+            let Ok(entries) = std::fs::read_dir(r.join(lib)) else {
+                continue;
+            };
             let mut pys: Vec<PathBuf> = entries
                 .flatten()
                 .map(|e| e.path())
-                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("python3")))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("python3"))
+                })
                 .collect();
             pys.sort();
             for py in pys.into_iter().rev() {

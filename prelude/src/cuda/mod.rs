@@ -65,13 +65,19 @@ pub fn driver_version() -> Result<Version> {
     unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }
         .result()
         .map_err(|e| driver_err("cuDriverGetVersion", e))?;
-    Ok(Version { major: (v / 1000) as u32, minor: ((v % 1000) / 10) as u32 })
+    Ok(Version {
+        major: (v / 1000) as u32,
+        minor: ((v % 1000) / 10) as u32,
+    })
 }
 
 /// The version of the NVRTC library the kernels are compiled with.
 pub fn nvrtc_version() -> Result<Version> {
     let (major, minor) = nvrtc::version()?;
-    Ok(Version { major: major as u32, minor: minor as u32 })
+    Ok(Version {
+        major: major as u32,
+        minor: minor as u32,
+    })
 }
 
 /// Waits until all work queued on `device` has finished (a no-op for the CPU). This is also
@@ -79,7 +85,10 @@ pub fn nvrtc_version() -> Result<Version> {
 pub fn synchronize(device: impl Into<Device>) -> Result<()> {
     match device.into() {
         Device::Cpu => Ok(()),
-        Device::Cuda(i) => gpu(i)?.stream.synchronize().map_err(|e| driver_err("cuStreamSynchronize", e)),
+        Device::Cuda(i) => gpu(i)?
+            .stream
+            .synchronize()
+            .map_err(|e| driver_err("cuStreamSynchronize", e)),
     }
 }
 
@@ -91,7 +100,10 @@ pub fn kernels_dir() -> PathBuf {
 
 /// "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)".
 pub(crate) fn driver_error_text(e: &DriverError) -> String {
-    let name = e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0));
+    let name = e
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", e.0));
     match e.error_string() {
         Ok(s) => format!("{name} ({})", s.to_string_lossy()),
         Err(_) => name,
@@ -99,7 +111,10 @@ pub(crate) fn driver_error_text(e: &DriverError) -> String {
 }
 
 pub(crate) fn driver_err(op: &str, e: DriverError) -> Error {
-    Error::Cuda { op: op.to_string(), detail: driver_error_text(&e) }
+    Error::Cuda {
+        op: op.to_string(),
+        detail: driver_error_text(&e),
+    }
 }
 
 pub(crate) fn is_oom(e: &DriverError) -> bool {

@@ -24,15 +24,24 @@ use std::sync::Arc;
 /// The kernel sources compiled into the crate, by file stem. To add one, put the `.cu` file in
 /// `kernels-cu/` and a line here; `Module::builtin(&dev, "<stem>")` then finds it.
 pub const BUILTIN: &[(&str, &str)] = &[
-    ("vector_add", include_str!("../../../kernels-cu/vector_add.cu")),
-    ("elementwise", include_str!("../../../kernels-cu/elementwise.cu")),
+    (
+        "vector_add",
+        include_str!("../../../kernels-cu/vector_add.cu"),
+    ),
+    (
+        "elementwise",
+        include_str!("../../../kernels-cu/elementwise.cu"),
+    ),
     ("reduce", include_str!("../../../kernels-cu/reduce.cu")),
     ("mandelbrot", include_str!("../../../kernels-cu/mandelbrot.cu")),
 ];
 
 /// The source of a builtin kernel file by stem (`"reduce"` for `kernels-cu/reduce.cu`).
 pub fn builtin_source(stem: &str) -> Option<&'static str> {
-    BUILTIN.iter().find(|(s, _)| *s == stem).map(|(_, src)| *src)
+    BUILTIN
+        .iter()
+        .find(|(s, _)| *s == stem)
+        .map(|(_, src)| *src)
 }
 
 /// Names of the `extern "C" __global__` functions in a source, for error messages.
@@ -61,7 +70,11 @@ impl LaunchConfig {
     /// One thread per element: `block` threads per block and enough blocks to cover `n`.
     pub fn for_elements(n: usize, block: u32) -> LaunchConfig {
         let blocks = n.div_ceil(block.max(1) as usize).max(1);
-        LaunchConfig { grid: (blocks as u32, 1, 1), block: (block, 1, 1), shared_mem_bytes: 0 }
+        LaunchConfig {
+            grid: (blocks as u32, 1, 1),
+            block: (block, 1, 1),
+            shared_mem_bytes: 0,
+        }
     }
 }
 
@@ -115,7 +128,13 @@ impl Module {
     pub fn from_source(device: impl Into<Device>, src: &str, name: &str) -> Result<Module> {
         let gpu = gpu_of(device.into())?;
         let (module, arch) = load(&gpu, src, name)?;
-        Ok(Module { gpu, module, name: name.to_string(), arch, kernels: kernel_names(src) })
+        Ok(Module {
+            gpu,
+            module,
+            name: name.to_string(),
+            arch,
+            kernels: kernel_names(src),
+        })
     }
 
     /// Reads and compiles a `.cu` file.
@@ -123,7 +142,10 @@ impl Module {
         let path = path.as_ref();
         let src = std::fs::read_to_string(path)
             .map_err(|e| Error::Invalid(format!("cannot read {}: {e}", path.display())))?;
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("kernel.cu");
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("kernel.cu");
         Module::from_source(device, &src, name)
     }
 
@@ -131,7 +153,10 @@ impl Module {
     pub fn builtin(device: impl Into<Device>, stem: &str) -> Result<Module> {
         let src = builtin_source(stem).ok_or_else(|| {
             let known: Vec<&str> = BUILTIN.iter().map(|(s, _)| *s).collect();
-            Error::Invalid(format!("no builtin kernel file {stem:?} (there are: {})", known.join(", ")))
+            Error::Invalid(format!(
+                "no builtin kernel file {stem:?} (there are: {})",
+                known.join(", ")
+            ))
         })?;
         Module::from_source(device, src, &format!("{stem}.cu"))
     }
@@ -152,7 +177,11 @@ impl Module {
 
     pub fn function(&self, name: &str) -> Result<Function> {
         match self.module.load_function(name) {
-            Ok(func) => Ok(Function { gpu: self.gpu.clone(), func, name: name.to_string() }),
+            Ok(func) => Ok(Function {
+                gpu: self.gpu.clone(),
+                func,
+                name: name.to_string(),
+            }),
             Err(_) => Err(Error::Invalid(format!(
                 "no kernel named {name:?} in {} (it declares: {}); kernels need extern \"C\" so \
                  their names are not mangled",
@@ -215,7 +244,13 @@ fn tensor_ptr(t: &Tensor, dev: Device, kernel: &str, i: usize) -> Result<u64> {
 }
 
 /// Lays the arguments out as the driver wants them and launches.
-fn launch_args(gpu: &Gpu, func: &CudaFunction, name: &str, cfg: LaunchConfig, args: &[KernelArg]) -> Result<()> {
+fn launch_args(
+    gpu: &Gpu,
+    func: &CudaFunction,
+    name: &str,
+    cfg: LaunchConfig,
+    args: &[KernelArg],
+) -> Result<()> {
     let dev = gpu.device();
     // Values live here while the driver copies them; params point into it.
     let mut words: Vec<Vec<u64>> = Vec::with_capacity(args.len());
@@ -235,9 +270,15 @@ fn launch_args(gpu: &Gpu, func: &CudaFunction, name: &str, cfg: LaunchConfig, ar
     }
     // Little-endian: a 4-byte value sits in the low bytes of its word, where the driver
     // reads it.
-    let mut params: Vec<*mut c_void> = words.iter_mut().map(|w| w.as_mut_ptr() as *mut c_void).collect();
+    let mut params: Vec<*mut c_void> = words
+        .iter_mut()
+        .map(|w| w.as_mut_ptr() as *mut c_void)
+        .collect();
     raw_launch(gpu, func, cfg, &mut params).map_err(|e| match e {
-        Error::Cuda { detail, .. } => Error::Cuda { op: format!("launching {name}"), detail },
+        Error::Cuda { detail, .. } => Error::Cuda {
+            op: format!("launching {name}"),
+            detail,
+        },
         e => e,
     })
 }
@@ -255,8 +296,15 @@ pub(crate) fn launch_builtin(
 }
 
 /// `cuLaunchKernel` on the device's stream with prepared parameter pointers.
-pub(crate) fn raw_launch(gpu: &Gpu, func: &CudaFunction, cfg: LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
-    gpu.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+pub(crate) fn raw_launch(
+    gpu: &Gpu,
+    func: &CudaFunction,
+    cfg: LaunchConfig,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    gpu.ctx
+        .bind_to_thread()
+        .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
     // SAFETY: params point at live values for the duration of the call, which is when the
     // driver copies them; their match with the kernel's signature is the caller's contract.
     unsafe {
@@ -273,7 +321,11 @@ pub(crate) fn raw_launch(gpu: &Gpu, func: &CudaFunction, cfg: LaunchConfig, para
 }
 
 /// A builtin kernel function, cached per device: what the tensor operations launch.
-pub(crate) fn builtin_function(gpu: &Arc<Gpu>, stem: &'static str, kernel: &'static str) -> Result<CudaFunction> {
+pub(crate) fn builtin_function(
+    gpu: &Arc<Gpu>,
+    stem: &'static str,
+    kernel: &'static str,
+) -> Result<CudaFunction> {
     if let Some(f) = gpu.functions.lock().unwrap().get(&(stem, kernel)) {
         return Ok(f.clone());
     }
@@ -282,6 +334,9 @@ pub(crate) fn builtin_function(gpu: &Arc<Gpu>, stem: &'static str, kernel: &'sta
     let f = module
         .load_function(kernel)
         .map_err(|e| driver_err(&format!("cuModuleGetFunction({kernel})"), e))?;
-    gpu.functions.lock().unwrap().insert((stem, kernel), f.clone());
+    gpu.functions
+        .lock()
+        .unwrap()
+        .insert((stem, kernel), f.clone());
     Ok(f)
 }

@@ -26,7 +26,11 @@ impl Compiled {
         if self.is_cubin {
             return None;
         }
-        let end = self.image.iter().position(|&b| b == 0).unwrap_or(self.image.len());
+        let end = self
+            .image
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.image.len());
         std::str::from_utf8(&self.image[..end]).ok()
     }
 }
@@ -35,20 +39,35 @@ impl Compiled {
 pub fn version() -> Result<(i32, i32)> {
     loader::nvrtc()?;
     let (mut major, mut minor) = (0, 0);
-    let r = loader::guarded("nvrtcVersion", || unsafe { sys::nvrtcVersion(&mut major, &mut minor) })
-        .map_err(|p| Error::Cuda { op: "nvrtcVersion".into(), detail: p })?;
-    r.result().map_err(|e| Error::Cuda { op: "nvrtcVersion".into(), detail: format!("{e:?}") })?;
+    let r = loader::guarded("nvrtcVersion", || unsafe {
+        sys::nvrtcVersion(&mut major, &mut minor)
+    })
+    .map_err(|p| Error::Cuda {
+        op: "nvrtcVersion".into(),
+        detail: p,
+    })?;
+    r.result().map_err(|e| Error::Cuda {
+        op: "nvrtcVersion".into(),
+        detail: format!("{e:?}"),
+    })?;
     Ok((major, minor))
 }
 
 /// The SM versions this NVRTC can target, e.g. `[75, 80, 86, 89, 90, 100, 120]`.
 pub fn supported_archs() -> Result<Vec<i32>> {
     loader::nvrtc()?;
-    let err = |e: result::NvrtcError| Error::Cuda { op: "nvrtcGetSupportedArchs".into(), detail: format!("{e:?}") };
+    let err = |e: result::NvrtcError| Error::Cuda {
+        op: "nvrtcGetSupportedArchs".into(),
+        detail: format!("{e:?}"),
+    };
     let mut n = 0;
-    unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) }.result().map_err(err)?;
+    unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) }
+        .result()
+        .map_err(err)?;
     let mut archs = vec![0i32; n.max(0) as usize];
-    unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }.result().map_err(err)?;
+    unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
+        .result()
+        .map_err(err)?;
     Ok(archs)
 }
 
@@ -74,10 +93,16 @@ pub fn arch_for(cc: (i32, i32)) -> Result<String> {
 /// NVRTC's messages, so pass the file name.
 pub fn compile(src: &str, name: &str, arch: &str) -> Result<Compiled> {
     loader::nvrtc()?;
-    let csrc = CString::new(src).map_err(|_| Error::Invalid(format!("{name}: source contains a NUL byte")))?;
-    let cname = CString::new(name).map_err(|_| Error::Invalid("kernel name contains a NUL byte".into()))?;
-    let err = |op: &str, e: result::NvrtcError| Error::Cuda { op: format!("{op} ({name})"), detail: format!("{e:?}") };
-    let prog = result::create_program(&csrc, Some(&cname)).map_err(|e| err("nvrtcCreateProgram", e))?;
+    let csrc = CString::new(src)
+        .map_err(|_| Error::Invalid(format!("{name}: source contains a NUL byte")))?;
+    let cname =
+        CString::new(name).map_err(|_| Error::Invalid("kernel name contains a NUL byte".into()))?;
+    let err = |op: &str, e: result::NvrtcError| Error::Cuda {
+        op: format!("{op} ({name})"),
+        detail: format!("{e:?}"),
+    };
+    let prog =
+        result::create_program(&csrc, Some(&cname)).map_err(|e| err("nvrtcCreateProgram", e))?;
     struct Prog(sys::nvrtcProgram);
     impl Drop for Prog {
         fn drop(&mut self) {
@@ -85,30 +110,54 @@ pub fn compile(src: &str, name: &str, arch: &str) -> Result<Compiled> {
         }
     }
     let prog = Prog(prog);
-    let opts = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
+    let opts = [
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+    ];
     let compiled = unsafe { result::compile_program(prog.0, &opts) };
     let log = unsafe { result::get_program_log(prog.0) }
         .map(|raw| {
-            let bytes: Vec<u8> = raw.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+            let bytes: Vec<u8> = raw
+                .iter()
+                .map(|&c| c as u8)
+                .take_while(|&b| b != 0)
+                .collect();
             String::from_utf8_lossy(&bytes).into_owned()
         })
         .unwrap_or_default();
     if let Err(e) = compiled {
-        let log = if log.trim().is_empty() { format!("{e:?} (NVRTC gave no log)") } else { log };
-        return Err(Error::Compile { name: name.to_string(), arch: arch.to_string(), log });
+        let log = if log.trim().is_empty() {
+            format!("{e:?} (NVRTC gave no log)")
+        } else {
+            log
+        };
+        return Err(Error::Compile {
+            name: name.to_string(),
+            arch: arch.to_string(),
+            log,
+        });
     }
     let is_cubin = arch.starts_with("sm_");
     let image = if is_cubin {
         let mut size = 0usize;
-        unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }.result().map_err(|e| err("nvrtcGetCUBINSize", e))?;
+        unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }
+            .result()
+            .map_err(|e| err("nvrtcGetCUBINSize", e))?;
         let mut buf = vec![0u8; size];
-        unsafe { sys::nvrtcGetCUBIN(prog.0, buf.as_mut_ptr() as *mut _) }.result().map_err(|e| err("nvrtcGetCUBIN", e))?;
+        unsafe { sys::nvrtcGetCUBIN(prog.0, buf.as_mut_ptr() as *mut _) }
+            .result()
+            .map_err(|e| err("nvrtcGetCUBIN", e))?;
         buf
     } else {
         let raw = unsafe { result::get_ptx(prog.0) }.map_err(|e| err("nvrtcGetPTX", e))?;
         raw.iter().map(|&c| c as u8).collect()
     };
-    Ok(Compiled { arch: arch.to_string(), image, is_cubin, log })
+    Ok(Compiled {
+        arch: arch.to_string(),
+        image,
+        is_cubin,
+        log,
+    })
 }
 
 /// Compiles `src` to PTX text for a virtual architecture such as `compute_90`: the form the

@@ -31,12 +31,14 @@ pub struct DeviceProperties {
 impl DeviceProperties {
     /// All CUDA cores: SMs times cores per SM.
     pub fn cuda_cores(&self) -> Option<u32> {
-        self.cuda_cores_per_sm.map(|c| c * self.multi_processor_count)
+        self.cuda_cores_per_sm
+            .map(|c| c * self.multi_processor_count)
     }
 
     /// Theoretical peak memory bandwidth in GB/s (double data rate).
     pub fn memory_bandwidth_gbs(&self) -> f64 {
-        2.0 * self.memory_clock_rate_khz as f64 * 1e3 * (self.memory_bus_width_bits as f64 / 8.0) / 1e9
+        2.0 * self.memory_clock_rate_khz as f64 * 1e3 * (self.memory_bus_width_bits as f64 / 8.0)
+            / 1e9
     }
 }
 
@@ -60,7 +62,10 @@ pub fn cores_per_sm(major: u32, minor: u32) -> Option<u32> {
 pub(crate) fn query(ordinal: usize) -> Result<DeviceProperties> {
     let count = super::context::device_count()?;
     if ordinal >= count {
-        return Err(Error::BadDeviceIndex { index: ordinal, count });
+        return Err(Error::BadDeviceIndex {
+            index: ordinal,
+            count,
+        });
     }
     loader::guarded("device query", || -> Result<DeviceProperties> {
         let dev = result::device::get(ordinal as i32).map_err(|e| driver_err("cuDeviceGet", e))?;
@@ -85,7 +90,9 @@ pub(crate) fn query(ordinal: usize) -> Result<DeviceProperties> {
             memory_bus_width_bits: attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?,
             l2_cache_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
             max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
-            max_threads_per_multiprocessor: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            max_threads_per_multiprocessor: attr(
+                A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            )?,
             warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
             pci_bus_id: format!(
                 "{:08X}:{:02X}:{:02X}.0",
@@ -96,19 +103,49 @@ pub(crate) fn query(ordinal: usize) -> Result<DeviceProperties> {
             cuda_cores_per_sm: cores_per_sm(major, minor),
         })
     })
-    .map_err(|p| Error::Cuda { op: "device query".into(), detail: p })?
+    .map_err(|p| Error::Cuda {
+        op: "device query".into(),
+        detail: p,
+    })?
 }
 
 impl fmt::Display for DeviceProperties {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{} (compute capability {}.{}, {})", self.name, self.major, self.minor, self.pci_bus_id)?;
-        writeln!(f, "  memory           {} on a {}-bit bus, {:.0} GB/s peak", human_bytes(self.total_memory), self.memory_bus_width_bits, self.memory_bandwidth_gbs())?;
+        writeln!(
+            f,
+            "{} (compute capability {}.{}, {})",
+            self.name, self.major, self.minor, self.pci_bus_id
+        )?;
+        writeln!(
+            f,
+            "  memory           {} on a {}-bit bus, {:.0} GB/s peak",
+            human_bytes(self.total_memory),
+            self.memory_bus_width_bits,
+            self.memory_bandwidth_gbs()
+        )?;
         match self.cuda_cores() {
-            Some(c) => writeln!(f, "  multiprocessors  {} x {} CUDA cores = {c}", self.multi_processor_count, self.cuda_cores_per_sm.unwrap_or(0))?,
-            None => writeln!(f, "  multiprocessors  {} (cores per SM not known for this architecture)", self.multi_processor_count)?,
+            Some(c) => writeln!(
+                f,
+                "  multiprocessors  {} x {} CUDA cores = {c}",
+                self.multi_processor_count,
+                self.cuda_cores_per_sm.unwrap_or(0)
+            )?,
+            None => writeln!(
+                f,
+                "  multiprocessors  {} (cores per SM not known for this architecture)",
+                self.multi_processor_count
+            )?,
         }
         writeln!(f, "  clock            {} MHz", self.clock_rate_khz / 1000)?;
-        writeln!(f, "  L2 cache         {}", human_bytes(self.l2_cache_bytes as u64))?;
-        write!(f, "  threads          {} per block, {} per SM, warps of {}", self.max_threads_per_block, self.max_threads_per_multiprocessor, self.warp_size)
+        writeln!(
+            f,
+            "  L2 cache         {}",
+            human_bytes(self.l2_cache_bytes as u64)
+        )?;
+        write!(
+            f,
+            "  threads          {} per block, {} per SM, warps of {}",
+            self.max_threads_per_block, self.max_threads_per_multiprocessor, self.warp_size
+        )
     }
 }

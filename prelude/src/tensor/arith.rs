@@ -42,12 +42,25 @@ impl Tensor {
         };
         self.same_device(rhs)?;
         let same = self.dims == rhs.dims;
-        let bc = if same { None } else { Some(broadcast(op.name(), &self.dims, &rhs.dims)?) };
+        let bc = if same {
+            None
+        } else {
+            Some(broadcast(op.name(), &self.dims, &rhs.dims)?)
+        };
         let (storage, dims) = match (&*self.storage, &*rhs.storage, &bc) {
-            (Storage::Cpu(a), Storage::Cpu(b), None) => (Storage::Cpu(cpu::binary_same(op, a, b)), self.dims.clone()),
-            (Storage::Cpu(a), Storage::Cpu(b), Some(bc)) => (Storage::Cpu(cpu::binary_bcast(op, a, b, bc)), bc.dims.clone()),
-            (Storage::Cuda(a), Storage::Cuda(b), None) => (cuda_out(gpu::binary_same(op, a, b)?), self.dims.clone()),
-            (Storage::Cuda(a), Storage::Cuda(b), Some(bc)) => (cuda_out(gpu::binary_bcast(op, a, b, bc)?), bc.dims.clone()),
+            (Storage::Cpu(a), Storage::Cpu(b), None) => {
+                (Storage::Cpu(cpu::binary_same(op, a, b)), self.dims.clone())
+            }
+            (Storage::Cpu(a), Storage::Cpu(b), Some(bc)) => (
+                Storage::Cpu(cpu::binary_bcast(op, a, b, bc)),
+                bc.dims.clone(),
+            ),
+            (Storage::Cuda(a), Storage::Cuda(b), None) => {
+                (cuda_out(gpu::binary_same(op, a, b)?), self.dims.clone())
+            }
+            (Storage::Cuda(a), Storage::Cuda(b), Some(bc)) => {
+                (cuda_out(gpu::binary_bcast(op, a, b, bc)?), bc.dims.clone())
+            }
             _ => unreachable!("checked by same_device"),
         };
         Ok(self.with(storage, dims))
@@ -120,7 +133,10 @@ impl Tensor {
 
     fn reduce_all(&self, op: ReduceOp) -> Result<Tensor> {
         if op != ReduceOp::Sum && self.numel() == 0 {
-            return Err(Error::Invalid(format!("{}() of an empty tensor has no value", op.name())));
+            return Err(Error::Invalid(format!(
+                "{}() of an empty tensor has no value",
+                op.name()
+            )));
         }
         let storage = match &*self.storage {
             Storage::Cpu(a) => Storage::Cpu(vec![cpu::reduce_all(op, a)]),
@@ -133,7 +149,10 @@ impl Tensor {
         let d = resolve_dim(dim, self.rank())?;
         let len = self.dims[d];
         if op != ReduceOp::Sum && len == 0 {
-            return Err(Error::Invalid(format!("{}() over dimension {d} of size 0 has no value", op.name())));
+            return Err(Error::Invalid(format!(
+                "{}() over dimension {d} of size 0 has no value",
+                op.name()
+            )));
         }
         let outer: usize = self.dims[..d].iter().product();
         let inner: usize = self.dims[d + 1..].iter().product();
@@ -164,7 +183,9 @@ impl Tensor {
     }
     pub fn mean(&self) -> Result<Tensor> {
         if self.numel() == 0 {
-            return Err(Error::Invalid("mean() of an empty tensor has no value".into()));
+            return Err(Error::Invalid(
+                "mean() of an empty tensor has no value".into(),
+            ));
         }
         self.sum()?.mul(1.0 / self.numel() as f32)
     }
@@ -172,7 +193,9 @@ impl Tensor {
         let d = resolve_dim(dim, self.rank())?;
         let len = self.dims[d];
         if len == 0 {
-            return Err(Error::Invalid(format!("mean() over dimension {d} of size 0 has no value")));
+            return Err(Error::Invalid(format!(
+                "mean() over dimension {d} of size 0 has no value"
+            )));
         }
         self.sum_dim(dim)?.mul(1.0 / len as f32)
     }
@@ -193,7 +216,10 @@ impl Tensor {
 
     /// Swaps two dimensions (a copy: tensors here are always contiguous).
     pub fn transpose(&self, dim0: isize, dim1: isize) -> Result<Tensor> {
-        let (d0, d1) = (resolve_dim(dim0, self.rank())?, resolve_dim(dim1, self.rank())?);
+        let (d0, d1) = (
+            resolve_dim(dim0, self.rank())?,
+            resolve_dim(dim1, self.rank())?,
+        );
         if d0 == d1 {
             return Ok(self.clone());
         }
@@ -214,7 +240,9 @@ impl Tensor {
         match self.rank() {
             0 | 1 => Ok(self.clone()),
             2 => self.transpose(0, 1),
-            r => Err(Error::BadShape(format!("t() expects a tensor with at most 2 dimensions, got {r}"))),
+            r => Err(Error::BadShape(format!(
+                "t() expects a tensor with at most 2 dimensions, got {r}"
+            ))),
         }
     }
 
@@ -222,7 +250,11 @@ impl Tensor {
     /// a 1-D right operand a column, and that dimension is dropped from the result).
     pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
         self.same_device(rhs)?;
-        let bad = || Error::ShapeMismatch { op: "matmul", lhs: self.dims.clone(), rhs: rhs.dims.clone() };
+        let bad = || Error::ShapeMismatch {
+            op: "matmul",
+            lhs: self.dims.clone(),
+            rhs: rhs.dims.clone(),
+        };
         let (m, k, lhs_vec) = match self.dims[..] {
             [k] => (1, k, true),
             [m, k] => (m, k, false),
@@ -326,4 +358,3 @@ impl ops::Neg for Tensor {
         unwrap(self.unary(UnaryOp::Neg))
     }
 }
-

@@ -15,7 +15,11 @@ fn map2(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + Sync + Send) -> Vec<
     if a.len() < PAR_MIN {
         a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
     } else {
-        a.par_iter().zip(b.par_iter()).with_min_len(CHUNK).map(|(&x, &y)| f(x, y)).collect()
+        a.par_iter()
+            .zip(b.par_iter())
+            .with_min_len(CHUNK)
+            .map(|(&x, &y)| f(x, y))
+            .collect()
     }
 }
 
@@ -70,9 +74,13 @@ pub(crate) fn binary_bcast(op: BinaryOp, a: &[f32], b: &[f32], bc: &Broadcast) -
         }
     };
     if n >= PAR_MIN {
-        out.par_chunks_mut(row).enumerate().for_each(|(r, o)| fill_row(r, o));
+        out.par_chunks_mut(row)
+            .enumerate()
+            .for_each(|(r, o)| fill_row(r, o));
     } else {
-        out.chunks_mut(row).enumerate().for_each(|(r, o)| fill_row(r, o));
+        out.chunks_mut(row)
+            .enumerate()
+            .for_each(|(r, o)| fill_row(r, o));
     }
     out
 }
@@ -114,13 +122,25 @@ pub(crate) fn reduce_all(op: ReduceOp, x: &[f32]) -> f32 {
         return reduce_slice(op, x);
     }
     match op {
-        ReduceOp::Sum => x.par_chunks(1 << 16).map(|c| c.chunks(4096).map(sum_block).sum::<f64>()).sum::<f64>() as f32,
-        _ => x.par_chunks(1 << 16).map(|c| reduce_slice(op, c)).reduce(|| op.identity(), |a, b| op.combine(a, b)),
+        ReduceOp::Sum => x
+            .par_chunks(1 << 16)
+            .map(|c| c.chunks(4096).map(sum_block).sum::<f64>())
+            .sum::<f64>() as f32,
+        _ => x
+            .par_chunks(1 << 16)
+            .map(|c| reduce_slice(op, c))
+            .reduce(|| op.identity(), |a, b| op.combine(a, b)),
     }
 }
 
 /// Reduces the middle axis of `x` seen as `[outer, len, inner]`.
-pub(crate) fn reduce_dim(op: ReduceOp, x: &[f32], outer: usize, len: usize, inner: usize) -> Vec<f32> {
+pub(crate) fn reduce_dim(
+    op: ReduceOp,
+    x: &[f32],
+    outer: usize,
+    len: usize,
+    inner: usize,
+) -> Vec<f32> {
     let mut out = vec![op.identity(); outer * inner];
     if inner == 1 {
         let f = |(o, v): (usize, &mut f32)| *v = reduce_slice(op, &x[o * len..(o + 1) * len]);
@@ -139,7 +159,9 @@ pub(crate) fn reduce_dim(op: ReduceOp, x: &[f32], outer: usize, len: usize, inne
             if op == ReduceOp::Sum {
                 wide.iter_mut().zip(row).for_each(|(a, &v)| *a += v as f64);
             } else {
-                acc.iter_mut().zip(row).for_each(|(a, &v)| *a = op.combine(*a, v));
+                acc.iter_mut()
+                    .zip(row)
+                    .for_each(|(a, &v)| *a = op.combine(*a, v));
             }
         }
         if op == ReduceOp::Sum {
@@ -175,9 +197,13 @@ pub(crate) fn permute(x: &[f32], dims: &[usize], src_strides: &[usize]) -> Vec<f
         }
     };
     if n >= PAR_MIN {
-        out.par_chunks_mut(row).enumerate().for_each(|(r, o)| fill_row(r, o));
+        out.par_chunks_mut(row)
+            .enumerate()
+            .for_each(|(r, o)| fill_row(r, o));
     } else {
-        out.chunks_mut(row).enumerate().for_each(|(r, o)| fill_row(r, o));
+        out.chunks_mut(row)
+            .enumerate()
+            .for_each(|(r, o)| fill_row(r, o));
     }
     out
 }
@@ -199,9 +225,13 @@ fn transpose2d(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
         }
     };
     if rows * cols >= PAR_MIN {
-        out.par_chunks_mut(T * rows.max(1)).enumerate().for_each(tile_row);
+        out.par_chunks_mut(T * rows.max(1))
+            .enumerate()
+            .for_each(tile_row);
     } else {
-        out.chunks_mut(T * rows.max(1)).enumerate().for_each(tile_row);
+        out.chunks_mut(T * rows.max(1))
+            .enumerate()
+            .for_each(tile_row);
     }
     out
 }

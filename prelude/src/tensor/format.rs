@@ -27,7 +27,11 @@ fn sci(v: f32) -> String {
     let s = format!("{v:.4e}");
     match s.split_once('e') {
         Some((m, e)) => {
-            let (sign, digits) = if let Some(d) = e.strip_prefix('-') { ('-', d) } else { ('+', e) };
+            let (sign, digits) = if let Some(d) = e.strip_prefix('-') {
+                ('-', d)
+            } else {
+                ('+', e)
+            };
             format!("{m}e{sign}{digits:0>2}")
         }
         None => s,
@@ -50,32 +54,55 @@ fn one(v: f32, mode: Mode) -> String {
 
 fn style(shown: &[f32]) -> Style {
     let finite: Vec<f32> = shown.iter().copied().filter(|v| v.is_finite()).collect();
-    let nonzero: Vec<f32> = finite.iter().map(|v| v.abs()).filter(|&v| v > 0.0).collect();
+    let nonzero: Vec<f32> = finite
+        .iter()
+        .map(|v| v.abs())
+        .filter(|&v| v > 0.0)
+        .collect();
     let max = nonzero.iter().copied().fold(0.0f32, f32::max);
     let min = nonzero.iter().copied().fold(f32::INFINITY, f32::min);
     let mode = if finite.iter().all(|v| v.fract() == 0.0) {
-        if max > 1e8 { Mode::Sci } else { Mode::Int }
+        if max > 1e8 {
+            Mode::Sci
+        } else {
+            Mode::Int
+        }
     } else if !nonzero.is_empty() && (max / min > 1000.0 || max > 1e8 || min < 1e-4) {
         Mode::Sci
     } else {
         Mode::Fixed
     };
     // Like torch, only finite values set the width; nan and inf are not padded.
-    let width = finite.iter().map(|&v| one(v, mode).len()).max().unwrap_or(1);
+    let width = finite
+        .iter()
+        .map(|&v| one(v, mode).len())
+        .max()
+        .unwrap_or(1);
     Style { mode, width }
 }
 
 /// The indices shown along a dimension of `size`: all, or the edges with `None` for "...".
 fn shown_indices(size: usize, summarise: bool) -> Vec<Option<usize>> {
     if summarise && size > 2 * EDGE {
-        (0..EDGE).map(Some).chain([None]).chain((size - EDGE..size).map(Some)).collect()
+        (0..EDGE)
+            .map(Some)
+            .chain([None])
+            .chain((size - EDGE..size).map(Some))
+            .collect()
     } else {
         (0..size).map(Some).collect()
     }
 }
 
 /// Every value that will be printed, to choose one format for all of them.
-fn collect_shown(data: &[f32], dims: &[usize], off: usize, stride: usize, summarise: bool, out: &mut Vec<f32>) {
+fn collect_shown(
+    data: &[f32],
+    dims: &[usize],
+    off: usize,
+    stride: usize,
+    summarise: bool,
+    out: &mut Vec<f32>,
+) {
     if dims.is_empty() {
         out.push(data[off]);
         return;
@@ -87,7 +114,14 @@ fn collect_shown(data: &[f32], dims: &[usize], off: usize, stride: usize, summar
 }
 
 /// One bracketed level; `col` is the column of its `[`.
-fn render(data: &[f32], dims: &[usize], off: usize, col: usize, st: &Style, summarise: bool) -> String {
+fn render(
+    data: &[f32],
+    dims: &[usize],
+    off: usize,
+    col: usize,
+    st: &Style,
+    summarise: bool,
+) -> String {
     let inner: usize = dims[1..].iter().product();
     let idx = shown_indices(dims[0], summarise);
     if dims.len() == 1 {
@@ -120,7 +154,11 @@ impl fmt::Display for Tensor {
             Ok(d) => d,
             Err(e) => return write!(f, "tensor(<unreadable: {e}>, device='{}')", self.device()),
         };
-        let suffix = if self.is_cuda() { format!(", device='{}'", self.device()) } else { String::new() };
+        let suffix = if self.is_cuda() {
+            format!(", device='{}'", self.device())
+        } else {
+            String::new()
+        };
         let dims = self.shape();
         if dims.is_empty() {
             let st = style(&data);
@@ -133,7 +171,11 @@ impl fmt::Display for Tensor {
         let mut shown = Vec::new();
         collect_shown(&data, dims, 0, data.len(), summarise, &mut shown);
         let st = style(&shown);
-        write!(f, "tensor({}{suffix})", render(&data, dims, 0, "tensor(".len(), &st, summarise))
+        write!(
+            f,
+            "tensor({}{suffix})",
+            render(&data, dims, 0, "tensor(".len(), &st, summarise)
+        )
     }
 }
 

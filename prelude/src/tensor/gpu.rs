@@ -16,7 +16,11 @@ pub(crate) const MAX_DIMS: usize = 6;
 /// stride, and more blocks than the SMs can hold only add scheduling.
 fn cfg(gpu: &Gpu, n: usize) -> LaunchConfig {
     let blocks = n.div_ceil(BLOCK as usize).clamp(1, gpu.sms as usize * 32);
-    LaunchConfig { grid: (blocks as u32, 1, 1), block: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+    LaunchConfig {
+        grid: (blocks as u32, 1, 1),
+        block: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 fn p(b: &CudaBuf) -> A<'static> {
@@ -26,7 +30,13 @@ fn p(b: &CudaBuf) -> A<'static> {
 pub(crate) fn full(gpu: &Arc<Gpu>, n: usize, v: f32) -> Result<CudaBuf> {
     let out = alloc(gpu, n)?;
     if n > 0 {
-        launch_builtin(gpu, "elementwise", "fill", cfg(gpu, n), &[p(&out), A::F32(v), A::I64(n as i64)])?;
+        launch_builtin(
+            gpu,
+            "elementwise",
+            "fill",
+            cfg(gpu, n),
+            &[p(&out), A::F32(v), A::I64(n as i64)],
+        )?;
     }
     Ok(out)
 }
@@ -35,18 +45,40 @@ pub(crate) fn binary_same(op: BinaryOp, a: &CudaBuf, b: &CudaBuf) -> Result<Cuda
     let n = a.slice.len();
     let out = alloc(&a.gpu, n)?;
     if n > 0 {
-        launch_builtin(&a.gpu, "elementwise", "binary_same", cfg(&a.gpu, n),
-            &[A::I32(op as i32), p(a), p(b), p(&out), A::I64(n as i64)])?;
+        launch_builtin(
+            &a.gpu,
+            "elementwise",
+            "binary_same",
+            cfg(&a.gpu, n),
+            &[A::I32(op as i32), p(a), p(b), p(&out), A::I64(n as i64)],
+        )?;
     }
     Ok(out)
 }
 
-pub(crate) fn binary_scalar(op: BinaryOp, a: &CudaBuf, s: f32, scalar_first: bool) -> Result<CudaBuf> {
+pub(crate) fn binary_scalar(
+    op: BinaryOp,
+    a: &CudaBuf,
+    s: f32,
+    scalar_first: bool,
+) -> Result<CudaBuf> {
     let n = a.slice.len();
     let out = alloc(&a.gpu, n)?;
     if n > 0 {
-        launch_builtin(&a.gpu, "elementwise", "binary_scalar", cfg(&a.gpu, n),
-            &[A::I32(op as i32), p(a), A::F32(s), A::I32(scalar_first as i32), p(&out), A::I64(n as i64)])?;
+        launch_builtin(
+            &a.gpu,
+            "elementwise",
+            "binary_scalar",
+            cfg(&a.gpu, n),
+            &[
+                A::I32(op as i32),
+                p(a),
+                A::F32(s),
+                A::I32(scalar_first as i32),
+                p(&out),
+                A::I64(n as i64),
+            ],
+        )?;
     }
     Ok(out)
 }
@@ -70,13 +102,23 @@ fn strides_arg(dims: &[usize], sa: &[usize], sb: &[usize]) -> Result<A<'static>>
     Ok(A::Struct(w))
 }
 
-pub(crate) fn binary_bcast(op: BinaryOp, a: &CudaBuf, b: &CudaBuf, bc: &Broadcast) -> Result<CudaBuf> {
+pub(crate) fn binary_bcast(
+    op: BinaryOp,
+    a: &CudaBuf,
+    b: &CudaBuf,
+    bc: &Broadcast,
+) -> Result<CudaBuf> {
     let n: usize = bc.dims.iter().product();
     let st = strides_arg(&bc.dims, &bc.sa, &bc.sb)?;
     let out = alloc(&a.gpu, n)?;
     if n > 0 {
-        launch_builtin(&a.gpu, "elementwise", "binary_bcast", cfg(&a.gpu, n),
-            &[A::I32(op as i32), p(a), p(b), p(&out), A::I64(n as i64), st])?;
+        launch_builtin(
+            &a.gpu,
+            "elementwise",
+            "binary_bcast",
+            cfg(&a.gpu, n),
+            &[A::I32(op as i32), p(a), p(b), p(&out), A::I64(n as i64), st],
+        )?;
     }
     Ok(out)
 }
@@ -85,8 +127,13 @@ pub(crate) fn unary(op: UnaryOp, a: &CudaBuf) -> Result<CudaBuf> {
     let n = a.slice.len();
     let out = alloc(&a.gpu, n)?;
     if n > 0 {
-        launch_builtin(&a.gpu, "elementwise", "unary", cfg(&a.gpu, n),
-            &[A::I32(op as i32), p(a), p(&out), A::I64(n as i64)])?;
+        launch_builtin(
+            &a.gpu,
+            "elementwise",
+            "unary",
+            cfg(&a.gpu, n),
+            &[A::I32(op as i32), p(a), p(&out), A::I64(n as i64)],
+        )?;
     }
     Ok(out)
 }
@@ -96,7 +143,13 @@ pub(crate) fn permute(a: &CudaBuf, dims: &[usize], src_strides: &[usize]) -> Res
     let st = strides_arg(dims, src_strides, &[])?;
     let out = alloc(&a.gpu, n)?;
     if n > 0 {
-        launch_builtin(&a.gpu, "elementwise", "permute", cfg(&a.gpu, n), &[p(a), p(&out), A::I64(n as i64), st])?;
+        launch_builtin(
+            &a.gpu,
+            "elementwise",
+            "permute",
+            cfg(&a.gpu, n),
+            &[p(a), p(&out), A::I64(n as i64), st],
+        )?;
     }
     Ok(out)
 }
@@ -107,28 +160,86 @@ pub(crate) fn reduce_all(op: ReduceOp, a: &CudaBuf) -> Result<CudaBuf> {
     let n = a.slice.len();
     let blocks = n.div_ceil(BLOCK as usize).clamp(1, 1024);
     let partial = alloc(gpu, blocks)?;
-    let first = LaunchConfig { grid: (blocks as u32, 1, 1), block: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-    launch_builtin(gpu, "reduce", "reduce_partial", first, &[A::I32(op as i32), p(a), p(&partial), A::I64(n as i64)])?;
+    let first = LaunchConfig {
+        grid: (blocks as u32, 1, 1),
+        block: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    launch_builtin(
+        gpu,
+        "reduce",
+        "reduce_partial",
+        first,
+        &[A::I32(op as i32), p(a), p(&partial), A::I64(n as i64)],
+    )?;
     let out = alloc(gpu, 1)?;
-    let second = LaunchConfig { grid: (1, 1, 1), block: (1024, 1, 1), shared_mem_bytes: 0 };
-    launch_builtin(gpu, "reduce", "reduce_partial", second, &[A::I32(op as i32), p(&partial), p(&out), A::I64(blocks as i64)])?;
+    let second = LaunchConfig {
+        grid: (1, 1, 1),
+        block: (1024, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    launch_builtin(
+        gpu,
+        "reduce",
+        "reduce_partial",
+        second,
+        &[
+            A::I32(op as i32),
+            p(&partial),
+            p(&out),
+            A::I64(blocks as i64),
+        ],
+    )?;
     Ok(out)
 }
 
 /// Reduces the middle axis of `[outer, len, inner]`.
-pub(crate) fn reduce_dim(op: ReduceOp, a: &CudaBuf, outer: usize, len: usize, inner: usize) -> Result<CudaBuf> {
+pub(crate) fn reduce_dim(
+    op: ReduceOp,
+    a: &CudaBuf,
+    outer: usize,
+    len: usize,
+    inner: usize,
+) -> Result<CudaBuf> {
     let gpu = &a.gpu;
     let out = alloc(gpu, outer * inner)?;
     if outer * inner == 0 {
         return Ok(out);
     }
     if inner == 1 {
-        let rows = LaunchConfig { grid: (outer.min(1 << 16) as u32, 1, 1), block: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-        launch_builtin(gpu, "reduce", "reduce_rows", rows,
-            &[A::I32(op as i32), p(a), p(&out), A::I64(outer as i64), A::I64(len as i64)])?;
+        let rows = LaunchConfig {
+            grid: (outer.min(1 << 16) as u32, 1, 1),
+            block: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        launch_builtin(
+            gpu,
+            "reduce",
+            "reduce_rows",
+            rows,
+            &[
+                A::I32(op as i32),
+                p(a),
+                p(&out),
+                A::I64(outer as i64),
+                A::I64(len as i64),
+            ],
+        )?;
     } else {
-        launch_builtin(gpu, "reduce", "reduce_strided", cfg(gpu, outer * inner),
-            &[A::I32(op as i32), p(a), p(&out), A::I64(outer as i64), A::I64(len as i64), A::I64(inner as i64)])?;
+        launch_builtin(
+            gpu,
+            "reduce",
+            "reduce_strided",
+            cfg(gpu, outer * inner),
+            &[
+                A::I32(op as i32),
+                p(a),
+                p(&out),
+                A::I64(outer as i64),
+                A::I64(len as i64),
+                A::I64(inner as i64),
+            ],
+        )?;
     }
     Ok(out)
 }
@@ -137,20 +248,32 @@ pub(crate) fn reduce_dim(op: ReduceOp, a: &CudaBuf, outer: usize, len: usize, in
 /// own transpose in column-major, so C^T = B^T A^T is one sgemm with the operands swapped.
 pub(crate) fn matmul(a: &CudaBuf, b: &CudaBuf, m: usize, k: usize, n: usize) -> Result<CudaBuf> {
     let gpu = &a.gpu;
-    let out = if k == 0 { super::storage::zeros(gpu, m * n)? } else { alloc(gpu, m * n)? };
+    let out = if k == 0 {
+        super::storage::zeros(gpu, m * n)?
+    } else {
+        alloc(gpu, m * n)?
+    };
     if m * n == 0 || k == 0 {
         return Ok(out);
     }
     let too_big = |x: usize| x > i32::MAX as usize;
     if too_big(m) || too_big(n) || too_big(k) {
-        return Err(Error::BadShape(format!("matmul: dimensions {m}x{k}x{n} exceed cuBLAS's 32-bit sizes")));
+        return Err(Error::BadShape(format!(
+            "matmul: dimensions {m}x{k}x{n} exceed cuBLAS's 32-bit sizes"
+        )));
     }
     let blas = gpu.blas()?;
     // cuBLAS runs in whatever context is current on the calling thread.
-    gpu.ctx.bind_to_thread().map_err(|e| crate::cuda::driver_err("cuCtxSetCurrent", e))?;
+    gpu.ctx
+        .bind_to_thread()
+        .map_err(|e| crate::cuda::driver_err("cuCtxSetCurrent", e))?;
     let (m, k, n) = (m as i32, k as i32, n as i32);
     // SAFETY: the buffers hold k*n, m*k and m*n floats, matching the sizes and leading
     // dimensions: B^T (n x k, ld n) times A^T (k x m, ld k) into C^T (n x m, ld n).
-    unsafe { blas.lock().unwrap().sgemm(n, m, k, b.ptr(), n, a.ptr(), k, out.ptr(), n) }?;
+    unsafe {
+        blas.lock()
+            .unwrap()
+            .sgemm(n, m, k, b.ptr(), n, a.ptr(), k, out.ptr(), n)
+    }?;
     Ok(out)
 }

@@ -15,7 +15,8 @@ const NC: usize = 4096;
 
 /// `c[0..MR][0..NR] (+)= sum_p a[p][0..MR] * b[p][0..NR]` over packed panels, `c` with row
 /// stride `ldc`; `accumulate` adds to C instead of overwriting it.
-type MicroKernel = unsafe fn(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool);
+type MicroKernel =
+    unsafe fn(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool);
 
 #[derive(Clone, Copy)]
 struct Kernel {
@@ -28,16 +29,36 @@ fn kernel() -> Kernel {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            return Kernel { mr: 12, nr: 32, f: x86::kernel_avx512 };
+            return Kernel {
+                mr: 12,
+                nr: 32,
+                f: x86::kernel_avx512,
+            };
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            return Kernel { mr: 6, nr: 16, f: x86::kernel_avx2 };
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Kernel {
+                mr: 6,
+                nr: 16,
+                f: x86::kernel_avx2,
+            };
         }
     }
-    Kernel { mr: 4, nr: 16, f: kernel_portable }
+    Kernel {
+        mr: 4,
+        nr: 16,
+        f: kernel_portable,
+    }
 }
 
-unsafe fn kernel_portable(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+unsafe fn kernel_portable(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
     const MR: usize = 4;
     const NR: usize = 16;
     let mut acc = [[0f32; NR]; MR];
@@ -53,7 +74,11 @@ unsafe fn kernel_portable(kc: usize, a: *const f32, b: *const f32, c: *mut f32, 
     for i in 0..MR {
         let row = std::slice::from_raw_parts_mut(c.add(i * ldc), NR);
         for j in 0..NR {
-            row[j] = if accumulate { row[j] + acc[i][j] } else { acc[i][j] };
+            row[j] = if accumulate {
+                row[j] + acc[i][j]
+            } else {
+                acc[i][j]
+            };
         }
     }
 }
@@ -63,7 +88,14 @@ mod x86 {
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn kernel_avx512(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+    pub(super) unsafe fn kernel_avx512(
+        kc: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        accumulate: bool,
+    ) {
         const MR: usize = 12;
         let mut acc = [[_mm512_setzero_ps(); 2]; MR];
         for p in 0..kc {
@@ -79,14 +111,25 @@ mod x86 {
         for i in 0..MR {
             let row = c.add(i * ldc);
             for h in 0..2 {
-                let v = if accumulate { _mm512_add_ps(_mm512_loadu_ps(row.add(16 * h)), acc[i][h]) } else { acc[i][h] };
+                let v = if accumulate {
+                    _mm512_add_ps(_mm512_loadu_ps(row.add(16 * h)), acc[i][h])
+                } else {
+                    acc[i][h]
+                };
                 _mm512_storeu_ps(row.add(16 * h), v);
             }
         }
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn kernel_avx2(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+    pub(super) unsafe fn kernel_avx2(
+        kc: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        accumulate: bool,
+    ) {
         const MR: usize = 6;
         let mut acc = [[_mm256_setzero_ps(); 2]; MR];
         for p in 0..kc {
@@ -102,7 +145,11 @@ mod x86 {
         for i in 0..MR {
             let row = c.add(i * ldc);
             for h in 0..2 {
-                let v = if accumulate { _mm256_add_ps(_mm256_loadu_ps(row.add(8 * h)), acc[i][h]) } else { acc[i][h] };
+                let v = if accumulate {
+                    _mm256_add_ps(_mm256_loadu_ps(row.add(8 * h)), acc[i][h])
+                } else {
+                    acc[i][h]
+                };
                 _mm256_storeu_ps(row.add(8 * h), v);
             }
         }
@@ -111,8 +158,18 @@ mod x86 {
 
 /// Packs `b[pc..pc+kc][jc..jc+nc]` (row stride `n`) into NR-wide panels, each kc x NR
 /// row-major, zero-padded past the last column.
-fn pack_b(b: &[f32], n: usize, pc: usize, kc: usize, jc: usize, nc: usize, nr: usize, out: &mut [f32]) {
-    out.par_chunks_mut(kc * nr).enumerate().for_each(|(jp, panel)| {
+fn pack_b(
+    b: &[f32],
+    n: usize,
+    pc: usize,
+    kc: usize,
+    jc: usize,
+    nc: usize,
+    nr: usize,
+    out: &mut [f32],
+    threaded: bool,
+) {
+    let pack = |(jp, panel): (usize, &mut [f32])| {
         let j0 = jc + jp * nr;
         let w = nr.min(jc + nc - j0);
         for p in 0..kc {
@@ -121,12 +178,26 @@ fn pack_b(b: &[f32], n: usize, pc: usize, kc: usize, jc: usize, nc: usize, nr: u
             dst[..w].copy_from_slice(src);
             dst[w..].fill(0.0);
         }
-    });
+    };
+    if threaded {
+        out.par_chunks_mut(kc * nr).enumerate().for_each(pack);
+    } else {
+        out.chunks_mut(kc * nr).enumerate().for_each(pack);
+    }
 }
 
 /// Packs `a[ic..ic+mc][pc..pc+kc]` (row stride `k`) into MR-tall panels, each kc x MR with
 /// the MR values of one column together, zero-padded past the last row.
-fn pack_a(a: &[f32], k: usize, ic: usize, mc: usize, pc: usize, kc: usize, mr: usize, out: &mut [f32]) {
+fn pack_a(
+    a: &[f32],
+    k: usize,
+    ic: usize,
+    mc: usize,
+    pc: usize,
+    kc: usize,
+    mr: usize,
+    out: &mut [f32],
+) {
     for (ip, panel) in out.chunks_mut(kc * mr).enumerate().take(mc.div_ceil(mr)) {
         let i0 = ic + ip * mr;
         let h = mr.min(ic + mc - i0);
@@ -161,6 +232,8 @@ pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<
         return c;
     }
     let kern = kernel();
+    // Waking the other cores costs tens of microseconds: not worth it for small products.
+    let threaded = m * n * k >= 1 << 21;
     let (mr, nr) = (kern.mr, kern.nr);
     let mut bpack = vec![0f32; KC * NC.div_ceil(nr) * nr];
     for jc in (0..n).step_by(NC) {
@@ -168,42 +241,56 @@ pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<
         for pc in (0..k).step_by(KC) {
             let kc = KC.min(k - pc);
             let bp = &mut bpack[..kc * nc.div_ceil(nr) * nr];
-            pack_b(b, n, pc, kc, jc, nc, nr, bp);
+            pack_b(b, n, pc, kc, jc, nc, nr, bp, threaded);
             let bp = &*bp;
-            c.par_chunks_mut(MC * n).enumerate().for_each_init(
-                || vec![0f32; MC * KC],
-                |apack, (ib, cblock)| {
-                    let ic = ib * MC;
-                    let mc = MC.min(m - ic);
-                    pack_a(a, k, ic, mc, pc, kc, mr, apack);
-                    let mut edge = vec![0f32; mr * nr];
-                    for jp in 0..nc.div_ceil(nr) {
-                        let j0 = jc + jp * nr;
-                        let w = nr.min(jc + nc - j0);
-                        let bpanel = bp[jp * kc * nr..].as_ptr();
-                        for ip in 0..mc.div_ceil(mr) {
-                            let i0 = ip * mr;
-                            let h = mr.min(mc - i0);
-                            let apanel = apack[ip * kc * mr..].as_ptr();
-                            // SAFETY: panels hold kc*mr and kc*nr floats; a full tile
-                            // writes rows i0..i0+mr, columns j0..j0+nr of this C block.
-                            unsafe {
-                                if h == mr && w == nr {
-                                    (kern.f)(kc, apanel, bpanel, cblock.as_mut_ptr().add(i0 * n + j0), n, pc > 0);
-                                } else {
-                                    (kern.f)(kc, apanel, bpanel, edge.as_mut_ptr(), nr, false);
-                                    for i in 0..h {
-                                        let row = &mut cblock[(i0 + i) * n + j0..(i0 + i) * n + j0 + w];
-                                        for (x, &e) in row.iter_mut().zip(&edge[i * nr..i * nr + w]) {
-                                            *x = if pc > 0 { *x + e } else { e };
-                                        }
+            let block = |apack: &mut Vec<f32>, (ib, cblock): (usize, &mut [f32])| {
+                let ic = ib * MC;
+                let mc = MC.min(m - ic);
+                pack_a(a, k, ic, mc, pc, kc, mr, apack);
+                let mut edge = vec![0f32; mr * nr];
+                for jp in 0..nc.div_ceil(nr) {
+                    let j0 = jc + jp * nr;
+                    let w = nr.min(jc + nc - j0);
+                    let bpanel = bp[jp * kc * nr..].as_ptr();
+                    for ip in 0..mc.div_ceil(mr) {
+                        let i0 = ip * mr;
+                        let h = mr.min(mc - i0);
+                        let apanel = apack[ip * kc * mr..].as_ptr();
+                        // SAFETY: panels hold kc*mr and kc*nr floats; a full tile
+                        // writes rows i0..i0+mr, columns j0..j0+nr of this C block.
+                        unsafe {
+                            if h == mr && w == nr {
+                                (kern.f)(
+                                    kc,
+                                    apanel,
+                                    bpanel,
+                                    cblock.as_mut_ptr().add(i0 * n + j0),
+                                    n,
+                                    pc > 0,
+                                );
+                            } else {
+                                (kern.f)(kc, apanel, bpanel, edge.as_mut_ptr(), nr, false);
+                                for i in 0..h {
+                                    let row = &mut cblock[(i0 + i) * n + j0..(i0 + i) * n + j0 + w];
+                                    for (x, &e) in row.iter_mut().zip(&edge[i * nr..i * nr + w]) {
+                                        *x = if pc > 0 { *x + e } else { e };
                                     }
                                 }
                             }
                         }
                     }
-                },
-            );
+                }
+            };
+            if threaded {
+                c.par_chunks_mut(MC * n)
+                    .enumerate()
+                    .for_each_init(|| vec![0f32; MC * KC], block);
+            } else {
+                let mut apack = vec![0f32; MC * KC];
+                c.chunks_mut(MC * n)
+                    .enumerate()
+                    .for_each(|x| block(&mut apack, x));
+            }
         }
     }
     c

@@ -20,8 +20,8 @@ pub use shape::Shape;
 use crate::cuda;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use storage::Storage;
 use std::sync::Arc;
+use storage::Storage;
 
 #[derive(Clone)]
 pub struct Tensor {
@@ -31,7 +31,10 @@ pub struct Tensor {
 
 impl Tensor {
     fn from_storage(storage: Storage, dims: Vec<usize>) -> Tensor {
-        Tensor { storage: Arc::new(storage), dims }
+        Tensor {
+            storage: Arc::new(storage),
+            dims,
+        }
     }
 
     /// Places host data on `device` (an upload for CUDA devices).
@@ -44,7 +47,11 @@ impl Tensor {
     }
 
     /// A tensor holding `data`, laid out row-major in `shape`.
-    pub fn from_vec(data: Vec<f32>, shape: impl Into<Shape>, device: impl Into<Device>) -> Result<Tensor> {
+    pub fn from_vec(
+        data: Vec<f32>,
+        shape: impl Into<Shape>,
+        device: impl Into<Device>,
+    ) -> Result<Tensor> {
         let dims = shape.into().0;
         let n: usize = dims.iter().product();
         if n != data.len() {
@@ -56,7 +63,11 @@ impl Tensor {
         Tensor::from_host(data, dims, device.into())
     }
 
-    pub fn from_slice(data: &[f32], shape: impl Into<Shape>, device: impl Into<Device>) -> Result<Tensor> {
+    pub fn from_slice(
+        data: &[f32],
+        shape: impl Into<Shape>,
+        device: impl Into<Device>,
+    ) -> Result<Tensor> {
         Tensor::from_vec(data.to_vec(), shape, device)
     }
 
@@ -90,9 +101,16 @@ impl Tensor {
         Tensor::arange_step(start, end, 1.0, device)
     }
 
-    pub fn arange_step(start: f32, end: f32, step: f32, device: impl Into<Device>) -> Result<Tensor> {
+    pub fn arange_step(
+        start: f32,
+        end: f32,
+        step: f32,
+        device: impl Into<Device>,
+    ) -> Result<Tensor> {
         if step == 0.0 || !step.is_finite() || (end - start) * step < 0.0 {
-            return Err(Error::Invalid(format!("arange: cannot go from {start} to {end} in steps of {step}")));
+            return Err(Error::Invalid(format!(
+                "arange: cannot go from {start} to {end} in steps of {step}"
+            )));
         }
         let n = ((end - start) / step).ceil().max(0.0) as usize;
         // Multiplying rather than accumulating keeps the last values exact.
@@ -144,10 +162,14 @@ impl Tensor {
             return Ok(self.clone());
         }
         let storage = match (&*self.storage, device) {
-            (Storage::Cpu(v), Device::Cuda(i)) => Storage::Cuda(storage::upload(&cuda::gpu(i)?, v)?),
+            (Storage::Cpu(v), Device::Cuda(i)) => {
+                Storage::Cuda(storage::upload(&cuda::gpu(i)?, v)?)
+            }
             (Storage::Cuda(b), Device::Cpu) => Storage::Cpu(storage::download(b)?),
             // Between GPUs: through the host, which is always allowed (peer access may not be).
-            (Storage::Cuda(b), Device::Cuda(i)) => Storage::Cuda(storage::upload(&cuda::gpu(i)?, &storage::download(b)?)?),
+            (Storage::Cuda(b), Device::Cuda(i)) => {
+                Storage::Cuda(storage::upload(&cuda::gpu(i)?, &storage::download(b)?)?)
+            }
             (Storage::Cpu(_), Device::Cpu) => unreachable!(),
         };
         Ok(Tensor::from_storage(storage, self.dims.clone()))
@@ -174,7 +196,10 @@ impl Tensor {
     /// The rows of a 2-D tensor.
     pub fn to_vec2(&self) -> Result<Vec<Vec<f32>>> {
         if self.rank() != 2 {
-            return Err(Error::BadShape(format!("to_vec2 needs a 2-D tensor, got shape {:?}", self.dims)));
+            return Err(Error::BadShape(format!(
+                "to_vec2 needs a 2-D tensor, got shape {:?}",
+                self.dims
+            )));
         }
         let cols = self.dims[1].max(1);
         Ok(self.to_vec()?.chunks(cols).map(<[f32]>::to_vec).collect())
@@ -202,12 +227,18 @@ impl Tensor {
                 self.numel()
             )));
         }
-        Ok(Tensor { storage: self.storage.clone(), dims })
+        Ok(Tensor {
+            storage: self.storage.clone(),
+            dims,
+        })
     }
 
     /// A 1-D view of all elements.
     pub fn flatten(&self) -> Tensor {
-        Tensor { storage: self.storage.clone(), dims: vec![self.numel()] }
+        Tensor {
+            storage: self.storage.clone(),
+            dims: vec![self.numel()],
+        }
     }
 
     /// The device address of the data, for kernel arguments.

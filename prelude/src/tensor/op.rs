@@ -58,7 +58,13 @@ impl UnaryOp {
             UnaryOp::Abs => x.abs(),
             UnaryOp::Exp => x.exp(),
             UnaryOp::Sqrt => x.sqrt(),
-            UnaryOp::Relu => if x > 0.0 { x } else { 0.0 },
+            UnaryOp::Relu => {
+                if x > 0.0 {
+                    x
+                } else {
+                    0.0
+                }
+            }
             UnaryOp::Log => x.ln(),
             UnaryOp::Tanh => x.tanh(),
             UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),

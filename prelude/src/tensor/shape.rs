@@ -92,7 +92,11 @@ pub(crate) struct Broadcast {
 
 pub(crate) fn broadcast(op: &'static str, a: &[usize], b: &[usize]) -> Result<Broadcast> {
     let n = a.len().max(b.len());
-    let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, n - s.len()).chain(s.iter().copied()).collect() };
+    let pad = |s: &[usize]| -> Vec<usize> {
+        std::iter::repeat_n(1, n - s.len())
+            .chain(s.iter().copied())
+            .collect()
+    };
     let (pa, pb) = (pad(a), pad(b));
     let mut dims = Vec::with_capacity(n);
     for i in 0..n {
@@ -100,14 +104,26 @@ pub(crate) fn broadcast(op: &'static str, a: &[usize], b: &[usize]) -> Result<Br
             (x, y) if x == y => x,
             (1, y) => y,
             (x, 1) => x,
-            _ => return Err(Error::ShapeMismatch { op, lhs: a.to_vec(), rhs: b.to_vec() }),
+            _ => {
+                return Err(Error::ShapeMismatch {
+                    op,
+                    lhs: a.to_vec(),
+                    rhs: b.to_vec(),
+                })
+            }
         });
     }
     let stretch = |p: &[usize]| -> Vec<usize> {
         let st = strides(p);
-        (0..n).map(|i| if p[i] == 1 && dims[i] != 1 { 0 } else { st[i] }).collect()
+        (0..n)
+            .map(|i| if p[i] == 1 && dims[i] != 1 { 0 } else { st[i] })
+            .collect()
     };
-    Ok(Broadcast { sa: stretch(&pa), sb: stretch(&pb), dims })
+    Ok(Broadcast {
+        sa: stretch(&pa),
+        sb: stretch(&pb),
+        dims,
+    })
 }
 
 /// Resolves a possibly negative dimension index against `rank`.

@@ -31,18 +31,26 @@ pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
     // buffer is read.
     let slice = unsafe { gpu.stream.alloc::<f32>(n) }.map_err(|e| {
         if cuda::is_oom(&e) {
-            Error::OutOfMemory { device: gpu.device(), bytes: n * 4 }
+            Error::OutOfMemory {
+                device: gpu.device(),
+                bytes: n * 4,
+            }
         } else {
             cuda::driver_err("cuMemAlloc", e)
         }
     })?;
-    Ok(CudaBuf { gpu: gpu.clone(), slice })
+    Ok(CudaBuf {
+        gpu: gpu.clone(),
+        slice,
+    })
 }
 
 pub(crate) fn zeros(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
     let mut b = alloc(gpu, n)?;
     if n > 0 {
-        gpu.stream.memset_zeros(&mut b.slice).map_err(|e| cuda::driver_err("cuMemsetD8", e))?;
+        gpu.stream
+            .memset_zeros(&mut b.slice)
+            .map_err(|e| cuda::driver_err("cuMemsetD8", e))?;
     }
     Ok(b)
 }
@@ -52,7 +60,9 @@ pub(crate) fn zeros(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
 pub(crate) fn upload(gpu: &Arc<Gpu>, data: &[f32]) -> Result<CudaBuf> {
     let mut b = alloc(gpu, data.len())?;
     if !data.is_empty() {
-        gpu.stream.memcpy_htod(data, &mut b.slice).map_err(|e| cuda::driver_err("cuMemcpyHtoD", e))?;
+        gpu.stream
+            .memcpy_htod(data, &mut b.slice)
+            .map_err(|e| cuda::driver_err("cuMemcpyHtoD", e))?;
     }
     Ok(b)
 }
@@ -61,9 +71,15 @@ pub(crate) fn upload(gpu: &Arc<Gpu>, data: &[f32]) -> Result<CudaBuf> {
 pub(crate) fn download(b: &CudaBuf) -> Result<Vec<f32>> {
     let mut out = vec![0f32; b.slice.len()];
     if !out.is_empty() {
-        b.gpu.stream.memcpy_dtoh(&b.slice, &mut out).map_err(|e| cuda::driver_err("cuMemcpyDtoH", e))?;
+        b.gpu
+            .stream
+            .memcpy_dtoh(&b.slice, &mut out)
+            .map_err(|e| cuda::driver_err("cuMemcpyDtoH", e))?;
     }
-    b.gpu.stream.synchronize().map_err(|e| cuda::driver_err("cuStreamSynchronize", e))?;
+    b.gpu
+        .stream
+        .synchronize()
+        .map_err(|e| cuda::driver_err("cuStreamSynchronize", e))?;
     Ok(out)
 }
 
