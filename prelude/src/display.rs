@@ -11,8 +11,8 @@
 //! can check the exact bytes without capturing stdout.
 
 use base64::Engine as _;
-use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,11 +20,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const LINE_PREFIX: &str = "\x1egpulab:";
 
 /// One piece of rich output: MIME type → content (binary types base64-encoded), plus the
-/// optional per-type metadata Jupyter accepts (e.g. `{"image/png": {"width": 640}}`).
+/// optional metadata Jupyter accepts (e.g. key `image/png`, value `{"width": 640}`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MimeBundle {
     pub data: BTreeMap<String, String>,
-    pub metadata: Map<String, Value>,
+    /// Metadata key → value as JSON text (inserted into the message verbatim).
+    pub metadata: BTreeMap<String, String>,
 }
 
 impl MimeBundle {
@@ -43,8 +44,9 @@ impl MimeBundle {
         self.with(mime, base64::engine::general_purpose::STANDARD.encode(bytes))
     }
 
-    pub fn with_metadata(mut self, key: &str, value: Value) -> Self {
-        self.metadata.insert(key.to_string(), value);
+    /// Adds a metadata entry; `json` must be valid JSON text, e.g. `r#"{"width": 640}"#`.
+    pub fn with_metadata(mut self, key: &str, json: impl Into<String>) -> Self {
+        self.metadata.insert(key.to_string(), json.into());
         self
     }
 
@@ -81,49 +83,85 @@ impl Rich for MimeBundle {
 // ---------------------------------------------------------------------------------------
 // Protocol text (pure)
 
-fn data_value(bundle: &MimeBundle) -> Value {
-    Value::Object(
-        bundle
-            .data
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect(),
-    )
+// The messages are a handful of fixed shapes (strings and one bool), so they are written by
+// hand: it keeps serde out of the prelude's build, which every fresh session compiles.
+
+/// Appends `s` as a JSON string literal. Control characters (newlines included) are
+/// escaped, so a message never holds a raw newline and stays on one line (contract 1).
+fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
-fn encode(message: Value) -> String {
-    // serde_json escapes control characters inside strings, so the compact form never holds
-    // a raw newline and the whole message stays on one line, as contract 1 requires.
-    format!("{LINE_PREFIX}{message}\n")
+fn push_bundle(out: &mut String, bundle: &MimeBundle) {
+    out.push_str(",\"data\":{");
+    for (i, (k, v)) in bundle.data.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_json_str(out, k);
+        out.push(':');
+        push_json_str(out, v);
+    }
+    out.push_str("},\"metadata\":{");
+    for (i, (k, v)) in bundle.metadata.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_json_str(out, k);
+        out.push(':');
+        // Raw JSON text; newlines in it are insignificant whitespace, so flatten them.
+        out.push_str(&v.replace(['\n', '\r'], " "));
+    }
+    out.push('}');
+}
+
+fn message(op: &str, bundle: Option<&MimeBundle>, display_id: Option<&str>, wait: Option<bool>) -> String {
+    let mut out = String::with_capacity(64 + bundle.map_or(0, |b| b.data.values().map(String::len).sum()));
+    out.push_str(LINE_PREFIX);
+    out.push_str("{\"op\":");
+    push_json_str(&mut out, op);
+    if let Some(b) = bundle {
+        push_bundle(&mut out, b);
+    }
+    if let Some(id) = display_id {
+        out.push_str(",\"display_id\":");
+        push_json_str(&mut out, id);
+    }
+    if let Some(w) = wait {
+        out.push_str(if w { ",\"wait\":true" } else { ",\"wait\":false" });
+    }
+    out.push_str("}\n");
+    out
 }
 
 /// The line announcing a new output (`display` op). `display_id` lets it be updated later.
 pub fn display_line(bundle: &MimeBundle, display_id: Option<&str>) -> String {
-    let mut msg = json!({
-        "op": "display",
-        "data": data_value(bundle),
-        "metadata": Value::Object(bundle.metadata.clone()),
-    });
-    if let Some(id) = display_id {
-        msg["display_id"] = Value::String(id.to_string());
-    }
-    encode(msg)
+    message("display", Some(bundle), display_id, None)
 }
 
 /// The line replacing the output shown under `display_id` (`update` op).
 pub fn update_line(bundle: &MimeBundle, display_id: &str) -> String {
-    encode(json!({
-        "op": "update",
-        "data": data_value(bundle),
-        "metadata": Value::Object(bundle.metadata.clone()),
-        "display_id": display_id,
-    }))
+    message("update", Some(bundle), Some(display_id), None)
 }
 
 /// The line clearing the cell's output (`clear` op); with `wait` the front end clears only
 /// when the next output arrives, which avoids flicker in animations.
 pub fn clear_line(wait: bool) -> String {
-    encode(json!({ "op": "clear", "wait": wait }))
+    message("clear", None, None, Some(wait))
 }
 
 /// What `evcxr_display` prints: one `EVCXR_BEGIN_CONTENT` block per MIME type.

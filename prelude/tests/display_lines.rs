@@ -66,9 +66,10 @@ fn png_is_base64_and_round_trips() {
 fn metadata_travels() {
     let b = MimeBundle::new()
         .with("text/plain", "x")
-        .with_metadata("image/png", serde_json::json!({"width": 10}));
+        .with_metadata("image/png", "{\"width\": 10,\n \"height\": 5}");
     let v = parse(&display_line(&b, None));
     assert_eq!(v["metadata"]["image/png"]["width"], 10);
+    assert_eq!(v["metadata"]["image/png"]["height"], 5);
 }
 
 #[test]
@@ -85,4 +86,15 @@ fn handles_have_distinct_ids() {
     let b = gpulab::display::fresh_display_id();
     assert_ne!(a, b);
     assert_eq!(DisplayHandle::from_id("q").id(), "q");
+}
+
+#[test]
+fn every_awkward_character_survives_the_round_trip() {
+    let nasty = "quote \" backslash \\ nl \n cr \r tab \t nul \u{0} esc \u{1b} rs \u{1e} ls \u{2028} é 漢 🚀";
+    let line = display_line(&Text::new(nasty).mime_bundle(), Some("id \"x\""));
+    let v = parse(&line);
+    assert_eq!(v["data"]["text/plain"], nasty);
+    assert_eq!(v["display_id"], "id \"x\"");
+    // Only the prefix's record separator is raw; the one in the text is escaped.
+    assert_eq!(line.matches('\u{1e}').count(), 1);
 }
