@@ -213,46 +213,59 @@ impl EvcxrInterpreter {
         };
         let slot = session::take_slot().map_err(|e| format!("{e:#}"))?;
         std::env::set_var("EVCXR_TMPDIR", &slot.dir);
+        add_rust_libs_to_loader_path(&slot.dir);
         self._slot = Some(slot);
-        add_rust_libs_to_loader_path();
         let (mut ctx, outputs) = CommandContext::new().map_err(|e| format!("evcxr could not start: {e}"))?;
         log("evcxr context ready");
         *self.stop.child.lock().unwrap() = Some(ctx.process_handle());
         self.forwarders = Some(Forwarders::start(outputs.stdout, outputs.stderr, self.sink.clone()));
         // Share compiled dependencies between build slots (evcxr's `:cache`, in MiB).
         let _ = ctx.execute(":cache 4096");
-        ctx.execute(PANIC_HOOK).map_err(|e| format!("installing the panic hook: {e}"))?;
-        log("panic hook installed");
+        // Every eval is a cargo build, so the prelude, the panic hook and the GPU check go in one.
+        let mut loaded = false;
         if self.load_prelude {
             let prelude = session::extract_prelude().map_err(|e| format!("{e:#}"))?;
-            let dep = format!(":dep gpulab = {{ path = {:?} }}\nuse gpulab::*;", prelude.display().to_string());
-            match ctx.execute(&dep) {
+            let first = format!(
+                ":dep gpulab = {{ path = {:?} }}\nuse gpulab::*;\n{PANIC_HOOK}\n{GPU_NOTICE};",
+                prelude.display().to_string()
+            );
+            match self.capture(&mut ctx, &first) {
+                Ok(notice) => {
+                    loaded = true;
+                    self.notice = notice;
+                    log("prelude loaded, panic hook installed, GPU checked");
+                    // rust-analyzer (which evcxr asks for the type of each new variable) indexes
+                    // the prelude and its dependencies on first use: about 3 s that would
+                    // otherwise land on the user's first `let`.
+                    let warm = "let gpulab_warm_up = Tensor::zeros(1, Device::Cpu);\ngpulab_warm_up.sha";
+                    let _ = ctx.completions(warm, warm.len());
+                    log("rust-analyzer ready");
+                }
                 Err(e) => {
                     self.notice = Some(format!("gpulab: the prelude failed to build, so `use gpulab::*` is not in scope:\n{e}\n"));
                 }
-                Ok(_) => {
-                    log("prelude loaded");
-                    self.notice = self.capture(&mut ctx, GPU_NOTICE);
-                    log("GPU checked");
-                }
             }
+        }
+        if !loaded {
+            ctx.execute(PANIC_HOOK).map_err(|e| format!("installing the panic hook: {e}"))?;
+            log("panic hook installed");
         }
         self.ctx = Some(ctx);
         Ok(())
     }
 
-    /// Runs `code` with its output kept rather than shown, and returns what it printed.
-    fn capture(&self, ctx: &mut CommandContext, code: &str) -> Option<String> {
+    /// Runs `code` with its output kept rather than shown; returns what it printed, if anything.
+    fn capture(&self, ctx: &mut CommandContext, code: &str) -> Result<Option<String>, evcxr::Error> {
         let capture = Arc::new(Capture::default());
         let previous = self.sink.get();
         self.sink.set(capture.clone());
-        let ok = ctx.execute(code).is_ok();
+        let result = ctx.execute(code);
         self.finish_output();
         if let Some(p) = previous {
             self.sink.set(p);
         }
         let text = std::mem::take(&mut *capture.0.lock().unwrap());
-        (ok && !text.is_empty()).then_some(text)
+        result.map(|_| (!text.is_empty()).then_some(text))
     }
 
     fn finish_output(&self) {
@@ -269,6 +282,12 @@ impl EvcxrInterpreter {
             input_reader: &move |req| out.input(&req.prompt, req.is_password).unwrap_or_default(),
         };
         let result = ctx.execute_with_callbacks(code, &mut callbacks);
+        if std::env::var_os("GPULAB_LOG_TIMING").is_some() {
+            if let Ok(o) = &result {
+                let phases: Vec<String> = o.phases.iter().map(|p| format!("{} {:.3}s", p.name, p.duration.as_secs_f64())).collect();
+                eprintln!("gpulab-kernel: phases: {}", phases.join(", "));
+            }
+        }
         (result, vars_before)
     }
 
@@ -338,19 +357,24 @@ impl EvcxrInterpreter {
     }
 }
 
-/// Cells are dylibs linked against the toolchain's `libstd-*.so`. The runpath cargo writes is
-/// relative to the deps folder, so it misses when the dylib is loaded from elsewhere; the child
-/// process finds std through LD_LIBRARY_PATH instead.
-fn add_rust_libs_to_loader_path() {
+/// Cells are dylibs linked against the toolchain's `libstd-*.so` and the prelude's dylib. The
+/// runpath cargo writes is relative to the deps folder, so it misses when evcxr loads a cell from
+/// the folder above; the child process finds both through LD_LIBRARY_PATH instead.
+fn add_rust_libs_to_loader_path(slot: &std::path::Path) {
     let Ok(out) = std::process::Command::new("rustc").args(["--print", "target-libdir"]).output() else { return };
-    let lib = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    if lib.is_empty() {
+    let std_dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if std_dir.is_empty() {
         return;
     }
-    let path = match std::env::var("LD_LIBRARY_PATH") {
-        Ok(old) if !old.is_empty() => format!("{lib}:{old}"),
-        _ => lib,
-    };
+    // target-libdir is <sysroot>/lib/rustlib/<host triple>/lib.
+    let triple = std::path::Path::new(&std_dir).parent().and_then(|p| p.file_name()).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
+    let deps = slot.join("target").join(&triple).join("debug").join("deps");
+    let mut path = format!("{}:{std_dir}", deps.display());
+    if let Ok(old) = std::env::var("LD_LIBRARY_PATH") {
+        if !old.is_empty() {
+            path = format!("{path}:{old}");
+        }
+    }
     std::env::set_var("LD_LIBRARY_PATH", path);
 }
 

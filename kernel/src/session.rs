@@ -39,6 +39,7 @@ pub fn extract_prelude() -> Result<PathBuf> {
     for (rel, bytes) in embedded::FILES {
         let path = tmp.join(rel);
         std::fs::create_dir_all(path.parent().unwrap())?;
+        let bytes = if *rel == "prelude/Cargo.toml" { session_manifest(bytes)? } else { bytes.to_vec() };
         std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
     }
     match std::fs::rename(&tmp, &root) {
@@ -50,6 +51,16 @@ pub fn extract_prelude() -> Result<PathBuf> {
         Err(e) => return Err(e).with_context(|| format!("renaming {} to {}", tmp.display(), root.display())),
     }
     Ok(prelude)
+}
+
+const RLIB_LINE: &str = "crate-type = [\"rlib\"]";
+
+/// The prelude's manifest as sessions build it: a dylib, so every cell shares one copy of its
+/// statics (see the comment beside the line in prelude/Cargo.toml).
+fn session_manifest(bytes: &[u8]) -> Result<Vec<u8>> {
+    let text = std::str::from_utf8(bytes)?;
+    anyhow::ensure!(text.contains(RLIB_LINE), "prelude/Cargo.toml lost its `{RLIB_LINE}` line");
+    Ok(text.replacen(RLIB_LINE, "crate-type = [\"dylib\"]", 1).into_bytes())
 }
 
 pub fn embedded_lock_file() -> &'static [u8] {
@@ -122,6 +133,17 @@ impl InterruptFlag {
     pub fn is_set(&self) -> bool {
         let mut b = [0u8];
         self.file.read_at(&mut b, 0).map(|_| b[0] != 0).unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sessions_build_the_prelude_as_a_dylib() {
+        let (_, manifest) = super::embedded::FILES.iter().find(|(p, _)| *p == "prelude/Cargo.toml").unwrap();
+        let patched = String::from_utf8(super::session_manifest(manifest).unwrap()).unwrap();
+        assert!(patched.contains("crate-type = [\"dylib\"]"));
+        assert!(!patched.contains(super::RLIB_LINE));
     }
 }
 

@@ -251,19 +251,46 @@ impl DisplayHandle {
     }
 }
 
-/// Lets evcxr show any [`Rich`] value left as a cell's last expression.
+/// Shows a cell's last expression the way evcxr does, in one compile instead of two.
 ///
-/// evcxr calls `.evcxr_display()` on the trailing expression when such a method resolves;
-/// the prelude's `use gpulab::*;` brings this trait into scope, so every `Rich` type gets it.
+/// evcxr first tries to compile `(expr).evcxr_display()` and, when no such method exists, compiles
+/// the cell again with `{:?}`. That failed first attempt costs every plain value (`1`, a `Vec`, a
+/// `Tensor`) about a third of its cell time. With `use gpulab::*;` in scope this blanket trait
+/// makes the first attempt succeed for every `Debug` value, printing what evcxr would print.
+/// [`Rich`] types of the prelude have an inherent `evcxr_display` (see [`rich_evcxr_display!`]),
+/// which Rust prefers over a trait method, so they still show as HTML, PNG or SVG.
 pub trait EvcxrDisplay {
     fn evcxr_display(&self);
 }
 
-impl<T: Rich + ?Sized> EvcxrDisplay for T {
+impl<T: std::fmt::Debug + ?Sized> EvcxrDisplay for T {
     fn evcxr_display(&self) {
-        emit(&evcxr_content(&self.mime_bundle()));
+        emit(&evcxr_content(&MimeBundle::new().with("text/plain", format!("{self:?}"))));
     }
 }
+
+/// Shows a [`Rich`] value as a cell's result. Types of your own that implement [`Rich`] get the
+/// same treatment as the prelude's with an inherent method calling this:
+/// `impl MyType { pub fn evcxr_display(&self) { gpulab::display::show_as_result(self) } }`.
+pub fn show_as_result<T: Rich + ?Sized>(x: &T) {
+    emit(&evcxr_content(&x.mime_bundle()));
+}
+
+/// Gives each listed [`Rich`] type the inherent `evcxr_display` that evcxr calls for a cell's
+/// last expression. Inherent methods win over [`EvcxrDisplay`]'s blanket `Debug` form.
+#[macro_export]
+macro_rules! rich_evcxr_display {
+    ($($t:ty),* $(,)?) => {
+        $(impl $t {
+            #[doc(hidden)]
+            pub fn evcxr_display(&self) {
+                $crate::display::show_as_result(self)
+            }
+        })*
+    };
+}
+
+rich_evcxr_display!(MimeBundle, Html, Svg, Png, Markdown, Text);
 
 // ---------------------------------------------------------------------------------------
 // Ready-made rich values

@@ -156,3 +156,5 @@ mod tests {
         assert_eq!(Colormap::Gray.color(0.5), [128, 128, 128]);
     }
 }
+
+crate::rich_evcxr_display!(RgbImage);

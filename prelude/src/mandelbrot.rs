@@ -412,3 +412,5 @@ mod tests {
         assert!(((c.y_max - c.y_min) - 2.0).abs() < 1e-12);
     }
 }
+
+crate::rich_evcxr_display!(MandelbrotImage);

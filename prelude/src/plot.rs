@@ -535,3 +535,5 @@ mod tests {
         assert_eq!(short_number(100.0), "100");
     }
 }
+
+crate::rich_evcxr_display!(Figure, BarChart);

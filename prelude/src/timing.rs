@@ -493,3 +493,5 @@ impl Rich for Comparison {
         MimeBundle::new().with("text/plain", self.table()).with("text/html", html)
     }
 }
+
+crate::rich_evcxr_display!(BenchResult, Comparison);
