@@ -176,3 +176,42 @@ def test_no_gpu_notice_is_shown_once(fresh_kernel):
     assert "no CUDA device" in stderr
     reply, outputs = fresh_kernel.execute("2")
     assert not any(m["msg_type"] == "stream" and "no CUDA device" in m["content"]["text"] for m in outputs)
+
+
+def heavy_cell(statements=3000):
+    """A cell whose build takes several seconds at opt-level 2 (about 10 s here)."""
+    body = "\n".join(
+        f"    acc = acc.wrapping_mul({i * 2 + 3}).rotate_left({i % 31 + 1}) ^ (acc >> {i % 17 + 1}); v.push(acc.count_ones() as u64 + {i});"
+        for i in range(statements))
+    return "fn heavy_build() -> Vec<u64> {\n    let mut v = Vec::new();\n    let mut acc: u64 = 1;\n" + body + "\n    v\n}\nheavy_build().len()"
+
+
+def test_interrupt_during_a_build_stops_the_build_and_keeps_variables(fresh_kernel):
+    k = fresh_kernel
+    reply, _ = k.execute("let precious = 7;")
+    assert reply["status"] == "ok"
+    msg_id = k.kc.execute(heavy_cell())
+    time.sleep(2.5)
+    start = time.monotonic()
+    k.km.interrupt_kernel()
+    reply, _ = k.collect(msg_id, timeout=60)
+    elapsed = time.monotonic() - start
+    assert reply["status"] == "error"
+    assert reply["ename"] == "KeyboardInterrupt", reply
+    assert "build" in reply["evalue"], reply["evalue"]
+    assert elapsed < 5, f"the build went on for {elapsed:.1f} s after the interrupt"
+    reply, outputs = k.execute("precious * 6")
+    assert reply["status"] == "ok"
+    assert [m for m in outputs if m["msg_type"] == "execute_result"][0]["content"]["data"]["text/plain"] == "42"
+
+
+def test_interrupt_kills_a_shell_escape(kernel):
+    msg_id = kernel.kc.execute("!sleep 60")
+    time.sleep(1.5)
+    start = time.monotonic()
+    kernel.km.interrupt_kernel()
+    reply, _ = kernel.collect(msg_id, timeout=30)
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+    assert time.monotonic() - start < 5
+    reply, _ = kernel.execute("1")
+    assert reply["status"] == "ok"

@@ -336,7 +336,8 @@ impl EvcxrInterpreter {
             }
             Err(e) => {
                 if interrupted {
-                    return ExecuteOutcome::error("KeyboardInterrupt", "interrupted", vec!["KeyboardInterrupt".into()]);
+                    // Killing cargo surfaces as a failed build rather than as compile errors.
+                    return ExecuteOutcome::error("KeyboardInterrupt", "the build was stopped", vec!["KeyboardInterrupt: the build was stopped; the session's variables are kept".into()]);
                 }
                 let text = e.to_string();
                 ExecuteOutcome::error("Error", text.clone(), vec![text])
