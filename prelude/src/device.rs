@@ -87,3 +87,10 @@ impl fmt::Debug for Device {
         }
     }
 }
+
+/// Lets every API that takes `impl Into<Device>` accept `&dev` as well as `dev`.
+impl From<&Device> for Device {
+    fn from(d: &Device) -> Device {
+        *d
+    }
+}

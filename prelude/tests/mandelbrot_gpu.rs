@@ -19,12 +19,14 @@ fn same(m: &Mandelbrot, dev: Device) {
 }
 
 #[test]
+#[ignore = "needs a CUDA device; tests/test_gpu.py runs it when one is present"]
 fn gpu_equals_cpu_in_the_articles_setting() {
     let Some(dev) = gpu() else { return };
     same(&Mandelbrot::default(), dev);
 }
 
 #[test]
+#[ignore = "needs a CUDA device; tests/test_gpu.py runs it when one is present"]
 fn gpu_equals_cpu_zoomed_and_odd_sized() {
     let Some(dev) = gpu() else { return };
     same(&Mandelbrot::default().size(1001, 333).zoom(-0.7436438870, 0.1318259042, 5000.0).iterations(2000), dev);
@@ -33,6 +35,7 @@ fn gpu_equals_cpu_zoomed_and_odd_sized() {
 }
 
 #[test]
+#[ignore = "needs a CUDA device; tests/test_gpu.py runs it when one is present"]
 fn gpu_launch_checks_the_buffer_shape() {
     let Some(dev) = gpu() else { return };
     let mut wrong = Tensor::zeros((10, 10), dev).unwrap();
@@ -43,6 +46,7 @@ fn gpu_launch_checks_the_buffer_shape() {
 }
 
 #[test]
+#[ignore = "needs a CUDA device; tests/test_gpu.py runs it when one is present"]
 fn synchronised_timing_sees_the_kernel_and_unsynchronised_does_not() {
     let Some(dev) = gpu() else { return };
     let m = Mandelbrot::default().size(4096, 4096).iterations(2000);

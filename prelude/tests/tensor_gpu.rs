@@ -41,6 +41,7 @@ fn both(
 }
 
 #[test]
+#[ignore = "needs a CUDA device; tests/test_gpu.py runs it when one is present"]
 fn gpu_suite() {
     if !cuda::is_available() {
         let why = cuda::device_count()

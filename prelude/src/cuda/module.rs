@@ -1,12 +1,18 @@
 //! User-facing kernel launches: compile CUDA C++ with NVRTC for a device, look a kernel up
 //! by name and launch it with tensors and scalars as arguments.
 //!
-//! ```ignore
+//! ```no_run
+//! # use gpulab::*;
+//! # fn main() -> Result<(), gpulab::Error> {
+//! # let dev = Device::Cuda(0);
+//! # let n = 1024;
+//! # let (a, b, mut c) = (Tensor::ones(n, dev)?, Tensor::ones(n, dev)?, Tensor::zeros(n, dev)?);
 //! let m = cuda::Module::from_file(&dev, cuda::kernels_dir().join("vector_add.cu"))?;
 //! let f = m.function("vector_add")?;
 //! f.launch(LaunchConfig::for_elements(n, 256), &mut [
 //!     KernelArg::from(&a), KernelArg::from(&b), KernelArg::from(&mut c), KernelArg::from(n as i32),
 //! ])?;
+//! # Ok(()) }
 //! ```
 
 use super::context::{gpu_of, Gpu};
