@@ -215,3 +215,17 @@ def test_interrupt_kills_a_shell_escape(kernel):
     assert time.monotonic() - start < 5
     reply, _ = kernel.execute("1")
     assert reply["status"] == "ok"
+
+
+def test_a_fresh_sessions_first_question_mark_cell_keeps_its_image(fresh_kernel):
+    # evcxr turns `?` support on only after a cell fails for want of it, and that failure used
+    # to cost the cell its rich display; the kernel turns it on at start-up.
+    reply, outputs = fresh_kernel.execute("Mandelbrot::default().size(96, 64).cpu_serial()?")
+    assert reply["status"] == "ok", reply
+    result = [m for m in outputs if m["msg_type"] == "execute_result"]
+    assert "image/png" in result[0]["content"]["data"]
+    # A unit value shows nothing, as a statement would.
+    reply, outputs = fresh_kernel.execute('match 1 { _ => println!("x") }')
+    assert reply["status"] == "ok"
+    assert not [m for m in outputs if m["msg_type"] == "execute_result"]
+    assert fresh_kernel.stdout(outputs) == "x\n"

@@ -43,6 +43,11 @@ const GPU_NOTICE: &str = r#"if let Err(e) = gpulab::cuda::device_count() {
     println!("gpulab: the NVIDIA driver reports no GPU. Tensors, kernels and timings run on the CPU.");
 }"#;
 
+/// evcxr wraps cells so that `?` works only after a first cell has failed for want of it, and
+/// on that first failure it also gives up the cell's rich display (an image shows as text).
+/// A `?` in the start-up cell turns the wrapping on before the user's first cell.
+const ALLOW_QUESTION_MARK: &str = r#""0".parse::<u8>()?;"#;
+
 /// Collects what a cell prints, for start-up cells whose output is not shown as it comes.
 #[derive(Default)]
 struct Capture(Mutex<String>);
@@ -226,7 +231,7 @@ impl EvcxrInterpreter {
         if self.load_prelude {
             let prelude = session::extract_prelude().map_err(|e| format!("{e:#}"))?;
             let first = format!(
-                ":dep gpulab = {{ path = {:?} }}\nuse gpulab::*;\n{PANIC_HOOK}\n{GPU_NOTICE};",
+                ":dep gpulab = {{ path = {:?} }}\nuse gpulab::*;\n{PANIC_HOOK}\n{GPU_NOTICE};\n{ALLOW_QUESTION_MARK}",
                 prelude.display().to_string()
             );
             match self.capture(&mut ctx, &first) {

@@ -265,6 +265,11 @@ pub trait EvcxrDisplay {
 
 impl<T: std::fmt::Debug + ?Sized> EvcxrDisplay for T {
     fn evcxr_display(&self) {
+        // A cell ending in a loop, an `if` or a `match` of statements has the value `()`; like
+        // an ended statement, it shows nothing.
+        if std::any::type_name::<T>() == "()" {
+            return;
+        }
         emit(&evcxr_content(&MimeBundle::new().with("text/plain", format!("{self:?}"))));
     }
 }
