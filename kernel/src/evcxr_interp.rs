@@ -5,69 +5,12 @@ use crate::forward::{Forwarders, Sink};
 use crate::interp::{Bundle, Completion, ExecuteOutcome, ExecuteRequest, Interpreter, Interrupter, Outputs};
 use crate::magics::{self, Cell};
 use crate::session::{self, InterruptFlag, Slot};
+use crate::startup::{add_rust_libs_to_loader_path, Capture, ALLOW_QUESTION_MARK, GPU_NOTICE, PANIC_HOOK};
+use crate::stopper::Stopper;
 use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
 use serde_json::{json, Value};
-use std::process::Child;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Installed in the child process before anything else. It reports a panic through the display
-/// channel so the kernel can end the cell with an error (evcxr itself catches the unwind and
-/// would call the cell a success).
-const PANIC_HOOK: &str = r#"std::panic::set_hook(Box::new(|info| {
-    fn esc(s: &str) -> String {
-        let mut o = String::new();
-        for c in s.chars() {
-            match c {
-                '"' => o.push_str("\\\""),
-                '\\' => o.push_str("\\\\"),
-                c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-                c => o.push(c),
-            }
-        }
-        o
-    }
-    let p = info.payload();
-    let msg = p.downcast_ref::<&str>().map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "Box<dyn Any>".to_string());
-    let loc = info.location().map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column())).unwrap_or_default();
-    println!("\x1egpulab:{{\"op\":\"panic\",\"message\":\"{}\",\"location\":\"{}\"}}", esc(&msg), esc(&loc));
-}));"#;
-
-/// Says once, at the top of the first cell, when there is no GPU and why.
-const GPU_NOTICE: &str = r#"if let Err(e) = gpulab::cuda::device_count() {
-    println!("gpulab: no CUDA device ({e}). Tensors, kernels and timings run on the CPU; Device::cuda_if_available() picks the CPU.");
-} else if !gpulab::cuda::is_available() {
-    println!("gpulab: the NVIDIA driver reports no GPU. Tensors, kernels and timings run on the CPU.");
-}"#;
-
-/// evcxr wraps cells so that `?` works only after a first cell has failed for want of it, and
-/// on that first failure it also gives up the cell's rich display (an image shows as text).
-/// A `?` in the start-up cell turns the wrapping on before the user's first cell.
-const ALLOW_QUESTION_MARK: &str = r#""0".parse::<u8>()?;"#;
-
-/// Collects what a cell prints, for start-up cells whose output is not shown as it comes.
-#[derive(Default)]
-struct Capture(Mutex<String>);
-
-impl Outputs for Capture {
-    fn stream(&self, _name: &str, text: &str) {
-        self.0.lock().unwrap().push_str(text);
-    }
-    fn display(&self, _data: Bundle, _metadata: Value, _id: Option<String>, _update: bool) {}
-    fn clear_output(&self, _wait: bool) {}
-    fn input(&self, _prompt: &str, _password: bool) -> Option<String> {
-        None
-    }
-}
-
-/// Seconds a cell that never checks the interrupt flag gets before its process is ended.
-fn grace() -> Duration {
-    let secs = std::env::var("GPULAB_INTERRUPT_GRACE_SECS").ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(2.0);
-    Duration::from_secs_f64(secs)
-}
 
 pub struct EvcxrInterpreter {
     ctx: Option<CommandContext>,
@@ -81,122 +24,12 @@ pub struct EvcxrInterpreter {
     load_prelude: bool,
 }
 
-/// Everything an interrupt needs, shared with the control channel.
-pub struct Stopper {
-    flag: InterruptFlag,
-    child: Mutex<Option<Arc<Mutex<Child>>>>,
-    shell_pgid: AtomicI32,
-    /// Bumped at the start of every cell; the grace timer only kills the cell it was armed for.
-    cell: AtomicU64,
-    running: Mutex<bool>,
-}
-
-impl Stopper {
-    fn child_pid(&self) -> Option<i32> {
-        let handle = self.child.lock().unwrap().clone()?;
-        let pid = handle.lock().unwrap().id() as i32;
-        Some(pid)
-    }
-
-    fn kill_shell(&self) {
-        let pg = self.shell_pgid.load(Ordering::SeqCst);
-        if pg > 0 {
-            // SAFETY: signalling a process group we created.
-            unsafe { libc::kill(-pg, libc::SIGKILL) };
-        }
-    }
-
-    /// Ends cargo and rustc (a build in progress) without touching the child that holds the
-    /// session's variables.
-    fn kill_builds(&self) -> usize {
-        let keep = self.child_pid();
-        let victims = descendants(std::process::id() as i32, keep);
-        for pid in &victims {
-            // SAFETY: signalling our own descendants.
-            unsafe { libc::kill(*pid, libc::SIGKILL) };
-        }
-        victims.len()
-    }
-
-    fn kill_child(&self) {
-        if let Some(handle) = self.child.lock().unwrap().clone() {
-            let _ = handle.lock().unwrap().kill();
-        }
-    }
-}
-
-impl Interrupter for Stopper {
-    fn interrupt(&self) {
-        self.flag.set(true);
-        self.kill_shell();
-        self.kill_builds();
-        let cell = self.cell.load(Ordering::SeqCst);
-        let me = self.self_arc();
-        std::thread::spawn(move || {
-            std::thread::sleep(grace());
-            let running = me.running.lock().unwrap();
-            if *running && me.cell.load(Ordering::SeqCst) == cell {
-                me.kill_child();
-            }
-        });
-    }
-
-    fn terminate(&self) {
-        self.kill_shell();
-        self.kill_builds();
-        self.kill_child();
-    }
-}
-
-impl Stopper {
-    fn self_arc(&self) -> Arc<Stopper> {
-        STOPPER.lock().unwrap().clone().expect("stopper registered")
-    }
-}
-
-// The grace timer needs an owned handle; the interpreter registers its one Stopper here.
-static STOPPER: Mutex<Option<Arc<Stopper>>> = Mutex::new(None);
-
-/// Processes below `root` in the process tree, leaves first, excluding `keep` and its subtree.
-fn descendants(root: i32, keep: Option<i32>) -> Vec<i32> {
-    let mut parent_of = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-            // The command name is in parentheses and may contain spaces; the ppid follows it.
-            let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
-            let ppid = after.split(' ').nth(1).and_then(|s| s.parse::<i32>().ok()).unwrap_or(0);
-            parent_of.push((pid, ppid));
-        }
-    }
-    let mut out = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
-        for &(pid, ppid) in &parent_of {
-            if ppid == p && Some(pid) != keep {
-                out.push(pid);
-                frontier.push(pid);
-            }
-        }
-    }
-    out.reverse();
-    out
-}
-
 impl EvcxrInterpreter {
     pub fn new(load_prelude: bool) -> anyhow::Result<EvcxrInterpreter> {
         let flag = InterruptFlag::create()?;
         // The evcxr child process inherits this; it is spawned after this point.
         std::env::set_var("GPULAB_INTERRUPT_FILE", &flag.path);
-        let stop = Arc::new(Stopper {
-            flag,
-            child: Mutex::new(None),
-            shell_pgid: AtomicI32::new(0),
-            cell: AtomicU64::new(0),
-            running: Mutex::new(false),
-        });
-        *STOPPER.lock().unwrap() = Some(stop.clone());
+        let stop = Stopper::new(flag);
         Ok(EvcxrInterpreter {
             ctx: None,
             forwarders: None,
@@ -305,7 +138,7 @@ impl EvcxrInterpreter {
     fn outcome(&mut self, result: Result<EvalOutputs, evcxr::Error>, vars_before: Vec<String>, code: &str) -> ExecuteOutcome {
         self.finish_output();
         let panics = self.sink.take_panics();
-        let interrupted = self.stop.flag.is_set();
+        let interrupted = self.stop.interrupted();
         match result {
             Ok(outputs) => {
                 if interrupted {
@@ -363,27 +196,6 @@ impl EvcxrInterpreter {
     }
 }
 
-/// Cells are dylibs linked against the toolchain's `libstd-*.so` and the prelude's dylib. The
-/// runpath cargo writes is relative to the deps folder, so it misses when evcxr loads a cell from
-/// the folder above; the child process finds both through LD_LIBRARY_PATH instead.
-fn add_rust_libs_to_loader_path(slot: &std::path::Path) {
-    let Ok(out) = std::process::Command::new("rustc").args(["--print", "target-libdir"]).output() else { return };
-    let std_dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    if std_dir.is_empty() {
-        return;
-    }
-    // target-libdir is <sysroot>/lib/rustlib/<host triple>/lib.
-    let triple = std::path::Path::new(&std_dir).parent().and_then(|p| p.file_name()).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
-    let deps = slot.join("target").join(&triple).join("debug").join("deps");
-    let mut path = format!("{}:{std_dir}", deps.display());
-    if let Ok(old) = std::env::var("LD_LIBRARY_PATH") {
-        if !old.is_empty() {
-            path = format!("{path}:{old}");
-        }
-    }
-    std::env::set_var("LD_LIBRARY_PATH", path);
-}
-
 fn bundle(outputs: &EvalOutputs) -> Option<Bundle> {
     if outputs.content_by_mime_type.is_empty() {
         return None;
@@ -433,9 +245,7 @@ impl Interpreter for EvcxrInterpreter {
         if let Some(notice) = self.notice.take() {
             outputs.stream("stderr", &notice);
         }
-        self.stop.flag.set(false);
-        self.stop.cell.fetch_add(1, Ordering::SeqCst);
-        *self.stop.running.lock().unwrap() = true;
+        self.stop.cell_started();
         let outcome = match magics::classify(req.code) {
             Cell::Shell(commands) => {
                 let mut outcome = ExecuteOutcome::ok();
@@ -444,7 +254,7 @@ impl Interpreter for EvcxrInterpreter {
                         outcome = ExecuteOutcome::error("OSError", format!("could not run `{cmd}`: {e}"), vec![]);
                         break;
                     }
-                    if self.stop.flag.is_set() {
+                    if self.stop.interrupted() {
                         outcome = ExecuteOutcome::error("KeyboardInterrupt", format!("`{cmd}` was stopped"), vec![]);
                         break;
                     }
@@ -470,7 +280,7 @@ impl Interpreter for EvcxrInterpreter {
                 self.outcome(result, vars, code)
             }
         };
-        *self.stop.running.lock().unwrap() = false;
+        self.stop.cell_finished();
         outcome
     }
 

@@ -10,6 +10,8 @@ pub mod interp;
 pub mod magics;
 pub mod server;
 pub mod session;
+pub mod startup;
+pub mod stopper;
 pub mod syntax;
 pub mod wire;
 

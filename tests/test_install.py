@@ -1,0 +1,52 @@
+"""The kernelspec: install/uninstall flags like ipykernel's, and independence from the checkout."""
+
+import json
+import os
+import pathlib
+import subprocess
+
+from jupyter_client.kernelspec import KernelSpecManager
+
+from conftest import KERNEL_NAME
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def installed_binary():
+    spec = KernelSpecManager().get_kernel_spec(KERNEL_NAME)
+    return pathlib.Path(spec.argv[0]), spec
+
+
+def test_installed_spec_points_outside_the_checkout():
+    binary, spec = installed_binary()
+    assert spec.display_name == "Rust + GPU (gpulab)"
+    assert spec.language == "rust"
+    assert spec.interrupt_mode == "message"
+    assert spec.argv[1:] == ["--connection-file", "{connection_file}"]
+    # The binary is a copy in the kernelspec folder: moving or deleting the checkout keeps it.
+    assert binary.parent == pathlib.Path(spec.resource_dir)
+    assert REPO not in binary.resolve().parents
+    for logo in ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg"):
+        assert (pathlib.Path(spec.resource_dir) / logo).is_file()
+    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, cwd="/", check=True)
+    assert out.stdout.startswith("gpulab-kernel ")
+
+
+def test_install_and_uninstall_with_prefix(tmp_path):
+    binary, _ = installed_binary()
+    subprocess.run([str(binary), "install", "--prefix", str(tmp_path)], check=True, capture_output=True)
+    kdir = tmp_path / "share/jupyter/kernels/gpulab"
+    spec = json.loads((kdir / "kernel.json").read_text())
+    assert spec["argv"][0] == str(kdir / "gpulab-kernel")
+    assert os.access(kdir / "gpulab-kernel", os.X_OK)
+    assert spec["display_name"] == "Rust + GPU (gpulab)"
+    subprocess.run([str(binary), "uninstall", "--prefix", str(tmp_path)], check=True, capture_output=True)
+    assert not kdir.exists()
+
+
+def test_bad_install_flags_are_errors(tmp_path):
+    binary, _ = installed_binary()
+    run = subprocess.run([str(binary), "install", "--user", "--prefix", str(tmp_path)], capture_output=True, text=True)
+    assert run.returncode != 0 and "one of" in run.stderr
+    run = subprocess.run([str(binary), "install", "--bogus"], capture_output=True, text=True)
+    assert run.returncode != 0 and "--bogus" in run.stderr
