@@ -229,3 +229,14 @@ def test_a_fresh_sessions_first_question_mark_cell_keeps_its_image(fresh_kernel)
     assert reply["status"] == "ok"
     assert not [m for m in outputs if m["msg_type"] == "execute_result"]
     assert fresh_kernel.stdout(outputs) == "x\n"
+
+
+def test_input_asks_the_frontend_on_stdin(kernel):
+    msg_id = kernel.kc.execute('let name = input("Your name? "); println!("hello {name}");', allow_stdin=True)
+    ask = kernel.kc.get_stdin_msg(timeout=120)
+    assert ask["msg_type"] == "input_request"
+    assert ask["content"]["prompt"] == "Your name? "
+    kernel.kc.input("Ada")
+    reply, outputs = kernel.collect(msg_id, timeout=120)
+    assert reply["status"] == "ok", reply
+    assert "hello Ada" in kernel.stdout(outputs)

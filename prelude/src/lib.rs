@@ -39,4 +39,6 @@ pub use display::{
     clear_output, clear_output_wait, display, DisplayHandle, EvcxrDisplay, Html, Markdown,
     MimeBundle, Png, Rich, Svg, Text,
 };
+pub mod input;
+pub use input::{input, input_password};
 // --- end display & teaching ---------------------------------------------------------------
