@@ -240,3 +240,18 @@ def test_input_asks_the_frontend_on_stdin(kernel):
     reply, outputs = kernel.collect(msg_id, timeout=120)
     assert reply["status"] == "ok", reply
     assert "hello Ada" in kernel.stdout(outputs)
+
+
+def test_two_plots_in_one_cell_are_two_svg_display_data(kernel):
+    code = """
+let xs: Vec<f64> = (0..50).map(|i| i as f64 / 10.0).collect();
+let ys: Vec<f64> = xs.iter().map(|x| x.sin()).collect();
+display(&Figure::new("sine").line("sin", &xs, &ys));
+display(&bar_chart("speed", &["CPU", "GPU"], &[1.0, 20.0]));
+"""
+    reply, outputs = kernel.execute(code)
+    assert reply["status"] == "ok", reply
+    shown = [m for m in outputs if m["msg_type"] == "display_data"]
+    assert len(shown) == 2
+    for m in shown:
+        assert m["content"]["data"]["image/svg+xml"].lstrip().startswith("<svg")
