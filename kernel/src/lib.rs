@@ -13,6 +13,7 @@ pub mod session;
 pub mod startup;
 pub mod stopper;
 pub mod syntax;
+pub mod worker;
 pub mod wire;
 
 use serde_json::{json, Value};

@@ -5,7 +5,7 @@
 
 use crate::connection::ConnectionInfo;
 use crate::history::History;
-use crate::interp::{Bundle, ExecuteOutcome, ExecuteRequest, Interpreter, Interrupter, IsComplete, Outputs};
+use crate::interp::{Interpreter, Interrupter, IsComplete};
 use crate::wire::{self, Message, Signer};
 use anyhow::Result;
 use bytes::Bytes;
@@ -32,7 +32,7 @@ pub enum Shutdown {
 type Reply = (Channel, Message);
 
 #[derive(Debug, Clone, Copy)]
-enum Channel {
+pub(crate) enum Channel {
     Shell,
     Control,
 }
@@ -40,8 +40,8 @@ enum Channel {
 /// Publishes on iopub. Cheap to clone; usable from any thread.
 #[derive(Clone)]
 pub struct Iopub {
-    tx: mpsc::UnboundedSender<Message>,
-    session: String,
+    pub(crate) tx: mpsc::UnboundedSender<Message>,
+    pub(crate) session: String,
 }
 
 impl Iopub {
@@ -49,7 +49,7 @@ impl Iopub {
         let _ = self.tx.send(msg);
     }
 
-    fn status(&self, parent: Option<&Message>, state: &str) {
+    pub(crate) fn status(&self, parent: Option<&Message>, state: &str) {
         let content = json!({ "execution_state": state });
         self.send(match parent {
             Some(p) => Message::reply_to(p, "status", content),
@@ -59,59 +59,22 @@ impl Iopub {
 }
 
 /// A pending `input_request`: the prompt message and where to deliver the answer.
-type InputAsk = (Message, std_mpsc::Sender<Option<String>>);
+pub(crate) type InputAsk = (Message, std_mpsc::Sender<Option<String>>);
 
-/// `Outputs` for the cell being run: everything goes to iopub with the execute_request as parent.
-struct CellOutputs {
-    iopub: Iopub,
-    parent: Message,
-    allow_stdin: bool,
-    stdin: mpsc::UnboundedSender<InputAsk>,
-}
-
-impl Outputs for CellOutputs {
-    fn stream(&self, name: &str, text: &str) {
-        self.iopub.send(Message::reply_to(&self.parent, "stream", json!({"name": name, "text": text})));
-    }
-
-    fn display(&self, data: Bundle, metadata: Value, display_id: Option<String>, update: bool) {
-        let mut content = json!({"data": data, "metadata": metadata, "transient": {}});
-        if let Some(id) = display_id {
-            content["transient"] = json!({"display_id": id});
-        }
-        let kind = if update { "update_display_data" } else { "display_data" };
-        self.iopub.send(Message::reply_to(&self.parent, kind, content));
-    }
-
-    fn clear_output(&self, wait: bool) {
-        self.iopub.send(Message::reply_to(&self.parent, "clear_output", json!({"wait": wait})));
-    }
-
-    fn input(&self, prompt: &str, password: bool) -> Option<String> {
-        if !self.allow_stdin {
-            return None;
-        }
-        let ask = Message::reply_to(&self.parent, "input_request", json!({"prompt": prompt, "password": password}));
-        let (tx, rx) = std_mpsc::channel();
-        self.stdin.send((ask, tx)).ok()?;
-        rx.recv().ok().flatten()
-    }
-}
-
-struct Shared {
-    config: KernelConfig,
-    signer: Signer,
-    iopub: Iopub,
-    history: Mutex<History>,
-    replies: mpsc::UnboundedSender<Reply>,
-    interrupter: Arc<dyn Interrupter>,
+pub(crate) struct Shared {
+    pub(crate) config: KernelConfig,
+    pub(crate) signer: Signer,
+    pub(crate) iopub: Iopub,
+    pub(crate) history: Mutex<History>,
+    pub(crate) replies: mpsc::UnboundedSender<Reply>,
+    pub(crate) interrupter: Arc<dyn Interrupter>,
     /// Cancels a pending input request (on interrupt), so the worker is never stuck on stdin.
-    stdin_cancel: Mutex<Option<std_mpsc::Sender<Option<String>>>>,
-    shutdown: mpsc::UnboundedSender<Shutdown>,
+    pub(crate) stdin_cancel: Mutex<Option<std_mpsc::Sender<Option<String>>>>,
+    pub(crate) shutdown: mpsc::UnboundedSender<Shutdown>,
 }
 
 impl Shared {
-    fn reply(&self, channel: Channel, msg: Message) {
+    pub(crate) fn reply(&self, channel: Channel, msg: Message) {
         let _ = self.replies.send((channel, msg));
     }
 
@@ -216,7 +179,7 @@ pub async fn serve(conn: ConnectionInfo, config: KernelConfig, interp: Box<dyn I
     let worker_shared = shared.clone();
     let worker = std::thread::Builder::new()
         .name("gpulab-worker".into())
-        .spawn(move || worker_loop(interp, work_rx, worker_shared, stdin_tx))?;
+        .spawn(move || crate::worker::worker_loop(interp, work_rx, worker_shared, stdin_tx))?;
 
     let how = shutdown_rx.recv().await.unwrap_or(Shutdown::Exit);
     drop(work_tx);
@@ -367,102 +330,4 @@ async fn stdin_loop(mut sock: zeromq::RouterSocket, mut asks: mpsc::UnboundedRec
             }
         }
     }
-}
-
-fn worker_loop(
-    mut interp: Box<dyn Interpreter>,
-    work: std_mpsc::Receiver<Message>,
-    shared: Arc<Shared>,
-    stdin: mpsc::UnboundedSender<InputAsk>,
-) {
-    let quiet = Message::new("status", &shared.iopub.session, json!({}));
-    interp.start(Arc::new(CellOutputs {
-        iopub: shared.iopub.clone(),
-        parent: quiet,
-        allow_stdin: false,
-        stdin: stdin.clone(),
-    }));
-    let mut execution_count: u64 = 0;
-    while let Ok(msg) = work.recv() {
-        shared.iopub.status(Some(&msg), "busy");
-        let reply = match msg.msg_type() {
-            "execute_request" => {
-                let outputs = Arc::new(CellOutputs {
-                    iopub: shared.iopub.clone(),
-                    parent: msg.clone(),
-                    allow_stdin: msg.content["allow_stdin"].as_bool().unwrap_or(false),
-                    stdin: stdin.clone(),
-                });
-                Some(execute(&mut *interp, &msg, outputs, &shared, &mut execution_count))
-            }
-            "complete_request" => {
-                let code = msg.content["code"].as_str().unwrap_or("");
-                let cursor = char_to_byte(code, msg.content["cursor_pos"].as_u64().unwrap_or(code.chars().count() as u64));
-                let c = interp.complete(code, cursor);
-                Some(json!({"status": "ok", "matches": c.matches,
-                    "cursor_start": byte_to_char(code, c.cursor_start), "cursor_end": byte_to_char(code, c.cursor_end),
-                    "metadata": {}}))
-            }
-            "inspect_request" => {
-                let code = msg.content["code"].as_str().unwrap_or("");
-                let cursor = char_to_byte(code, msg.content["cursor_pos"].as_u64().unwrap_or(0));
-                let detail = msg.content["detail_level"].as_u64().unwrap_or(0);
-                let data = interp.inspect(code, cursor, detail);
-                Some(json!({"status": "ok", "found": data.is_some(), "data": data.unwrap_or_default(), "metadata": {}}))
-            }
-            other => {
-                eprintln!("gpulab-kernel: ignoring unknown request {other}");
-                None
-            }
-        };
-        if let Some(content) = reply {
-            let reply_type = msg.msg_type().replace("_request", "_reply");
-            shared.reply(Channel::Shell, Message::reply_to(&msg, &reply_type, content));
-        }
-        shared.iopub.status(Some(&msg), "idle");
-    }
-    interp.shutdown(false);
-}
-
-fn execute(interp: &mut dyn Interpreter, msg: &Message, outputs: Arc<CellOutputs>, shared: &Shared, count: &mut u64) -> Value {
-    let code = msg.content["code"].as_str().unwrap_or("");
-    let silent = msg.content["silent"].as_bool().unwrap_or(false);
-    let store_history = !silent && msg.content["store_history"].as_bool().unwrap_or(true);
-    if store_history {
-        *count += 1;
-        shared.history.lock().unwrap().push(*count, code);
-    }
-    let n = (*count).max(1);
-    if !silent {
-        shared.iopub.send(Message::reply_to(msg, "execute_input", json!({"code": code, "execution_count": n})));
-    }
-    let req = ExecuteRequest { code, silent, allow_stdin: outputs.allow_stdin, execution_count: n };
-    match interp.execute(&req, outputs) {
-        ExecuteOutcome::Ok { result, payload } => {
-            if let (Some(data), false) = (result, silent) {
-                shared.iopub.send(Message::reply_to(msg, "execute_result",
-                    json!({"execution_count": n, "data": data, "metadata": {}})));
-            }
-            json!({"status": "ok", "execution_count": n, "payload": payload, "user_expressions": {}})
-        }
-        ExecuteOutcome::Error { ename, evalue, traceback } => {
-            let err = json!({"ename": ename, "evalue": evalue, "traceback": traceback});
-            if !silent {
-                shared.iopub.send(Message::reply_to(msg, "error", err.clone()));
-            }
-            let mut reply = err;
-            reply["status"] = json!("error");
-            reply["execution_count"] = json!(n);
-            reply
-        }
-    }
-}
-
-/// Jupyter counts cursor positions in Unicode code points; Rust strings index bytes.
-pub fn char_to_byte(s: &str, chars: u64) -> usize {
-    s.char_indices().nth(chars as usize).map(|(i, _)| i).unwrap_or(s.len())
-}
-
-pub fn byte_to_char(s: &str, byte: usize) -> usize {
-    s[..byte.min(s.len())].chars().count()
 }
