@@ -304,24 +304,53 @@ fn axis_range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     }
 }
 
-/// Compact tick labels: 0.001, 1e-6, 2.5k, 1M, ...
+/// How every number on a chart is written (value labels, marker labels, speed-ups): three
+/// significant digits with trailing zeros dropped, so small measurements keep their leading
+/// digits (0.0046, 35.9, 4.07, 885).
+///
+/// - `1e-3 <= |v| < 1e3`: plain decimals (`0.001`, `0.5`, `35.9`, `885`);
+/// - `1e3 <= |v| < 1e12`: SI suffixes k, M, G (`1.23k`, `101k`, `2.5M`);
+/// - anything smaller or larger: scientific, `4.6e-4`, `1e-9`, `3e12`.
 pub fn short_number(v: f64) -> String {
-    let a = v.abs();
-    if v == 0.0 {
+    number_with(v, 3)
+}
+
+/// [`short_number`] with `sig` significant digits instead of three.
+fn number_with(v: f64, sig: usize) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    // Round first: 999.96 becomes 1000 and must then be written "1k", not "1000".
+    let r = round_sig(v, sig);
+    let a = r.abs();
+    if r == 0.0 {
         "0".into()
-    } else if !(1e-3..1e7).contains(&a) {
-        let s = format!("{v:.0e}");
-        if s.parse::<f64>().map(|p| (p - v).abs() <= 1e-9 * a).unwrap_or(false) {
-            s
-        } else {
-            format!("{v:.1e}")
-        }
-    } else if a >= 1e6 {
-        trim(format!("{:.2}", v / 1e6)) + "M"
-    } else if a >= 1e4 {
-        trim(format!("{:.2}", v / 1e3)) + "k"
+    } else if !(1e-3..1e12).contains(&a) {
+        scientific(r, sig)
     } else {
-        trim(format!("{v:.3}"))
+        let (scaled, suffix) = match a {
+            a if a >= 1e9 => (r / 1e9, "G"),
+            a if a >= 1e6 => (r / 1e6, "M"),
+            a if a >= 1e3 => (r / 1e3, "k"),
+            _ => (r, ""),
+        };
+        let int_digits = scaled.abs().log10().floor() as i64 + 1;
+        let decimals = (sig as i64 - int_digits).max(0) as usize;
+        trim(format!("{scaled:.decimals$}")) + suffix
+    }
+}
+
+fn round_sig(v: f64, sig: usize) -> f64 {
+    // Going through the decimal text rounds the way the reader expects (35.925 -> 35.9),
+    // where scaling by powers of ten would add binary noise of its own.
+    format!("{:.*e}", sig.max(1) - 1, v).parse().unwrap_or(v)
+}
+
+fn scientific(v: f64, sig: usize) -> String {
+    let s = format!("{:.*e}", sig.max(1) - 1, v);
+    match s.split_once('e') {
+        Some((mantissa, exp)) => format!("{}e{exp}", trim(mantissa.to_string())),
+        None => s,
     }
 }
 

@@ -1,0 +1,115 @@
+//! Labels a reader sees: clean tick numbers, every decade on a log axis, bars without a spare
+//! slot, bar names and marker labels that do not run into other text.
+use gpulab::plot::short_number;
+use gpulab::*;
+
+/// One `<text>` element with its anchor point and an estimated extent.
+#[derive(Debug, Clone)]
+struct Label {
+    text: String,
+    x: f64,
+    y: f64,
+    size: f64,
+    anchor: String,
+    rotated: bool,
+}
+
+impl Label {
+    /// A generous box: 0.6 em per character is wider than common sans-serif fonts, so a
+    /// layout that passes here also passes in the browser.
+    fn bbox(&self) -> (f64, f64, f64, f64) {
+        let w = self.text.chars().count() as f64 * self.size * 0.6;
+        let x0 = match self.anchor.as_str() {
+            "middle" => self.x - w / 2.0,
+            "end" => self.x - w,
+            _ => self.x,
+        };
+        // The y attribute is the anchor; the box spans about one em around it whatever dy says.
+        (x0, self.y - self.size, x0 + w, self.y + self.size)
+    }
+}
+
+fn labels(svg: &str) -> Vec<Label> {
+    let doc = roxmltree::Document::parse(svg).expect("SVG is well-formed XML");
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "text")
+        .map(|n| Label {
+            text: n.text().unwrap_or("").trim().to_string(),
+            x: n.attribute("x").unwrap().parse().unwrap(),
+            y: n.attribute("y").unwrap().parse().unwrap(),
+            size: n.attribute("font-size").unwrap().parse().unwrap(),
+            anchor: n.attribute("text-anchor").unwrap_or("start").to_string(),
+            rotated: n.attribute("transform").is_some(),
+        })
+        .collect()
+}
+
+fn rects(svg: &str) -> Vec<(f64, f64, f64, f64, String, String)> {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "rect")
+        .map(|n| {
+            let f = |k: &str| n.attribute(k).unwrap().parse::<f64>().unwrap();
+            let (x, y) = (f("x"), f("y"));
+            (
+                x,
+                y,
+                x + f("width"),
+                y + f("height"),
+                n.attribute("fill").unwrap_or("").to_string(),
+                n.attribute("stroke").unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn overlap(a: (f64, f64, f64, f64), b: (f64, f64, f64, f64)) -> bool {
+    a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
+}
+
+/// Tick labels of the y axis: right-aligned text left of the plot.
+fn y_ticks(ls: &[Label]) -> Vec<Label> {
+    ls.iter().filter(|l| l.anchor == "end" && !l.rotated).cloned().collect()
+}
+
+/// Tick labels of the x axis: centred text on the row just under the plot.
+fn x_ticks(ls: &[Label]) -> Vec<Label> {
+    let row = ls.iter().filter(|l| l.anchor == "middle" && !l.rotated).map(|l| l.y).fold(0.0, f64::max);
+    let row = ls.iter().filter(|l| l.anchor == "middle" && !l.rotated && l.y < row).map(|l| l.y).fold(0.0, f64::max);
+    ls.iter().filter(|l| l.anchor == "middle" && l.y == row).cloned().collect()
+}
+
+const LONG: [&str; 4] = ["CPU serial (1 thread)", "CPU parallel (all cores)", "GPU (CUDA) incl. transfers", "GPU kernel only"];
+
+/// Rectangles filled with a palette colour: the bars.
+fn bars(svg: &str) -> Vec<(f64, f64, f64, f64)> {
+    rects(svg)
+        .into_iter()
+        .filter(|r| r.4 != "#FFFFFF" && r.4 != "none" && r.4 != "")
+        .map(|r| (r.0, r.1, r.2, r.3))
+        .collect()
+}
+
+#[test]
+fn label_numbers_keep_three_significant_digits() {
+    for (v, s) in [
+        (0.0046, "0.0046"),
+        (0.00461234, "0.00461"),
+        (35.925, "35.9"),
+        (884.8, "885"),
+        (999.96, "1k"),
+        (1234.5, "1.23k"),
+        (101_040.0, "101k"),
+        (2.5e6, "2.5M"),
+        (0.5, "0.5"),
+        (-0.25, "-0.25"),
+        (4.07, "4.07"),
+        (0.00046, "4.6e-4"),
+        (1.0, "1"),
+        (0.0, "0"),
+    ] {
+        assert_eq!(short_number(v), s, "{v}");
+    }
+    let texts: Vec<String> = labels(&bar_chart("t", &["cpu", "gpu"], &[4.07, 0.0046]).to_svg()).into_iter().map(|l| l.text).collect();
+    assert!(texts.iter().any(|t| t == "0.0046"), "{texts:?}");
+}
