@@ -170,11 +170,14 @@ impl Figure {
             let (y0, y1) = axis_range(ys, self.log_y);
             // Drawing into a String cannot fail for I/O reasons; a failure here would be a
             // plotters layout bug, and a chart with an error note beats a panic in a notebook.
+            let xfmt = tick_formatter(x0, x1, self.log_x);
+            let yfmt = tick_formatter(y0, y1, self.log_y);
+            let (xf, yf) = (xfmt.as_ref(), yfmt.as_ref());
             let result = match (self.log_x, self.log_y) {
-                (false, false) => self.draw(&root, x0..x1, y0..y1),
-                (true, false) => self.draw(&root, (x0..x1).log_scale(), y0..y1),
-                (false, true) => self.draw(&root, x0..x1, (y0..y1).log_scale()),
-                (true, true) => self.draw(&root, (x0..x1).log_scale(), (y0..y1).log_scale()),
+                (false, false) => self.draw(&root, x0..x1, y0..y1, xf, yf),
+                (true, false) => self.draw(&root, (x0..x1).log_scale(), y0..y1, xf, yf),
+                (false, true) => self.draw(&root, x0..x1, (y0..y1).log_scale(), xf, yf),
+                (true, true) => self.draw(&root, (x0..x1).log_scale(), (y0..y1).log_scale(), xf, yf),
             };
             if let Err(e) = result {
                 let _ = root.draw(&Text::new(format!("plot error: {e}"), (10, 10), ("sans-serif", 14)));
@@ -189,6 +192,8 @@ impl Figure {
         root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
         xr: XR,
         yr: YR,
+        xfmt: &dyn Fn(&f64) -> String,
+        yfmt: &dyn Fn(&f64) -> String,
     ) -> Result<(), Box<dyn std::error::Error + '_>>
     where
         XR: plotters::coord::ranged1d::AsRangedCoord<CoordDescType = XC, Value = f64>,
@@ -204,8 +209,8 @@ impl Figure {
             .y_label_area_size(64)
             .build_cartesian_2d(xr, yr)?;
         let mut mesh = chart.configure_mesh();
-        mesh.x_label_formatter(&|v| short_number(*v))
-            .y_label_formatter(&|v| short_number(*v))
+        mesh.x_label_formatter(xfmt)
+            .y_label_formatter(yfmt)
             .light_line_style(RGBColor(235, 235, 235));
         if !self.xlabel.is_empty() {
             mesh.x_desc(self.xlabel.as_str());
@@ -277,6 +282,28 @@ impl Rich for Figure {
             .with("image/svg+xml", self.to_svg())
             .with("text/plain", format!("<Figure {:?}: {} series>", self.title, self.series.len()))
     }
+}
+
+/// Tick labels for an axis over `lo..hi`.
+///
+/// Linear ticks come from plotters, which reaches them by adding up a step, so the one meant
+/// to be zero can arrive as -2.2e-16 and others as 0.6000000000000001. Rounding each tick to
+/// a thousandth of the axis span removes that noise and still tells neighbours apart.
+/// Log axes keep plotters' own ticks and [`short_number`].
+fn tick_formatter(lo: f64, hi: f64, log: bool) -> Box<dyn Fn(&f64) -> String> {
+    if log {
+        return Box::new(|v| short_number(*v));
+    }
+    let span = (hi - lo).abs();
+    let quantum = if span > 0.0 && span.is_finite() { 10f64.powf(span.log10().floor() - 3.0) } else { 1e-9 };
+    Box::new(move |v| {
+        let q = (v / quantum).round() * quantum;
+        if q.abs() < quantum / 2.0 {
+            return "0".into();
+        }
+        let sig = (q.abs().log10().floor() - quantum.log10().round()) as i64 + 1;
+        number_with(q, sig.clamp(1, 15) as usize)
+    })
 }
 
 /// Axis bounds covering `values` with a little air; on a log axis only positive values

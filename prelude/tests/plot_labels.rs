@@ -11,6 +11,8 @@ struct Label {
     y: f64,
     size: f64,
     anchor: String,
+    /// plotters' vertical alignment: "0.76em" hangs below y, "-0.5ex" sits on it, "0.5ex" centres.
+    dy: String,
     rotated: bool,
 }
 
@@ -24,8 +26,12 @@ impl Label {
             "end" => self.x - w,
             _ => self.x,
         };
-        // The y attribute is the anchor; the box spans about one em around it whatever dy says.
-        (x0, self.y - self.size, x0 + w, self.y + self.size)
+        let y0 = match self.dy.as_str() {
+            "0.76em" => self.y,
+            "-0.5ex" => self.y - self.size,
+            _ => self.y - self.size / 2.0,
+        };
+        (x0, y0, x0 + w, y0 + self.size)
     }
 }
 
@@ -39,6 +45,7 @@ fn labels(svg: &str) -> Vec<Label> {
             y: n.attribute("y").unwrap().parse().unwrap(),
             size: n.attribute("font-size").unwrap().parse().unwrap(),
             anchor: n.attribute("text-anchor").unwrap_or("start").to_string(),
+            dy: n.attribute("dy").unwrap_or("").to_string(),
             rotated: n.attribute("transform").is_some(),
         })
         .collect()
@@ -72,11 +79,30 @@ fn y_ticks(ls: &[Label]) -> Vec<Label> {
     ls.iter().filter(|l| l.anchor == "end" && !l.rotated).cloned().collect()
 }
 
-/// Tick labels of the x axis: centred text on the row just under the plot.
+/// Tick labels of the x axis: centred text hanging below the plot (the title comes first).
 fn x_ticks(ls: &[Label]) -> Vec<Label> {
-    let row = ls.iter().filter(|l| l.anchor == "middle" && !l.rotated).map(|l| l.y).fold(0.0, f64::max);
-    let row = ls.iter().filter(|l| l.anchor == "middle" && !l.rotated && l.y < row).map(|l| l.y).fold(0.0, f64::max);
-    ls.iter().filter(|l| l.anchor == "middle" && l.y == row).cloned().collect()
+    ls[1..].iter().filter(|l| l.anchor == "middle" && l.dy == "0.76em" && !l.rotated).cloned().collect()
+}
+
+#[test]
+fn linear_ticks_have_no_float_noise() {
+    let xs: Vec<f64> = (0..=200).map(|i| i as f64 * std::f64::consts::TAU / 200.0).collect();
+    let ys: Vec<f64> = xs.iter().map(|x| x.sin()).collect();
+    let ls = labels(&Figure::new("sin").xlabel("x").line("sin", &xs, &ys).to_svg());
+    let ticks: Vec<String> = y_ticks(&ls).into_iter().map(|l| l.text).collect();
+    assert!(ticks.iter().any(|t| t == "0"), "no plain zero tick: {ticks:?}");
+    for t in &ticks {
+        assert!(t.len() <= 4 && !t.contains('e') && t != "-0", "noisy tick {t:?} in {ticks:?}");
+        assert!(t.parse::<f64>().is_ok(), "{t:?}");
+    }
+    // A range far from zero keeps its digits, and one in the thousands uses the k suffix.
+    let ls = labels(&Figure::new("r").line("", &[0.0, 1.0], &[1000.3, 1000.9]).to_svg());
+    let ticks: Vec<String> = y_ticks(&ls).into_iter().map(|l| l.text).collect();
+    let distinct: std::collections::HashSet<&String> = ticks.iter().collect();
+    assert_eq!(distinct.len(), ticks.len(), "ticks repeat: {ticks:?}");
+    let ls = labels(&Figure::new("k").line("", &[0.0, 1.0], &[0.0, 250_000.0]).to_svg());
+    let ticks: Vec<String> = y_ticks(&ls).into_iter().map(|l| l.text).collect();
+    assert!(ticks.iter().any(|t| t == "100k") && ticks.iter().any(|t| t == "0"), "{ticks:?}");
 }
 
 const LONG: [&str; 4] = ["CPU serial (1 thread)", "CPU parallel (all cores)", "GPU (CUDA) incl. transfers", "GPU kernel only"];
