@@ -175,9 +175,9 @@ impl Figure {
             let (xf, yf) = (xfmt.as_ref(), yfmt.as_ref());
             let result = match (self.log_x, self.log_y) {
                 (false, false) => self.draw(&root, x0..x1, y0..y1, xf, yf),
-                (true, false) => self.draw(&root, (x0..x1).log_scale(), y0..y1, xf, yf),
-                (false, true) => self.draw(&root, x0..x1, (y0..y1).log_scale(), xf, yf),
-                (true, true) => self.draw(&root, (x0..x1).log_scale(), (y0..y1).log_scale(), xf, yf),
+                (true, false) => self.draw(&root, log_axis(x0, x1), y0..y1, xf, yf),
+                (false, true) => self.draw(&root, x0..x1, log_axis(y0, y1), xf, yf),
+                (true, true) => self.draw(&root, log_axis(x0, x1), log_axis(y0, y1), xf, yf),
             };
             if let Err(e) = result {
                 let _ = root.draw(&Text::new(format!("plot error: {e}"), (10, 10), ("sans-serif", 14)));
@@ -289,10 +289,12 @@ impl Rich for Figure {
 /// Linear ticks come from plotters, which reaches them by adding up a step, so the one meant
 /// to be zero can arrive as -2.2e-16 and others as 0.6000000000000001. Rounding each tick to
 /// a thousandth of the axis span removes that noise and still tells neighbours apart.
-/// Log axes keep plotters' own ticks and [`short_number`].
+/// Decade ticks on a log axis are exact (see [`log_axis`]); below 0.01 they are written
+/// `1e-3`, `1e-4`, ... where the plain form would be a run of zeros to count, and above it as
+/// [`short_number`] writes them: `0.01`, `1`, `1k`, `100k`.
 fn tick_formatter(lo: f64, hi: f64, log: bool) -> Box<dyn Fn(&f64) -> String> {
     if log {
-        return Box::new(|v| short_number(*v));
+        return Box::new(|v| if v.abs() < 0.01 { scientific(*v, 3) } else { short_number(*v) });
     }
     let span = (hi - lo).abs();
     let quantum = if span > 0.0 && span.is_finite() { 10f64.powf(span.log10().floor() - 3.0) } else { 1e-9 };
@@ -304,6 +306,42 @@ fn tick_formatter(lo: f64, hi: f64, log: bool) -> Box<dyn Fn(&f64) -> String> {
         let sig = (q.abs().log10().floor() - quantum.log10().round()) as i64 + 1;
         number_with(q, sig.clamp(1, 15) as usize)
     })
+}
+
+/// `m`·10^`k`, read from its decimal text so that it is the double closest to the exact
+/// value (`10f64.powi(-3)` is not, and plotters' own decade search then skips 0.001).
+fn decade(m: u32, k: i32) -> f64 {
+    format!("{m}e{k}").parse().unwrap()
+}
+
+/// Log-scaled axis over `lo..hi` with ticks chosen here: a labelled tick at every decade in
+/// range, the lowest included, and light grid lines at 2..9 times each decade. An axis that
+/// spans less than two decades also labels 2× and 5× (or every multiple) so that it never
+/// shows a single number.
+fn log_axis(lo: f64, hi: f64) -> plotters::coord::combinators::WithKeyPoints<plotters::coord::combinators::LogCoord<f64>> {
+    use plotters::coord::combinators::BindKeyPoints;
+    // The slack absorbs log10's rounding at exact decades (log10(1e-3) may not be -3).
+    let k0 = (lo.log10() - 1e-9).ceil() as i32 - 1;
+    let k1 = (hi.log10() + 1e-9).floor() as i32;
+    let inside = |v: &f64| *v >= lo * (1.0 - 1e-12) && *v <= hi * (1.0 + 1e-12);
+    let with = |ms: &[u32]| -> Vec<f64> {
+        (k0..=k1).flat_map(|k| ms.iter().map(move |&m| decade(m, k))).filter(inside).collect()
+    };
+    let decades = with(&[1]);
+    let mut bold = decades.clone();
+    if bold.len() < 2 {
+        bold = with(&[1, 2, 5]);
+    }
+    if bold.len() < 2 {
+        bold = with(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    }
+    // More than about ten labels would collide on a narrow axis; keep every n-th decade.
+    let stride = bold.len().div_ceil(10).max(1);
+    if stride > 1 {
+        bold = bold.into_iter().step_by(stride).collect();
+    }
+    let light = if decades.len() <= 8 { with(&[2, 3, 4, 5, 6, 7, 8, 9]) } else { decades };
+    (lo..hi).log_scale().with_key_points(bold).with_light_points(light)
 }
 
 /// Axis bounds covering `values` with a little air; on a log axis only positive values
@@ -321,7 +359,7 @@ fn axis_range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
         if hi / lo < 10.0 {
             (lo / 2.0, hi * 2.0)
         } else {
-            (10f64.powf(lo.log10().floor()), 10f64.powf(hi.log10().ceil()))
+            (decade(1, lo.log10().floor() as i32), decade(1, hi.log10().ceil() as i32))
         }
     } else if lo == hi {
         (lo - 1.0, hi + 1.0)

@@ -105,6 +105,30 @@ fn linear_ticks_have_no_float_noise() {
     assert!(ticks.iter().any(|t| t == "100k") && ticks.iter().any(|t| t == "0"), "{ticks:?}");
 }
 
+#[test]
+fn log_axes_label_every_decade_including_the_lowest() {
+    // The notebook's sweep: 64² … 1024² pixels, times from a millisecond to half a second.
+    let n: Vec<f64> = [64.0f64, 128.0, 256.0, 512.0, 1024.0].iter().map(|s| s * s).collect();
+    let t: Vec<f64> = n.iter().map(|n| 1e-3 * n / 4096.0 * 1.9).collect();
+    let svg = Figure::new("sweep").log_x().log_y().line_points("CPU", &n, &t).to_svg();
+    let ls = labels(&svg);
+    let ys: Vec<String> = y_ticks(&ls).into_iter().map(|l| l.text).collect();
+    assert_eq!(ys, ["1e-3", "0.01", "0.1", "1"], "y decades");
+    let xs: Vec<String> = x_ticks(&ls).into_iter().map(|l| l.text).collect();
+    assert_eq!(xs, ["1k", "10k", "100k", "1M", "10M"], "x decades");
+    // Several decades below one, where 10^k is least exact in binary.
+    for lo in -12..0 {
+        let svg = Figure::new("d").log_y().line("", &[1.0, 2.0], &[10f64.powi(lo) * 1.5, 10f64.powi(lo + 3) * 0.9]).to_svg();
+        let ys: Vec<String> = y_ticks(&labels(&svg)).into_iter().map(|l| l.text).collect();
+        assert_eq!(ys.len(), 4, "decade 1e{lo}: {ys:?}");
+        assert_eq!(ys[0].parse::<f64>().unwrap(), 10f64.powi(lo), "lowest decade 1e{lo}: {ys:?}");
+    }
+    // Less than a decade of data still gets more than one label.
+    let svg = Figure::new("narrow").log_y().line("", &[1.0, 2.0], &[0.3, 0.9]).to_svg();
+    let ys = y_ticks(&labels(&svg));
+    assert!(ys.len() >= 2, "{ys:?}");
+}
+
 const LONG: [&str; 4] = ["CPU serial (1 thread)", "CPU parallel (all cores)", "GPU (CUDA) incl. transfers", "GPU kernel only"];
 
 /// Rectangles filled with a palette colour: the bars.
