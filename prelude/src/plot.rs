@@ -11,6 +11,7 @@
 use crate::display::{MimeBundle, Rich};
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::time::Duration;
 
 /// Numbers a plot can take: floats, integers, and durations (as seconds).
@@ -486,9 +487,12 @@ impl BarChart {
             let (lo, hi) = axis_range(self.values.iter().copied(), self.log_y);
             let n = self.values.len().max(1);
             let result = if self.log_y {
-                self.draw(&root, n, lo, (lo..hi * 1.5).log_scale())
+                let yfmt = tick_formatter(lo, hi * 1.5, true);
+                self.draw(&root, n, lo, log_axis(lo, hi * 1.5), yfmt.as_ref())
             } else {
-                self.draw(&root, n, 0.0, 0.0..hi.max(0.0) * 1.1 + f64::MIN_POSITIVE)
+                let top = hi.max(0.0) * 1.1 + f64::MIN_POSITIVE;
+                let yfmt = tick_formatter(0.0, top, false);
+                self.draw(&root, n, 0.0, 0.0..top, yfmt.as_ref())
             };
             if let Err(e) = result {
                 let _ = root.draw(&Text::new(format!("plot error: {e}"), (10, 10), ("sans-serif", 14)));
@@ -504,38 +508,33 @@ impl BarChart {
         n: usize,
         base: f64,
         yr: YR,
+        yfmt: &dyn Fn(&f64) -> String,
     ) -> Result<(), Box<dyn std::error::Error + '_>>
     where
         YR: plotters::coord::ranged1d::AsRangedCoord<CoordDescType = YC, Value = f64>,
         YC: Ranged<ValueType = f64> + ValueFormatter<f64>,
     {
         root.fill(&WHITE)?;
+        // The names are laid out before the chart exists, because their height decides the
+        // size of the area under the axis; the plot's width is the picture's less the margins
+        // and the y label area.
+        let slot = (root.dim_in_pixel().0 as f64 - 2.0 * 12.0 - 64.0) / n as f64;
+        let names = NameLayout::fit(&self.labels, slot);
+        // An x axis of 0..n with bar i over [i, i+1]: a segmented axis over 0..n has n+1
+        // slots (its integer range includes n), which left an empty slot and tick at the end.
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, ("sans-serif", 20))
             .margin(12)
-            .x_label_area_size(40)
+            .x_label_area_size(names.area_height())
             .y_label_area_size(64)
-            .build_cartesian_2d((0..n).into_segmented(), yr)?;
-        let labels = &self.labels;
+            .build_cartesian_2d(0.0..n as f64, yr)?;
         let mut mesh = chart.configure_mesh();
         if !self.ylabel.is_empty() {
             mesh.y_desc(self.ylabel.as_str());
         }
-        mesh.disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
-                    labels.get(*i).cloned().unwrap_or_default()
-                }
-                SegmentValue::Last => String::new(),
-            })
-            .y_label_formatter(&|v| short_number(*v))
-            .draw()?;
+        mesh.disable_x_mesh().x_labels(0).x_label_formatter(&|_| String::new()).y_label_formatter(yfmt).draw()?;
         chart.draw_series(self.values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, &v)| {
-            let mut bar = Rectangle::new(
-                [(SegmentValue::Exact(i), base), (SegmentValue::Exact(i + 1), v.max(base))],
-                palette(i).filled(),
-            );
+            let mut bar = Rectangle::new([(i as f64, base), (i as f64 + 1.0, v.max(base))], palette(i).filled());
             bar.set_margin(0, 0, 8, 8);
             bar
         }))?;
@@ -543,18 +542,48 @@ impl BarChart {
             let text = self.value_labels.get(i).cloned().unwrap_or_else(|| short_number(v));
             Text::new(
                 text,
-                (SegmentValue::CenterOf(i), v.max(base)),
-                TextStyle::from(("sans-serif", 13).into_font()).pos(plotters::style::text_anchor::Pos::new(
-                    plotters::style::text_anchor::HPos::Center,
-                    plotters::style::text_anchor::VPos::Bottom,
-                )),
+                (i as f64 + 0.5, v.max(base)),
+                TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom)),
             )
         }))?;
+        let axis_y = chart.plotting_area().get_pixel_range().1.end;
+        let style = TextStyle::from(("sans-serif", names.size).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+        for (i, lines) in names.lines.iter().enumerate() {
+            let (cx, _) = chart.backend_coord(&(i as f64 + 0.5, base));
+            for (j, line) in lines.iter().enumerate().filter(|(_, l)| !l.is_empty()) {
+                let y = axis_y + NAME_GAP + (j as f64 * names.line_height()).round() as i32;
+                root.draw(&Text::new(line.clone(), (cx, y), style.clone()))?;
+            }
+        }
         Ok(())
     }
 
     pub fn save(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<()> {
         std::fs::write(path, self.to_svg())
+    }
+}
+
+/// Pixels between the x axis and the first line of bar names.
+const NAME_GAP: i32 = 6;
+
+/// Bar names, one line each under their bar.
+struct NameLayout {
+    /// plotters' font size (the SVG gets this divided by 1.24).
+    size: f64,
+    lines: Vec<Vec<String>>,
+}
+
+impl NameLayout {
+    fn fit(labels: &[String], _slot: f64) -> NameLayout {
+        NameLayout { size: 13.0, lines: labels.iter().map(|l| vec![l.clone()]).collect() }
+    }
+
+    fn line_height(&self) -> f64 {
+        self.size / 1.24 * 1.2
+    }
+
+    fn area_height(&self) -> u32 {
+        40
     }
 }
 

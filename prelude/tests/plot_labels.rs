@@ -141,6 +141,29 @@ fn bars(svg: &str) -> Vec<(f64, f64, f64, f64)> {
 }
 
 #[test]
+fn bars_fill_the_axis_without_a_spare_slot() {
+    for n in 1..=4 {
+        let values: Vec<f64> = (1..=n).map(|i| i as f64).collect();
+        let svg = bar_chart("b", &LONG[..n], &values).to_svg();
+        let ls = labels(&svg);
+        assert!(ls.iter().all(|l| !l.text.is_empty()), "empty label in {ls:?}");
+        let bs = bars(&svg);
+        assert_eq!(bs.len(), n);
+        let width: Vec<f64> = bs.iter().map(|b| b.2 - b.0).collect();
+        let gap = bs.windows(2).map(|w| w[1].0 - w[0].2).fold(0.0, f64::max);
+        // Plot area: the horizontal grid lines span it.
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let right = doc
+            .descendants()
+            .filter(|n| n.tag_name().name() == "line" && n.attribute("y1") == n.attribute("y2"))
+            .map(|n| n.attribute("x2").unwrap().parse::<f64>().unwrap())
+            .fold(0.0, f64::max);
+        let tail = right - bs.last().unwrap().2;
+        assert!(tail <= gap.max(16.0) + 2.0, "{n} bars: {tail}px after the last bar (bars {width:?} wide)");
+    }
+}
+
+#[test]
 fn label_numbers_keep_three_significant_digits() {
     for (v, s) in [
         (0.0046, "0.0046"),
