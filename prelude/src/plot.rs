@@ -566,7 +566,11 @@ impl BarChart {
 /// Pixels between the x axis and the first line of bar names.
 const NAME_GAP: i32 = 6;
 
-/// Bar names, one line each under their bar.
+/// Bar names broken into lines that fit their bar's slot.
+///
+/// Text widths are estimated at 0.6 em per character, wider than the usual sans-serif
+/// fonts, so that the estimate errs towards space between names whichever font the
+/// browser picks.
 struct NameLayout {
     /// plotters' font size (the SVG gets this divided by 1.24).
     size: f64,
@@ -574,17 +578,59 @@ struct NameLayout {
 }
 
 impl NameLayout {
-    fn fit(labels: &[String], _slot: f64) -> NameLayout {
-        NameLayout { size: 13.0, lines: labels.iter().map(|l| vec![l.clone()]).collect() }
+    fn px(size: f64) -> f64 {
+        size / 1.24
+    }
+
+    /// The largest font, from 13 down to 10, at which every name fits its slot in at most
+    /// three lines without breaking a word; failing that, the smallest font with words
+    /// broken where they must be.
+    fn fit(labels: &[String], slot: f64) -> NameLayout {
+        let mut layout = NameLayout { size: 13.0, lines: Vec::new() };
+        for size in [13.0, 12.0, 11.0, 10.0] {
+            let max_chars = (((slot - 8.0) / (0.6 * Self::px(size))).floor() as usize).max(1);
+            let whole_words = labels.iter().all(|l| l.split_whitespace().all(|w| w.chars().count() <= max_chars));
+            layout = NameLayout { size, lines: labels.iter().map(|l| wrap(l, max_chars)).collect() };
+            if whole_words && layout.lines.iter().all(|l| l.len() <= 3) {
+                break;
+            }
+        }
+        layout
     }
 
     fn line_height(&self) -> f64 {
-        self.size / 1.24 * 1.2
+        Self::px(self.size) * 1.2
     }
 
     fn area_height(&self) -> u32 {
-        40
+        let lines = self.lines.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        ((NAME_GAP as f64 + lines as f64 * self.line_height() + 8.0).ceil() as u32).max(30)
     }
+}
+
+/// Greedy word wrap to `max` characters a line; a word longer than a line is cut.
+fn wrap(text: &str, max: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        let chars: Vec<char> = word.chars().collect();
+        for piece in chars.chunks(max.max(1)) {
+            let piece: String = piece.iter().collect();
+            let len = cur.chars().count();
+            if len == 0 {
+                cur = piece;
+            } else if len + 1 + piece.chars().count() <= max {
+                cur.push(' ');
+                cur.push_str(&piece);
+            } else {
+                lines.push(std::mem::replace(&mut cur, piece));
+            }
+        }
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 impl Rich for BarChart {

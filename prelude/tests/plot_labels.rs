@@ -164,6 +164,31 @@ fn bars_fill_the_axis_without_a_spare_slot() {
 }
 
 #[test]
+fn long_bar_labels_do_not_overlap() {
+    for (n, w) in [(4, 640), (3, 400), (4, 400), (8, 640)] {
+        let names: Vec<&str> = (0..n).map(|i| LONG[i % 4]).collect();
+        let values: Vec<f64> = (1..=n).map(|i| i as f64).collect();
+        let svg = bar_chart("Times", &names, &values).ylabel("s").size(w, 400).to_svg();
+        let ls = labels(&svg);
+        let plot_bottom = bars(&svg).iter().map(|b| b.3).fold(0.0, f64::max);
+        let under: Vec<&Label> = ls.iter().filter(|l| l.y >= plot_bottom && !l.rotated).collect();
+        // Every word of every name is shown somewhere under the bars.
+        for name in &names {
+            for word in name.split(' ') {
+                assert!(under.iter().any(|l| l.text.contains(word)), "{word:?} missing: {under:?}");
+            }
+        }
+        for (i, a) in under.iter().enumerate() {
+            let ba = a.bbox();
+            assert!(ba.0 >= -1.0 && ba.2 <= w as f64 + 1.0, "{n} bars at {w}px: {a:?} leaves the picture");
+            for b in &under[i + 1..] {
+                assert!(!overlap(ba, b.bbox()), "{n} bars at {w}px: {a:?} overlaps {b:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn label_numbers_keep_three_significant_digits() {
     for (v, s) in [
         (0.0046, "0.0046"),
