@@ -244,21 +244,40 @@ impl Figure {
                 }
             }
         }
-        let (_, y_range) = (chart.x_range(), chart.y_range());
+        // Marker labels go at the bottom of the plot: the title sits above it and the legend
+        // in its upper left, where a label at the top used to land on both. A label runs
+        // right of its line unless that would leave the plot, and stacks above any earlier
+        // label it would overlap; a pale backing keeps it readable over the curves.
+        let y_range = chart.y_range();
+        let (plot_x, plot_y) = chart.plotting_area().get_pixel_range();
+        let gray = RGBColor(90, 90, 90);
+        let px: f64 = 13.0 / 1.24;
+        let line_h = (px * 1.3).ceil() as i32;
+        let mut placed: Vec<(i32, i32, i32)> = Vec::new();
         for (x, label) in &self.vlines {
             if !x.is_finite() || (self.log_x && *x <= 0.0) {
                 continue;
             }
-            let gray = RGBColor(90, 90, 90);
             chart.draw_series(std::iter::once(PathElement::new(
                 vec![(*x, y_range.start), (*x, y_range.end)],
                 gray.stroke_width(1),
             )))?;
-            chart.draw_series(std::iter::once(Text::new(
-                format!(" {label}"),
-                (*x, y_range.end),
-                ("sans-serif", 13).into_font().color(&gray),
-            )))?;
+            if label.is_empty() {
+                continue;
+            }
+            let w = (label.chars().count() as f64 * 0.6 * px).ceil() as i32;
+            let (lx, _) = chart.backend_coord(&(*x, y_range.start));
+            let x0 = if lx + 4 + w <= plot_x.end { lx + 4 } else { (lx - 4 - w).max(plot_x.start) };
+            let x1 = x0 + w;
+            let mut row = 0;
+            while placed.iter().any(|&(a, b, r)| r == row && a < x1 && x0 < b) {
+                row += 1;
+            }
+            placed.push((x0, x1, row));
+            let bottom = plot_y.end - 4 - row * line_h;
+            root.draw(&Rectangle::new([(x0 - 2, bottom - line_h + 2), (x1 + 2, bottom + 2)], WHITE.mix(0.8).filled()))?;
+            let style = TextStyle::from(("sans-serif", 13).into_font().color(&gray)).pos(Pos::new(HPos::Left, VPos::Bottom));
+            root.draw(&Text::new(label.clone(), (x0, bottom), style))?;
         }
         if self.series.iter().any(|s| !s.name.is_empty()) {
             chart

@@ -189,6 +189,32 @@ fn long_bar_labels_do_not_overlap() {
 }
 
 #[test]
+fn vline_label_avoids_title_and_legend() {
+    let sizes = [1e2, 1e3, 1e4, 1e5, 1e6];
+    // The GPU wins from the second size on, so the marker sits at the left, under the legend.
+    let cpu: Vec<f64> = sizes.iter().map(|n| n * 1e-7).collect();
+    let gpu: Vec<f64> = sizes.iter().map(|n| 2e-5 + n * 1e-10).collect();
+    for fig in [
+        crossover_plot(&sizes, &cpu, &gpu),
+        crossover_plot(&sizes, &cpu, &gpu).size(420, 260),
+        Figure::new("lines").line("a", &[0.0, 10.0], &[0.0, 1.0]).vline(0.5, "left edge marker").vline(9.5, "right edge marker"),
+    ] {
+        let svg = fig.to_svg();
+        let ls = labels(&svg);
+        let legend = rects(&svg).into_iter().find(|r| r.5 == "#C8C8C8").map(|r| (r.0, r.1, r.2, r.3)).unwrap();
+        let marks: Vec<&Label> = ls.iter().filter(|l| l.text.contains("GPU wins") || l.text.contains("marker")).collect();
+        assert!(!marks.is_empty(), "{ls:?}");
+        let title = &ls[0];
+        for m in &marks {
+            let b = m.bbox();
+            assert!(!overlap(b, legend), "{m:?} over the legend {legend:?}");
+            assert!(!overlap(b, title.bbox()), "{m:?} over the title {title:?}");
+            assert!(b.0 >= 0.0 && b.2 <= 640.0, "{m:?} leaves the picture");
+        }
+    }
+}
+
+#[test]
 fn label_numbers_keep_three_significant_digits() {
     for (v, s) in [
         (0.0046, "0.0046"),
