@@ -2,7 +2,8 @@
 //! extensions, read from /proc on Linux.
 
 use crate::error::human_bytes;
-use crate::smi::{escape, html_table, print_mime, text_table};
+use crate::display::{MimeBundle, Rich};
+use crate::smi::{escape, html_table, text_table};
 use std::collections::HashSet;
 use std::fmt;
 
@@ -60,9 +61,6 @@ impl CpuInfo {
         )
     }
 
-    pub fn evcxr_display(&self) {
-        print_mime(&self.to_html(), &self.to_string());
-    }
 }
 
 impl fmt::Display for CpuInfo {
@@ -70,6 +68,16 @@ impl fmt::Display for CpuInfo {
         write!(f, "{}", text_table(&["CPU", ""], &self.rows()))
     }
 }
+
+impl Rich for CpuInfo {
+    fn mime_bundle(&self) -> MimeBundle {
+        MimeBundle::new().with("text/html", self.to_html()).with("text/plain", self.to_string())
+    }
+}
+
+// `display(&cpu_info())` needs Rich; the inherent evcxr_display keeps a cell ending in
+// `cpu_info()` showing the table.
+crate::rich_evcxr_display!(CpuInfo);
 
 /// Parses /proc/cpuinfo and /proc/meminfo text (kept separate so it can be tested).
 pub(crate) fn parse(cpuinfo: &str, meminfo: &str, logical_fallback: usize) -> CpuInfo {

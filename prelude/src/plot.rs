@@ -11,6 +11,7 @@
 use crate::display::{MimeBundle, Rich};
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::time::Duration;
 
 /// Numbers a plot can take: floats, integers, and durations (as seconds).
@@ -170,11 +171,14 @@ impl Figure {
             let (y0, y1) = axis_range(ys, self.log_y);
             // Drawing into a String cannot fail for I/O reasons; a failure here would be a
             // plotters layout bug, and a chart with an error note beats a panic in a notebook.
+            let xfmt = tick_formatter(x0, x1, self.log_x);
+            let yfmt = tick_formatter(y0, y1, self.log_y);
+            let (xf, yf) = (xfmt.as_ref(), yfmt.as_ref());
             let result = match (self.log_x, self.log_y) {
-                (false, false) => self.draw(&root, x0..x1, y0..y1),
-                (true, false) => self.draw(&root, (x0..x1).log_scale(), y0..y1),
-                (false, true) => self.draw(&root, x0..x1, (y0..y1).log_scale()),
-                (true, true) => self.draw(&root, (x0..x1).log_scale(), (y0..y1).log_scale()),
+                (false, false) => self.draw(&root, x0..x1, y0..y1, xf, yf),
+                (true, false) => self.draw(&root, log_axis(x0, x1), y0..y1, xf, yf),
+                (false, true) => self.draw(&root, x0..x1, log_axis(y0, y1), xf, yf),
+                (true, true) => self.draw(&root, log_axis(x0, x1), log_axis(y0, y1), xf, yf),
             };
             if let Err(e) = result {
                 let _ = root.draw(&Text::new(format!("plot error: {e}"), (10, 10), ("sans-serif", 14)));
@@ -189,6 +193,8 @@ impl Figure {
         root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
         xr: XR,
         yr: YR,
+        xfmt: &dyn Fn(&f64) -> String,
+        yfmt: &dyn Fn(&f64) -> String,
     ) -> Result<(), Box<dyn std::error::Error + '_>>
     where
         XR: plotters::coord::ranged1d::AsRangedCoord<CoordDescType = XC, Value = f64>,
@@ -204,8 +210,8 @@ impl Figure {
             .y_label_area_size(64)
             .build_cartesian_2d(xr, yr)?;
         let mut mesh = chart.configure_mesh();
-        mesh.x_label_formatter(&|v| short_number(*v))
-            .y_label_formatter(&|v| short_number(*v))
+        mesh.x_label_formatter(xfmt)
+            .y_label_formatter(yfmt)
             .light_line_style(RGBColor(235, 235, 235));
         if !self.xlabel.is_empty() {
             mesh.x_desc(self.xlabel.as_str());
@@ -238,21 +244,40 @@ impl Figure {
                 }
             }
         }
-        let (_, y_range) = (chart.x_range(), chart.y_range());
+        // Marker labels go at the bottom of the plot: the title sits above it and the legend
+        // in its upper left, where a label at the top used to land on both. A label runs
+        // right of its line unless that would leave the plot, and stacks above any earlier
+        // label it would overlap; a pale backing keeps it readable over the curves.
+        let y_range = chart.y_range();
+        let (plot_x, plot_y) = chart.plotting_area().get_pixel_range();
+        let gray = RGBColor(90, 90, 90);
+        let px: f64 = 13.0 / 1.24;
+        let line_h = (px * 1.3).ceil() as i32;
+        let mut placed: Vec<(i32, i32, i32)> = Vec::new();
         for (x, label) in &self.vlines {
             if !x.is_finite() || (self.log_x && *x <= 0.0) {
                 continue;
             }
-            let gray = RGBColor(90, 90, 90);
             chart.draw_series(std::iter::once(PathElement::new(
                 vec![(*x, y_range.start), (*x, y_range.end)],
                 gray.stroke_width(1),
             )))?;
-            chart.draw_series(std::iter::once(Text::new(
-                format!(" {label}"),
-                (*x, y_range.end),
-                ("sans-serif", 13).into_font().color(&gray),
-            )))?;
+            if label.is_empty() {
+                continue;
+            }
+            let w = (label.chars().count() as f64 * 0.6 * px).ceil() as i32;
+            let (lx, _) = chart.backend_coord(&(*x, y_range.start));
+            let x0 = if lx + 4 + w <= plot_x.end { lx + 4 } else { (lx - 4 - w).max(plot_x.start) };
+            let x1 = x0 + w;
+            let mut row = 0;
+            while placed.iter().any(|&(a, b, r)| r == row && a < x1 && x0 < b) {
+                row += 1;
+            }
+            placed.push((x0, x1, row));
+            let bottom = plot_y.end - 4 - row * line_h;
+            root.draw(&Rectangle::new([(x0 - 2, bottom - line_h + 2), (x1 + 2, bottom + 2)], WHITE.mix(0.8).filled()))?;
+            let style = TextStyle::from(("sans-serif", 13).into_font().color(&gray)).pos(Pos::new(HPos::Left, VPos::Bottom));
+            root.draw(&Text::new(label.clone(), (x0, bottom), style))?;
         }
         if self.series.iter().any(|s| !s.name.is_empty()) {
             chart
@@ -279,6 +304,66 @@ impl Rich for Figure {
     }
 }
 
+/// Tick labels for an axis over `lo..hi`.
+///
+/// Linear ticks come from plotters, which reaches them by adding up a step, so the one meant
+/// to be zero can arrive as -2.2e-16 and others as 0.6000000000000001. Rounding each tick to
+/// a thousandth of the axis span removes that noise and still tells neighbours apart.
+/// Decade ticks on a log axis are exact (see [`log_axis`]); below 0.01 they are written
+/// `1e-3`, `1e-4`, ... where the plain form would be a run of zeros to count, and above it as
+/// [`short_number`] writes them: `0.01`, `1`, `1k`, `100k`.
+fn tick_formatter(lo: f64, hi: f64, log: bool) -> Box<dyn Fn(&f64) -> String> {
+    if log {
+        return Box::new(|v| if v.abs() < 0.01 { scientific(*v, 3) } else { short_number(*v) });
+    }
+    let span = (hi - lo).abs();
+    let quantum = if span > 0.0 && span.is_finite() { 10f64.powf(span.log10().floor() - 3.0) } else { 1e-9 };
+    Box::new(move |v| {
+        let q = (v / quantum).round() * quantum;
+        if q.abs() < quantum / 2.0 {
+            return "0".into();
+        }
+        let sig = (q.abs().log10().floor() - quantum.log10().round()) as i64 + 1;
+        number_with(q, sig.clamp(1, 15) as usize)
+    })
+}
+
+/// `m`·10^`k`, read from its decimal text so that it is the double closest to the exact
+/// value (`10f64.powi(-3)` is not, and plotters' own decade search then skips 0.001).
+fn decade(m: u32, k: i32) -> f64 {
+    format!("{m}e{k}").parse().unwrap()
+}
+
+/// Log-scaled axis over `lo..hi` with ticks chosen here: a labelled tick at every decade in
+/// range, the lowest included, and light grid lines at 2..9 times each decade. An axis that
+/// spans less than two decades also labels 2× and 5× (or every multiple) so that it never
+/// shows a single number.
+fn log_axis(lo: f64, hi: f64) -> plotters::coord::combinators::WithKeyPoints<plotters::coord::combinators::LogCoord<f64>> {
+    use plotters::coord::combinators::BindKeyPoints;
+    // The slack absorbs log10's rounding at exact decades (log10(1e-3) may not be -3).
+    let k0 = (lo.log10() - 1e-9).ceil() as i32 - 1;
+    let k1 = (hi.log10() + 1e-9).floor() as i32;
+    let inside = |v: &f64| *v >= lo * (1.0 - 1e-12) && *v <= hi * (1.0 + 1e-12);
+    let with = |ms: &[u32]| -> Vec<f64> {
+        (k0..=k1).flat_map(|k| ms.iter().map(move |&m| decade(m, k))).filter(inside).collect()
+    };
+    let decades = with(&[1]);
+    let mut bold = decades.clone();
+    if bold.len() < 2 {
+        bold = with(&[1, 2, 5]);
+    }
+    if bold.len() < 2 {
+        bold = with(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    }
+    // More than about ten labels would collide on a narrow axis; keep every n-th decade.
+    let stride = bold.len().div_ceil(10).max(1);
+    if stride > 1 {
+        bold = bold.into_iter().step_by(stride).collect();
+    }
+    let light = if decades.len() <= 8 { with(&[2, 3, 4, 5, 6, 7, 8, 9]) } else { decades };
+    (lo..hi).log_scale().with_key_points(bold).with_light_points(light)
+}
+
 /// Axis bounds covering `values` with a little air; on a log axis only positive values
 /// count and the bounds widen to whole decades when the data span several.
 fn axis_range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
@@ -294,7 +379,7 @@ fn axis_range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
         if hi / lo < 10.0 {
             (lo / 2.0, hi * 2.0)
         } else {
-            (10f64.powf(lo.log10().floor()), 10f64.powf(hi.log10().ceil()))
+            (decade(1, lo.log10().floor() as i32), decade(1, hi.log10().ceil() as i32))
         }
     } else if lo == hi {
         (lo - 1.0, hi + 1.0)
@@ -304,24 +389,53 @@ fn axis_range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     }
 }
 
-/// Compact tick labels: 0.001, 1e-6, 2.5k, 1M, ...
+/// How every number on a chart is written (value labels, marker labels, speed-ups): three
+/// significant digits with trailing zeros dropped, so small measurements keep their leading
+/// digits (0.0046, 35.9, 4.07, 885).
+///
+/// - `1e-3 <= |v| < 1e3`: plain decimals (`0.001`, `0.5`, `35.9`, `885`);
+/// - `1e3 <= |v| < 1e12`: SI suffixes k, M, G (`1.23k`, `101k`, `2.5M`);
+/// - anything smaller or larger: scientific, `4.6e-4`, `1e-9`, `3e12`.
 pub fn short_number(v: f64) -> String {
-    let a = v.abs();
-    if v == 0.0 {
+    number_with(v, 3)
+}
+
+/// [`short_number`] with `sig` significant digits instead of three.
+fn number_with(v: f64, sig: usize) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    // Round first: 999.96 becomes 1000 and must then be written "1k", not "1000".
+    let r = round_sig(v, sig);
+    let a = r.abs();
+    if r == 0.0 {
         "0".into()
-    } else if !(1e-3..1e7).contains(&a) {
-        let s = format!("{v:.0e}");
-        if s.parse::<f64>().map(|p| (p - v).abs() <= 1e-9 * a).unwrap_or(false) {
-            s
-        } else {
-            format!("{v:.1e}")
-        }
-    } else if a >= 1e6 {
-        trim(format!("{:.2}", v / 1e6)) + "M"
-    } else if a >= 1e4 {
-        trim(format!("{:.2}", v / 1e3)) + "k"
+    } else if !(1e-3..1e12).contains(&a) {
+        scientific(r, sig)
     } else {
-        trim(format!("{v:.3}"))
+        let (scaled, suffix) = match a {
+            a if a >= 1e9 => (r / 1e9, "G"),
+            a if a >= 1e6 => (r / 1e6, "M"),
+            a if a >= 1e3 => (r / 1e3, "k"),
+            _ => (r, ""),
+        };
+        let int_digits = scaled.abs().log10().floor() as i64 + 1;
+        let decimals = (sig as i64 - int_digits).max(0) as usize;
+        trim(format!("{scaled:.decimals$}")) + suffix
+    }
+}
+
+fn round_sig(v: f64, sig: usize) -> f64 {
+    // Going through the decimal text rounds the way the reader expects (35.925 -> 35.9),
+    // where scaling by powers of ten would add binary noise of its own.
+    format!("{:.*e}", sig.max(1) - 1, v).parse().unwrap_or(v)
+}
+
+fn scientific(v: f64, sig: usize) -> String {
+    let s = format!("{:.*e}", sig.max(1) - 1, v);
+    match s.split_once('e') {
+        Some((mantissa, exp)) => format!("{}e{exp}", trim(mantissa.to_string())),
+        None => s,
     }
 }
 
@@ -392,9 +506,12 @@ impl BarChart {
             let (lo, hi) = axis_range(self.values.iter().copied(), self.log_y);
             let n = self.values.len().max(1);
             let result = if self.log_y {
-                self.draw(&root, n, lo, (lo..hi * 1.5).log_scale())
+                let yfmt = tick_formatter(lo, hi * 1.5, true);
+                self.draw(&root, n, lo, log_axis(lo, hi * 1.5), yfmt.as_ref())
             } else {
-                self.draw(&root, n, 0.0, 0.0..hi.max(0.0) * 1.1 + f64::MIN_POSITIVE)
+                let top = hi.max(0.0) * 1.1 + f64::MIN_POSITIVE;
+                let yfmt = tick_formatter(0.0, top, false);
+                self.draw(&root, n, 0.0, 0.0..top, yfmt.as_ref())
             };
             if let Err(e) = result {
                 let _ = root.draw(&Text::new(format!("plot error: {e}"), (10, 10), ("sans-serif", 14)));
@@ -410,38 +527,33 @@ impl BarChart {
         n: usize,
         base: f64,
         yr: YR,
+        yfmt: &dyn Fn(&f64) -> String,
     ) -> Result<(), Box<dyn std::error::Error + '_>>
     where
         YR: plotters::coord::ranged1d::AsRangedCoord<CoordDescType = YC, Value = f64>,
         YC: Ranged<ValueType = f64> + ValueFormatter<f64>,
     {
         root.fill(&WHITE)?;
+        // The names are laid out before the chart exists, because their height decides the
+        // size of the area under the axis; the plot's width is the picture's less the margins
+        // and the y label area.
+        let slot = (root.dim_in_pixel().0 as f64 - 2.0 * 12.0 - 64.0) / n as f64;
+        let names = NameLayout::fit(&self.labels, slot);
+        // An x axis of 0..n with bar i over [i, i+1]: a segmented axis over 0..n has n+1
+        // slots (its integer range includes n), which left an empty slot and tick at the end.
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, ("sans-serif", 20))
             .margin(12)
-            .x_label_area_size(40)
+            .x_label_area_size(names.area_height())
             .y_label_area_size(64)
-            .build_cartesian_2d((0..n).into_segmented(), yr)?;
-        let labels = &self.labels;
+            .build_cartesian_2d(0.0..n as f64, yr)?;
         let mut mesh = chart.configure_mesh();
         if !self.ylabel.is_empty() {
             mesh.y_desc(self.ylabel.as_str());
         }
-        mesh.disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
-                    labels.get(*i).cloned().unwrap_or_default()
-                }
-                SegmentValue::Last => String::new(),
-            })
-            .y_label_formatter(&|v| short_number(*v))
-            .draw()?;
+        mesh.disable_x_mesh().x_labels(0).x_label_formatter(&|_| String::new()).y_label_formatter(yfmt).draw()?;
         chart.draw_series(self.values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, &v)| {
-            let mut bar = Rectangle::new(
-                [(SegmentValue::Exact(i), base), (SegmentValue::Exact(i + 1), v.max(base))],
-                palette(i).filled(),
-            );
+            let mut bar = Rectangle::new([(i as f64, base), (i as f64 + 1.0, v.max(base))], palette(i).filled());
             bar.set_margin(0, 0, 8, 8);
             bar
         }))?;
@@ -449,19 +561,95 @@ impl BarChart {
             let text = self.value_labels.get(i).cloned().unwrap_or_else(|| short_number(v));
             Text::new(
                 text,
-                (SegmentValue::CenterOf(i), v.max(base)),
-                TextStyle::from(("sans-serif", 13).into_font()).pos(plotters::style::text_anchor::Pos::new(
-                    plotters::style::text_anchor::HPos::Center,
-                    plotters::style::text_anchor::VPos::Bottom,
-                )),
+                (i as f64 + 0.5, v.max(base)),
+                TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom)),
             )
         }))?;
+        let axis_y = chart.plotting_area().get_pixel_range().1.end;
+        let style = TextStyle::from(("sans-serif", names.size).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+        for (i, lines) in names.lines.iter().enumerate() {
+            let (cx, _) = chart.backend_coord(&(i as f64 + 0.5, base));
+            for (j, line) in lines.iter().enumerate().filter(|(_, l)| !l.is_empty()) {
+                let y = axis_y + NAME_GAP + (j as f64 * names.line_height()).round() as i32;
+                root.draw(&Text::new(line.clone(), (cx, y), style.clone()))?;
+            }
+        }
         Ok(())
     }
 
     pub fn save(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<()> {
         std::fs::write(path, self.to_svg())
     }
+}
+
+/// Pixels between the x axis and the first line of bar names.
+const NAME_GAP: i32 = 6;
+
+/// Bar names broken into lines that fit their bar's slot.
+///
+/// Text widths are estimated at 0.6 em per character, wider than the usual sans-serif
+/// fonts, so that the estimate errs towards space between names whichever font the
+/// browser picks.
+struct NameLayout {
+    /// plotters' font size (the SVG gets this divided by 1.24).
+    size: f64,
+    lines: Vec<Vec<String>>,
+}
+
+impl NameLayout {
+    fn px(size: f64) -> f64 {
+        size / 1.24
+    }
+
+    /// The largest font, from 13 down to 10, at which every name fits its slot in at most
+    /// three lines without breaking a word; failing that, the smallest font with words
+    /// broken where they must be.
+    fn fit(labels: &[String], slot: f64) -> NameLayout {
+        let mut layout = NameLayout { size: 13.0, lines: Vec::new() };
+        for size in [13.0, 12.0, 11.0, 10.0] {
+            let max_chars = (((slot - 8.0) / (0.6 * Self::px(size))).floor() as usize).max(1);
+            let whole_words = labels.iter().all(|l| l.split_whitespace().all(|w| w.chars().count() <= max_chars));
+            layout = NameLayout { size, lines: labels.iter().map(|l| wrap(l, max_chars)).collect() };
+            if whole_words && layout.lines.iter().all(|l| l.len() <= 3) {
+                break;
+            }
+        }
+        layout
+    }
+
+    fn line_height(&self) -> f64 {
+        Self::px(self.size) * 1.2
+    }
+
+    fn area_height(&self) -> u32 {
+        let lines = self.lines.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        ((NAME_GAP as f64 + lines as f64 * self.line_height() + 8.0).ceil() as u32).max(30)
+    }
+}
+
+/// Greedy word wrap to `max` characters a line; a word longer than a line is cut.
+fn wrap(text: &str, max: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        let chars: Vec<char> = word.chars().collect();
+        for piece in chars.chunks(max.max(1)) {
+            let piece: String = piece.iter().collect();
+            let len = cur.chars().count();
+            if len == 0 {
+                cur = piece;
+            } else if len + 1 + piece.chars().count() <= max {
+                cur.push(' ');
+                cur.push_str(&piece);
+            } else {
+                lines.push(std::mem::replace(&mut cur, piece));
+            }
+        }
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 impl Rich for BarChart {

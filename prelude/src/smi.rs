@@ -2,6 +2,7 @@
 //! nvidia-smi itself uses, `libnvidia-ml.so.1`, part of the driver). We load the dozen
 //! functions we need ourselves rather than pull in a wrapper crate and its proc macros.
 
+use crate::display::{MimeBundle, Rich};
 use crate::error::{human_bytes, Error, Result};
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
@@ -354,11 +355,6 @@ impl SmiReport {
         s + "</div>"
     }
 
-    /// Called by evcxr on a cell's last expression: an HTML table, with the text form for
-    /// front ends that cannot show HTML.
-    pub fn evcxr_display(&self) {
-        print_mime(&self.to_html(), &self.to_string());
-    }
 }
 
 const GPU_HEADER: &[&str] = &[
@@ -386,11 +382,16 @@ impl fmt::Display for SmiReport {
     }
 }
 
-/// Prints an evcxr rich-output bundle: HTML, then plain text.
-pub(crate) fn print_mime(html: &str, text: &str) {
-    println!("EVCXR_BEGIN_CONTENT text/html\n{html}\nEVCXR_END_CONTENT");
-    println!("EVCXR_BEGIN_CONTENT text/plain\n{text}\nEVCXR_END_CONTENT");
+/// An HTML table, with the text form for front ends that cannot show HTML.
+impl Rich for SmiReport {
+    fn mime_bundle(&self) -> MimeBundle {
+        MimeBundle::new().with("text/html", self.to_html()).with("text/plain", self.to_string())
+    }
 }
+
+// `display(&nvidia_smi()?)` needs Rich; the inherent evcxr_display keeps a cell ending in
+// the report showing the table.
+crate::rich_evcxr_display!(SmiReport);
 
 pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;")

@@ -446,7 +446,7 @@ impl Comparison {
     pub fn chart(&self) -> crate::plot::BarChart {
         let names: Vec<&str> = self.results.iter().map(|r| r.name.as_str()).collect();
         let ups = self.speedups();
-        let labels: Vec<String> = ups.iter().map(|u| format!("{}x", crate::plot::short_number((u * 100.0).round() / 100.0))).collect();
+        let labels: Vec<String> = ups.iter().map(|u| format!("{}x", crate::plot::short_number(*u))).collect();
         let finite: Vec<f64> = ups.iter().copied().filter(|u| u.is_finite() && *u > 0.0).collect();
         let spread = finite.iter().cloned().fold(f64::NAN, f64::max) / finite.iter().cloned().fold(f64::NAN, f64::min);
         let title = match self.results.first() {

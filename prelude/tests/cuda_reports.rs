@@ -100,3 +100,21 @@ fn cpu_info_here() {
     assert!(c.to_string().contains(&c.model));
     assert!(c.to_html().starts_with("<div><b>CPU</b><table>"));
 }
+
+#[test]
+fn reports_are_rich_with_html_and_text() {
+    use gpulab::display::display_line;
+    use gpulab::Rich;
+    let lines = [
+        display_line(&cpu_info().mime_bundle(), None),
+        display_line(&sample().mime_bundle(), Some("smi")),
+    ];
+    for line in lines {
+        let body = line.trim_start_matches(gpulab::display::LINE_PREFIX).trim_end();
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        let html = v["data"]["text/html"].as_str().expect("text/html");
+        let text = v["data"]["text/plain"].as_str().expect("text/plain");
+        assert!(html.starts_with("<div>") && text.contains('+'), "{v}");
+    }
+    assert_eq!(sample().mime_bundle().get("text/plain"), Some(sample().to_string().as_str()));
+}
