@@ -103,7 +103,11 @@ impl EvcxrInterpreter {
             self.sink.set(p);
         }
         let text = std::mem::take(&mut *capture.0.lock().unwrap());
-        result.map(|_| (!text.is_empty()).then_some(text))
+        match result {
+            Ok(_) => Ok((!text.is_empty()).then_some(text)),
+            // What the child printed (a loader error, say) is the useful part of a failure.
+            Err(e) => Err(evcxr::Error::Message(format!("{text}{e}"))),
+        }
     }
 
     fn finish_output(&self) {

@@ -67,6 +67,9 @@ pub fn add_rust_libs_to_loader_path(slot: &std::path::Path) {
     // target-libdir is <sysroot>/lib/rustlib/<host triple>/lib.
     let triple = std::path::Path::new(&std_dir).parent().and_then(|p| p.file_name()).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
     let deps = slot.join("target").join(&triple).join("debug").join("deps");
+    // glibc remembers a search directory that did not exist at its first lookup and never looks
+    // there again, so the folder must exist before the child process loads anything.
+    let _ = std::fs::create_dir_all(&deps);
     let mut path = format!("{}:{std_dir}", deps.display());
     if let Ok(old) = std::env::var("LD_LIBRARY_PATH") {
         if !old.is_empty() {
