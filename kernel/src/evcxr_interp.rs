@@ -20,6 +20,8 @@ pub struct EvcxrInterpreter {
     _slot: Option<Slot>,
     /// Why the session could not start, or a notice for the first cell.
     startup_error: Option<String>,
+    /// rust-analyzer has not yet indexed the prelude (see `idle`).
+    analyzer_cold: bool,
     notice: Option<String>,
     load_prelude: bool,
 }
@@ -37,6 +39,7 @@ impl EvcxrInterpreter {
             stop,
             _slot: None,
             startup_error: None,
+            analyzer_cold: false,
             notice: None,
             load_prelude,
         })
@@ -72,12 +75,7 @@ impl EvcxrInterpreter {
                     loaded = true;
                     self.notice = notice;
                     log("prelude loaded, panic hook installed, GPU checked");
-                    // rust-analyzer (which evcxr asks for the type of each new variable) indexes
-                    // the prelude and its dependencies on first use: about 3 s that would
-                    // otherwise land on the user's first `let`.
-                    let warm = "let gpulab_warm_up = Tensor::zeros(1, Device::Cpu);\ngpulab_warm_up.sha";
-                    let _ = ctx.completions(warm, warm.len());
-                    log("rust-analyzer ready");
+                    self.analyzer_cold = true;
                 }
                 Err(e) => {
                     self.notice = Some(format!("gpulab: the prelude failed to build, so `use gpulab::*` is not in scope:\n{e}\n"));
@@ -238,6 +236,18 @@ impl Interpreter for EvcxrInterpreter {
         if let Err(e) = self.init() {
             eprintln!("gpulab-kernel: {e}");
             self.startup_error = Some(e);
+        }
+    }
+
+    fn idle(&mut self) {
+        // rust-analyzer (which evcxr asks for the type of each new variable) indexes the prelude
+        // and its dependencies on first use: about 3 s that would otherwise land on the user's
+        // first `let`. Done when idle, so a cell sent right at start does not wait for it.
+        if std::mem::take(&mut self.analyzer_cold) {
+            if let Some(ctx) = self.ctx.as_mut() {
+                let warm = "let gpulab_warm_up = Tensor::zeros(1, Device::Cpu);\ngpulab_warm_up.sha";
+                let _ = ctx.completions(warm, warm.len());
+            }
         }
     }
 

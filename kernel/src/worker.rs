@@ -59,7 +59,19 @@ pub(crate) fn worker_loop(
         stdin: stdin.clone(),
     }));
     let mut execution_count: u64 = 0;
-    while let Ok(msg) = work.recv() {
+    loop {
+        // Work that can wait (warming caches) runs only while no request is queued.
+        let msg = match work.try_recv() {
+            Ok(msg) => msg,
+            Err(std_mpsc::TryRecvError::Disconnected) => break,
+            Err(std_mpsc::TryRecvError::Empty) => {
+                interp.idle();
+                match work.recv() {
+                    Ok(msg) => msg,
+                    Err(_) => break,
+                }
+            }
+        };
         shared.iopub.status(Some(&msg), "busy");
         let reply = match msg.msg_type() {
             "execute_request" => {
