@@ -16,9 +16,13 @@ pub(crate) const MAX_DIMS: usize = 6;
 /// stride, and more blocks than the SMs can hold only add scheduling.
 fn cfg(gpu: &Gpu, n: usize) -> LaunchConfig {
     let blocks = n.div_ceil(BLOCK as usize).clamp(1, gpu.sms as usize * 32);
+    linear(blocks as u32, BLOCK)
+}
+
+fn linear(blocks: u32, threads: u32) -> LaunchConfig {
     LaunchConfig {
-        grid: (blocks as u32, 1, 1),
-        block: (BLOCK, 1, 1),
+        grid: (blocks, 1, 1),
+        block: (threads, 1, 1),
         shared_mem_bytes: 0,
     }
 }
@@ -27,33 +31,30 @@ fn p(b: &CudaBuf) -> A<'static> {
     A::U64(b.ptr())
 }
 
-pub(crate) fn full(gpu: &Arc<Gpu>, n: usize, v: f32) -> Result<CudaBuf> {
+/// A fresh `n`-element buffer written by one elementwise.cu kernel. `args` receives the output
+/// pointer because each kernel takes it at a different position.
+fn elementwise(
+    gpu: &Arc<Gpu>,
+    kernel: &'static str,
+    n: usize,
+    args: impl FnOnce(A<'static>) -> Vec<A<'static>>,
+) -> Result<CudaBuf> {
     let out = alloc(gpu, n)?;
     if n > 0 {
-        launch_builtin(
-            gpu,
-            "elementwise",
-            "fill",
-            cfg(gpu, n),
-            &[p(&out), A::F32(v), A::I64(n as i64)],
-        )?;
+        launch_builtin(gpu, "elementwise", kernel, cfg(gpu, n), &args(p(&out)))?;
     }
     Ok(out)
 }
 
+pub(crate) fn full(gpu: &Arc<Gpu>, n: usize, v: f32) -> Result<CudaBuf> {
+    elementwise(gpu, "fill", n, |out| vec![out, A::F32(v), A::I64(n as i64)])
+}
+
 pub(crate) fn binary_same(op: BinaryOp, a: &CudaBuf, b: &CudaBuf) -> Result<CudaBuf> {
     let n = a.slice.len();
-    let out = alloc(&a.gpu, n)?;
-    if n > 0 {
-        launch_builtin(
-            &a.gpu,
-            "elementwise",
-            "binary_same",
-            cfg(&a.gpu, n),
-            &[A::I32(op as i32), p(a), p(b), p(&out), A::I64(n as i64)],
-        )?;
-    }
-    Ok(out)
+    elementwise(&a.gpu, "binary_same", n, |out| {
+        vec![A::I32(op as i32), p(a), p(b), out, A::I64(n as i64)]
+    })
 }
 
 pub(crate) fn binary_scalar(
@@ -63,24 +64,16 @@ pub(crate) fn binary_scalar(
     scalar_first: bool,
 ) -> Result<CudaBuf> {
     let n = a.slice.len();
-    let out = alloc(&a.gpu, n)?;
-    if n > 0 {
-        launch_builtin(
-            &a.gpu,
-            "elementwise",
-            "binary_scalar",
-            cfg(&a.gpu, n),
-            &[
-                A::I32(op as i32),
-                p(a),
-                A::F32(s),
-                A::I32(scalar_first as i32),
-                p(&out),
-                A::I64(n as i64),
-            ],
-        )?;
-    }
-    Ok(out)
+    elementwise(&a.gpu, "binary_scalar", n, |out| {
+        vec![
+            A::I32(op as i32),
+            p(a),
+            A::F32(s),
+            A::I32(scalar_first as i32),
+            out,
+            A::I64(n as i64),
+        ]
+    })
 }
 
 /// The `Strides` struct of elementwise.cu as 8-byte words: `int ndim` padded to 8, then
@@ -110,48 +103,24 @@ pub(crate) fn binary_bcast(
 ) -> Result<CudaBuf> {
     let n: usize = bc.dims.iter().product();
     let st = strides_arg(&bc.dims, &bc.sa, &bc.sb)?;
-    let out = alloc(&a.gpu, n)?;
-    if n > 0 {
-        launch_builtin(
-            &a.gpu,
-            "elementwise",
-            "binary_bcast",
-            cfg(&a.gpu, n),
-            &[A::I32(op as i32), p(a), p(b), p(&out), A::I64(n as i64), st],
-        )?;
-    }
-    Ok(out)
+    elementwise(&a.gpu, "binary_bcast", n, |out| {
+        vec![A::I32(op as i32), p(a), p(b), out, A::I64(n as i64), st]
+    })
 }
 
 pub(crate) fn unary(op: UnaryOp, a: &CudaBuf) -> Result<CudaBuf> {
     let n = a.slice.len();
-    let out = alloc(&a.gpu, n)?;
-    if n > 0 {
-        launch_builtin(
-            &a.gpu,
-            "elementwise",
-            "unary",
-            cfg(&a.gpu, n),
-            &[A::I32(op as i32), p(a), p(&out), A::I64(n as i64)],
-        )?;
-    }
-    Ok(out)
+    elementwise(&a.gpu, "unary", n, |out| {
+        vec![A::I32(op as i32), p(a), out, A::I64(n as i64)]
+    })
 }
 
 pub(crate) fn permute(a: &CudaBuf, dims: &[usize], src_strides: &[usize]) -> Result<CudaBuf> {
     let n: usize = dims.iter().product();
     let st = strides_arg(dims, src_strides, &[])?;
-    let out = alloc(&a.gpu, n)?;
-    if n > 0 {
-        launch_builtin(
-            &a.gpu,
-            "elementwise",
-            "permute",
-            cfg(&a.gpu, n),
-            &[p(a), p(&out), A::I64(n as i64), st],
-        )?;
-    }
-    Ok(out)
+    elementwise(&a.gpu, "permute", n, |out| {
+        vec![p(a), out, A::I64(n as i64), st]
+    })
 }
 
 /// A one-element buffer: per-block partials, then one block over the partials.
@@ -160,29 +129,19 @@ pub(crate) fn reduce_all(op: ReduceOp, a: &CudaBuf) -> Result<CudaBuf> {
     let n = a.slice.len();
     let blocks = n.div_ceil(BLOCK as usize).clamp(1, 1024);
     let partial = alloc(gpu, blocks)?;
-    let first = LaunchConfig {
-        grid: (blocks as u32, 1, 1),
-        block: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
     launch_builtin(
         gpu,
         "reduce",
         "reduce_partial",
-        first,
+        linear(blocks as u32, BLOCK),
         &[A::I32(op as i32), p(a), p(&partial), A::I64(n as i64)],
     )?;
     let out = alloc(gpu, 1)?;
-    let second = LaunchConfig {
-        grid: (1, 1, 1),
-        block: (1024, 1, 1),
-        shared_mem_bytes: 0,
-    };
     launch_builtin(
         gpu,
         "reduce",
         "reduce_partial",
-        second,
+        linear(1, 1024),
         &[
             A::I32(op as i32),
             p(&partial),
@@ -207,16 +166,11 @@ pub(crate) fn reduce_dim(
         return Ok(out);
     }
     if inner == 1 {
-        let rows = LaunchConfig {
-            grid: (outer.min(1 << 16) as u32, 1, 1),
-            block: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
         launch_builtin(
             gpu,
             "reduce",
             "reduce_rows",
-            rows,
+            linear(outer.min(1 << 16) as u32, BLOCK),
             &[
                 A::I32(op as i32),
                 p(a),
