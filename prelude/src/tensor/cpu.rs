@@ -31,6 +31,22 @@ fn map1(a: &[f32], f: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
     }
 }
 
+/// A fresh `n`-element vector handed to `fill` in pieces of `chunk` with their index; for
+/// outputs that need per-piece set-up (a row's base offset, a tile) before a tight loop.
+fn fill_chunks(n: usize, chunk: usize, fill: impl Fn(usize, &mut [f32]) + Sync) -> Vec<f32> {
+    let mut out = vec![0f32; n];
+    if n >= PAR_MIN {
+        out.par_chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(i, o)| fill(i, o));
+    } else {
+        out.chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(i, o)| fill(i, o));
+    }
+    out
+}
+
 // The match sits outside the loops so each loop body is monomorphic and vectorises.
 pub(crate) fn binary_same(op: BinaryOp, a: &[f32], b: &[f32]) -> Vec<f32> {
     match op {
@@ -60,8 +76,7 @@ pub(crate) fn binary_bcast(op: BinaryOp, a: &[f32], b: &[f32], bc: &Broadcast) -
     let rank = bc.dims.len();
     let row = bc.dims[rank - 1].max(1);
     let (sa, sb) = (bc.sa[rank - 1], bc.sb[rank - 1]);
-    let mut out = vec![0f32; n];
-    let fill_row = |r: usize, o: &mut [f32]| {
+    fill_chunks(n, row, |r, o| {
         let (mut rest, mut ia, mut ib) = (r, 0, 0);
         for d in (0..rank - 1).rev() {
             let c = rest % bc.dims[d];
@@ -72,17 +87,7 @@ pub(crate) fn binary_bcast(op: BinaryOp, a: &[f32], b: &[f32], bc: &Broadcast) -
         for (j, v) in o.iter_mut().enumerate() {
             *v = op.apply(a[ia + j * sa], b[ib + j * sb]);
         }
-    };
-    if n >= PAR_MIN {
-        out.par_chunks_mut(row)
-            .enumerate()
-            .for_each(|(r, o)| fill_row(r, o));
-    } else {
-        out.chunks_mut(row)
-            .enumerate()
-            .for_each(|(r, o)| fill_row(r, o));
-    }
-    out
+    })
 }
 
 pub(crate) fn unary(op: UnaryOp, a: &[f32]) -> Vec<f32> {
@@ -185,8 +190,7 @@ pub(crate) fn permute(x: &[f32], dims: &[usize], src_strides: &[usize]) -> Vec<f
     }
     let row = dims[rank - 1].max(1);
     let s_last = src_strides[rank - 1];
-    let mut out = vec![0f32; n];
-    let fill_row = |r: usize, o: &mut [f32]| {
+    fill_chunks(n, row, |r, o| {
         let (mut rest, mut base) = (r, 0);
         for d in (0..rank - 1).rev() {
             base += (rest % dims[d]) * src_strides[d];
@@ -195,24 +199,13 @@ pub(crate) fn permute(x: &[f32], dims: &[usize], src_strides: &[usize]) -> Vec<f
         for (j, v) in o.iter_mut().enumerate() {
             *v = x[base + j * s_last];
         }
-    };
-    if n >= PAR_MIN {
-        out.par_chunks_mut(row)
-            .enumerate()
-            .for_each(|(r, o)| fill_row(r, o));
-    } else {
-        out.chunks_mut(row)
-            .enumerate()
-            .for_each(|(r, o)| fill_row(r, o));
-    }
-    out
+    })
 }
 
 /// `rows x cols` to `cols x rows`, in 32x32 tiles so both sides stay in cache.
 fn transpose2d(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     const T: usize = 32;
-    let mut out = vec![0f32; rows * cols];
-    let tile_row = |(bj, o): (usize, &mut [f32])| {
+    fill_chunks(rows * cols, T * rows.max(1), |bj, o| {
         // o holds output rows bj*T .. bj*T + T, i.e. input columns.
         let j0 = bj * T;
         let jn = (o.len() / rows.max(1)).min(T);
@@ -223,15 +216,5 @@ fn transpose2d(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
                 }
             }
         }
-    };
-    if rows * cols >= PAR_MIN {
-        out.par_chunks_mut(T * rows.max(1))
-            .enumerate()
-            .for_each(tile_row);
-    } else {
-        out.chunks_mut(T * rows.max(1))
-            .enumerate()
-            .for_each(tile_row);
-    }
-    out
+    })
 }
