@@ -162,30 +162,21 @@ impl Figure {
 
     /// Renders to a standalone SVG document.
     pub fn to_svg(&self) -> String {
-        let mut svg = String::new();
-        {
-            let root = SVGBackend::with_string(&mut svg, (self.width, self.height)).into_drawing_area();
+        render_svg(self.width, self.height, |root| {
             let xs = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).chain(self.vlines.iter().map(|v| v.0));
             let ys = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
             let (x0, x1) = axis_range(xs, self.log_x);
             let (y0, y1) = axis_range(ys, self.log_y);
-            // Drawing into a String cannot fail for I/O reasons; a failure here would be a
-            // plotters layout bug, and a chart with an error note beats a panic in a notebook.
             let xfmt = tick_formatter(x0, x1, self.log_x);
             let yfmt = tick_formatter(y0, y1, self.log_y);
             let (xf, yf) = (xfmt.as_ref(), yfmt.as_ref());
-            let result = match (self.log_x, self.log_y) {
-                (false, false) => self.draw(&root, x0..x1, y0..y1, xf, yf),
-                (true, false) => self.draw(&root, log_axis(x0, x1), y0..y1, xf, yf),
-                (false, true) => self.draw(&root, x0..x1, log_axis(y0, y1), xf, yf),
-                (true, true) => self.draw(&root, log_axis(x0, x1), log_axis(y0, y1), xf, yf),
-            };
-            if let Err(e) = result {
-                let _ = root.draw(&Text::new(format!("plot error: {e}"), (10, 10), ("sans-serif", 14)));
+            match (self.log_x, self.log_y) {
+                (false, false) => self.draw(root, x0..x1, y0..y1, xf, yf),
+                (true, false) => self.draw(root, log_axis(x0, x1), y0..y1, xf, yf),
+                (false, true) => self.draw(root, x0..x1, log_axis(y0, y1), xf, yf),
+                (true, true) => self.draw(root, log_axis(x0, x1), log_axis(y0, y1), xf, yf),
             }
-            let _ = root.present();
-        }
-        svg
+        })
     }
 
     fn draw<XR, YR, XC, YC>(
@@ -366,6 +357,25 @@ fn log_axis(lo: f64, hi: f64) -> plotters::coord::combinators::WithKeyPoints<plo
 
 /// Axis bounds covering `values` with a little air; on a log axis only positive values
 /// count and the bounds widen to whole decades when the data span several.
+/// A standalone SVG document of `width` x `height` drawn by `draw`. Drawing into a String
+/// cannot fail for I/O reasons; a failure here would be a plotters layout bug, and a chart
+/// with an error note beats a panic in a notebook.
+fn render_svg<E: std::fmt::Display>(
+    width: u32,
+    height: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> Result<(), E>,
+) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        if let Err(e) = draw(&root) {
+            let _ = root.draw(&Text::new(format!("plot error: {e}"), (10, 10), ("sans-serif", 14)));
+        }
+        let _ = root.present();
+    }
+    svg
+}
+
 fn axis_range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for v in values.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
@@ -500,25 +510,18 @@ impl BarChart {
     }
 
     pub fn to_svg(&self) -> String {
-        let mut svg = String::new();
-        {
-            let root = SVGBackend::with_string(&mut svg, (self.width, self.height)).into_drawing_area();
+        render_svg(self.width, self.height, |root| {
             let (lo, hi) = axis_range(self.values.iter().copied(), self.log_y);
             let n = self.values.len().max(1);
-            let result = if self.log_y {
+            if self.log_y {
                 let yfmt = tick_formatter(lo, hi * 1.5, true);
-                self.draw(&root, n, lo, log_axis(lo, hi * 1.5), yfmt.as_ref())
+                self.draw(root, n, lo, log_axis(lo, hi * 1.5), yfmt.as_ref())
             } else {
                 let top = hi.max(0.0) * 1.1 + f64::MIN_POSITIVE;
                 let yfmt = tick_formatter(0.0, top, false);
-                self.draw(&root, n, 0.0, 0.0..top, yfmt.as_ref())
-            };
-            if let Err(e) = result {
-                let _ = root.draw(&Text::new(format!("plot error: {e}"), (10, 10), ("sans-serif", 14)));
+                self.draw(root, n, 0.0, 0.0..top, yfmt.as_ref())
             }
-            let _ = root.present();
-        }
-        svg
+        })
     }
 
     fn draw<YR, YC>(
