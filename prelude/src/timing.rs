@@ -423,14 +423,8 @@ impl Comparison {
         let w = self.results.iter().map(|r| r.name.chars().count()).max().unwrap_or(4).max(4);
         let mut s = format!("{:<w$}  {:>12}  {:>12}  {:>10}\n", "name", "median", "GPU median", "speed-up");
         for (r, up) in self.results.iter().zip(self.speedups()) {
-            let gpu = r.gpu_stats().map(|g| format_duration(g.median)).unwrap_or_else(|| "-".into());
-            let mut note = String::new();
-            if !r.synced {
-                note.push_str("  (not synchronised!)");
-            }
-            if r.interrupted {
-                note.push_str("  (interrupted)");
-            }
+            let gpu = gpu_median_text(r);
+            let note: String = caveats(r).map(|c| format!("  ({c})")).collect();
             s.push_str(&format!(
                 "{:<w$}  {:>12}  {:>12}  {:>9.2}x{note}\n",
                 r.name,
@@ -458,6 +452,17 @@ impl Comparison {
     }
 }
 
+/// What makes a row's times not what they seem; the text and HTML tables both flag these.
+fn caveats(r: &BenchResult) -> impl Iterator<Item = &'static str> {
+    [(!r.synced, "not synchronised!"), (r.interrupted, "interrupted")]
+        .into_iter()
+        .filter_map(|(on, text)| on.then_some(text))
+}
+
+fn gpu_median_text(r: &BenchResult) -> String {
+    r.gpu_stats().map(|g| format_duration(g.median)).unwrap_or_else(|| "-".into())
+}
+
 impl fmt::Display for Comparison {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.table())
@@ -472,13 +477,10 @@ impl Rich for Comparison {
         for (r, up) in self.results.iter().zip(self.speedups()) {
             let c = r.cpu_stats();
             let cell = |f: fn(&Stats) -> Duration| c.as_ref().map(|s| format_duration(f(s))).unwrap_or_else(|| "-".into());
-            let gpu = r.gpu_stats().map(|g| format_duration(g.median)).unwrap_or_else(|| "-".into());
+            let gpu = gpu_median_text(r);
             let mut name = html_escape(&r.name);
-            if !r.synced {
-                name.push_str(" <span style=\"color:#b00\">(not synchronised!)</span>");
-            }
-            if r.interrupted {
-                name.push_str(" <span style=\"color:#b00\">(interrupted)</span>");
+            for c in caveats(r) {
+                name.push_str(&format!(" <span style=\"color:#b00\">({c})</span>"));
             }
             html.push_str(&format!(
                 "<tr><td style=\"text-align:left\">{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{gpu}</td><td>{}</td><td><b>{up:.2}x</b></td></tr>",
