@@ -1,20 +1,15 @@
 //! Every tensor operation on the CPU against plain Rust loops, and every bad input against
 //! its error message.
 
+mod common;
+
+use common::{data, within};
 use gpulab::{manual_seed, Device, Error, Tensor};
 
 const CPU: Device = Device::Cpu;
 
 fn t(data: &[f32], shape: &[usize]) -> Tensor {
     Tensor::from_slice(data, shape, CPU).unwrap()
-}
-
-/// Deterministic, irregular test data without touching the crate's generator.
-fn data(n: usize, salt: u32) -> Vec<f32> {
-    let mix = salt.wrapping_mul(0x9E37_79B9) | 1;
-    (0..n)
-        .map(|i| ((((i as u32) ^ mix).wrapping_mul(2654435761) >> 8) % 2000) as f32 / 100.0 - 10.0)
-        .collect()
 }
 
 /// Equality with the first differing element in the message, not two huge vectors.
@@ -27,8 +22,7 @@ fn same(a: &[f32], b: &[f32]) {
 fn close(a: &[f32], b: &[f32], tol: f32) {
     assert_eq!(a.len(), b.len());
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        let ok = (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * (1.0 + y.abs());
-        assert!(ok, "element {i}: {x} vs {y}");
+        assert!(within(*x, *y, tol), "element {i}: {x} vs {y}");
     }
 }
 

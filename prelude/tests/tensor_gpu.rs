@@ -2,25 +2,23 @@
 //! paths. Runs as one test so that "skipped" is printed once when there is no GPU (cargo
 //! has no skip status); each case prints its name as it passes.
 
+mod common;
+
+use common::{data, within};
 use gpulab::cuda::{self, KernelArg, LaunchConfig, Module};
 use gpulab::{manual_seed, Device, Error, Event, Tensor};
 
 const CPU: Device = Device::Cpu;
 const GPU: Device = Device::Cuda(0);
 
-fn data(n: usize, salt: u32) -> Vec<f32> {
-    let mix = salt.wrapping_mul(0x9E37_79B9) | 1;
-    (0..n)
-        .map(|i| ((((i as u32) ^ mix).wrapping_mul(2654435761) >> 8) % 2000) as f32 / 100.0 - 10.0)
-        .collect()
-}
-
 #[track_caller]
 fn close(what: &str, a: &[f32], b: &[f32], tol: f32) {
     assert_eq!(a.len(), b.len(), "{what}: lengths");
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        let ok = (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * (1.0 + y.abs());
-        assert!(ok, "{what}: element {i}: gpu {x} vs cpu {y}");
+        assert!(
+            within(*x, *y, tol),
+            "{what}: element {i}: gpu {x} vs cpu {y}"
+        );
     }
 }
 
