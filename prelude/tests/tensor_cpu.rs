@@ -349,6 +349,14 @@ fn matmul_against_triple_loop() {
         (150, 64, 70),
         (5, 513, 3),
         (64, 64, 4100),
+        // The register-tiled small path: whole 4 x 16 tiles, and leftover rows and columns.
+        (4, 8, 16),
+        (32, 32, 32),
+        (9, 5, 35),
+        (17, 3, 20),
+        // Threaded, with row blocks split evenly between the cores.
+        (256, 256, 256),
+        (301, 100, 203),
     ] {
         let (a, b) = (data(m * k, 11), data(k * n, 12));
         let got = t(&a, &[m, k]).matmul(&t(&b, &[k, n])).unwrap();
