@@ -18,10 +18,11 @@ pub struct EvcxrInterpreter {
     sink: Sink,
     stop: Arc<Stopper>,
     _slot: Option<Slot>,
-    /// Why the session could not start, or a notice for the first cell.
+    /// Why the session could not start.
     startup_error: Option<String>,
     /// rust-analyzer has not yet indexed the prelude (see `idle`).
     analyzer_cold: bool,
+    /// Shown on stderr at the top of the first cell (no GPU, or the prelude failed to build).
     notice: Option<String>,
     load_prelude: bool,
 }
