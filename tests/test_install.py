@@ -28,6 +28,8 @@ def test_installed_spec_points_outside_the_checkout():
     assert REPO not in binary.resolve().parents
     for logo in ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg"):
         assert (pathlib.Path(spec.resource_dir) / logo).is_file()
+    # The toolchain's folder is recorded for a Jupyter started without ~/.cargo/bin on PATH.
+    assert pathlib.Path(spec.env["GPULAB_TOOLCHAIN_BIN"], "cargo").is_file()
     out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, cwd="/", check=True)
     assert out.stdout.startswith("gpulab-kernel ")
 

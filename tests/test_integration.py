@@ -255,3 +255,21 @@ display(&bar_chart("speed", &["CPU", "GPU"], &[1.0, 20.0]));
     assert len(shown) == 2
     for m in shown:
         assert m["content"]["data"]["image/svg+xml"].lstrip().startswith("<svg")
+
+
+def test_kernel_starts_when_cargo_is_not_on_path():
+    # As when JupyterLab is started from a desktop launcher: the kernelspec records the
+    # toolchain's folder at install time and the kernel falls back to it.
+    from jupyter_client.manager import start_new_kernel
+    from conftest import KERNEL_NAME, STARTUP_TIMEOUT
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                  if not os.path.isfile(os.path.join(p, "cargo")))
+    km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=STARTUP_TIMEOUT, env=env)
+    try:
+        reply = kc.execute_interactive("Tensor::ones([2], Device::Cpu).unwrap().sum().unwrap().item().unwrap()",
+                                       timeout=STARTUP_TIMEOUT)
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -65,12 +65,18 @@ pub fn install(args: &[String]) -> Result<()> {
     let tmp = dir.join(".gpulab-kernel.new");
     std::fs::copy(&exe, &tmp).with_context(|| format!("copying {} to {}", exe.display(), tmp.display()))?;
     std::fs::rename(&tmp, &target)?;
+    // Jupyter started from a desktop launcher may not have ~/.cargo/bin on PATH; the kernel
+    // adds the folder of the cargo found now when it cannot find one itself.
+    let env = match find_on_path("cargo").and_then(|c| c.parent().map(|d| d.to_path_buf())) {
+        Some(dir) => json!({ "GPULAB_TOOLCHAIN_BIN": dir.to_string_lossy() }),
+        None => json!({}),
+    };
     let spec = json!({
         "argv": [target.to_string_lossy(), "--connection-file", "{connection_file}"],
         "display_name": DISPLAY_NAME,
         "language": "rust",
         "interrupt_mode": "message",
-        "env": {},
+        "env": env,
         "metadata": {"debugger": false},
     });
     std::fs::write(dir.join("kernel.json"), serde_json::to_string_pretty(&spec)?)?;
@@ -79,6 +85,26 @@ pub fn install(args: &[String]) -> Result<()> {
     }
     println!("Installed kernelspec {NAME} ({DISPLAY_NAME}) in {}", dir.display());
     Ok(())
+}
+
+pub fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
+}
+
+/// Puts the toolchain recorded at install time on PATH when cargo is not already there.
+pub fn ensure_toolchain_on_path() {
+    if find_on_path("cargo").is_some() {
+        return;
+    }
+    let Some(dir) = std::env::var_os("GPULAB_TOOLCHAIN_BIN") else { return };
+    let mut paths = vec![PathBuf::from(dir)];
+    if let Some(old) = std::env::var_os("PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    if let Ok(joined) = std::env::join_paths(paths) {
+        std::env::set_var("PATH", joined);
+    }
 }
 
 pub fn uninstall(args: &[String]) -> Result<()> {

@@ -38,6 +38,7 @@ fn run(args: &[String]) -> Result<()> {
 }
 
 fn kernel(path: &str) -> Result<()> {
+    install::ensure_toolchain_on_path();
     let conn = ConnectionInfo::from_file(std::path::Path::new(path))?;
     let interp = EvcxrInterpreter::new(std::env::var_os("GPULAB_NO_PRELUDE").is_none())?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
