@@ -46,6 +46,20 @@ class Session:
             outputs.append(msg)
         return reply["content"], outputs
 
+    def interrupt_after(self, code, delay, timeout=60):
+        """Starts `code`, interrupts it after `delay` seconds; returns (reply content, seconds
+        from the interrupt to the reply)."""
+        msg_id = self.kc.execute(code)
+        time.sleep(delay)
+        start = time.monotonic()
+        self.km.interrupt_kernel()
+        reply, _ = self.collect(msg_id, timeout)
+        return reply, time.monotonic() - start
+
+    def result_text(self, outputs):
+        """The text/plain of the cell's execute_result."""
+        return [m for m in outputs if m["msg_type"] == "execute_result"][0]["content"]["data"]["text/plain"]
+
     def stdout(self, outputs):
         return "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
 

@@ -23,8 +23,7 @@ def test_panic_is_an_error_and_earlier_variables_survive(kernel):
     assert "error" in types(outputs)
     reply, outputs = kernel.execute("kept + 1")
     assert reply["status"] == "ok"
-    result = [m for m in outputs if m["msg_type"] == "execute_result"]
-    assert result[0]["content"]["data"]["text/plain"] == "42"
+    assert kernel.result_text(outputs) == "42"
 
 
 def test_compile_error_is_reported_with_the_compiler_message(kernel):
@@ -81,12 +80,7 @@ def test_interrupt_of_code_that_never_checks_returns_control_and_names_lost_vari
     k = fresh_kernel
     reply, _ = k.execute("let precious = vec![1, 2, 3];")
     assert reply["status"] == "ok"
-    msg_id = k.kc.execute("loop { std::hint::spin_loop(); }")
-    time.sleep(3)
-    start = time.monotonic()
-    k.km.interrupt_kernel()
-    reply, _ = k.collect(msg_id, timeout=60)
-    elapsed = time.monotonic() - start
+    reply, elapsed = k.interrupt_after("loop { std::hint::spin_loop(); }", delay=3)
     assert reply["status"] == "error"
     assert reply["ename"] == "KeyboardInterrupt"
     assert "precious" in reply["evalue"], reply["evalue"]
@@ -101,15 +95,12 @@ def test_interrupt_of_a_prelude_loop_keeps_variables(fresh_kernel):
     reply, _ = k.execute("let precious = vec![1, 2, 3];")
     assert reply["status"] == "ok"
     code = "for _ in progress(0..10_000) { std::thread::sleep(std::time::Duration::from_millis(10)); }"
-    msg_id = k.kc.execute(code)
-    time.sleep(4)
-    k.km.interrupt_kernel()
-    reply, _ = k.collect(msg_id, timeout=60)
+    reply, _ = k.interrupt_after(code, delay=4)
     assert reply["status"] == "error"
     assert reply["ename"] == "KeyboardInterrupt"
     reply, outputs = k.execute("precious.len()")
     assert reply["status"] == "ok"
-    assert [m for m in outputs if m["msg_type"] == "execute_result"][0]["content"]["data"]["text/plain"] == "3"
+    assert k.result_text(outputs) == "3"
 
 
 def test_kernel_runs_without_a_gpu(kernel):
@@ -190,29 +181,20 @@ def test_interrupt_during_a_build_stops_the_build_and_keeps_variables(fresh_kern
     k = fresh_kernel
     reply, _ = k.execute("let precious = 7;")
     assert reply["status"] == "ok"
-    msg_id = k.kc.execute(heavy_cell())
-    time.sleep(2.5)
-    start = time.monotonic()
-    k.km.interrupt_kernel()
-    reply, _ = k.collect(msg_id, timeout=60)
-    elapsed = time.monotonic() - start
+    reply, elapsed = k.interrupt_after(heavy_cell(), delay=2.5)
     assert reply["status"] == "error"
     assert reply["ename"] == "KeyboardInterrupt", reply
     assert "build" in reply["evalue"], reply["evalue"]
     assert elapsed < 5, f"the build went on for {elapsed:.1f} s after the interrupt"
     reply, outputs = k.execute("precious * 6")
     assert reply["status"] == "ok"
-    assert [m for m in outputs if m["msg_type"] == "execute_result"][0]["content"]["data"]["text/plain"] == "42"
+    assert k.result_text(outputs) == "42"
 
 
 def test_interrupt_kills_a_shell_escape(kernel):
-    msg_id = kernel.kc.execute("!sleep 60")
-    time.sleep(1.5)
-    start = time.monotonic()
-    kernel.km.interrupt_kernel()
-    reply, _ = kernel.collect(msg_id, timeout=30)
+    reply, elapsed = kernel.interrupt_after("!sleep 60", delay=1.5, timeout=30)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
-    assert time.monotonic() - start < 5
+    assert elapsed < 5
     reply, _ = kernel.execute("1")
     assert reply["status"] == "ok"
 
