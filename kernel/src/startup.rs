@@ -29,10 +29,8 @@ pub const PANIC_HOOK: &str = r#"std::panic::set_hook(Box::new(|info| {
 }));"#;
 
 /// Says once, at the top of the first cell, when there is no GPU and why.
-pub const GPU_NOTICE: &str = r#"if let Err(e) = gpulab::cuda::device_count() {
-    println!("gpulab: no CUDA device ({e}). Tensors, kernels and timings run on the CPU; Device::cuda_if_available() picks the CPU.");
-} else if !gpulab::cuda::is_available() {
-    println!("gpulab: the NVIDIA driver reports no GPU. Tensors, kernels and timings run on the CPU.");
+pub const GPU_NOTICE: &str = r#"if let Some(why) = gpulab::cuda::unavailable_reason() {
+    println!("gpulab: no CUDA device ({why}). Tensors, kernels and timings run on the CPU; Device::cuda_if_available() picks the CPU.");
 }"#;
 
 /// evcxr wraps cells so that `?` works only after a first cell has failed for want of it, and

@@ -29,12 +29,23 @@ use std::path::PathBuf;
 
 /// True when the driver loads and at least one CUDA device is present.
 pub fn is_available() -> bool {
-    matches!(device_count(), Ok(n) if n > 0)
+    device_count() > 0
 }
 
-/// Number of CUDA devices; an error saying why when the driver cannot be used.
-pub fn device_count() -> Result<usize> {
-    context::device_count()
+/// Number of CUDA devices, 0 when the driver cannot be used (as `torch.cuda.device_count()`),
+/// so `for i in 0..device_count()` works everywhere. `unavailable_reason()` says why it is 0.
+pub fn device_count() -> usize {
+    context::device_count().unwrap_or(0)
+}
+
+/// Why no CUDA device can be used (the driver is missing, failed to start, or sees no GPU);
+/// `None` when `is_available()`.
+pub fn unavailable_reason() -> Option<String> {
+    match context::device_count() {
+        Ok(0) => Some("the NVIDIA driver reports no GPU".to_string()),
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    }
 }
 
 pub fn get_device_name(index: usize) -> Result<String> {
