@@ -12,12 +12,13 @@ extern "C" __global__ void mandelbrot(double x_min, double x_max, double y_min, 
 {
     const double px = __ddiv_rn(__dsub_rn(x_max, x_min), (double)width);
     const double py = __ddiv_rn(__dsub_rn(y_max, y_min), (double)height);
-    const int step_x = gridDim.x * blockDim.x;
-    const int step_y = gridDim.y * blockDim.y;
+    // 64-bit positions and strides: a 32-bit y + step_y could wrap past INT_MAX.
+    const long long step_x = (long long)gridDim.x * blockDim.x;
+    const long long step_y = (long long)gridDim.y * blockDim.y;
 
-    for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < height; y += step_y) {
+    for (long long y = (long long)blockIdx.y * blockDim.y + threadIdx.y; y < height; y += step_y) {
         const double ci = __dadd_rn(y_min, __dmul_rn((double)y, py));
-        for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < width; x += step_x) {
+        for (long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x; x < width; x += step_x) {
             const double cr = __dadd_rn(x_min, __dmul_rn((double)x, px));
             double zr = 0.0, zi = 0.0;
             unsigned int count = max_iter;

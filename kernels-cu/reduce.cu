@@ -90,3 +90,45 @@ extern "C" __global__ void reduce_strided(int op, const float* __restrict__ in,
         out[t] = acc;
     }
 }
+
+// The first pass of a long reduction over few rows: block b reduces chunk (b % chunks) of row
+// (b / chunks) into out[b], so a (1, 2^28) sum uses every SM instead of one block. The
+// second pass reduces the [rows, chunks] partials with reduce_rows.
+extern "C" __global__ void reduce_rows_split(int op, const float* __restrict__ in,
+                                             float* __restrict__ out, long long rows,
+                                             long long len, long long chunk, long long chunks)
+{
+    for (long long b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
+        long long r = b / chunks, c = b % chunks;
+        const float* row = in + r * len;
+        long long end = (c + 1) * chunk < len ? (c + 1) * chunk : len;
+        float acc = reduce_identity(op);
+        for (long long i = c * chunk + threadIdx.x; i < end; i += blockDim.x) {
+            acc = reduce_combine(op, acc, row[i]);
+        }
+        acc = block_reduce(op, acc);
+        if (threadIdx.x == 0) out[b] = acc;
+    }
+}
+
+// The first pass of a long reduction over a middle dimension with few outputs: thread t
+// reduces chunk c of column (o, j) into out[(o * chunks + c) * inner + j], i.e. partials of
+// shape [outer, chunks, inner], which reduce_strided then finishes.
+extern "C" __global__ void reduce_strided_split(int op, const float* __restrict__ in,
+                                                float* __restrict__ out, long long outer,
+                                                long long len, long long inner,
+                                                long long chunk, long long chunks)
+{
+    long long total = outer * chunks * inner;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)blockDim.x * gridDim.x) {
+        long long j = t % inner, c = (t / inner) % chunks, o = t / (inner * chunks);
+        const float* p = in + o * len * inner + j;
+        long long end = (c + 1) * chunk < len ? (c + 1) * chunk : len;
+        float acc = reduce_identity(op);
+        for (long long k = c * chunk; k < end; ++k) {
+            acc = reduce_combine(op, acc, p[k * inner]);
+        }
+        out[t] = acc;
+    }
+}

@@ -135,7 +135,7 @@ const LONG: [&str; 4] = ["CPU serial (1 thread)", "CPU parallel (all cores)", "G
 fn bars(svg: &str) -> Vec<(f64, f64, f64, f64)> {
     rects(svg)
         .into_iter()
-        .filter(|r| r.4 != "#FFFFFF" && r.4 != "none" && r.4 != "")
+        .filter(|r| r.4 != "#FFFFFF" && r.4 != "none" && !r.4.is_empty())
         .map(|r| (r.0, r.1, r.2, r.3))
         .collect()
 }

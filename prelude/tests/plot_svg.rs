@@ -84,8 +84,8 @@ fn crossover_is_found_and_marked() {
     assert!(texts.iter().any(|t| t.contains("GPU wins above")), "{texts:?}");
     assert!(texts.iter().any(|t| t == "GPU incl. transfers"));
     // GPU never faster: no crossover. Always faster: the first size.
-    assert_eq!(crossover_point(&sizes, &cpu, &vec![1.0; 5]), None);
-    assert_eq!(crossover_point(&sizes, &cpu, &vec![1e-12; 5]), Some(1e2));
+    assert_eq!(crossover_point(&sizes, &cpu, &[1.0; 5]), None);
+    assert_eq!(crossover_point(&sizes, &cpu, &[1e-12; 5]), Some(1e2));
 }
 
 #[test]

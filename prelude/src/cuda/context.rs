@@ -18,6 +18,9 @@ pub(crate) struct Gpu {
     pub cc: (i32, i32),
     /// Multiprocessors, to size grids: a few blocks per SM keep it busy.
     pub sms: u32,
+    /// The device's default memory pool (what cudarc's stream-ordered allocations use), when
+    /// the device has memory pools; `None` means cudarc falls back to `cuMemAlloc`.
+    pub pool: Option<Pool>,
     blas: OnceLock<std::result::Result<Arc<Mutex<Blas>>, Error>>,
     /// Compiled modules, keyed by a hash of their source and options.
     pub(crate) modules: Mutex<HashMap<u64, Arc<CudaModule>>>,
@@ -42,6 +45,13 @@ impl Gpu {
             .clone()
     }
 }
+
+/// A device's default memory pool handle.
+#[derive(Clone, Copy)]
+pub(crate) struct Pool(cudarc::driver::sys::CUmemoryPool);
+// SAFETY: a pool handle is a process-wide driver object, usable from any thread.
+unsafe impl Send for Pool {}
+unsafe impl Sync for Pool {}
 
 /// Number of CUDA devices, or the reason there are none.
 pub(crate) fn device_count() -> Result<usize> {
@@ -81,17 +91,62 @@ pub(crate) fn gpu(ordinal: usize) -> Result<Arc<Gpu>> {
         )
         .map_err(|e| driver_err("cuDeviceGetAttribute", e))?
         .max(1) as u32;
+    let pool = keep_freed_memory(&ctx);
     let g = Arc::new(Gpu {
         ordinal,
         ctx,
         stream,
         cc,
         sms,
+        pool,
         blas: OnceLock::new(),
         modules: Mutex::new(HashMap::new()),
         functions: Mutex::new(HashMap::new()),
     });
     Ok(map.lock().unwrap().entry(ordinal).or_insert(g).clone())
+}
+
+/// Makes the device's default memory pool keep memory freed by tensors for reuse (G4).
+///
+/// The pool's release threshold defaults to 0, so every synchronisation (each `to_vec`,
+/// `item`, benchmark run) would hand freed memory back to the OS and the next allocation
+/// would map it again. With the threshold at "everything", freed memory stays mapped in
+/// the pool; `storage::alloc` trims the pool and retries once when an allocation runs out
+/// of memory, so other processes are not starved for longer than it takes to ask.
+fn keep_freed_memory(ctx: &CudaContext) -> Option<Pool> {
+    use cudarc::driver::sys;
+    let pools = ctx
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
+        .unwrap_or(0);
+    if pools == 0 {
+        return None;
+    }
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut threshold = u64::MAX;
+    // SAFETY: plain driver calls with valid out-pointers; the ordinal was checked against
+    // the device count, and the pool handle stays valid for the life of the device.
+    unsafe {
+        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+            .result()
+            .ok()?;
+        // A failure only costs speed, so it is not an error.
+        let _ = sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            &mut threshold as *mut u64 as *mut std::ffi::c_void,
+        );
+    }
+    Some(Pool(pool))
+}
+
+/// Hands the memory the pool keeps (freed tensors) back to the device, after waiting for
+/// the frees queued on the stream; used before retrying an allocation that ran out.
+pub(crate) fn trim_pool(g: &Gpu) {
+    if let Some(pool) = g.pool {
+        let _ = g.stream.synchronize();
+        // SAFETY: the pool handle came from cuDeviceGetDefaultMemPool for this device.
+        let _ = unsafe { cudarc::driver::sys::cuMemPoolTrimTo(pool.0, 0) };
+    }
 }
 
 /// The GPU behind `device`, or an error for the CPU.

@@ -10,7 +10,7 @@ use super::context::{gpu, Gpu};
 use super::driver_err;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use cudarc::driver::{sys::CUevent_flags, CudaEvent};
+use cudarc::driver::{sys, sys::CUevent_flags, CudaEvent};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -126,8 +126,7 @@ impl Event {
                 if !*ra.lock().unwrap() || !*rb.lock().unwrap() {
                     return Err(unrecorded());
                 }
-                a.elapsed_ms(b)
-                    .map_err(|e| driver_err("cuEventElapsedTime", e))
+                elapsed_between(a, b)
             }
             _ => unreachable!("same device, same kind"),
         }
@@ -137,4 +136,40 @@ impl Event {
     pub fn elapsed_time(&self, end: &Event) -> Result<f32> {
         self.elapsed_ms(end)
     }
+}
+
+/// `cuEventElapsedTime` between two recorded events (G10). cudarc's build for CUDA 13 calls
+/// `cuEventElapsedTime_v2`, which drivers older than R570 (CUDA 12.8) do not export, and a
+/// missing symbol is a panic in cudarc; those drivers get the original entry point, looked up
+/// by hand in the already-loaded driver.
+fn elapsed_between(a: &CudaEvent, b: &CudaEvent) -> Result<f32> {
+    let v2 = super::driver_version().is_ok_and(|v| (v.major, v.minor) >= (12, 8));
+    if v2 {
+        return super::loader::guarded("cuEventElapsedTime_v2", || a.elapsed_ms(b))
+            .map_err(|p| Error::Cuda {
+                op: "cuEventElapsedTime".into(),
+                detail: p,
+            })?
+            .map_err(|e| driver_err("cuEventElapsedTime", e));
+    }
+    type ElapsedFn = unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> sys::CUresult;
+    let missing = |e: String| Error::Cuda {
+        op: "cuEventElapsedTime".into(),
+        detail: e,
+    };
+    // SAFETY: libcuda.so.1 is loaded already (events exist), so this only takes a reference.
+    let lib =
+        unsafe { libloading::Library::new("libcuda.so.1") }.map_err(|e| missing(e.to_string()))?;
+    // SAFETY: the signature is the driver API's `cuEventElapsedTime`.
+    let f = unsafe { lib.get::<ElapsedFn>(b"cuEventElapsedTime\0") }
+        .map_err(|e| missing(e.to_string()))?;
+    // Wait for the end event first, as cudarc's version does.
+    b.synchronize()
+        .map_err(|e| driver_err("cuEventSynchronize", e))?;
+    let mut ms = 0f32;
+    // SAFETY: both events are live and belong to the same context; `ms` is a valid out-pointer.
+    unsafe { f(&mut ms, a.cu_event(), b.cu_event()) }
+        .result()
+        .map_err(|e| driver_err("cuEventElapsedTime", e))?;
+    Ok(ms)
 }

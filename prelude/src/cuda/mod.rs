@@ -18,7 +18,7 @@ pub use event::Event;
 pub use module::{builtin_source, Function, KernelArg, LaunchConfig, Module, BUILTIN};
 pub use props::{cores_per_sm, DeviceProperties};
 
-pub(crate) use context::{gpu, Gpu};
+pub(crate) use context::{gpu, trim_pool, Gpu};
 pub(crate) use module::launch_builtin;
 
 use crate::device::Device;
@@ -91,15 +91,20 @@ pub fn nvrtc_version() -> Result<Version> {
     })
 }
 
-/// Waits until all work queued on `device` has finished (a no-op for the CPU). This is also
-/// where an error from an earlier asynchronous kernel surfaces.
+/// Waits until all work queued on `device` has finished, on every stream of the context (as
+/// `torch.cuda.synchronize`; a no-op for the CPU). This is also where an error from an
+/// earlier asynchronous kernel surfaces.
 pub fn synchronize(device: impl Into<Device>) -> Result<()> {
     match device.into() {
         Device::Cpu => Ok(()),
-        Device::Cuda(i) => gpu(i)?
-            .stream
-            .synchronize()
-            .map_err(|e| driver_err("cuStreamSynchronize", e)),
+        Device::Cuda(i) => {
+            let g = gpu(i)?;
+            // cuCtxSynchronize, not just our stream: work a user queued on another stream
+            // (or the legacy default stream) is waited for too.
+            g.ctx
+                .synchronize()
+                .map_err(|e| driver_err("cuCtxSynchronize", e))
+        }
     }
 }
 
@@ -122,10 +127,45 @@ pub(crate) fn driver_error_text(e: &DriverError) -> String {
 }
 
 pub(crate) fn driver_err(op: &str, e: DriverError) -> Error {
+    let mut detail = driver_error_text(&e);
+    if is_sticky(e.0) {
+        detail.push_str(STICKY_ADVICE);
+    }
     Error::Cuda {
         op: op.to_string(),
-        detail: driver_error_text(&e),
+        detail,
     }
+}
+
+/// Appended to a sticky error: the call that reports it is usually not the one that failed.
+pub(crate) const STICKY_ADVICE: &str = ". This error is sticky: a kernel launched earlier \
+     (asynchronously) failed, not necessarily the call named here, and the GPU context of this \
+     process is now unusable: every later CUDA call fails the same way. Restart the kernel \
+     (Kernel > Restart) to use the GPU again";
+
+/// The driver errors after which the context is unusable for the rest of the process (CUDA's
+/// "sticky" errors: a kernel faulted, so the context's state is undefined).
+pub fn is_sticky(code: CUresult) -> bool {
+    use CUresult::*;
+    matches!(
+        code,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_ASSERT
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUDA_ERROR_ECC_UNCORRECTABLE
+    )
+}
+
+/// The error a driver call with result `code` gives (tests use it to check the wording of
+/// errors that need a faulting kernel to happen for real).
+pub fn error_for(op: &str, code: CUresult) -> Error {
+    driver_err(op, DriverError(code))
 }
 
 pub(crate) fn is_oom(e: &DriverError) -> bool {

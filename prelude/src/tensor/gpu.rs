@@ -41,7 +41,7 @@ fn elementwise(
 ) -> Result<CudaBuf> {
     let out = alloc(gpu, n)?;
     if n > 0 {
-        launch_builtin(gpu, "elementwise", kernel, cfg(gpu, n), &args(p(&out)))?;
+        launch_builtin(gpu, "elementwise", kernel, cfg(gpu, n), &mut args(p(&out)))?;
     }
     Ok(out)
 }
@@ -51,7 +51,7 @@ pub(crate) fn full(gpu: &Arc<Gpu>, n: usize, v: f32) -> Result<CudaBuf> {
 }
 
 pub(crate) fn binary_same(op: BinaryOp, a: &CudaBuf, b: &CudaBuf) -> Result<CudaBuf> {
-    let n = a.slice.len();
+    let n = a.len;
     elementwise(&a.gpu, "binary_same", n, |out| {
         vec![A::I32(op as i32), p(a), p(b), out, A::I64(n as i64)]
     })
@@ -63,7 +63,7 @@ pub(crate) fn binary_scalar(
     s: f32,
     scalar_first: bool,
 ) -> Result<CudaBuf> {
-    let n = a.slice.len();
+    let n = a.len;
     elementwise(&a.gpu, "binary_scalar", n, |out| {
         vec![
             A::I32(op as i32),
@@ -109,7 +109,7 @@ pub(crate) fn binary_bcast(
 }
 
 pub(crate) fn unary(op: UnaryOp, a: &CudaBuf) -> Result<CudaBuf> {
-    let n = a.slice.len();
+    let n = a.len;
     elementwise(&a.gpu, "unary", n, |out| {
         vec![A::I32(op as i32), p(a), out, A::I64(n as i64)]
     })
@@ -126,7 +126,7 @@ pub(crate) fn permute(a: &CudaBuf, dims: &[usize], src_strides: &[usize]) -> Res
 /// A one-element buffer: per-block partials, then one block over the partials.
 pub(crate) fn reduce_all(op: ReduceOp, a: &CudaBuf) -> Result<CudaBuf> {
     let gpu = &a.gpu;
-    let n = a.slice.len();
+    let n = a.len;
     let blocks = n.div_ceil(BLOCK as usize).clamp(1, 1024);
     let partial = alloc(gpu, blocks)?;
     launch_builtin(
@@ -134,7 +134,7 @@ pub(crate) fn reduce_all(op: ReduceOp, a: &CudaBuf) -> Result<CudaBuf> {
         "reduce",
         "reduce_partial",
         linear(blocks as u32, BLOCK),
-        &[A::I32(op as i32), p(a), p(&partial), A::I64(n as i64)],
+        &mut [A::I32(op as i32), p(a), p(&partial), A::I64(n as i64)],
     )?;
     let out = alloc(gpu, 1)?;
     launch_builtin(
@@ -142,7 +142,7 @@ pub(crate) fn reduce_all(op: ReduceOp, a: &CudaBuf) -> Result<CudaBuf> {
         "reduce",
         "reduce_partial",
         linear(1, 1024),
-        &[
+        &mut [
             A::I32(op as i32),
             p(&partial),
             p(&out),
@@ -150,6 +150,68 @@ pub(crate) fn reduce_all(op: ReduceOp, a: &CudaBuf) -> Result<CudaBuf> {
         ],
     )?;
     Ok(out)
+}
+
+/// How `reduce_dim` runs on a device with `sms` multiprocessors (G5): the one-block-per-row
+/// and one-thread-per-output kernels leave most SMs idle when there are few outputs and long
+/// reductions, so those shapes are split into chunks (a first pass of partials, then a second
+/// reduction over the chunks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReducePlan {
+    /// `reduce_rows`: one block per row (`inner == 1`, enough rows or short rows).
+    Rows,
+    /// `reduce_strided`: one thread per output (also used for many very short rows).
+    Strided,
+    /// `reduce_rows_split`: `chunks` blocks per row of `chunk` elements, then `Rows` over
+    /// the `[outer, chunks]` partials.
+    SplitRows { chunk: usize, chunks: usize },
+    /// `reduce_strided_split`: `chunks` threads per output, then `Strided` over the
+    /// `[outer, chunks, inner]` partials.
+    SplitStrided { chunk: usize, chunks: usize },
+}
+
+/// The kernel choice for reducing the middle axis of `[outer, len, inner]`; a pure function
+/// of the shape and the SM count so it can be tested without a GPU.
+pub(crate) fn reduce_plan(outer: usize, len: usize, inner: usize, sms: usize) -> ReducePlan {
+    let sms = sms.max(1);
+    // Below about a million elements a second launch costs more than idle SMs do.
+    let small = outer * len * inner < 1 << 20;
+    if inner == 1 {
+        if len <= 32 {
+            // A 256-thread block per row of at most 32 would leave 7 of 8 warps idle; a
+            // thread per row reads its few floats from cache lines its neighbours share.
+            return ReducePlan::Strided;
+        }
+        // About 8 blocks per SM keep it busy; each block should still get >= 4 elements
+        // per thread, or the second pass costs more than the split saves.
+        let want_blocks = sms * 8;
+        if small || outer >= want_blocks || len <= 4 * BLOCK as usize {
+            return ReducePlan::Rows;
+        }
+        let chunk = len
+            .div_ceil(want_blocks.div_ceil(outer))
+            .max(4 * BLOCK as usize);
+        let chunks = len.div_ceil(chunk);
+        if chunks <= 1 {
+            ReducePlan::Rows
+        } else {
+            ReducePlan::SplitRows { chunk, chunks }
+        }
+    } else {
+        // About 1024 threads per SM; each thread should still add >= 32 elements.
+        let want_threads = sms * 1024;
+        let outputs = outer * inner;
+        if small || outputs >= want_threads || len <= 64 {
+            return ReducePlan::Strided;
+        }
+        let chunk = len.div_ceil(want_threads.div_ceil(outputs)).max(32);
+        let chunks = len.div_ceil(chunk);
+        if chunks <= 1 {
+            ReducePlan::Strided
+        } else {
+            ReducePlan::SplitStrided { chunk, chunks }
+        }
+    }
 }
 
 /// Reduces the middle axis of `[outer, len, inner]`.
@@ -161,41 +223,80 @@ pub(crate) fn reduce_dim(
     inner: usize,
 ) -> Result<CudaBuf> {
     let gpu = &a.gpu;
-    let out = alloc(gpu, outer * inner)?;
     if outer * inner == 0 {
-        return Ok(out);
+        return alloc(gpu, 0);
     }
-    if inner == 1 {
-        launch_builtin(
-            gpu,
-            "reduce",
-            "reduce_rows",
-            linear(outer.min(1 << 16) as u32, BLOCK),
-            &[
-                A::I32(op as i32),
-                p(a),
-                p(&out),
-                A::I64(outer as i64),
-                A::I64(len as i64),
-            ],
-        )?;
-    } else {
-        launch_builtin(
-            gpu,
-            "reduce",
-            "reduce_strided",
-            cfg(gpu, outer * inner),
-            &[
-                A::I32(op as i32),
-                p(a),
-                p(&out),
-                A::I64(outer as i64),
-                A::I64(len as i64),
-                A::I64(inner as i64),
-            ],
-        )?;
+    let i64_ = |x: usize| A::I64(x as i64);
+    match reduce_plan(outer, len, inner, gpu.sms as usize) {
+        ReducePlan::Rows => {
+            let out = alloc(gpu, outer)?;
+            launch_builtin(
+                gpu,
+                "reduce",
+                "reduce_rows",
+                linear(outer.min(1 << 16) as u32, BLOCK),
+                &mut [A::I32(op as i32), p(a), p(&out), i64_(outer), i64_(len)],
+            )?;
+            Ok(out)
+        }
+        ReducePlan::Strided => {
+            let out = alloc(gpu, outer * inner)?;
+            launch_builtin(
+                gpu,
+                "reduce",
+                "reduce_strided",
+                cfg(gpu, outer * inner),
+                &mut [
+                    A::I32(op as i32),
+                    p(a),
+                    p(&out),
+                    i64_(outer),
+                    i64_(len),
+                    i64_(inner),
+                ],
+            )?;
+            Ok(out)
+        }
+        ReducePlan::SplitRows { chunk, chunks } => {
+            let partial = alloc(gpu, outer * chunks)?;
+            launch_builtin(
+                gpu,
+                "reduce",
+                "reduce_rows_split",
+                linear((outer * chunks).min(1 << 16) as u32, BLOCK),
+                &mut [
+                    A::I32(op as i32),
+                    p(a),
+                    p(&partial),
+                    i64_(outer),
+                    i64_(len),
+                    i64_(chunk),
+                    i64_(chunks),
+                ],
+            )?;
+            reduce_dim(op, &partial, outer, chunks, 1)
+        }
+        ReducePlan::SplitStrided { chunk, chunks } => {
+            let partial = alloc(gpu, outer * chunks * inner)?;
+            launch_builtin(
+                gpu,
+                "reduce",
+                "reduce_strided_split",
+                cfg(gpu, outer * chunks * inner),
+                &mut [
+                    A::I32(op as i32),
+                    p(a),
+                    p(&partial),
+                    i64_(outer),
+                    i64_(len),
+                    i64_(inner),
+                    i64_(chunk),
+                    i64_(chunks),
+                ],
+            )?;
+            reduce_dim(op, &partial, outer, chunks, inner)
+        }
     }
-    Ok(out)
 }
 
 /// Row-major `[m, k] x [k, n]` with cuBLAS, which is column-major: a row-major matrix is its
@@ -230,4 +331,106 @@ pub(crate) fn matmul(a: &CudaBuf, b: &CudaBuf, m: usize, k: usize, n: usize) -> 
             .sgemm(n, m, k, b.ptr(), n, a.ptr(), k, out.ptr(), n)
     }?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{reduce_plan, ReducePlan};
+
+    /// H200: 132 SMs.
+    const SMS: usize = 132;
+
+    /// Threads that do work in the first pass of a plan.
+    fn busy_threads(p: ReducePlan, outer: usize, inner: usize) -> usize {
+        match p {
+            ReducePlan::Rows => outer * 256,
+            ReducePlan::Strided => outer * inner,
+            ReducePlan::SplitRows { chunks, .. } => outer * chunks * 256,
+            ReducePlan::SplitStrided { chunks, .. } => outer * chunks * inner,
+        }
+    }
+
+    #[test]
+    fn few_long_rows_are_split_across_the_gpu() {
+        // (1, 2^28).sum_dim(-1): one block before; now every SM gets blocks.
+        let p = reduce_plan(1, 1 << 28, 1, SMS);
+        let ReducePlan::SplitRows { chunk, chunks } = p else {
+            panic!("{p:?}")
+        };
+        assert!(chunks >= SMS, "{p:?}");
+        assert!(
+            chunk * chunks >= 1 << 28 && chunk * (chunks - 1) < 1 << 28,
+            "{p:?} covers the row"
+        );
+        // A few rows: still split, and together still enough blocks.
+        let p = reduce_plan(4, 1 << 24, 1, SMS);
+        assert!(busy_threads(p, 4, 1) >= SMS * 256 * 4, "{p:?}");
+    }
+
+    #[test]
+    fn few_long_columns_are_split_across_the_gpu() {
+        // (2^24, 4).sum_dim(0): 4 threads before.
+        let p = reduce_plan(1, 1 << 24, 4, SMS);
+        let ReducePlan::SplitStrided { chunk, chunks } = p else {
+            panic!("{p:?}")
+        };
+        assert!(busy_threads(p, 1, 4) >= SMS * 512, "{p:?}");
+        assert!(chunk >= 32 && chunk * chunks >= 1 << 24 && chunk * (chunks - 1) < 1 << 24);
+        // mean_dim(0) of (batch, 16 features).
+        assert!(matches!(
+            reduce_plan(1, 1 << 20, 16, SMS),
+            ReducePlan::SplitStrided { .. }
+        ));
+    }
+
+    #[test]
+    fn shapes_that_fill_the_gpu_keep_the_one_pass_kernels() {
+        assert_eq!(reduce_plan(1 << 16, 1024, 1, SMS), ReducePlan::Rows);
+        assert_eq!(
+            reduce_plan(7, 300, 129, SMS),
+            ReducePlan::Strided,
+            "short reductions"
+        );
+        assert_eq!(
+            reduce_plan(1, 1 << 20, 1 << 18, SMS),
+            ReducePlan::Strided,
+            "many outputs"
+        );
+        assert_eq!(
+            reduce_plan(3, 1000, 1, SMS),
+            ReducePlan::Rows,
+            "short rows need no split"
+        );
+        // Tiny rows, many of them: a thread per row, not 256.
+        assert_eq!(reduce_plan(1 << 20, 3, 1, SMS), ReducePlan::Strided);
+    }
+
+    #[test]
+    fn the_second_pass_is_smaller_and_terminates() {
+        for (outer, len, inner) in [
+            (1, 1 << 28, 1),
+            (2, 123_457, 1),
+            (1, 1 << 24, 4),
+            (3, 99_991, 7),
+        ] {
+            let mut shape = (outer, len, inner);
+            for _ in 0..4 {
+                match reduce_plan(shape.0, shape.1, shape.2, SMS) {
+                    ReducePlan::SplitRows { chunks, .. }
+                    | ReducePlan::SplitStrided { chunks, .. } => {
+                        assert!(chunks < shape.1, "{shape:?}");
+                        shape.1 = chunks;
+                    }
+                    _ => break,
+                }
+            }
+            assert!(
+                matches!(
+                    reduce_plan(shape.0, shape.1, shape.2, SMS),
+                    ReducePlan::Rows | ReducePlan::Strided
+                ),
+                "{outer},{len},{inner} still splitting at {shape:?}"
+            );
+        }
+    }
 }

@@ -15,7 +15,10 @@ pub(crate) enum Storage {
 
 pub(crate) struct CudaBuf {
     pub gpu: Arc<Gpu>,
+    /// At least one element even for an empty tensor (see [`alloc`]); `len` is the tensor's.
     pub slice: CudaSlice<f32>,
+    /// The number of floats the tensor holds (0 for an empty tensor, whose `slice` has 1).
+    pub len: usize,
 }
 
 impl CudaBuf {
@@ -25,11 +28,40 @@ impl CudaBuf {
     }
 }
 
+impl Drop for CudaBuf {
+    /// cudarc frees the slice (`cuMemFreeAsync`) without making its context current, so a
+    /// tensor dropped on another thread (a rayon task, a `std::thread`), or while another
+    /// device is current, would free in the wrong context or none (G8). Binding here runs
+    /// before the `slice` field is dropped.
+    fn drop(&mut self) {
+        let _ = self.gpu.ctx.bind_to_thread();
+    }
+}
+
+/// How many floats to ask the driver for: never 0. A zero-byte `cuMemAllocAsync` is
+/// undocumented (some drivers return success without writing the pointer, which cudarc
+/// would then free), and `cuMemAlloc(0)` is an error (G2).
+pub(crate) fn physical_len(n: usize) -> usize {
+    n.max(1)
+}
+
 /// An uninitialised buffer of `n` floats on `gpu` (stream-ordered).
 pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
-    // SAFETY: every caller writes all n elements (a kernel, a copy or a memset) before the
-    // buffer is read.
-    let slice = unsafe { gpu.stream.alloc::<f32>(n) }.map_err(|e| {
+    let try_alloc = || {
+        // SAFETY: every caller writes all n elements (a kernel, a copy or a memset) before
+        // the buffer is read; the extra element of an empty buffer is never read.
+        unsafe { gpu.stream.alloc::<f32>(physical_len(n)) }
+    };
+    let slice = match try_alloc() {
+        // Freed tensors may still sit in the memory pool (it keeps them for reuse): give
+        // them back to the device and try once more before reporting out of memory.
+        Err(e) if cuda::is_oom(&e) => {
+            cuda::trim_pool(gpu);
+            try_alloc()
+        }
+        r => r,
+    }
+    .map_err(|e| {
         if cuda::is_oom(&e) {
             Error::OutOfMemory {
                 device: gpu.device(),
@@ -42,6 +74,7 @@ pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
     Ok(CudaBuf {
         gpu: gpu.clone(),
         slice,
+        len: n,
     })
 }
 
@@ -67,20 +100,70 @@ pub(crate) fn upload(gpu: &Arc<Gpu>, data: &[f32]) -> Result<CudaBuf> {
     Ok(b)
 }
 
-/// Device to host; waits for everything queued before it, like torch's `.cpu()`.
-pub(crate) fn download(b: &CudaBuf) -> Result<Vec<f32>> {
-    let mut out = vec![0f32; b.slice.len()];
-    if !out.is_empty() {
+/// A device-side copy of `b` (what copy-on-write makes before a kernel may write).
+pub(crate) fn duplicate(b: &CudaBuf) -> Result<CudaBuf> {
+    let mut out = alloc(&b.gpu, b.len)?;
+    if b.len > 0 {
         b.gpu
             .stream
-            .memcpy_dtoh(&b.slice, &mut out)
-            .map_err(|e| cuda::driver_err("cuMemcpyDtoH", e))?;
+            .memcpy_dtod(&b.slice, &mut out.slice)
+            .map_err(|e| cuda::driver_err("cuMemcpyDtoD", e))?;
     }
-    b.gpu
-        .stream
-        .synchronize()
-        .map_err(|e| cuda::driver_err("cuStreamSynchronize", e))?;
     Ok(out)
+}
+
+/// Device to host; waits for everything queued before it, like torch's `.cpu()`.
+pub(crate) fn download(b: &CudaBuf) -> Result<Vec<f32>> {
+    let n = b.len;
+    // Not zero-filled first (G16): the copy writes every element, and for a multi-GB tensor
+    // the fill would be a second full pass over host memory.
+    let mut out: Vec<f32> = Vec::with_capacity(n);
+    let sync = |op: &str| {
+        b.gpu
+            .stream
+            .synchronize()
+            .map_err(|e| cuda::driver_err(op, e))
+    };
+    if n > 0 {
+        b.gpu
+            .ctx
+            .bind_to_thread()
+            .map_err(|e| cuda::driver_err("cuCtxSetCurrent", e))?;
+        // SAFETY: `out` has room for n floats and the buffer holds n; the copy is queued on
+        // the buffer's stream after the work that writes it, and the stream is synchronised
+        // before the length is set, so no element is read before the driver wrote it.
+        unsafe {
+            cudarc::driver::sys::cuMemcpyDtoHAsync_v2(
+                out.as_mut_ptr() as *mut std::ffi::c_void,
+                b.ptr(),
+                n * 4,
+                b.gpu.stream.cu_stream(),
+            )
+        }
+        .result()
+        .map_err(|e| cuda::driver_err("cuMemcpyDtoH", e))?;
+        sync("cuStreamSynchronize")?;
+        // SAFETY: the synchronised copy above initialised all n elements.
+        unsafe { out.set_len(n) };
+    } else {
+        sync("cuStreamSynchronize")?;
+    }
+    Ok(out)
+}
+
+impl super::Tensor {
+    /// The device address of the data for a kernel that writes it: copy-on-write, so the
+    /// write cannot reach clones or reshapes that share the storage (G13).
+    pub(crate) fn device_ptr_mut(&mut self) -> Result<u64> {
+        if Arc::get_mut(&mut self.storage).is_none() {
+            let copy = match &*self.storage {
+                Storage::Cuda(b) => Storage::Cuda(duplicate(b)?),
+                Storage::Cpu(v) => Storage::Cpu(v.clone()),
+            };
+            self.storage = Arc::new(copy);
+        }
+        self.device_ptr()
+    }
 }
 
 impl Storage {

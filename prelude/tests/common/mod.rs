@@ -14,3 +14,23 @@ pub fn data(n: usize, salt: u32) -> Vec<f32> {
 pub fn within(x: f32, y: f32, tol: f32) -> bool {
     (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * (1.0 + y.abs())
 }
+
+/// The f32 error bound of each element of a row-major `[m, k] x [k, n]` product computed in
+/// any summation order: k * eps * sum_p |a_ip * b_pj| (the classic bound for a k-term dot
+/// product). Two implementations that each meet it differ by at most twice this.
+#[allow(dead_code)]
+pub fn matmul_error_bound(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut out = vec![0f64; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = (a[i * k + p] as f64).abs();
+            let row = &b[p * n..(p + 1) * n];
+            for (o, y) in out[i * n..(i + 1) * n].iter_mut().zip(row) {
+                *o += x * (*y as f64).abs();
+            }
+        }
+    }
+    let k_eps = k as f64 * f32::EPSILON as f64;
+    out.iter_mut().for_each(|v| *v *= k_eps);
+    out
+}
