@@ -29,12 +29,43 @@ fn device_strings_parse() {
     }
 }
 
+/// The no-driver paths, tested on every machine: in this process when it has no driver, and
+/// always in a child process (this binary, one test selected) with the driver hidden by
+/// GPULAB_DISABLE_CUDA, which must be set before the process first touches CUDA.
 #[test]
 fn without_a_gpu_every_call_explains_itself() {
-    if !no_gpu() {
-        println!("skipped: a CUDA device is present (see tensor_gpu.rs for the GPU paths)");
+    if std::env::var_os("GPULAB_DISABLE_CUDA").is_some() {
+        no_driver_checks();
+        println!("NO-DRIVER-CHECKED");
         return;
     }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "without_a_gpu_every_call_explains_itself",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("GPULAB_DISABLE_CUDA", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!(
+        "child with GPULAB_DISABLE_CUDA=1:\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && stdout.contains("NO-DRIVER-CHECKED"),
+        "the child failed"
+    );
+    assert!(stdout.contains("disabled by the GPULAB_DISABLE_CUDA environment variable"));
+    if no_gpu() {
+        // And the real thing: this machine has no usable driver.
+        no_driver_checks();
+    }
+}
+
+fn no_driver_checks() {
     assert_eq!(Device::cuda_if_available(), Device::Cpu);
     assert_eq!(cuda::device_count(), 0);
     let why = cuda::unavailable_reason().expect("a reason when no device is available");

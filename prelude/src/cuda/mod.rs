@@ -116,24 +116,33 @@ pub fn kernels_dir() -> PathBuf {
 
 /// "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)".
 pub(crate) fn driver_error_text(e: &DriverError) -> String {
-    let name = e
-        .error_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| format!("{:?}", e.0));
-    match e.error_string() {
-        Ok(s) => format!("{name} ({})", s.to_string_lossy()),
-        Err(_) => name,
-    }
+    // cudarc looks the texts up in libcuda, and panics when it is not loaded.
+    let text = loader::guarded("cuGetErrorName", || {
+        let name = e
+            .error_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| format!("{:?}", e.0));
+        match e.error_string() {
+            Ok(s) => format!("{name} ({})", s.to_string_lossy()),
+            Err(_) => name,
+        }
+    });
+    text.unwrap_or_else(|_| format!("{:?}", e.0))
 }
 
 pub(crate) fn driver_err(op: &str, e: DriverError) -> Error {
-    let mut detail = driver_error_text(&e);
-    if is_sticky(e.0) {
-        detail.push_str(STICKY_ADVICE);
+    cuda_error(op, e.0, driver_error_text(&e))
+}
+
+/// The error for driver call `op` that returned `code`, described as `text`; a sticky error
+/// gets the advice to restart (G9).
+fn cuda_error(op: &str, code: CUresult, mut text: String) -> Error {
+    if is_sticky(code) {
+        text.push_str(STICKY_ADVICE);
     }
     Error::Cuda {
         op: op.to_string(),
-        detail,
+        detail: text,
     }
 }
 
@@ -145,7 +154,7 @@ pub(crate) const STICKY_ADVICE: &str = ". This error is sticky: a kernel launche
 
 /// The driver errors after which the context is unusable for the rest of the process (CUDA's
 /// "sticky" errors: a kernel faulted, so the context's state is undefined).
-pub fn is_sticky(code: CUresult) -> bool {
+pub(crate) fn is_sticky(code: CUresult) -> bool {
     use CUresult::*;
     matches!(
         code,
@@ -162,12 +171,39 @@ pub fn is_sticky(code: CUresult) -> bool {
     )
 }
 
-/// The error a driver call with result `code` gives (tests use it to check the wording of
-/// errors that need a faulting kernel to happen for real).
-pub fn error_for(op: &str, code: CUresult) -> Error {
-    driver_err(op, DriverError(code))
-}
-
 pub(crate) fn is_oom(e: &DriverError) -> bool {
     e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cuda_error, is_sticky};
+    use cudarc::driver::sys::CUresult;
+
+    #[test]
+    fn sticky_errors_say_restart_and_others_do_not() {
+        for c in [
+            CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
+            CUresult::CUDA_ERROR_LAUNCH_FAILED,
+            CUresult::CUDA_ERROR_MISALIGNED_ADDRESS,
+            CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION,
+            CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR,
+        ] {
+            assert!(is_sticky(c), "{c:?}");
+            let e = cuda_error("cuMemAlloc", c, format!("{c:?}")).to_string();
+            assert!(e.starts_with("cuMemAlloc failed: "), "{e}");
+            assert!(e.contains("not necessarily the call named here"), "{e}");
+            assert!(e.contains("Restart the kernel"), "{e}");
+        }
+        for c in [
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+            CUresult::CUDA_ERROR_NOT_FOUND,
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+        ] {
+            assert!(!is_sticky(c), "{c:?}");
+            let e = cuda_error("cuLaunchKernel", c, format!("{c:?}")).to_string();
+            assert!(!e.contains("Restart"), "{e}");
+        }
+    }
 }
