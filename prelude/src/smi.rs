@@ -48,6 +48,19 @@ struct Memory {
     free: u64,
     used: u64,
 }
+/// `nvmlMemory_v2_t`: `used` leaves out what the driver reserves, as nvidia-smi shows it.
+#[repr(C)]
+struct MemoryV2 {
+    version: c_uint,
+    total: u64,
+    reserved: u64,
+    free: u64,
+    used: u64,
+}
+/// `nvmlMemory_v2`: NVML_STRUCT_VERSION(Memory, 2).
+const MEMORY_V2: c_uint = std::mem::size_of::<MemoryV2>() as c_uint | (2 << 24);
+/// NVML_ERROR_INSUFFICIENT_SIZE: the process list has more entries than the buffer.
+const NVML_INSUFFICIENT_SIZE: c_int = 7;
 #[repr(C)]
 struct Utilization {
     gpu: c_uint,
@@ -187,9 +200,31 @@ impl Nvml {
             free: 0,
             used: 0,
         };
-        let get_mem =
-            self.sym::<unsafe extern "C" fn(Dev, *mut Memory) -> c_int>("nvmlDeviceGetMemoryInfo")?;
-        self.check("nvmlDeviceGetMemoryInfo", unsafe { get_mem(dev, &mut mem) })?;
+        // v2 first (G7): v1's "used" includes the driver's reservation, hundreds of MiB more
+        // than nvidia-smi reports on an idle board. Drivers before R510 have only v1.
+        let mut v2 = MemoryV2 {
+            version: MEMORY_V2,
+            total: 0,
+            reserved: 0,
+            free: 0,
+            used: 0,
+        };
+        let got_v2 = self
+            .sym::<unsafe extern "C" fn(Dev, *mut MemoryV2) -> c_int>("nvmlDeviceGetMemoryInfo_v2")
+            // SAFETY: `v2` is a correctly versioned nvmlMemory_v2_t.
+            .is_ok_and(|f| unsafe { f(dev, &mut v2) } == 0);
+        if got_v2 {
+            mem = Memory {
+                total: v2.total,
+                free: v2.free,
+                used: v2.used,
+            };
+        } else {
+            let get_mem = self.sym::<unsafe extern "C" fn(Dev, *mut Memory) -> c_int>(
+                "nvmlDeviceGetMemoryInfo",
+            )?;
+            self.check("nvmlDeviceGetMemoryInfo", unsafe { get_mem(dev, &mut mem) })?;
+        }
         // The rest is optional: NVML answers "not supported" for some of it on some boards.
         let u32_query = |f: &dyn Fn(Dev, *mut c_uint) -> c_int| -> Option<u32> {
             let mut v: c_uint = 0;
@@ -247,11 +282,23 @@ impl Nvml {
                 gpu_instance_id: 0,
                 compute_instance_id: 0
             };
-            n as usize
+            // Twice the entries NVML is told about: some R535 drivers write a 32-byte
+            // struct per process instead of the 24-byte one declared here, and must not
+            // write past the buffer.
+            2 * n as usize
         ];
-        if unsafe { list(dev, &mut n, buf.as_mut_ptr()) } != 0 {
+        let mut ret = unsafe { list(dev, &mut n, buf.as_mut_ptr()) };
+        if ret == NVML_INSUFFICIENT_SIZE {
+            // More processes than the buffer holds: NVML said how many; ask again with room
+            // for a few that may start meanwhile.
+            n += 8;
+            buf.resize(2 * n as usize, buf[0]);
+            ret = unsafe { list(dev, &mut n, buf.as_mut_ptr()) };
+        }
+        if ret != 0 {
             return vec![];
         }
+        buf.truncate(n as usize);
         let name_fn = self
             .sym::<unsafe extern "C" fn(c_uint, *mut c_char, c_uint) -> c_int>(
                 "nvmlSystemGetProcessName",
@@ -354,7 +401,6 @@ impl SmiReport {
         }
         s + "</div>"
     }
-
 }
 
 const GPU_HEADER: &[&str] = &[
@@ -385,7 +431,9 @@ impl fmt::Display for SmiReport {
 /// An HTML table, with the text form for front ends that cannot show HTML.
 impl Rich for SmiReport {
     fn mime_bundle(&self) -> MimeBundle {
-        MimeBundle::new().with("text/html", self.to_html()).with("text/plain", self.to_string())
+        MimeBundle::new()
+            .with("text/html", self.to_html())
+            .with("text/plain", self.to_string())
     }
 }
 

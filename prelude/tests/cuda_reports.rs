@@ -70,7 +70,18 @@ fn nvidia_smi_here() {
     match nvidia_smi() {
         Ok(r) => {
             println!("{r}");
-            assert_eq!(r.gpus.len(), cuda::device_count());
+            // NVML counts every board and ignores CUDA_VISIBLE_DEVICES; under MIG, CUDA counts
+            // instances. The counts agree only without either (G7).
+            let mig = (0..cuda::device_count())
+                .any(|i| cuda::get_device_name(i).is_ok_and(|n| n.contains("MIG")));
+            if std::env::var_os("CUDA_VISIBLE_DEVICES").is_none() && !mig {
+                assert_eq!(r.gpus.len(), cuda::device_count());
+            } else {
+                println!(
+                    "CUDA_VISIBLE_DEVICES or MIG: NVML sees {} boards",
+                    r.gpus.len()
+                );
+            }
             assert!(r
                 .gpus
                 .iter()
@@ -110,11 +121,16 @@ fn reports_are_rich_with_html_and_text() {
         display_line(&sample().mime_bundle(), Some("smi")),
     ];
     for line in lines {
-        let body = line.trim_start_matches(gpulab::display::LINE_PREFIX).trim_end();
+        let body = line
+            .trim_start_matches(gpulab::display::LINE_PREFIX)
+            .trim_end();
         let v: serde_json::Value = serde_json::from_str(body).unwrap();
         let html = v["data"]["text/html"].as_str().expect("text/html");
         let text = v["data"]["text/plain"].as_str().expect("text/plain");
         assert!(html.starts_with("<div>") && text.contains('+'), "{v}");
     }
-    assert_eq!(sample().mime_bundle().get("text/plain"), Some(sample().to_string().as_str()));
+    assert_eq!(
+        sample().mime_bundle().get("text/plain"),
+        Some(sample().to_string().as_str())
+    );
 }
