@@ -425,7 +425,7 @@ fn out_of_memory_and_recovery() {
     // Memory freed by tensors is reused (the pool keeps it), and an allocation near the
     // device's size succeeds after the pool gives back what it kept.
     let total = cuda::get_device_properties(0).unwrap().total_memory;
-    let big = (total / 4 / 3) as usize; // a third of the device, in floats
+    let big = (total / 4 / 8) as usize; // an eighth of the device, in floats
     for _ in 0..3 {
         let t = Tensor::zeros(big, GPU).unwrap();
         drop(t);

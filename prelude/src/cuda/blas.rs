@@ -64,8 +64,10 @@ impl Blas {
             _lib: lib,
         };
         let mut h: Handle = std::ptr::null_mut();
+        // SAFETY: `create` is cublasCreate_v2 from the loaded library; `h` is a valid out-pointer.
         b.check("cublasCreate", unsafe { create(&mut h) })?;
         b.handle = h;
+        // SAFETY: `h` was just created; `stream` is the device's live stream, bound to the current context.
         b.check("cublasSetStream", unsafe { set_stream(h, stream) })?;
         Ok(b)
     }
@@ -77,6 +79,7 @@ impl Blas {
         let text = self
             .status_string
             .map(|f| {
+                // SAFETY: cublasGetStatusString returns a static NUL-terminated string for any status.
                 unsafe { CStr::from_ptr(f(status)) }
                     .to_string_lossy()
                     .into_owned()
@@ -130,6 +133,7 @@ impl Blas {
 impl Drop for Blas {
     fn drop(&mut self) {
         if !self.handle.is_null() {
+            // SAFETY: the handle was created by cublasCreate and is destroyed exactly once, here.
             unsafe { (self.destroy)(self.handle) };
         }
     }

@@ -39,6 +39,7 @@ fn load_driver() -> std::result::Result<(), String> {
         return Err("disabled by the GPULAB_DISABLE_CUDA environment variable".into());
     }
     let present = || {
+        // SAFETY: is_culib_present only tries dlopen on cudarc's candidate names.
         guarded("libcuda", || unsafe {
             cudarc::driver::sys::is_culib_present()
         })
@@ -88,6 +89,7 @@ pub(crate) fn nvrtc() -> Result<()> {
             let driver = driver_cuda();
             let chosen = load_lib(
                 "GPULAB_NVRTC_PATH",
+                // SAFETY: only tries dlopen on cudarc's candidate names.
                 || unsafe { cudarc::nvrtc::sys::is_culib_present() },
                 &["cuda_nvrtc/lib", "cu13/lib", "cu12/lib"],
                 "libnvrtc-builtins.so.",
@@ -96,6 +98,7 @@ pub(crate) fn nvrtc() -> Result<()> {
                 driver,
             )?;
             let (mut major, mut minor) = (0i32, 0i32);
+            // SAFETY: nvrtcVersion writes two ints through valid pointers; NVRTC was loaded above.
             guarded("nvrtcVersion", || unsafe {
                 cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor)
             })?
@@ -149,6 +152,7 @@ pub(crate) fn cublas() -> Result<libloading::Library> {
             if std::env::var_os("GPULAB_CUBLAS_PATH").is_none() {
                 if let Ok(names) = &on_path {
                     for n in names {
+                        // SAFETY: NVIDIA's libraries; their initialisers have no preconditions.
                         if unsafe { libloading::Library::new(n) }.is_ok() {
                             return Ok(n.to_string());
                         }
@@ -289,6 +293,7 @@ pub(crate) fn pick_dep(
 /// The file a loaded symbol of cudarc's NVRTC comes from (`dladdr`), to check which NVRTC
 /// cudarc actually opened.
 fn loaded_file_of(symbol: &str) -> Option<PathBuf> {
+    // SAFETY: NVRTC was loaded above, so culib() only returns cudarc's handle to it.
     let lib = guarded("culib", || unsafe { cudarc::nvrtc::sys::culib() }).ok()?;
     // SAFETY: only the address is used, never called.
     let sym = unsafe { lib.get::<*const std::ffi::c_void>(symbol.as_bytes()) }.ok()?;

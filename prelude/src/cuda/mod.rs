@@ -73,6 +73,7 @@ impl fmt::Display for Version {
 pub fn driver_version() -> Result<Version> {
     loader::driver()?;
     let mut v = 0;
+    // SAFETY: the driver is loaded and initialised (loader::driver above); `v` is a valid out-pointer.
     unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }
         .result()
         .map_err(|e| driver_err("cuDriverGetVersion", e))?;

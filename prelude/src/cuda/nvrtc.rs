@@ -39,6 +39,7 @@ impl Compiled {
 pub fn version() -> Result<(i32, i32)> {
     loader::nvrtc()?;
     let (mut major, mut minor) = (0, 0);
+    // SAFETY: NVRTC is loaded (loader::nvrtc above); both out-pointers are valid.
     let r = loader::guarded("nvrtcVersion", || unsafe {
         sys::nvrtcVersion(&mut major, &mut minor)
     })
@@ -61,10 +62,12 @@ pub fn supported_archs() -> Result<Vec<i32>> {
         detail: format!("{e:?}"),
     };
     let mut n = 0;
+    // SAFETY: NVRTC is loaded; `n` is a valid out-pointer.
     unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) }
         .result()
         .map_err(err)?;
     let mut archs = vec![0i32; n.max(0) as usize];
+    // SAFETY: `archs` has room for the `n` entries NVRTC just reported.
     unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
         .result()
         .map_err(err)?;
@@ -106,6 +109,7 @@ pub fn compile(src: &str, name: &str, arch: &str) -> Result<Compiled> {
     struct Prog(sys::nvrtcProgram);
     impl Drop for Prog {
         fn drop(&mut self) {
+            // SAFETY: the program was created by nvrtcCreateProgram and is destroyed once, on drop.
             let _ = unsafe { result::destroy_program(self.0) };
         }
     }
@@ -114,7 +118,9 @@ pub fn compile(src: &str, name: &str, arch: &str) -> Result<Compiled> {
         format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
     ];
+    // SAFETY: `prog` is a live program; the options outlive the call.
     let compiled = unsafe { result::compile_program(prog.0, &opts) };
+    // SAFETY: `prog` is a live program, compiled (successfully or not) above.
     let log = unsafe { result::get_program_log(prog.0) }
         .map(|raw| {
             let bytes: Vec<u8> = raw
@@ -140,15 +146,18 @@ pub fn compile(src: &str, name: &str, arch: &str) -> Result<Compiled> {
     let is_cubin = arch.starts_with("sm_");
     let image = if is_cubin {
         let mut size = 0usize;
+        // SAFETY: `prog` compiled successfully; `size` is a valid out-pointer.
         unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }
             .result()
             .map_err(|e| err("nvrtcGetCUBINSize", e))?;
         let mut buf = vec![0u8; size];
+        // SAFETY: `buf` has the `size` bytes NVRTC just reported.
         unsafe { sys::nvrtcGetCUBIN(prog.0, buf.as_mut_ptr() as *mut _) }
             .result()
             .map_err(|e| err("nvrtcGetCUBIN", e))?;
         buf
     } else {
+        // SAFETY: `prog` compiled successfully for a compute_XY target, so it has PTX.
         let raw = unsafe { result::get_ptx(prog.0) }.map_err(|e| err("nvrtcGetPTX", e))?;
         raw.iter().map(|&c| c as u8).collect()
     };

@@ -70,6 +70,7 @@ pub(crate) fn query(ordinal: usize) -> Result<DeviceProperties> {
     loader::guarded("device query", || -> Result<DeviceProperties> {
         let dev = result::device::get(ordinal as i32).map_err(|e| driver_err("cuDeviceGet", e))?;
         let attr = |a: A| -> Result<u32> {
+            // SAFETY: `dev` is a device handle from cuDeviceGet for an index below the device count.
             unsafe { result::device::get_attribute(dev, a) }
                 .map(|v| v.max(0) as u32)
                 .map_err(|e| driver_err("cuDeviceGetAttribute", e))
@@ -80,6 +81,7 @@ pub(crate) fn query(ordinal: usize) -> Result<DeviceProperties> {
         );
         Ok(DeviceProperties {
             name: result::device::get_name(dev).map_err(|e| driver_err("cuDeviceGetName", e))?,
+            // SAFETY: as above.
             total_memory: unsafe { result::device::total_mem(dev) }
                 .map_err(|e| driver_err("cuDeviceTotalMem", e))? as u64,
             multi_processor_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
