@@ -14,7 +14,8 @@ fn probe() {
 
 fn run_probe(var: Option<&std::path::Path>) {
     let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "probe", "--nocapture"]).env("GPULAB_TEST_PROBE", "1");
+    cmd.args(["--exact", "probe", "--nocapture"])
+        .env("GPULAB_TEST_PROBE", "1");
     match var {
         Some(p) => cmd.env(gpulab::interrupt::ENV_VAR, p),
         None => cmd.env_remove(gpulab::interrupt::ENV_VAR),

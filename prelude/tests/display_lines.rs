@@ -57,7 +57,9 @@ fn png_is_base64_and_round_trips() {
     assert_eq!(p.dimensions(), Some((3, 2)));
     let v = parse(&display_line(&p.mime_bundle(), Some("x")));
     let b64 = v["data"]["image/png"].as_str().unwrap();
-    let decoded = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
     assert_eq!(decoded, bytes);
     assert!(v["data"]["text/plain"].as_str().unwrap().contains("3x2"));
 }

@@ -37,7 +37,11 @@ fn serial_equals_parallel_zoomed() {
     assert_eq!(a.counts, b.counts);
     // Deep in the seahorse valley: a spread of counts, not one flat colour.
     let distinct: std::collections::BTreeSet<u32> = a.counts.iter().copied().collect();
-    assert!(distinct.len() > 50, "only {} distinct counts", distinct.len());
+    assert!(
+        distinct.len() > 50,
+        "only {} distinct counts",
+        distinct.len()
+    );
 }
 
 #[test]
@@ -46,7 +50,10 @@ fn counts_match_the_direct_formula() {
     let img = m.cpu_serial().unwrap();
     for &(x, y) in &[(0, 0), (47, 31), (20, 16), (31, 5)] {
         let (cr, ci) = m.point(x, y);
-        assert_eq!(img.count(x, y), gpulab::mandelbrot::escape_count(cr, ci, 20));
+        assert_eq!(
+            img.count(x, y),
+            gpulab::mandelbrot::escape_count(cr, ci, 20)
+        );
     }
     // Row 0 is y_min, column 0 is x_min.
     assert_eq!(m.point(0, 0), (-2.0, -1.0));
@@ -65,7 +72,11 @@ fn png_decodes_to_the_right_size() {
     let gray = img.clone().colormap(Colormap::Gray).to_rgb();
     let (_, _, _, buf) = decode(&gray.to_png());
     assert_eq!(buf, gray.pixels);
-    let inside = img.counts.iter().position(|&c| c == img.params.max_iter).unwrap();
+    let inside = img
+        .counts
+        .iter()
+        .position(|&c| c == img.params.max_iter)
+        .unwrap();
     assert_eq!(&buf[inside * 3..inside * 3 + 3], &[255, 255, 255]);
     let outside = img.counts.iter().position(|&c| c == 0).unwrap();
     assert_eq!(&buf[outside * 3..outside * 3 + 3], &[0, 0, 0]);
@@ -73,7 +84,11 @@ fn png_decodes_to_the_right_size() {
 
 #[test]
 fn shows_as_png_and_saves() {
-    let img = Mandelbrot::default().size(64, 40).cpu_serial().unwrap().log_scale(true);
+    let img = Mandelbrot::default()
+        .size(64, 40)
+        .cpu_serial()
+        .unwrap()
+        .log_scale(true);
     let b = img.mime_bundle();
     assert!(b.get("image/png").is_some());
     assert!(b.get("text/plain").unwrap().contains("64x40"));
@@ -87,12 +102,19 @@ fn shows_as_png_and_saves() {
 #[test]
 fn every_pixel_matches_the_scalar_reference() {
     // Odd width exercises both the 8-lane blocks and the scalar tail of each row.
-    let m = Mandelbrot::default().size(203, 61).iterations(300).zoom(-0.5, 0.0, 1.3);
+    let m = Mandelbrot::default()
+        .size(203, 61)
+        .iterations(300)
+        .zoom(-0.5, 0.0, 1.3);
     let img = m.cpu_parallel().unwrap();
     for y in 0..m.height {
         for x in 0..m.width {
             let (cr, ci) = m.point(x, y);
-            assert_eq!(img.count(x, y), gpulab::mandelbrot::escape_count(cr, ci, m.max_iter), "pixel ({x}, {y})");
+            assert_eq!(
+                img.count(x, y),
+                gpulab::mandelbrot::escape_count(cr, ci, m.max_iter),
+                "pixel ({x}, {y})"
+            );
         }
     }
 }

@@ -24,7 +24,10 @@ fn line_and_scatter_with_legend() {
         .scatter("points", &xs, &ys);
     let svg = fig.to_svg();
     let texts = parse(&svg);
-    assert!(texts.iter().any(|t| t == "Squares & <friends>"), "title missing: {texts:?}");
+    assert!(
+        texts.iter().any(|t| t == "Squares & <friends>"),
+        "title missing: {texts:?}"
+    );
     assert!(texts.iter().any(|t| t == "x squared"));
     assert!(texts.iter().any(|t| t == "square"));
     assert!(texts.iter().any(|t| t == "points"));
@@ -37,17 +40,30 @@ fn line_and_scatter_with_legend() {
 #[test]
 fn log_axes_accept_durations_and_integers() {
     let sizes: Vec<usize> = vec![10, 100, 1000, 10_000, 100_000];
-    let times: Vec<Duration> = sizes.iter().map(|&n| Duration::from_nanos(50 * n as u64)).collect();
-    let svg = Figure::new("log-log").log_x().log_y().line_points("t", &sizes, &times).to_svg();
+    let times: Vec<Duration> = sizes
+        .iter()
+        .map(|&n| Duration::from_nanos(50 * n as u64))
+        .collect();
+    let svg = Figure::new("log-log")
+        .log_x()
+        .log_y()
+        .line_points("t", &sizes, &times)
+        .to_svg();
     let texts = parse(&svg);
     // Decade ticks appear as compact labels on the log axis.
-    assert!(texts.iter().any(|t| t == "1e-6" || t == "1e-5"), "{texts:?}");
+    assert!(
+        texts.iter().any(|t| t == "1e-6" || t == "1e-5"),
+        "{texts:?}"
+    );
     assert!(texts.iter().any(|t| t == "100" || t == "1000"), "{texts:?}");
 }
 
 #[test]
 fn non_positive_values_are_dropped_on_log_axes() {
-    let svg = Figure::new("zeros").log_y().scatter("", &[1.0, 2.0, 3.0], &[0.0, 1.0, 10.0]).to_svg();
+    let svg = Figure::new("zeros")
+        .log_y()
+        .scatter("", &[1.0, 2.0, 3.0], &[0.0, 1.0, 10.0])
+        .to_svg();
     parse(&svg);
     assert_eq!(svg.matches("<circle").count(), 2);
 }
@@ -59,15 +75,29 @@ fn empty_figure_still_renders() {
 
 #[test]
 fn bar_chart_labels_and_values() {
-    let chart = bar_chart("Speed-up", &["serial", "parallel", "GPU"], &[1.0, 1.9, 880.0])
-        .ylabel("x faster")
-        .value_labels(&["1x", "1.9x", "880x"]);
+    let chart = bar_chart(
+        "Speed-up",
+        &["serial", "parallel", "GPU"],
+        &[1.0, 1.9, 880.0],
+    )
+    .ylabel("x faster")
+    .value_labels(&["1x", "1.9x", "880x"]);
     let texts = parse(&chart.to_svg());
-    for t in ["serial", "parallel", "GPU", "1x", "1.9x", "880x", "Speed-up", "x faster"] {
+    for t in [
+        "serial", "parallel", "GPU", "1x", "1.9x", "880x", "Speed-up", "x faster",
+    ] {
         assert!(texts.iter().any(|s| s == t), "{t} missing in {texts:?}");
     }
-    let log = bar_chart("times", &["a", "b"], &[1e-6, 1.0]).log_y().to_svg();
-    assert_eq!(parse(&log).iter().filter(|t| *t == "a" || *t == "b").count(), 2);
+    let log = bar_chart("times", &["a", "b"], &[1e-6, 1.0])
+        .log_y()
+        .to_svg();
+    assert_eq!(
+        parse(&log)
+            .iter()
+            .filter(|t| *t == "a" || *t == "b")
+            .count(),
+        2
+    );
     assert!(chart.mime_bundle().get("image/svg+xml").is_some());
 }
 
@@ -81,7 +111,10 @@ fn crossover_is_found_and_marked() {
     assert!(x > 1e4 && x < 1e6, "crossover at {x}");
     let fig = crossover_plot(&sizes, &cpu, &gpu);
     let texts = parse(&fig.to_svg());
-    assert!(texts.iter().any(|t| t.contains("GPU wins above")), "{texts:?}");
+    assert!(
+        texts.iter().any(|t| t.contains("GPU wins above")),
+        "{texts:?}"
+    );
     assert!(texts.iter().any(|t| t == "GPU incl. transfers"));
     // GPU never faster: no crossover. Always faster: the first size.
     assert_eq!(crossover_point(&sizes, &cpu, &[1.0; 5]), None);

@@ -39,7 +39,9 @@ fn one_display_then_throttled_updates_with_the_same_id() {
     let msgs: Vec<Value> = lines.borrow().iter().map(|l| parse(l)).collect();
     assert_eq!(msgs[0]["op"], "display");
     let id = msgs[0]["display_id"].as_str().unwrap().to_string();
-    assert!(msgs[1..].iter().all(|m| m["op"] == "update" && m["display_id"] == id.as_str()));
+    assert!(msgs[1..]
+        .iter()
+        .all(|m| m["op"] == "update" && m["display_id"] == id.as_str()));
     // 1 s of work at one redraw per 100 ms: about 10 updates plus the final one, not 100.
     let updates = msgs.len() - 1;
     assert!((9..=12).contains(&updates), "{updates} updates");
@@ -48,8 +50,14 @@ fn one_display_then_throttled_updates_with_the_same_id() {
     assert!(plain.contains("100/100"), "{plain}");
     assert!(plain.starts_with("work: 100%"), "{plain}");
     assert!(plain.contains("100.00 it/s"), "{plain}");
-    assert!(last["data"]["text/html"].as_str().unwrap().contains("width:100.0%"));
-    assert!(msgs[0]["data"]["text/plain"].as_str().unwrap().contains("0/100"));
+    assert!(last["data"]["text/html"]
+        .as_str()
+        .unwrap()
+        .contains("width:100.0%"));
+    assert!(msgs[0]["data"]["text/plain"]
+        .as_str()
+        .unwrap()
+        .contains("0/100"));
 }
 
 #[test]
@@ -68,20 +76,33 @@ fn interrupt_ends_the_loop_and_says_so() {
     assert_eq!(seen, (0..7).collect::<Vec<_>>());
     let last = parse(lines.borrow().last().unwrap());
     let plain = last["data"]["text/plain"].as_str().unwrap().to_string();
-    assert!(plain.contains("7/50") && plain.contains("interrupted"), "{plain}");
-    assert!(last["data"]["text/html"].as_str().unwrap().contains("#d9534f"));
+    assert!(
+        plain.contains("7/50") && plain.contains("interrupted"),
+        "{plain}"
+    );
+    assert!(last["data"]["text/html"]
+        .as_str()
+        .unwrap()
+        .contains("#d9534f"));
 }
 
 #[test]
 fn break_marks_the_bar_stopped() {
     let lines = RefCell::new(Vec::<String>::new());
-    for i in (0..10).progress().interrupt_probe(|| false).sink(|l| lines.borrow_mut().push(l.to_string())) {
+    for i in (0..10)
+        .progress()
+        .interrupt_probe(|| false)
+        .sink(|l| lines.borrow_mut().push(l.to_string()))
+    {
         if i == 3 {
             break;
         }
     }
     let last = parse(lines.borrow().last().unwrap());
-    assert!(last["data"]["text/plain"].as_str().unwrap().contains("stopped"));
+    assert!(last["data"]["text/plain"]
+        .as_str()
+        .unwrap()
+        .contains("stopped"));
     assert_eq!(last["op"], "update");
 }
 
@@ -101,11 +122,17 @@ fn unknown_total_and_explicit_total() {
     st.begin(Duration::ZERO);
     st.advance(Duration::from_secs(2));
     // 1 item in 2 s: 9 left take 18 s; slow loops show seconds per item.
-    assert_eq!(st.remaining(Duration::from_secs(2)), Some(Duration::from_secs(18)));
+    assert_eq!(
+        st.remaining(Duration::from_secs(2)),
+        Some(Duration::from_secs(18))
+    );
     let plain = st.plain(Duration::from_secs(2));
     assert!(plain.contains("1/10 [00:02<00:18, 2.00 s/it]"), "{plain}");
     assert!(st.end(Duration::from_secs(3), Finish::Done).is_some());
-    assert!(st.end(Duration::from_secs(4), Finish::Done).is_none(), "ends once");
+    assert!(
+        st.end(Duration::from_secs(4), Finish::Done).is_none(),
+        "ends once"
+    );
 
     let lines = RefCell::new(Vec::<String>::new());
     let v: Vec<i32> = (0..20)
@@ -117,16 +144,25 @@ fn unknown_total_and_explicit_total() {
         .collect();
     assert_eq!(v.len(), 10);
     let last = parse(lines.borrow().last().unwrap());
-    assert!(last["data"]["text/plain"].as_str().unwrap().contains("10/10"));
+    assert!(last["data"]["text/plain"]
+        .as_str()
+        .unwrap()
+        .contains("10/10"));
 }
 
 #[test]
 fn empty_iterator_shows_and_finishes() {
     let lines = RefCell::new(Vec::<String>::new());
-    let n = progress(Vec::<u8>::new()).interrupt_probe(|| false).sink(|l| lines.borrow_mut().push(l.to_string())).count();
+    let n = progress(Vec::<u8>::new())
+        .interrupt_probe(|| false)
+        .sink(|l| lines.borrow_mut().push(l.to_string()))
+        .count();
     assert_eq!(n, 0);
     let lines = lines.borrow();
     assert_eq!(lines.len(), 2);
     assert_eq!(parse(&lines[0])["op"], "display");
-    assert!(parse(&lines[1])["data"]["text/plain"].as_str().unwrap().contains("0/0"));
+    assert!(parse(&lines[1])["data"]["text/plain"]
+        .as_str()
+        .unwrap()
+        .contains("0/0"));
 }

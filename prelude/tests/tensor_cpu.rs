@@ -334,14 +334,23 @@ fn reductions_against_loops() {
 fn threaded_matmul_within_the_dot_product_error_bound() {
     for &(m, k, n) in &[(256, 256, 256), (301, 100, 203)] {
         let (a, b) = (data(m * k, 13), data(k * n, 14));
-        let got = t(&a, &[m, k]).matmul(&t(&b, &[k, n])).unwrap().to_vec().unwrap();
+        let got = t(&a, &[m, k])
+            .matmul(&t(&b, &[k, n]))
+            .unwrap()
+            .to_vec()
+            .unwrap();
         let want = matmul_ref(&a, &b, m, k, n);
         for i in 0..m {
             for j in 0..n {
-                let mag: f64 = (0..k).map(|p| (a[i * k + p] as f64 * b[p * n + j] as f64).abs()).sum();
+                let mag: f64 = (0..k)
+                    .map(|p| (a[i * k + p] as f64 * b[p * n + j] as f64).abs())
+                    .sum();
                 let bound = k as f64 * f32::EPSILON as f64 * mag;
                 let (x, y) = (got[i * n + j] as f64, want[i * n + j] as f64);
-                assert!((x - y).abs() <= bound, "{m}x{k}x{n} element ({i}, {j}): {x} vs {y}, bound {bound}");
+                assert!(
+                    (x - y).abs() <= bound,
+                    "{m}x{k}x{n} element ({i}, {j}): {x} vs {y}, bound {bound}"
+                );
             }
         }
     }
