@@ -4,7 +4,8 @@
 //! and every other call returns an error that says what is missing. The layers, from the
 //! bottom: `loader` finds the libraries (cudarc panics on a missing one, so nothing touches
 //! cudarc before its guard), `context` keeps one context and stream per device, `nvrtc`
-//! compiles CUDA C++, and `module` / `event` / `props` are the safe API on top.
+//! compiles CUDA C++, and `module` / `event` / `props` are the safe API on top. Nothing here
+//! depends on `tensor/`: kernel arguments take any [`DeviceBuffer`], which `Tensor` implements.
 
 mod blas;
 mod context;
@@ -15,7 +16,9 @@ pub mod nvrtc;
 mod props;
 
 pub use event::Event;
-pub use module::{builtin_source, Function, KernelArg, LaunchConfig, Module, BUILTIN};
+pub use module::{
+    builtin_source, DeviceBuffer, Function, KernelArg, LaunchConfig, Module, BUILTIN,
+};
 pub use props::{cores_per_sm, DeviceProperties};
 
 pub(crate) use context::{gpu, trim_pool, Gpu};

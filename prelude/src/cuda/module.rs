@@ -19,7 +19,6 @@ use super::context::{gpu_of, Gpu};
 use super::{driver_err, nvrtc};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
 use cudarc::driver::{sys::CUresult, CudaFunction, CudaModule};
 use std::collections::hash_map::DefaultHasher;
 use std::ffi::c_void;
@@ -98,8 +97,8 @@ impl LaunchConfig {
 /// `TensorMut` is for outputs: the tensor gets storage of its own first (copy-on-write), so
 /// the kernel's writes never show up in clones or reshapes that shared its data.
 pub enum KernelArg<'a> {
-    Tensor(&'a Tensor),
-    TensorMut(&'a mut Tensor),
+    Tensor(&'a dyn DeviceBuffer),
+    TensorMut(&'a mut dyn DeviceBuffer),
     I32(i32),
     U32(u32),
     I64(i64),
@@ -110,15 +109,16 @@ pub enum KernelArg<'a> {
     Struct(Vec<u64>),
 }
 
-impl<'a> From<&'a Tensor> for KernelArg<'a> {
-    fn from(t: &'a Tensor) -> Self {
-        KernelArg::Tensor(t)
-    }
-}
-impl<'a> From<&'a mut Tensor> for KernelArg<'a> {
-    fn from(t: &'a mut Tensor) -> Self {
-        KernelArg::TensorMut(t)
-    }
+/// Device memory a kernel argument can point at: `Tensor` implements it (in `tensor/`, so
+/// this layer does not depend on the tensor layer above it).
+pub trait DeviceBuffer {
+    /// Where the memory is.
+    fn buffer_device(&self) -> Device;
+    /// The device address of the data, for a kernel that only reads it.
+    fn buffer_ptr(&self) -> Result<u64>;
+    /// The device address for a kernel that may write: the buffer must not be shared
+    /// (a tensor copies its storage first when it is).
+    fn buffer_ptr_mut(&mut self) -> Result<u64>;
 }
 macro_rules! scalar_arg {
     ($($t:ty => $v:ident),*) => {$(
@@ -363,11 +363,11 @@ pub(crate) fn check_args(kernel: &str, params: &[usize], args: &[KernelArg]) -> 
     Ok(())
 }
 
-fn check_device(t: &Tensor, dev: Device, kernel: &str, i: usize) -> Result<()> {
-    if t.device() != dev {
+fn check_device(t: &dyn DeviceBuffer, dev: Device, kernel: &str, i: usize) -> Result<()> {
+    if t.buffer_device() != dev {
         return Err(Error::Invalid(format!(
             "argument {i} of kernel {kernel} is a tensor on {}, but the kernel runs on {dev}",
-            t.device()
+            t.buffer_device()
         )));
     }
     Ok(())
@@ -387,13 +387,13 @@ fn launch_args(
     for (i, a) in args.iter_mut().enumerate() {
         let w = match a {
             KernelArg::Tensor(t) => {
-                check_device(t, dev, name, i)?;
-                vec![t.device_ptr()?]
+                check_device(*t, dev, name, i)?;
+                vec![t.buffer_ptr()?]
             }
             KernelArg::TensorMut(t) => {
-                check_device(t, dev, name, i)?;
+                check_device(&**t, dev, name, i)?;
                 // Copy-on-write: the kernel may write, so the tensor must own its storage.
-                vec![t.device_ptr_mut()?]
+                vec![t.buffer_ptr_mut()?]
             }
             KernelArg::I32(v) => vec![*v as u32 as u64],
             KernelArg::U32(v) => vec![*v as u64],

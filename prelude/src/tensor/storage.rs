@@ -151,6 +151,30 @@ pub(crate) fn download(b: &CudaBuf) -> Result<Vec<f32>> {
     Ok(out)
 }
 
+impl cuda::DeviceBuffer for super::Tensor {
+    fn buffer_device(&self) -> Device {
+        self.device()
+    }
+    fn buffer_ptr(&self) -> Result<u64> {
+        self.device_ptr()
+    }
+    fn buffer_ptr_mut(&mut self) -> Result<u64> {
+        self.device_ptr_mut()
+    }
+}
+
+impl<'a> From<&'a super::Tensor> for cuda::KernelArg<'a> {
+    fn from(t: &'a super::Tensor) -> Self {
+        cuda::KernelArg::Tensor(t)
+    }
+}
+
+impl<'a> From<&'a mut super::Tensor> for cuda::KernelArg<'a> {
+    fn from(t: &'a mut super::Tensor) -> Self {
+        cuda::KernelArg::TensorMut(t)
+    }
+}
+
 impl super::Tensor {
     /// The device address of the data for a kernel that writes it: copy-on-write, so the
     /// write cannot reach clones or reshapes that share the storage (G13).
