@@ -346,7 +346,8 @@ def manifest(bins):
     return "\n".join(lines)
 
 
-def convert(notebooks, out):
+def convert(notebooks, out, extra_bins=()):
+    """`extra_bins`: (name, source file) pairs built in the same package (gpu-check's probe)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "src").mkdir(exist_ok=True)
     # The workspace's lock file: the versions the prelude is tested with, no resolution.
@@ -369,6 +370,10 @@ def convert(notebooks, out):
             # generated line (1-based) -> [cell index, line in cell (0-based) or null]
             "lines": {str(k + 1): [c, l] for k, (_, c, l) in enumerate(prog.lines) if c is not None},
         }
+    for name, src in extra_bins:
+        rel = f"src/bin/{name}.rs"
+        write_if_changed(out / rel, pathlib.Path(src).read_text(encoding="utf-8"))
+        bins.append((name, rel))
     # Every bin's `#[path]` is relative to src/bin/.
     write_if_changed(out / "src" / "bin" / ".." / "program_rt.rs", (HERE / "program_rt.rs").read_text())
     write_if_changed(out / "Cargo.toml", manifest(bins))
@@ -400,7 +405,7 @@ def build(out, target_dir=None, extra_args=()):
         except ValueError:
             continue
         if msg.get("reason") == "compiler-artifact" and msg.get("executable") and \
-                msg["target"]["name"] in cellmap:
+                "bin" in msg["target"]["kind"]:
             bins[msg["target"]["name"]] = msg["executable"]
         if msg.get("reason") != "compiler-message" or msg["message"]["level"] not in ("error", "error: internal compiler error"):
             continue
@@ -626,6 +631,8 @@ def main(argv=None):
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("convert")
     c.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
+    c.add_argument("--extra-bin", action="append", default=[], metavar="NAME=FILE",
+                   help="another program of the same package (gpu-check's probe)")
     c.add_argument("notebooks", nargs="*")
     r = sub.add_parser("run")
     r.add_argument("--bin", required=True)
@@ -645,7 +652,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.cmd == "convert":
         nbs = a.notebooks or sorted(str(p) for p in HERE.glob("*.ipynb"))
-        for name, rel in convert(nbs, a.out):
+        extra = [tuple(x.split("=", 1)) for x in a.extra_bin]
+        for name, rel in convert(nbs, a.out, extra):
             print(f"{a.out / rel}")
     elif a.cmd == "build":
         bins, errors = build(a.out, a.target_dir)
