@@ -47,7 +47,11 @@ fn loaded_cuda_libraries() -> Vec<String> {
     let mut libs: Vec<String> = maps
         .lines()
         .filter_map(|l| l.split_whitespace().nth(5))
-        .filter(|p| ["libcuda", "libnvrtc", "libcublas", "libnvidia"].iter().any(|k| p.contains(k)))
+        .filter(|p| {
+            ["libcuda", "libnvrtc", "libcublas", "libnvidia"]
+                .iter()
+                .any(|k| p.contains(k))
+        })
         .map(str::to_string)
         .collect();
     libs.sort();
@@ -62,19 +66,30 @@ fn main() {
         format!("\"device_count\":{}", cuda::device_count()),
         format!(
             "\"unavailable_reason\":{}",
-            cuda::unavailable_reason().map(|r| json_str(&r)).unwrap_or("null".into())
+            cuda::unavailable_reason()
+                .map(|r| json_str(&r))
+                .unwrap_or("null".into())
         ),
         format!("\"driver_version\":{}", field(cuda::driver_version())),
         format!("\"nvrtc_version\":{}", field(cuda::nvrtc_version())),
     ];
     if available {
         let dev = Device::Cuda(0);
-        f.push(format!("\"device_name\":{}", field(cuda::get_device_name(0))));
-        f.push(format!("\"properties\":{}", field(cuda::get_device_properties(0))));
+        f.push(format!(
+            "\"device_name\":{}",
+            field(cuda::get_device_name(0))
+        ));
+        f.push(format!(
+            "\"properties\":{}",
+            field(cuda::get_device_properties(0))
+        ));
         f.push(format!("\"nvrtc_check\":{}", field(nvrtc_check(dev))));
         f.push(format!("\"cublas_check\":{}", field(cublas_check(dev))));
     }
-    let libs: Vec<String> = loaded_cuda_libraries().iter().map(|l| json_str(l)).collect();
+    let libs: Vec<String> = loaded_cuda_libraries()
+        .iter()
+        .map(|l| json_str(l))
+        .collect();
     f.push(format!("\"loaded_libraries\":[{}]", libs.join(",")));
     println!("{{{}}}", f.join(","));
 }

@@ -402,7 +402,8 @@ def summary_md(res):
         lines += ["", "## Benchmarks", ""]
         if not s["gpu_figures"]:
             lines.append("GPU figures: absent (no CUDA device, or the GPU benchmark did not run).")
-        for e in s["elementwise"]:
+        largest = max((e["n"] for e in s["elementwise"]), default=None)
+        for e in (e for e in s["elementwise"] if e["n"] == largest):  # every size is in the JSON
             lines.append(f"- {e['op']} n={e['n']}: {e['gpulab_GBps']} GB/s = {e['fraction_of_copy']} of the copy "
                          f"bandwidth ({e['copy_GBps']} GB/s); torch/gpulab time {e['torch_over_gpulab']}, "
                          f"cupy/gpulab {e['cupy_over_gpulab']}")
@@ -414,8 +415,12 @@ def summary_md(res):
                          f"(numba/gpulab {e['numba_over_gpulab']}); CPU parallel gpulab {e['gpulab_cpu_parallel_s']} s, "
                          f"numba {e['numba_cpu_parallel_s']} s; checksums match: {e['checksums_match']}")
         for k in ("tensor", "mandelbrot"):
-            if isinstance(b.get(k), dict) and (b[k].get("error") or isinstance(b[k].get("status"), str)):
-                lines.append(f"- {k} benchmark: {b[k].get('status')} {b[k].get('error', '')[:300]}")
+            r = b.get(k) or {}
+            figures = sum(len(x.get("rows", [])) for x in r.get("results") or [])
+            done = f"status {r.get('status')}, {r.get('seconds')} s" if "seconds" in r else r.get("status")
+            err = f"; error: {r['error'][:300]}" if r.get("error") else ""
+            note = f"; {r['note']}" if r.get("note") else ""
+            lines.append(f"- {k} benchmark: {done}, {figures} figures (logs/bench-{k}.stdout){note}{err}")
     nbs = res.get("notebooks")
     if nbs:
         lines += ["", "## Notebooks", ""]
