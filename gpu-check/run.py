@@ -50,12 +50,14 @@ class Clock:
 
 def sh(cmd, timeout=30, **kw):
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+        p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout,
+                           stdin=subprocess.DEVNULL, **kw)
         return p.returncode, p.stdout, p.stderr
-    except FileNotFoundError as e:
+    except OSError as e:
         return None, "", str(e)
     except subprocess.TimeoutExpired as e:
-        return None, e.stdout or "", f"timed out after {timeout} s"
+        out = e.stdout.decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return None, out, f"timed out after {timeout:.0f} s"
 
 
 def unpack(out):
@@ -98,11 +100,12 @@ def cuda_wheels():
         if base.is_dir():
             dirs += [p for p in base.glob("*/lib") if p.is_dir()]
     found = {}
-    for d in dirs:
-        for lib, key in (("libnvrtc.so*", "nvrtc"), ("libcublas.so*", "cublas")):
-            hits = sorted(d.glob(lib))
-            if hits and key not in found:
-                found[key] = d
+    # CUDA 13 first (what the prelude is built for), then whatever else a wheel holds.
+    for pattern in ("{}.so.13*", "{}.so*"):
+        for d in dirs:
+            for lib, key in (("libnvrtc", "nvrtc"), ("libcublas", "cublas")):
+                if key not in found and any(d.glob(pattern.format(lib))):
+                    found[key] = d
     return found, [str(d) for d in dirs]
 
 
