@@ -290,8 +290,9 @@ def bench_summary(b):
     matmul against torch, Mandelbrot against numba-cuda. Absent figures stay absent."""
     s = {"elementwise": [], "matmul": [], "mandelbrot": [], "gpu_figures": False}
     rows = {}
-    for r in (b.get("tensor", {}).get("results") or [{}])[0].get("rows", []) if b.get("tensor", {}).get("results") else []:
-        rows[(r["op"], r["n"], r["impl"])] = r["seconds"]
+    for result in (b.get("tensor") or {}).get("results") or []:
+        for r in result.get("rows", []):
+            rows[(r["op"], r["n"], r["impl"])] = r["seconds"]
     ns = sorted({n for (_, n, _) in rows})
     for n in ns:
         copy = [rows[("copy", n, i)] for i in ("torch", "cupy") if ("copy", n, i) in rows]
@@ -314,7 +315,7 @@ def bench_summary(b):
             s["matmul"].append({"side": int(round(m)), "gpulab_GFLOPs": round(2 * m ** 3 / ours / 1e9, 1),
                                 "torch_over_gpulab": _ratio(rows.get(("matmul", n, "torch")), ours),
                                 "cupy_over_gpulab": _ratio(rows.get(("matmul", n, "cupy")), ours)})
-    for case in b.get("mandelbrot", {}).get("results") or []:
+    for case in (b.get("mandelbrot") or {}).get("results") or []:
         by = {r["impl"]: r for r in case["rows"]}
         ours, numba = by.get("gpulab GPU kernel", {}), by.get("numba cuda.jit", {})
         s["mandelbrot"].append({
@@ -414,9 +415,10 @@ def summary_md(res):
             lines.append(f"- matmul {e['side']}^2: {e['gpulab_GFLOPs']} GFLOP/s; torch/gpulab time "
                          f"{e['torch_over_gpulab']}, cupy/gpulab {e['cupy_over_gpulab']}")
         for e in s["mandelbrot"]:
-            lines.append(f"- Mandelbrot {e['case']}: gpulab GPU {e['gpulab_gpu_s']} s, numba cuda.jit {e['numba_cuda_s']} s "
-                         f"(numba/gpulab {e['numba_over_gpulab']}); CPU parallel gpulab {e['gpulab_cpu_parallel_s']} s, "
-                         f"numba {e['numba_cpu_parallel_s']} s; checksums match: {e['checksums_match']}")
+            lines.append(f"- Mandelbrot {e['case']}: gpulab GPU kernel {_s(e['gpulab_gpu_s'])}, numba cuda.jit "
+                         f"{_s(e['numba_cuda_s'])} (numba/gpulab {e['numba_over_gpulab'] or 'absent'}); CPU parallel: "
+                         f"gpulab {_s(e['gpulab_cpu_parallel_s'])}, numba {_s(e['numba_cpu_parallel_s'])}; "
+                         f"checksums match: {e['checksums_match']}")
         for k in ("tensor", "mandelbrot"):
             r = b.get(k) or {}
             figures = sum(len(x.get("rows", [])) for x in r.get("results") or [])
@@ -435,6 +437,10 @@ def summary_md(res):
             lines.append(f"- {r['notebook']}: {r['cells_run']}/{r['code_cells']} cells ran in {r['seconds']} s"
                          + (f"; errors: {errs}" if errs else "; no errors"))
     return "\n".join(lines) + "\n"
+
+
+def _s(seconds):
+    return "absent" if seconds is None else f"{seconds:.4g} s"
 
 
 def _ok(v):
