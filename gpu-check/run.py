@@ -4,7 +4,7 @@
 Needs no Rust toolchain and no Jupyter: Python 3 (3.8+, standard library only for the runner;
 the benchmark references use numpy, torch, CuPy and numba-cuda where installed), Linux x86-64.
 
-    gpu-pack/run OUTDIR [--budget SECONDS] [--only probe,tests,bench,notebooks]
+    gpu-pack/run OUTDIR [--budget SECONDS] [--only probe,tests,bench,notebooks] [--save MACHINE]
 
 Writes into OUTDIR:
     gpu-results.json      everything: machine, driver, libraries loaded, every test's outcome,
@@ -338,7 +338,7 @@ def _ratio(ref, ours):
 # notebooks
 
 
-def run_notebooks(progs, env, cwd, clock, out):
+def run_notebooks(progs, env, cwd, clock, out, machine_info):
     results = []
     for name, exe in sorted(progs.get("programs", {}).items()):
         if not name.startswith("nb-"):
@@ -354,7 +354,8 @@ def run_notebooks(progs, env, cwd, clock, out):
         try:
             old = os.getcwd()
             os.chdir(cwd)
-            r = to_program.run(exe, nb, out / "notebooks" / nb.name, timeout=min(300, left), log_dir=out / "logs")
+            r = to_program.run(exe, nb, out / "notebooks" / nb.name, timeout=min(300, left),
+                               log_dir=out / "logs", extra_info=machine_info)
         finally:
             os.chdir(old)
             os.environ.clear()
@@ -449,11 +450,33 @@ def _ok(v):
     return v.get("ok") or f"error: {v.get('error')}"
 
 
+def save(out, machine):
+    """The repository's convention for committed results (README, "Verifying a GPU machine")."""
+    repo = PACK.parent
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", machine):
+        print(f"--save {machine!r}: use letters, digits, '.', '_' and '-' only", file=sys.stderr)
+        return
+    if not ((repo / "gpu-check").is_dir() and (repo / "notebooks").is_dir()):
+        print(f"--save: {repo} is not a gpulab checkout; results stay in {out}", file=sys.stderr)
+        return
+    res_dir, nb_dir = repo / "gpu-check" / "results" / machine, repo / "notebooks" / "results" / machine
+    res_dir.mkdir(parents=True, exist_ok=True)
+    nb_dir.mkdir(parents=True, exist_ok=True)
+    for f in ("gpu-results.json", "gpu-results.md"):
+        shutil.copyfile(out / f, res_dir / f)
+    for f in sorted((out / "notebooks").glob("*.ipynb")):
+        shutil.copyfile(f, nb_dir / f.name)
+    print(f"saved to {res_dir} and {nb_dir}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("outdir", type=pathlib.Path)
     ap.add_argument("--budget", type=float, default=540)
     ap.add_argument("--only", default=",".join(STEPS))
+    ap.add_argument("--save", metavar="MACHINE",
+                    help="also copy the results into the repository holding this pack: "
+                         "gpu-check/results/MACHINE/ and notebooks/results/MACHINE/")
     a = ap.parse_args()
     only = [s for s in a.only.split(",") if s]
     bad = [s for s in only if s not in STEPS]
@@ -481,7 +504,10 @@ def main():
         res["tests"] = {"gpu_tests_included": gpu, "binaries": binaries, "counts": test_counts(binaries)}
     if "notebooks" in only:
         print("running the notebook programs ...", flush=True)
-        res["notebooks"] = run_notebooks(progs, env, cwd, clock, out)
+        m = res["machine"]
+        where = {"machine": m.get("hostname"), "gpu": ", ".join(g["name"] for g in m.get("gpus", [])) or None,
+                 "driver": m.get("driver_version"), "pack_commit": res["pack"].get("commit")}
+        res["notebooks"] = run_notebooks(progs, env, cwd, clock, out, where)
     if "bench" in only:
         print("running the benchmarks ...", flush=True)
         res["bench"] = run_bench(progs, env, cwd, clock, out / "logs")
@@ -492,6 +518,8 @@ def main():
     (out / "gpu-results.md").write_text(md)
     shutil.rmtree(out / "bin", ignore_errors=True)  # unpacked programs: not results
     print(md)
+    if a.save:
+        save(out, a.save)
     failed = res.get("tests", {}).get("counts", {}).get("failed", 0)
     nb_errors = sum(len(r.get("errors", [])) for r in res.get("notebooks", []))
     return 1 if failed or nb_errors else 0

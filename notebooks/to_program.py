@@ -595,7 +595,9 @@ def fill(nb, stdout, stderr, status, info=None):
     return nb
 
 
-def run(bin_path, nb_path, out_path, timeout, log_dir=None):
+def run(bin_path, nb_path, out_path, timeout, log_dir=None, extra_info=None):
+    """Runs one notebook program and writes the notebook copy; `extra_info` (e.g. the machine)
+    goes into the copy's metadata beside the run's status and time."""
     nb = json.loads(pathlib.Path(nb_path).read_text(encoding="utf-8"))
     start = time.monotonic()
     ended = None
@@ -615,7 +617,8 @@ def run(bin_path, nb_path, out_path, timeout, log_dir=None):
         (log_dir / (pathlib.Path(nb_path).stem + ".stdout")).write_text(stdout)
         (log_dir / (pathlib.Path(nb_path).stem + ".stderr")).write_text(stderr)
     info = {"program": pathlib.Path(bin_path).name, "status": status, "seconds": round(seconds, 3),
-            "ended": ended, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "ended": ended, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **(extra_info or {})}
     filled = fill(nb, stdout, stderr, status, info)
     pathlib.Path(out_path).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(out_path).write_text(json.dumps(filled, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -14,6 +14,7 @@ import pathlib
 import shutil
 import subprocess
 
+import nbformat
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -58,6 +59,7 @@ def test_start_here_outputs_land_in_their_cells(built, tmp_path):
     summary = to_program.run(built[to_program.bin_name(nb_path)], nb_path, out, timeout=120)
     assert summary["status"] == 0 and not summary["errors"], summary
     nb = json.loads(out.read_text())
+    nbformat.validate(nbformat.reads(out.read_text(), as_version=4))
     cells = outputs_by_id(nb)
     counts = [c["execution_count"] for c in nb["cells"] if c["cell_type"] == "code"]
     assert counts == list(range(1, len(counts) + 1))
@@ -87,6 +89,7 @@ def test_edge_cases_updates_scopes_and_a_panic(built, tmp_path):
     summary = to_program.run(built[to_program.bin_name(EDGE)], EDGE, out, timeout=60)
     assert summary["status"] != 0
     nb = json.loads(out.read_text())
+    nbformat.validate(nbformat.reads(out.read_text(), as_version=4))
     cells = outputs_by_id(nb)
     assert cells["e-001"][0]["text"] == 'x a } b; // not a comment raw ";" }\n'
     assert cells["e-002"][-1]["data"]["text/plain"] == "{1: 'a'}"
