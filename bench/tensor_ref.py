@@ -1,9 +1,12 @@
 """Reference timings for prelude/examples/tensor_bench.rs: the same operations with numpy on
-the CPU and, when torch sees a GPU, with torch on CUDA.
+the CPU and, when they see a GPU, with torch (device `cuda`) and CuPy (device `cupy`).
 
-Prints one line per measurement: `op size device seconds` (device is cpu or cuda), which the
-Rust benchmark reads. Sizes are element counts; matmul uses square matrices of about that
-many elements, with the same caps as the Rust side.
+Prints one line per measurement: `op size device seconds` (device is cpu, cuda or cupy),
+which the Rust benchmark reads. Sizes are element counts; matmul uses square matrices of
+about that many elements, with the same caps as the Rust side. On the GPU, `copy` is a
+device-to-device copy of n floats (read 4n bytes, write 4n bytes): the device's measured copy
+bandwidth, against which the element-wise ops are judged (they cannot beat it by much).
+A library that is missing or sees no GPU is reported on stderr and leaves its rows out.
 """
 
 import argparse
@@ -50,9 +53,11 @@ def numpy_rows(sizes):
 def torch_rows(sizes):
     try:
         import torch
-    except ImportError:
+    except ImportError as e:
+        print(f"torch: not installed ({e})", file=sys.stderr)
         return
     if not torch.cuda.is_available():
+        print("torch: no CUDA device", file=sys.stderr)
         return
     dev = torch.device("cuda:0")
     sync = torch.cuda.synchronize
@@ -60,6 +65,8 @@ def torch_rows(sizes):
         a = torch.randn(n, device=dev)
         b = torch.randn(n, device=dev) + 4
         host = torch.randn(n)
+        dst = torch.empty_like(a)
+        yield "copy", n, timeit(lambda: dst.copy_(a), sync)
         yield "div", n, timeit(lambda: a / b, sync)
         yield "add", n, timeit(lambda: a + b, sync)
         yield "sum", n, timeit(lambda: a.sum(), sync)
@@ -78,6 +85,36 @@ def torch_rows(sizes):
     yield "launch", 1, timeit(launches, sync) / 1000
 
 
+def cupy_rows(sizes):
+    try:
+        import cupy as cp
+    except ImportError as e:
+        print(f"cupy: not installed ({e})", file=sys.stderr)
+        return
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            raise RuntimeError("no CUDA device")
+    except Exception as e:  # CUDARuntimeError when there is no driver
+        print(f"cupy: no CUDA device ({e})", file=sys.stderr)
+        return
+    sync = cp.cuda.Device(0).synchronize
+    rng = cp.random.default_rng(0)
+    for n in sizes:
+        a = rng.standard_normal(n, dtype=cp.float32)
+        b = rng.standard_normal(n, dtype=cp.float32) + 4
+        dst = cp.empty_like(a)
+        yield "copy", n, timeit(lambda: cp.copyto(dst, a), sync)
+        yield "div", n, timeit(lambda: a / b, sync)
+        yield "add", n, timeit(lambda: a + b, sync)
+        yield "sum", n, timeit(lambda: a.sum(), sync)
+        m = side(n)
+        if m <= MATMUL_CAP["cuda"]:
+            x = rng.standard_normal((m, m), dtype=cp.float32)
+            yield "matmul", m * m, timeit(lambda: x @ x, sync)
+        del a, b, dst
+        cp.get_default_memory_pool().free_all_blocks()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", required=True, help="comma-separated element counts")
@@ -86,6 +123,13 @@ def main():
         print(f"{op} {n} cpu {secs:.9f}", flush=True)
     for op, n, secs in torch_rows(sizes):
         print(f"{op} {n} cuda {secs:.9f}", flush=True)
+    try:
+        import torch  # CuPy's matmul must not run while torch holds its memory pool
+        torch.cuda.empty_cache()
+    except Exception:
+        pass
+    for op, n, secs in cupy_rows(sizes):
+        print(f"{op} {n} cupy {secs:.9f}", flush=True)
 
 
 if __name__ == "__main__":

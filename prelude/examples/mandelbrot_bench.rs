@@ -4,8 +4,10 @@
 //!
 //! Runs `bench/mandelbrot_ref.py` (numba njit(parallel=True), and numba cuda.jit when a GPU
 //! is present) in the same invocation with the interpreter named by `$GPULAB_PYTHON`
-//! (default `python3`), checks that every engine produced the same iteration counts (sum
-//! of counts as a checksum) and prints the ratios. For scale: article 04 reports 4.07 s
+//! (default `python3`; the script is looked for in $GPULAB_BENCH_DIR, else the checkout's
+//! bench/), checks that every engine produced the same iteration counts (sum of counts as a
+//! checksum) and prints the ratios, then one machine-readable line per case,
+//! `BENCH_JSON {"bench": "mandelbrot", ...}`, read by gpu-check's runner. For scale: article 04 reports 4.07 s
 //! for the 1536x1024x20 image in plain Python and 0.0046 s with its numba CUDA kernel.
 
 use gpulab::timing::format_duration;
@@ -21,7 +23,11 @@ struct Row {
 
 fn run_reference(m: &Mandelbrot, repeats: usize) -> Vec<Row> {
     let python = std::env::var("GPULAB_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/mandelbrot_ref.py");
+    let script = std::env::var("GPULAB_BENCH_DIR")
+        .map(|d| format!("{d}/mandelbrot_ref.py"))
+        .unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/mandelbrot_ref.py").into()
+        });
     let out = std::process::Command::new(&python)
         .arg(script)
         .args([
@@ -225,5 +231,26 @@ fn main() {
                 numba.as_secs_f64() / ours.as_secs_f64()
             );
         }
+        let json_rows: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "impl": r.name,
+                    "seconds": r.median.map(|d| d.as_secs_f64()),
+                    "checksum": r.checksum,
+                    "checksum_matches": r.checksum.map(|c| Some(c) == expected),
+                    "note": r.note,
+                })
+                .to_string()
+            })
+            .collect();
+        println!(
+            r#"BENCH_JSON {{"bench":"mandelbrot","case":"{}x{}x{}","gpu":{},"rows":[{}]}}"#,
+            m.width,
+            m.height,
+            m.max_iter,
+            gpulab::cuda::is_available(),
+            json_rows.join(",")
+        );
     }
 }

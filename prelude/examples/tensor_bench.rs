@@ -4,8 +4,13 @@
 //!     cargo run --release -p gpulab --example tensor_bench [-- --quick] [-- --no-ref]
 //!
 //! The Python reference (bench/tensor_ref.py) runs in the same invocation with the
-//! interpreter in $GPULAB_PYTHON, else the project's .venv, else `python3`; the "vs ref"
-//! columns are reference time / our time, so above 1 means we are faster.
+//! interpreter in $GPULAB_PYTHON, else the project's .venv, else `python3` (the script is looked
+//! for in $GPULAB_BENCH_DIR, else the checkout's bench/); the "vs" columns are reference time /
+//! our time, so above 1 means we are faster. On a GPU the references are torch and CuPy, and
+//! `copy` (a device-to-device copy, measured by both) is the device's copy bandwidth.
+//!
+//! Besides the table it prints one machine-readable line, `BENCH_JSON {...}`, holding every
+//! figure (seconds, best of the runs), read by gpu-check's runner.
 
 use gpulab::{cuda, Device, Tensor};
 use std::collections::HashMap;
@@ -87,8 +92,15 @@ fn python() -> String {
     "python3".into()
 }
 
+/// bench/ of the checkout, or $GPULAB_BENCH_DIR where the binary runs without one.
+fn bench_dir() -> std::path::PathBuf {
+    std::env::var_os("GPULAB_BENCH_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench"))
+}
+
 fn reference(sizes: &[usize], out: &mut HashMap<Key, f64>) -> Result<(), String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/tensor_ref.py");
+    let script = bench_dir().join("tensor_ref.py");
     let list: Vec<String> = sizes.iter().map(|n| n.to_string()).collect();
     let py = python();
     let o = Command::new(&py)
@@ -141,6 +153,7 @@ fn rate(op: &str, n: usize, s: Option<&f64>) -> String {
         }
         "div" | "add" => format!("{:.1} GB/s", 12.0 * n as f64 / s / 1e9),
         "sum" | "h2d" | "d2h" => format!("{:.1} GB/s", 4.0 * n as f64 / s / 1e9),
+        "copy" => format!("{:.1} GB/s", 8.0 * n as f64 / s / 1e9),
         _ => "-".into(),
     }
 }
@@ -179,22 +192,37 @@ fn main() {
     }
     let get = |op: &str, n: usize, d: &str| t.get(&(op.to_string(), n, d.to_string()));
     println!(
-        "\n{:<7} {:>10} | {:>10} {:>16} {:>10} {:>8} | {:>10} {:>16} {:>10} {:>8} | {:>8}",
-        "op", "elements", "cpu", "", "numpy", "vs ref", "gpu", "", "torch", "vs ref", "gpu/cpu"
+        "\n{:<7} {:>10} | {:>10} {:>16} {:>10} {:>8} | {:>10} {:>16} {:>10} {:>8} {:>10} {:>8} | {:>8}",
+        "op",
+        "elements",
+        "cpu",
+        "",
+        "numpy",
+        "vs ref",
+        "gpu",
+        "",
+        "torch",
+        "vs ref",
+        "cupy",
+        "vs cupy",
+        "gpu/cpu"
     );
     let mut keys: Vec<(String, usize)> = t.keys().map(|(op, n, _)| (op.clone(), *n)).collect();
-    let order = ["div", "add", "sum", "matmul", "h2d", "d2h", "launch"];
+    let order = [
+        "copy", "div", "add", "sum", "matmul", "h2d", "d2h", "launch",
+    ];
     keys.sort_by_key(|(op, n)| (order.iter().position(|o| o == op), *n));
     keys.dedup();
     for (op, n) in keys {
-        let (c, rc, g, rg) = (
+        let (c, rc, g, rg, rp) = (
             get(&op, n, "cpu"),
             get(&op, n, "ref-cpu"),
             get(&op, n, "cuda"),
             get(&op, n, "ref-cuda"),
+            get(&op, n, "ref-cupy"),
         );
         println!(
-            "{:<7} {:>10} | {:>10} {:>16} {:>10} {:>8} | {:>10} {:>16} {:>10} {:>8} | {:>8}",
+            "{:<7} {:>10} | {:>10} {:>16} {:>10} {:>8} | {:>10} {:>16} {:>10} {:>8} {:>10} {:>8} | {:>8}",
             op,
             if n.is_power_of_two() {
                 format!("2^{}", n.trailing_zeros())
@@ -209,7 +237,36 @@ fn main() {
             rate(&op, n, g),
             fmt_time(rg),
             ratio(rg, g),
+            fmt_time(rp),
+            ratio(rp, g),
             ratio(c, g),
         );
     }
+    println!("{}", json_line(&t));
+}
+
+/// Every figure as one JSON line: `BENCH_JSON {"bench": "tensor", "rows": [...]}`, each row
+/// `{"op", "n", "impl", "seconds"}` with impl gpulab-cpu, gpulab-cuda, numpy, torch or cupy.
+fn json_line(t: &HashMap<Key, f64>) -> String {
+    let mut rows: Vec<(&Key, &f64)> = t.iter().collect();
+    rows.sort_by(|a, b| a.0.cmp(b.0));
+    let rows: Vec<String> = rows
+        .into_iter()
+        .map(|((op, n, dev), s)| {
+            let imp = match dev.as_str() {
+                "cpu" => "gpulab-cpu",
+                "cuda" => "gpulab-cuda",
+                "ref-cpu" => "numpy",
+                "ref-cuda" => "torch",
+                "ref-cupy" => "cupy",
+                other => other,
+            };
+            format!(r#"{{"op":"{op}","n":{n},"impl":"{imp}","seconds":{s:e}}}"#)
+        })
+        .collect();
+    format!(
+        r#"BENCH_JSON {{"bench":"tensor","gpu":{},"rows":[{}]}}"#,
+        cuda::is_available(),
+        rows.join(",")
+    )
 }

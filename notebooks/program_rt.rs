@@ -1,0 +1,141 @@
+//! Run-time helpers for the notebook programs written by `notebooks/to_program.py`.
+//!
+//! Each program is one notebook's cells, in order, in one function. What a cell prints reaches
+//! the program's stdout exactly as it would reach the kernel (prelude display-channel lines,
+//! evcxr's `EVCXR_BEGIN_CONTENT` blocks, plain text), and this module adds the few lines the
+//! kernel would otherwise know by itself, on a channel of their own (`\x1egpulab-nb:{json}`):
+//!
+//! - `{"cell": N}` before cell N runs (on stdout and stderr), so each output can be put back
+//!   into the cell it came from;
+//! - `{"error": {"ename", "evalue"}}` when a cell's `?` returns an error, or a `!` command
+//!   cannot be started.
+//!
+//! A panic is reported the way the kernel's panic hook reports it: a display-channel `panic`
+//! line. `to_program.py fill` turns all of this back into notebook outputs.
+
+use std::io::Write as _;
+
+/// Prefix of this module's own lines; distinct from the prelude's `\x1egpulab:` channel.
+pub const PREFIX: &str = "\x1egpulab-nb:";
+
+/// What a cell's `?` propagates: any error, by its `Display` text (what a notebook shows).
+/// It deliberately does not implement `Display` itself, so the blanket `From` below does not
+/// overlap with `impl<T> From<T> for T`.
+pub struct CellError {
+    pub ename: String,
+    pub evalue: String,
+}
+
+impl<E: std::fmt::Display> From<E> for CellError {
+    fn from(e: E) -> Self {
+        let full = std::any::type_name::<E>();
+        // `gpulab::error::Error` -> `Error`; generics dropped.
+        let base = full.split('<').next().unwrap_or(full);
+        let ename = base.rsplit("::").next().unwrap_or(base).to_string();
+        CellError {
+            ename,
+            evalue: e.to_string(),
+        }
+    }
+}
+
+/// Appends `s` as a JSON string literal (control characters escaped: one line per message).
+pub fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn both(line: &str) {
+    let _ = std::io::stdout().lock().write_all(line.as_bytes());
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    let _ = std::io::stderr().flush();
+}
+
+/// Installs the panic hook (as the kernel does for a session): a display-channel `panic` line.
+pub fn start() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = if let Some(s) = info.payload().downcast_ref::<&str>() {
+            s.to_string()
+        } else if let Some(s) = info.payload().downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "panic with a non-string payload".to_string()
+        };
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+            .unwrap_or_default();
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "\x1egpulab:{{\"op\":\"panic\",\"message\":{},\"location\":{}}}",
+            json_str(&message),
+            json_str(&location)
+        );
+        let _ = out.flush();
+        eprintln!("panicked at {location}: {message}");
+    }));
+}
+
+/// Marks the start of notebook cell `index` (its position among all the notebook's cells).
+pub fn cell(index: usize) {
+    both(&format!("{PREFIX}{{\"cell\":{index}}}\n"));
+}
+
+/// Reports the error a cell's `?` returned and ends the program, as a failing cell ends
+/// "Run All" in a notebook.
+pub fn finish(outcome: Result<(), CellError>) {
+    if let Err(e) = outcome {
+        both(&format!(
+            "{PREFIX}{{\"error\":{{\"ename\":{},\"evalue\":{}}}}}\n",
+            json_str(&e.ename),
+            json_str(&e.evalue)
+        ));
+        std::process::exit(1);
+    }
+}
+
+/// A `!command` line: run by `sh -c` with the program's stdout and stderr, as the kernel
+/// runs it. A non-zero exit status does not fail the cell (it does not in the kernel either);
+/// a command that cannot be started does.
+pub fn shell(cmd: &str) -> Result<(), CellError> {
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    match std::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .stdin(std::process::Stdio::null())
+        .status()
+    {
+        Ok(_) => Ok(()),
+        Err(e) => Err(CellError {
+            ename: "OSError".into(),
+            evalue: format!("could not run `{cmd}`: {e}"),
+        }),
+    }
+}
+
+/// `%time` / `%%time`: the kernel reports compile and run time; a program was compiled ahead
+/// of time, so only the run time exists here.
+pub fn time_report(start: std::time::Instant) {
+    println!(
+        "run: {} (compiled ahead of time, so no compile figure)",
+        gpulab::timing::format_duration(start.elapsed())
+    );
+}

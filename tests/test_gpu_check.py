@@ -1,0 +1,90 @@
+"""gpu-check's runner (gpu-check/run.py, the pack's `run`): how it reads libtest's output and the
+benchmarks' figures. Nothing that did not run may count as passed, and no ratio may be made up
+from a missing figure. The whole build + run is exercised by running gpu-check/build and
+gpu-pack/run (README, "Verifying a GPU machine"); these are the parts that decide the verdicts.
+
+    .venv/bin/python -m pytest tests/test_gpu_check.py
+"""
+
+import importlib.util
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "notebooks"))  # run.py imports to_program from beside it in the pack
+spec = importlib.util.spec_from_file_location("gpu_check_run", ROOT / "gpu-check" / "run.py")
+run = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(run)
+
+LIBTEST = """
+running 5 tests
+test a_plain_pass ... ok
+test b_self_skip ... ok
+test c_gpu ... ignored, needs a CUDA device
+test d_broken ... FAILED
+test e_other ... ok
+
+successes:
+
+---- b_self_skip stdout ----
+skipped: no CUDA device
+
+---- e_other stdout ----
+some output
+
+successes:
+    a_plain_pass
+    b_self_skip
+    e_other
+
+failures:
+
+---- d_broken stdout ----
+thread 'd_broken' panicked at prelude/tests/x.rs:3:5:
+assertion failed: 1 == 2
+
+failures:
+    d_broken
+
+test result: FAILED. 3 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s
+"""
+
+
+def test_libtest_outcomes_never_count_a_skip_as_a_pass():
+    t = run.parse_libtest(LIBTEST)
+    assert {k: v["outcome"] for k, v in t.items()} == {
+        "a_plain_pass": "passed", "b_self_skip": "skipped", "c_gpu": "skipped",
+        "d_broken": "failed", "e_other": "passed"}
+    assert t["c_gpu"]["reason"] == "needs a CUDA device"
+    assert t["b_self_skip"]["reason"] == "skipped: no CUDA device"
+    assert "assertion failed: 1 == 2" in t["d_broken"]["output"]
+    counts = run.test_counts({"x": {"tests": t}, "y": {"status": "not run: out of time"}})
+    assert counts == {"passed": 2, "failed": 1, "skipped": 2, "binaries_failed": 0, "binaries_not_run": 1}
+
+
+def test_bench_summary_ratios_and_absent_gpu_figures():
+    n = 1 << 20
+    rows = [
+        {"op": "add", "n": n, "impl": "gpulab-cuda", "seconds": 12 * n / 2000e9},   # 2000 GB/s
+        {"op": "copy", "n": n, "impl": "torch", "seconds": 8 * n / 4000e9},         # 4000 GB/s
+        {"op": "copy", "n": n, "impl": "cupy", "seconds": 8 * n / 3000e9},
+        {"op": "add", "n": n, "impl": "torch", "seconds": 12 * n / 1000e9},
+        {"op": "matmul", "n": n, "impl": "gpulab-cuda", "seconds": 2.0},
+        {"op": "matmul", "n": n, "impl": "torch", "seconds": 1.0},
+    ]
+    mandel = {"case": "1536x1024x20", "rows": [
+        {"impl": "gpulab GPU kernel", "seconds": 0.001, "checksum_matches": True},
+        {"impl": "numba cuda.jit", "seconds": 0.002, "checksum_matches": True}]}
+    s = run.bench_summary({"tensor": {"results": [{"rows": rows}]}, "mandelbrot": {"results": [mandel]}})
+    assert s["gpu_figures"]
+    e = s["elementwise"][0]
+    assert (e["gpulab_GBps"], e["copy_GBps"], e["fraction_of_copy"]) == (2000.0, 4000.0, 0.5)
+    assert e["torch_over_gpulab"] == 2.0 and e["cupy_over_gpulab"] is None
+    assert s["matmul"][0]["side"] == 1024 and s["matmul"][0]["torch_over_gpulab"] == 0.5
+    assert s["mandelbrot"][0]["numba_over_gpulab"] == 2.0 and s["mandelbrot"][0]["checksums_match"]
+
+    cpu_only = run.bench_summary({"tensor": {"results": [{"rows": [
+        {"op": "add", "n": n, "impl": "gpulab-cpu", "seconds": 1e-3}]}]}, "mandelbrot": {"results": []}})
+    assert cpu_only == {"elementwise": [], "matmul": [], "mandelbrot": [], "gpu_figures": False}
+    failed = run.bench_summary({"tensor": {"status": 101, "results": []}, "mandelbrot": {"status": "not run: out of time"}})
+    assert not failed["gpu_figures"]
