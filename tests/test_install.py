@@ -52,3 +52,17 @@ def test_bad_install_flags_are_errors(tmp_path):
     assert run.returncode != 0 and "one of" in run.stderr
     run = subprocess.run([str(binary), "install", "--bogus"], capture_output=True, text=True)
     assert run.returncode != 0 and "--bogus" in run.stderr
+
+
+def test_spec_records_the_python_environment_with_the_cuda_wheels(tmp_path):
+    """A Jupyter started without the virtualenv activated must still lead the prelude's loader
+    to the NVRTC/cuBLAS wheels; the spec carries GPULAB_VENV when install was given it."""
+    binary, _ = installed_binary()
+    env = dict(os.environ, GPULAB_VENV=str(tmp_path / "venv"))
+    subprocess.run([str(binary), "install", "--prefix", str(tmp_path)], check=True, capture_output=True, env=env)
+    spec = json.loads((tmp_path / "share/jupyter/kernels/gpulab/kernel.json").read_text())
+    assert spec["env"]["GPULAB_VENV"] == str(tmp_path / "venv")
+    env.pop("GPULAB_VENV")
+    subprocess.run([str(binary), "install", "--prefix", str(tmp_path)], check=True, capture_output=True, env=env)
+    spec = json.loads((tmp_path / "share/jupyter/kernels/gpulab/kernel.json").read_text())
+    assert "GPULAB_VENV" not in spec["env"]

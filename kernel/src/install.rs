@@ -67,10 +67,15 @@ pub fn install(args: &[String]) -> Result<()> {
     std::fs::rename(&tmp, &target)?;
     // Jupyter started from a desktop launcher may not have ~/.cargo/bin on PATH; the kernel
     // adds the folder of the cargo found now when it cannot find one itself.
-    let env = match find_on_path("cargo").and_then(|c| c.parent().map(|d| d.to_path_buf())) {
-        Some(dir) => json!({ "GPULAB_TOOLCHAIN_BIN": dir.to_string_lossy() }),
-        None => json!({}),
-    };
+    let mut env = serde_json::Map::new();
+    if let Some(dir) = find_on_path("cargo").and_then(|c| c.parent().map(|d| d.to_path_buf())) {
+        env.insert("GPULAB_TOOLCHAIN_BIN".into(), json!(dir.to_string_lossy()));
+    }
+    // The Python environment holding NVIDIA's pip wheels (NVRTC, cuBLAS): the prelude's loader
+    // searches it, and Jupyter may start the kernel without that environment activated.
+    if let Some(venv) = std::env::var_os("GPULAB_VENV").filter(|v| !v.is_empty()) {
+        env.insert("GPULAB_VENV".into(), json!(venv.to_string_lossy()));
+    }
     let spec = json!({
         "argv": [target.to_string_lossy(), "--connection-file", "{connection_file}"],
         "display_name": DISPLAY_NAME,
