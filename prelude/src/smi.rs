@@ -18,7 +18,12 @@ pub struct SmiReport {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct GpuStatus {
+    /// NVML's index, the one `nvidia-smi` prints (PCI order, every board in the machine).
     pub index: u32,
+    /// This GPU's CUDA ordinal in this process (`cuda:N`), matched by PCI bus id: CUDA orders
+    /// devices fastest first and `CUDA_VISIBLE_DEVICES` renumbers or hides them, so it can differ
+    /// from `index`. `None` when CUDA cannot see this GPU (hidden, or CUDA unavailable).
+    pub cuda_index: Option<usize>,
     pub name: String,
     pub bus_id: String,
     pub memory_used: u64,
@@ -161,9 +166,21 @@ impl Nvml {
         let get_count =
             self.sym::<unsafe extern "C" fn(*mut c_uint) -> c_int>("nvmlDeviceGetCount_v2")?;
         self.check("nvmlDeviceGetCount", unsafe { get_count(&mut count) })?;
-        let gpus = (0..count)
+        let mut gpus = (0..count)
             .map(|i| self.gpu(i))
             .collect::<Result<Vec<_>>>()?;
+        let cuda_buses: Vec<String> = (0..crate::cuda::device_count())
+            .map(|i| {
+                crate::cuda::get_device_properties(i)
+                    .map(|p| p.pci_bus_id)
+                    .unwrap_or_default()
+            })
+            .collect();
+        let nvml_buses: Vec<&str> = gpus.iter().map(|g| g.bus_id.as_str()).collect();
+        let ordinals = cuda_ordinals(&nvml_buses, &cuda_buses);
+        for (g, ordinal) in gpus.iter_mut().zip(ordinals) {
+            g.cuda_index = ordinal;
+        }
         Ok(SmiReport {
             driver_version,
             cuda_version: format!("{}.{}", cuda / 1000, (cuda % 1000) / 10),
@@ -254,6 +271,7 @@ impl Nvml {
         let processes = self.processes(index, dev);
         Ok(GpuStatus {
             index,
+            cuda_index: None,
             name,
             bus_id,
             memory_used: mem.used,
@@ -348,6 +366,9 @@ impl SmiReport {
             .map(|g| {
                 vec![
                     g.index.to_string(),
+                    g.cuda_index
+                        .map(|i| format!("cuda:{i}"))
+                        .unwrap_or_else(|| "-".into()),
                     g.name.clone(),
                     g.bus_id.clone(),
                     format!(
@@ -405,6 +426,7 @@ impl SmiReport {
 
 const GPU_HEADER: &[&str] = &[
     "GPU",
+    "CUDA",
     "Name",
     "Bus-Id",
     "Memory-Usage",
@@ -494,4 +516,45 @@ pub(crate) fn text_table(header: &[&str], rows: &[Vec<String>]) -> String {
         s += &line(r.iter().map(String::as_str).collect());
     }
     s + &rule
+}
+
+/// A PCI bus id as (domain, bus, device, function): NVML writes "00000000:3B:00.0", other tools
+/// "0000:3b:00.0"; both name the same slot.
+fn parse_bus_id(id: &str) -> Option<(u32, u32, u32, u32)> {
+    let (domain, rest) = id.trim().split_once(':')?;
+    let (bus, rest) = rest.split_once(':')?;
+    let (device, function) = rest.split_once('.').unwrap_or((rest, "0"));
+    let hex = |s: &str| u32::from_str_radix(s, 16).ok();
+    Some((hex(domain)?, hex(bus)?, hex(device)?, hex(function)?))
+}
+
+/// For each NVML device (by bus id), the CUDA ordinal with the same bus id, if any. Functions
+/// are ignored: CUDA reports device-level ids and a GPU is one PCI device.
+fn cuda_ordinals(nvml: &[&str], cuda: &[String]) -> Vec<Option<usize>> {
+    let slot = |id: &str| parse_bus_id(id).map(|(d, b, dev, _)| (d, b, dev));
+    nvml.iter()
+        .map(|n| {
+            let n = slot(n)?;
+            cuda.iter().position(|c| slot(c) == Some(n))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvml_devices_map_to_cuda_ordinals_by_bus_id() {
+        // Two boards; CUDA_VISIBLE_DEVICES=1 leaves CUDA only the second, as cuda:0.
+        let nvml = ["00000000:1B:00.0", "00000000:3B:00.0"];
+        let cuda = vec!["00000000:3B:00.0".to_string()];
+        assert_eq!(cuda_ordinals(&nvml, &cuda), vec![None, Some(0)]);
+        // CUDA's fastest-first order can reverse NVML's PCI order; formats may differ.
+        let cuda = vec!["0000:3b:00.0".to_string(), "0000:1b:00.0".to_string()];
+        assert_eq!(cuda_ordinals(&nvml, &cuda), vec![Some(1), Some(0)]);
+        // No CUDA (no driver for this process), or an unreadable id.
+        assert_eq!(cuda_ordinals(&nvml, &[]), vec![None, None]);
+        assert_eq!(cuda_ordinals(&["unknown"], &cuda), vec![None]);
+    }
 }

@@ -9,6 +9,7 @@ fn sample() -> SmiReport {
         driver_version: "580.95.05".into(),
         cuda_version: "13.0".into(),
         gpus: vec![GpuStatus {
+            cuda_index: Some(0),
             index: 0,
             name: "NVIDIA H200".into(),
             bus_id: "00000000:18:00.0".into(),
@@ -44,6 +45,7 @@ fn smi_text_is_an_aligned_table() {
     );
     for cell in [
         "NVIDIA H200",
+        "cuda:0",
         "1.0 GiB / 141.0 GiB",
         "37%",
         "41C",
@@ -76,6 +78,14 @@ fn nvidia_smi_here() {
                 .any(|i| cuda::get_device_name(i).is_ok_and(|n| n.contains("MIG")));
             if std::env::var_os("CUDA_VISIBLE_DEVICES").is_none() && !mig {
                 assert_eq!(r.gpus.len(), cuda::device_count());
+                // Then every board has its own CUDA ordinal (matched by PCI bus id).
+                let mut ordinals: Vec<usize> = r.gpus.iter().filter_map(|g| g.cuda_index).collect();
+                ordinals.sort();
+                assert_eq!(
+                    ordinals,
+                    (0..cuda::device_count()).collect::<Vec<_>>(),
+                    "{r:?}"
+                );
             } else {
                 println!(
                     "CUDA_VISIBLE_DEVICES or MIG: NVML sees {} boards",
