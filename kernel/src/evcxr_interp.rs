@@ -22,7 +22,9 @@ pub struct EvcxrInterpreter {
     startup_error: Option<String>,
     /// rust-analyzer has not yet indexed the prelude (see `idle`).
     analyzer_cold: bool,
-    /// Shown on stderr at the top of the first cell (no GPU, or the prelude failed to build).
+    /// The prelude failed to build: shown on stderr at the top of the first cell.
+    warning: Option<String>,
+    /// The one-line no-GPU notice, shown after the first cell that succeeds.
     notice: Option<String>,
     load_prelude: bool,
 }
@@ -41,6 +43,7 @@ impl EvcxrInterpreter {
             _slot: None,
             startup_error: None,
             analyzer_cold: false,
+            warning: None,
             notice: None,
             load_prelude,
         })
@@ -74,12 +77,12 @@ impl EvcxrInterpreter {
             match self.capture(&mut ctx, &first) {
                 Ok(notice) => {
                     loaded = true;
-                    self.notice = notice;
+                    self.notice = notice.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty());
                     log("prelude loaded, panic hook installed, GPU checked");
                     self.analyzer_cold = true;
                 }
                 Err(e) => {
-                    self.notice = Some(format!("gpulab: the prelude failed to build, so `use gpulab::*` is not in scope:\n{e}\n"));
+                    self.warning = Some(format!("gpulab: the prelude failed to build, so `use gpulab::*` is not in scope:\n{e}\n"));
                 }
             }
         }
@@ -119,8 +122,9 @@ impl EvcxrInterpreter {
         let ctx = self.ctx.as_mut().expect("session started");
         let vars_before: Vec<String> = ctx.variables_and_types().map(|(v, _)| v.to_owned()).collect();
         let out = outputs.clone();
+        let stop = self.stop.clone();
         let mut callbacks = EvalCallbacks {
-            input_reader: &move |req| out.input(&req.prompt, req.is_password).unwrap_or_default(),
+            input_reader: &move |req| ask_unless_interrupted(&out, &stop, &decode_prompt(&req.prompt), req.is_password),
         };
         let result = ctx.execute_with_callbacks(code, &mut callbacks);
         if std::env::var_os("GPULAB_LOG_TIMING").is_some() {
@@ -138,9 +142,10 @@ impl EvcxrInterpreter {
         }
     }
 
-    fn outcome(&mut self, result: Result<EvalOutputs, evcxr::Error>, vars_before: Vec<String>, code: &str) -> ExecuteOutcome {
+    fn outcome(&mut self, result: Result<EvalOutputs, evcxr::Error>, vars_before: Vec<String>, code: &str, line_base: usize) -> ExecuteOutcome {
         self.finish_output();
         let panics = self.sink.take_panics();
+        let user_errors = self.sink.take_user_errors();
         let interrupted = self.stop.interrupted();
         match result {
             Ok(outputs) => {
@@ -150,9 +155,18 @@ impl EvcxrInterpreter {
                     ]);
                 }
                 if let Some((message, location)) = panics.into_iter().next() {
+                    let location = self.cell_location(&location, code, line_base);
                     let mut tb = vec![format!("\x1b[0;31mpanicked\x1b[0m at {location}:"), message.clone()];
                     tb.push("Variables defined by earlier cells are kept.".into());
                     return ExecuteOutcome::error("panic", message, tb);
+                }
+                if let Some(message) = user_errors.into_iter().next() {
+                    let evalue = if message.is_empty() { "the cell returned an error through `?`".to_owned() } else { message };
+                    let tb = vec![
+                        format!("\x1b[0;31mError\x1b[0m: {evalue}"),
+                        "The cell stopped at a `?`. Variables it defined are not kept; those of earlier cells are.".into(),
+                    ];
+                    return ExecuteOutcome::error("Error", evalue, tb);
                 }
                 let result = bundle(&outputs);
                 ExecuteOutcome::Ok { result, payload: Vec::new() }
@@ -165,6 +179,7 @@ impl EvcxrInterpreter {
                 ExecuteOutcome::error("CompilationError", evalue, traceback)
             }
             Err(evcxr::Error::SubprocessTerminated(message)) => {
+                self.stop.child_ended();
                 self.reinstall_hook();
                 let lost = if vars_before.is_empty() { "none".to_owned() } else { vars_before.join(", ") };
                 let (ename, why) = if interrupted {
@@ -183,6 +198,23 @@ impl EvcxrInterpreter {
                 let text = e.to_string();
                 ExecuteOutcome::error("Error", text.clone(), vec![text])
             }
+        }
+    }
+
+    /// `src/lib.rs:111:2` in evcxr's generated crate becomes `cell line 3`; other locations (the
+    /// prelude, the standard library) stay as they are.
+    fn cell_location(&self, location: &str, code: &str, line_base: usize) -> String {
+        let mut parts = location.rsplitn(3, ':');
+        let (_col, line, file) = (parts.next(), parts.next(), parts.next());
+        let (Some(file), Some(line)) = (file, line.and_then(|l| l.parse::<usize>().ok())) else { return location.to_owned() };
+        if file != "src/lib.rs" {
+            return location.to_owned();
+        }
+        let Some(slot) = &self._slot else { return location.to_owned() };
+        let Ok(generated) = std::fs::read_to_string(slot.dir.join("src").join("lib.rs")) else { return location.to_owned() };
+        match cell_line(&generated, line, code) {
+            Some(n) => format!("cell line {}", n + line_base),
+            None => location.to_owned(),
         }
     }
 
@@ -238,6 +270,7 @@ impl Interpreter for EvcxrInterpreter {
             eprintln!("gpulab-kernel: {e}");
             self.startup_error = Some(e);
         }
+        self.stop.started();
     }
 
     fn idle(&mut self) {
@@ -257,8 +290,12 @@ impl Interpreter for EvcxrInterpreter {
         if let Some(e) = &self.startup_error {
             return ExecuteOutcome::error("KernelStartError", e.clone(), vec![e.clone()]);
         }
-        if let Some(notice) = self.notice.take() {
-            outputs.stream("stderr", &notice);
+        if let Some(warning) = self.warning.take() {
+            outputs.stream("stderr", &warning);
+        }
+        if self.stop.take_cancelled_before_start() {
+            let why = "interrupted while the session was starting; the cell did not run";
+            return ExecuteOutcome::error("KeyboardInterrupt", why, vec![format!("KeyboardInterrupt: {why}")]);
         }
         self.stop.cell_started();
         let outcome = match magics::classify(req.code) {
@@ -282,7 +319,7 @@ impl Interpreter for EvcxrInterpreter {
                 let (result, vars) = self.run_rust(code, &outputs);
                 let wall = start.elapsed();
                 let run = result.as_ref().ok().and_then(|o| o.phases.iter().find(|p| p.name == "Execution").map(|p| p.duration));
-                let outcome = self.outcome(result, vars, code);
+                let outcome = self.outcome(result, vars, code, line_base(req.code, code));
                 let line = match run {
                     Some(run) => format!("compile: {}, run: {}, total: {}\n", fmt_dur(wall.saturating_sub(run)), fmt_dur(run), fmt_dur(wall)),
                     None => format!("total: {}\n", fmt_dur(wall)),
@@ -290,12 +327,34 @@ impl Interpreter for EvcxrInterpreter {
                 outputs.stream("stdout", &line);
                 outcome
             }
+            Cell::Cuda(cell) => {
+                let code = magics::cuda_cell_code(cell);
+                let (result, vars) = self.run_rust(&code, &outputs);
+                match self.outcome(result, vars, &code, 0) {
+                    // NVRTC's log already names the cell's lines; the `?` explanation would not help.
+                    ExecuteOutcome::Error { ename, evalue, .. } if ename == "Error" => {
+                        let ename = if evalue.starts_with("NVRTC") { "CUDACompileError" } else { "CUDAError" };
+                        ExecuteOutcome::error(ename, evalue.clone(), vec![evalue])
+                    }
+                    other => other,
+                }
+            }
             Cell::Rust(code) => {
                 let (result, vars) = self.run_rust(code, &outputs);
-                self.outcome(result, vars, code)
+                self.outcome(result, vars, code, line_base(req.code, code))
             }
         };
         self.stop.cell_finished();
+        // Information, not an error: one line, on the first cell that worked, so a failing
+        // first cell still shows exactly its error.
+        if matches!(outcome, ExecuteOutcome::Ok { .. }) && !req.silent {
+            if let Some(notice) = self.notice.take() {
+                let mut b = Bundle::new();
+                b.insert("text/plain".into(), Value::String(notice.clone()));
+                b.insert("text/html".into(), Value::String(format!("<small style=\"opacity:0.7\">{}</small>", html_escape(&notice))));
+                outputs.display(b, json!({}), None, false);
+            }
+        }
         outcome
     }
 
@@ -304,7 +363,7 @@ impl Interpreter for EvcxrInterpreter {
         let Some(ctx) = self.ctx.as_mut() else { return none };
         match ctx.completions(code, cursor) {
             Ok(c) => Completion {
-                matches: c.completions.into_iter().map(|c| c.code).collect(),
+                matches: c.completions.into_iter().map(|c| completion_text(&c.code)).collect(),
                 cursor_start: c.start_offset,
                 cursor_end: c.end_offset,
             },
@@ -346,5 +405,139 @@ fn fmt_dur(d: Duration) -> String {
         format!("{:.1} ms", s * 1e3)
     } else {
         format!("{:.1} µs", s * 1e6)
+    }
+}
+
+/// Asks the frontend for a line, unless the cell was interrupted, and gives up waiting when it
+/// is: the worker must never sit on an `input_request` whose cell was stopped (the frontend's
+/// late answer, if any, goes nowhere).
+fn ask_unless_interrupted(out: &Arc<dyn Outputs>, stop: &Arc<Stopper>, prompt: &str, password: bool) -> String {
+    if stop.interrupted() {
+        return String::new();
+    }
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let (out, prompt) = (out.clone(), prompt.to_owned());
+    std::thread::spawn(move || {
+        let _ = tx.send(out.input(&prompt, password));
+    });
+    loop {
+        match rx.recv_timeout(Duration::from_millis(25)) {
+            Ok(answer) => return answer.unwrap_or_default(),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return String::new(),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) if stop.interrupted() => return String::new(),
+            Err(_) => {}
+        }
+    }
+}
+
+/// The prelude's `input()` sends colons and newlines as look-alikes (prelude/src/input.rs).
+fn decode_prompt(prompt: &str) -> String {
+    prompt.replace('\u{A789}', ":").replace('\u{2028}', "\n")
+}
+
+/// How many lines of the cell come before `code` (the part after a `%%time` line, say).
+fn line_base(cell: &str, code: &str) -> usize {
+    let start = (code.as_ptr() as usize).wrapping_sub(cell.as_ptr() as usize);
+    if start <= cell.len() { cell[..start].matches('\n').count() } else { 0 }
+}
+
+/// The 1-based line of `code` that evcxr put at line `gen_line` of its generated crate. evcxr
+/// copies each statement of the cell into the generated file; the offset at which most of the
+/// cell's lines line up is taken, so a line that appears twice in the cell is still placed.
+pub fn cell_line(generated: &str, gen_line: usize, code: &str) -> Option<usize> {
+    let g: Vec<&str> = generated.lines().map(str::trim).collect();
+    let c: Vec<&str> = code.lines().map(str::trim).collect();
+    let target = *g.get(gen_line.checked_sub(1)?)?;
+    if target.is_empty() {
+        return None;
+    }
+    let score = |i: usize| -> usize {
+        let Some(offset) = (gen_line - 1).checked_sub(i) else { return 0 };
+        c.iter().enumerate().filter(|(j, l)| !l.is_empty() && g.get(j + offset) == Some(*l)).count()
+    };
+    let exact = (0..c.len()).filter(|&i| c[i] == target).max_by_key(|&i| (score(i), std::cmp::Reverse(i)));
+    // A line holding several statements is split by evcxr; find the cell line that holds it.
+    exact.or_else(|| (0..c.len()).find(|&i| c[i].contains(target))).map(|i| i + 1)
+}
+
+/// rust-analyzer's snippets, as evcxr passes them on, carry the parameter names as text
+/// (`zeros(shape, device)`); accepting one would insert them. Keep the name and the bracket.
+pub fn completion_text(code: &str) -> String {
+    let code = strip_tab_stops(code);
+    if let Some(open) = code.find('(') {
+        let name = &code[..open];
+        let is_name = !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '!');
+        if is_name && code.ends_with(')') && code.len() > open + 2 {
+            return code[..=open].to_owned();
+        }
+    }
+    code
+}
+
+/// Removes `$1`, `${2}` and `${3:text}` (keeping `text`) tab stops.
+fn strip_tab_stops(code: &str) -> String {
+    let mut out = String::new();
+    let mut rest = code;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 {
+            rest = &after[digits..];
+        } else if let Some(body) = after.strip_prefix('{') {
+            let d = body.chars().take_while(char::is_ascii_digit).count();
+            match body[d..].find('}') {
+                Some(close) if d > 0 => {
+                    out.push_str(body[d..d + close].trim_start_matches(':'));
+                    rest = &body[d + close + 1..];
+                }
+                _ => {
+                    out.push('$');
+                    rest = after;
+                }
+            }
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completions_insert_no_parameter_names() {
+        assert_eq!(completion_text("zeros(shape, device)"), "zeros(");
+        assert_eq!(completion_text("Tensor::zeros(${1:shape}, ${2:device})$0"), "Tensor::zeros(");
+        assert_eq!(completion_text("len()"), "len()");
+        assert_eq!(completion_text("vec![$0]"), "vec![]");
+        assert_eq!(completion_text("Device"), "Device");
+        assert_eq!(completion_text("costs $5"), "costs ");
+    }
+
+    #[test]
+    fn generated_lines_map_back_to_the_cell() {
+        let code = "let a = 1;\nlet b = 2;\npanic!(\"boom\");\nlet c = 3;";
+        let generated = "fn f() {\nstuff\nlet a = 1;\nlet b = 2;\npanic!(\"boom\");\nlet c = 3;\n}";
+        assert_eq!(cell_line(generated, 5, code), Some(3));
+        assert_eq!(cell_line(generated, 2, code), None);
+        let twice = "let x = 1;\nlet x = 1;";
+        assert_eq!(cell_line("a\nlet x = 1;\nlet x = 1;", 3, twice), Some(2));
+        assert_eq!(cell_line("let a = 1;", 1, "let a = 1; let b = 2;"), Some(1));
+    }
+
+    #[test]
+    fn prompts_come_back_whole() {
+        assert_eq!(decode_prompt("Your name\u{A789} "), "Your name: ");
+        let cell = "%%time\nlet x = 1;";
+        assert_eq!(line_base(cell, &cell[7..]), 1);
     }
 }

@@ -17,6 +17,8 @@ pub type PanicReport = (String, String);
 pub struct Sink {
     outputs: Arc<Mutex<Option<Arc<dyn Outputs>>>>,
     panics: Arc<Mutex<Vec<PanicReport>>>,
+    /// Errors that ended a cell through `?` (reported by the child's relay, kernel/src/child.rs).
+    user_errors: Arc<Mutex<Vec<String>>>,
 }
 
 impl Sink {
@@ -30,6 +32,10 @@ impl Sink {
 
     pub fn take_panics(&self) -> Vec<PanicReport> {
         std::mem::take(&mut *self.panics.lock().unwrap())
+    }
+
+    pub fn take_user_errors(&self) -> Vec<String> {
+        std::mem::take(&mut *self.user_errors.lock().unwrap())
     }
 
     fn with(&self, f: impl FnOnce(&dyn Outputs)) {
@@ -119,6 +125,7 @@ fn handle(name: &str, line: String, text: &mut String, sink: &Sink) {
             }
             Event::Clear { wait } => sink.with(|o| o.clear_output(wait)),
             Event::Panic(report) => sink.panics.lock().unwrap().push(report),
+            Event::UserError(message) => sink.user_errors.lock().unwrap().push(message),
         }
         return;
     }
@@ -131,6 +138,8 @@ pub enum Event {
     Display { data: Bundle, metadata: Value, display_id: Option<String>, update: bool },
     Clear { wait: bool },
     Panic(PanicReport),
+    /// A `?` in the cell returned this error (its Display).
+    UserError(String),
 }
 
 /// Parses the JSON part of a display-channel line. Malformed lines return None and are then
@@ -150,6 +159,7 @@ pub fn parse_event(json: &str) -> Option<Event> {
             Some(Event::Display { data, metadata, display_id, update })
         }
         "clear" => Some(Event::Clear { wait: v["wait"].as_bool().unwrap_or(false) }),
+        "user_error" => Some(Event::UserError(str_field("message").unwrap_or_default())),
         "panic" => Some(Event::Panic((str_field("message").unwrap_or_default(), str_field("location").unwrap_or_default()))),
         _ => None,
     }
@@ -175,6 +185,7 @@ mod tests {
             parse_event(r#"{"op":"panic","message":"boom","location":"src/lib.rs:1:2"}"#),
             Some(Event::Panic(("boom".into(), "src/lib.rs:1:2".into())))
         );
+        assert_eq!(parse_event(r#"{"op":"user_error","message":"bad: x"}"#), Some(Event::UserError("bad: x".into())));
         assert_eq!(parse_event("not json"), None);
         assert_eq!(parse_event(r#"{"op":"nope"}"#), None);
     }

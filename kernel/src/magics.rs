@@ -14,6 +14,8 @@ pub enum Cell<'a> {
     Help(&'a str),
     /// `%%time` on the first line or a single `%time` line: run and report compile and run time.
     Time(&'a str),
+    /// `%%cuda` on the first line: CUDA C++, compiled by NVRTC (prelude/src/cuda/cells.rs).
+    Cuda(&'a str),
     Rust(&'a str),
 }
 
@@ -22,6 +24,11 @@ pub fn classify(code: &str) -> Cell<'_> {
     let lines: Vec<&str> = trimmed.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     if !lines.is_empty() && lines.iter().all(|l| l.starts_with('!')) {
         return Cell::Shell(lines.iter().map(|l| l[1..].trim()).collect());
+    }
+    if let Some(rest) = code.trim_start().strip_prefix("%%cuda") {
+        if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+            return Cell::Cuda(code);
+        }
     }
     if let Some(rest) = trimmed.strip_prefix("%%time") {
         return Cell::Time(rest.trim_start_matches([' ', '\t']).trim_start_matches('\n'));
@@ -42,6 +49,20 @@ pub fn classify(code: &str) -> Cell<'_> {
         }
     }
     Cell::Rust(code)
+}
+
+/// The Rust cell that compiles a `%%cuda` cell: the source with its `%%cuda` line blanked, so
+/// NVRTC's line numbers are the cell's own, in a raw string no line of it can end.
+pub fn cuda_cell_code(cell: &str) -> String {
+    let start = cell.len() - cell.trim_start().len();
+    let first_end = cell[start..].find('\n').map(|i| start + i).unwrap_or(cell.len());
+    let source = format!("{}{}", "\n".repeat(cell[..start].matches('\n').count()), &cell[first_end..]);
+    let mut hashes = 1;
+    while source.contains(&format!("\"{}", "#".repeat(hashes))) {
+        hashes += 1;
+    }
+    let h = "#".repeat(hashes);
+    format!("gpulab::cuda::compile_cell(r{h}\"{source}\"{h})?;")
 }
 
 /// Runs one shell command with its output streamed as it comes. The process gets its own
@@ -106,5 +127,13 @@ mod tests {
         assert_eq!(classify("let x = a != b;"), Cell::Rust("let x = a != b;"));
         assert_eq!(classify("x?"), Cell::Help("x"));
         assert_eq!(classify("f()?;"), Cell::Rust("f()?;"));
+        assert_eq!(classify("%%cuda\n__global__ void k() {}"), Cell::Cuda("%%cuda\n__global__ void k() {}"));
+        assert_eq!(classify("%%cudax"), Cell::Rust("%%cudax"));
+    }
+
+    #[test]
+    fn cuda_cells_keep_their_line_numbers() {
+        let code = cuda_cell_code("%%cuda\nline2\nconst char* s = R\"#(x)#\";");
+        assert_eq!(code, "gpulab::cuda::compile_cell(r##\"\nline2\nconst char* s = R\"#(x)#\";\"##)?;");
     }
 }

@@ -110,7 +110,7 @@ fn seed_lock_file(dir: &Path, base: &Path) {
     }
 }
 
-/// The one-byte interrupt flag (ARCHITECTURE.md, contract 2).
+/// The interrupt flag file (ARCHITECTURE.md, contract 2).
 pub struct InterruptFlag {
     pub path: PathBuf,
     file: File,
@@ -122,8 +122,22 @@ impl InterruptFlag {
         let path = dir.join(format!("gpulab-interrupt-{}", std::process::id()));
         let mut file = File::options().create(true).truncate(true).read(true).write(true).open(&path)
             .with_context(|| format!("creating {}", path.display()))?;
-        file.write_all(&[0])?;
+        // Byte 0: the interrupt request. Byte 1: the child's code is running (written by the
+        // child, kernel/src/child.rs).
+        file.write_all(&[0, 0])?;
         Ok(InterruptFlag { path, file })
+    }
+
+    /// Whether the child process is running a cell's code right now (as opposed to evcxr
+    /// analysing or building it, or nothing at all).
+    pub fn code_running(&self) -> bool {
+        let mut b = [0u8];
+        self.file.read_at(&mut b, crate::child::RUNNING_BYTE).map(|n| n == 1 && b[0] != 0).unwrap_or(false)
+    }
+
+    /// Clears the running byte, for a child that was ended while it ran code.
+    pub fn clear_running(&self) {
+        let _ = self.file.write_at(&[0], crate::child::RUNNING_BYTE);
     }
 
     pub fn set(&self, on: bool) {

@@ -28,9 +28,10 @@ pub const PANIC_HOOK: &str = r#"std::panic::set_hook(Box::new(|info| {
     println!("\x1egpulab:{{\"op\":\"panic\",\"message\":\"{}\",\"location\":\"{}\"}}", esc(&msg), esc(&loc));
 }));"#;
 
-/// Says once, at the top of the first cell, when there is no GPU and why.
-pub const GPU_NOTICE: &str = r#"if let Some(why) = gpulab::cuda::unavailable_reason() {
-    println!("gpulab: no CUDA device ({why}). Tensors, kernels and timings run on the CPU; Device::cuda_if_available() picks the CPU.");
+/// One line of information when there is no GPU, shown after the first cell that succeeds.
+/// The reason (often a list of library paths) stays behind `cuda::unavailable_reason()`.
+pub const GPU_NOTICE: &str = r#"if gpulab::cuda::unavailable_reason().is_some() {
+    println!("No CUDA device here: tensors and kernels run on the CPU (cuda::unavailable_reason() and nvidia_smi() say why).");
 }"#;
 
 /// evcxr wraps cells so that `?` works only after a first cell has failed for want of it, and

@@ -7,6 +7,8 @@
 //! compiles CUDA C++, and `module` / `event` / `props` are the safe API on top.
 
 mod blas;
+mod cells;
+pub use cells::{cell_kernel, cell_kernel_on, cell_kernels, compile_cell, CellReport};
 mod context;
 mod event;
 mod loader;
