@@ -279,8 +279,11 @@ impl Interpreter for EvcxrInterpreter {
         // first `let`. Done when idle, so a cell sent right at start does not wait for it.
         if std::mem::take(&mut self.analyzer_cold) {
             if let Some(ctx) = self.ctx.as_mut() {
+                // A cell sent now waits for this; an interrupt meanwhile cancels that cell.
+                self.stop.starting();
                 let warm = "let gpulab_warm_up = Tensor::zeros(1, Device::Cpu);\ngpulab_warm_up.sha";
                 let _ = ctx.completions(warm, warm.len());
+                self.stop.started();
             }
         }
     }
@@ -294,7 +297,7 @@ impl Interpreter for EvcxrInterpreter {
             outputs.stream("stderr", &warning);
         }
         if self.stop.take_cancelled_before_start() {
-            let why = "interrupted while the session was starting; the cell did not run";
+            let why = "interrupted while the session was getting ready; the cell did not run";
             return ExecuteOutcome::error("KeyboardInterrupt", why, vec![format!("KeyboardInterrupt: {why}")]);
         }
         self.stop.cell_started();

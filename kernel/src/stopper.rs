@@ -52,6 +52,12 @@ impl Stopper {
         })
     }
 
+    /// The session is busy getting ready (start-up, or a warm-up while idle): an interrupt now
+    /// cancels the cell that waits for it rather than touching anything.
+    pub fn starting(&self) {
+        self.starting.store(true, Ordering::SeqCst);
+    }
+
     /// The session has started; from now on interrupts act on cells.
     pub fn started(&self) {
         self.starting.store(false, Ordering::SeqCst);
