@@ -284,7 +284,7 @@ def assert_session_whole(k, var="precious", value=42):
     reply, outputs = k.execute(f"{var} * 6")
     assert reply["status"] == "ok", reply
     assert k.result_text(outputs) == str(value)
-    reply, outputs = k.execute("Tensor::zeros(3, Device::Cpu)?.len()")
+    reply, outputs = k.execute("Tensor::zeros(3, Device::Cpu)?.numel()")
     assert reply["status"] == "ok", reply
     assert k.result_text(outputs) == "3"
 
@@ -352,7 +352,7 @@ def test_interrupt_of_code_that_ignores_the_flag_ends_it_on_a_busy_machine(fresh
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
     assert "precious" in reply["evalue"], reply["evalue"]
     assert elapsed < 30
-    reply, outputs = k.execute("Tensor::zeros(3, Device::Cpu)?.len()")
+    reply, outputs = k.execute("Tensor::zeros(3, Device::Cpu)?.numel()")
     assert reply["status"] == "ok", reply
 
 
