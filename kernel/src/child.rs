@@ -44,7 +44,8 @@ pub fn install() {
     if std::env::var_os(RUNTIME_VAR).is_none() {
         return;
     }
-    let flag = std::env::var_os("GPULAB_INTERRUPT_FILE").and_then(|p| File::options().read(true).write(true).open(p).ok());
+    let flag = std::env::var_os("GPULAB_INTERRUPT_FILE")
+        .and_then(|p| File::options().read(true).write(true).open(p).ok());
     // A relay that cannot be set up leaves the streams as they were: the kernel then falls back
     // to its old behaviour (see stopper.rs), which is worse but not broken.
     if let Err(e) = relay(flag) {
@@ -99,8 +100,12 @@ fn relay(flag: Option<File>) -> std::io::Result<()> {
     let flag_in = flag.clone();
     // SAFETY: descriptors created above and owned by these threads from here on.
     let (from, to) = unsafe { (File::from_raw_fd(real_in), File::from_raw_fd(in_w)) };
-    std::thread::Builder::new().name("gpulab-stdin".into()).spawn(move || pump_stdin(from, to, flag_in.as_deref()))?;
-    std::thread::Builder::new().name("gpulab-output".into()).spawn(move || pump_output(flag.as_deref()))?;
+    std::thread::Builder::new()
+        .name("gpulab-stdin".into())
+        .spawn(move || pump_stdin(from, to, flag_in.as_deref()))?;
+    std::thread::Builder::new()
+        .name("gpulab-output".into())
+        .spawn(move || pump_output(flag.as_deref()))?;
     // SAFETY: installing process-wide hooks that only use async-signal-safe calls.
     unsafe {
         libc::atexit(drain_at_exit);
@@ -155,15 +160,22 @@ fn write_fd(fd: RawFd, mut bytes: &[u8]) {
 fn read_available(fd: RawFd, into: &mut Vec<u8>) -> bool {
     let mut buf = [0u8; 8192];
     loop {
-        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: one pollfd on the stack.
-        if unsafe { libc::poll(&mut p, 1, 0) } <= 0 || p.revents & (libc::POLLIN | libc::POLLHUP) == 0 {
+        if unsafe { libc::poll(&mut p, 1, 0) } <= 0
+            || p.revents & (libc::POLLIN | libc::POLLHUP) == 0
+        {
             return true;
         }
         // SAFETY: reading into a stack buffer.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
         if n <= 0 {
-            return n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted;
+            return n < 0
+                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted;
         }
         into.extend_from_slice(&buf[..n as usize]);
     }
@@ -171,16 +183,31 @@ fn read_available(fd: RawFd, into: &mut Vec<u8>) -> bool {
 
 fn pump_output(flag: Option<&File>) {
     let (out_r, err_r) = (OUT_R.load(Ordering::SeqCst), ERR_R.load(Ordering::SeqCst));
-    let (real_out, real_err) = (REAL_OUT.load(Ordering::SeqCst), REAL_ERR.load(Ordering::SeqCst));
+    let (real_out, real_err) = (
+        REAL_OUT.load(Ordering::SeqCst),
+        REAL_ERR.load(Ordering::SeqCst),
+    );
     let mut out = Vec::new();
     let mut err = Vec::new();
     let mut err_since = Instant::now();
     let (mut out_open, mut err_open) = (true, true);
     while out_open || err_open {
-        let timeout = if err.is_empty() { -1 } else { HOLD.saturating_sub(err_since.elapsed()).as_millis() as i32 };
+        let timeout = if err.is_empty() {
+            -1
+        } else {
+            HOLD.saturating_sub(err_since.elapsed()).as_millis() as i32
+        };
         let mut fds = [
-            libc::pollfd { fd: if err_open { err_r } else { -1 }, events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: if out_open { out_r } else { -1 }, events: libc::POLLIN, revents: 0 },
+            libc::pollfd {
+                fd: if err_open { err_r } else { -1 },
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: if out_open { out_r } else { -1 },
+                events: libc::POLLIN,
+                revents: 0,
+            },
         ];
         // SAFETY: two pollfds on the stack.
         unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
@@ -203,7 +230,10 @@ fn pump_output(flag: Option<&File>) {
                     let message = String::from_utf8_lossy(&err).trim_end().to_owned();
                     err.clear();
                     let event = serde_json::json!({"op": "user_error", "message": message});
-                    write_fd(real_out, format!("{}{}\n", crate::forward::DISPLAY_PREFIX, event).as_bytes());
+                    write_fd(
+                        real_out,
+                        format!("{}{}\n", crate::forward::DISPLAY_PREFIX, event).as_bytes(),
+                    );
                 } else if body == EXECUTION_COMPLETE {
                     set_running(flag, false);
                 }
@@ -230,7 +260,11 @@ fn drain_now() {
             continue;
         }
         loop {
-            let mut p = libc::pollfd { fd: from, events: libc::POLLIN, revents: 0 };
+            let mut p = libc::pollfd {
+                fd: from,
+                events: libc::POLLIN,
+                revents: 0,
+            };
             // SAFETY: poll, read and write are async-signal-safe; the buffer is on the stack.
             unsafe {
                 if libc::poll(&mut p, 1, 0) <= 0 || p.revents & libc::POLLIN == 0 {

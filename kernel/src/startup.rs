@@ -58,13 +58,22 @@ impl Outputs for Capture {
 /// runpath cargo writes is relative to the deps folder, so it misses when evcxr loads a cell from
 /// the folder above; the child process finds both through LD_LIBRARY_PATH instead.
 pub fn add_rust_libs_to_loader_path(slot: &std::path::Path) {
-    let Ok(out) = std::process::Command::new("rustc").args(["--print", "target-libdir"]).output() else { return };
+    let Ok(out) = std::process::Command::new("rustc")
+        .args(["--print", "target-libdir"])
+        .output()
+    else {
+        return;
+    };
     let std_dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if std_dir.is_empty() {
         return;
     }
     // target-libdir is <sysroot>/lib/rustlib/<host triple>/lib.
-    let triple = std::path::Path::new(&std_dir).parent().and_then(|p| p.file_name()).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
+    let triple = std::path::Path::new(&std_dir)
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|t| t.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let deps = slot.join("target").join(&triple).join("debug").join("deps");
     // glibc remembers a search directory that did not exist at its first lookup and never looks
     // there again, so the folder must exist before the child process loads anything.
@@ -77,4 +86,3 @@ pub fn add_rust_libs_to_loader_path(slot: &std::path::Path) {
     }
     std::env::set_var("LD_LIBRARY_PATH", path);
 }
-

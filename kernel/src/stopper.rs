@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 /// Seconds a cell that never checks the interrupt flag gets before its process is ended.
 fn grace() -> Duration {
-    let secs = std::env::var("GPULAB_INTERRUPT_GRACE_SECS").ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(2.0);
+    let secs = std::env::var("GPULAB_INTERRUPT_GRACE_SECS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(2.0);
     Duration::from_secs_f64(secs)
 }
 
@@ -136,7 +139,10 @@ impl Stopper {
                     // Checked under the lock the worker takes to finish the cell, so a cell that
                     // ended a moment ago is never confused with this one.
                     let running = self.running.lock().unwrap();
-                    if *running && self.cell.load(Ordering::SeqCst) == cell && self.flag.code_running() {
+                    if *running
+                        && self.cell.load(Ordering::SeqCst) == cell
+                        && self.flag.code_running()
+                    {
                         self.kill_child();
                     }
                     return;
@@ -184,11 +190,21 @@ fn descendants(root: i32, keep: Option<i32>) -> Vec<i32> {
     let mut parent_of = Vec::new();
     if let Ok(entries) = std::fs::read_dir("/proc") {
         for e in entries.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
             // The command name is in parentheses and may contain spaces; the ppid follows it.
-            let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
-            let ppid = after.split(' ').nth(1).and_then(|s| s.parse::<i32>().ok()).unwrap_or(0);
+            let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+                continue;
+            };
+            let ppid = after
+                .split(' ')
+                .nth(1)
+                .and_then(|s| s.parse::<i32>().ok())
+                .unwrap_or(0);
             parent_of.push((pid, ppid));
         }
     }
@@ -205,4 +221,3 @@ fn descendants(root: i32, keep: Option<i32>) -> Vec<i32> {
     out.reverse();
     out
 }
-

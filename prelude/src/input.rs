@@ -17,7 +17,10 @@ pub const PROMPT_COLON: char = '\u{A789}';
 pub const PROMPT_NEWLINE: char = '\u{2028}';
 
 fn encode_prompt(prompt: &str) -> String {
-    prompt.replace(':', &PROMPT_COLON.to_string()).replace("\r\n", "\n").replace(['\n', '\r'], &PROMPT_NEWLINE.to_string())
+    prompt
+        .replace(':', &PROMPT_COLON.to_string())
+        .replace("\r\n", "\n")
+        .replace(['\n', '\r'], &PROMPT_NEWLINE.to_string())
 }
 
 /// Asks the user for a line of text. Returns "" when the frontend cannot ask (for example when
@@ -56,6 +59,10 @@ mod tests {
     fn prompts_keep_no_colon_or_newline_for_the_line_protocol() {
         let p = super::encode_prompt("Your name: \nand age:");
         assert!(!p.contains(':') && !p.contains('\n'));
-        assert_eq!(p.replace(super::PROMPT_COLON, ":").replace(super::PROMPT_NEWLINE, "\n"), "Your name: \nand age:");
+        assert_eq!(
+            p.replace(super::PROMPT_COLON, ":")
+                .replace(super::PROMPT_NEWLINE, "\n"),
+            "Your name: \nand age:"
+        );
     }
 }

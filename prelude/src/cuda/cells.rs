@@ -47,7 +47,11 @@ pub struct CellReport {
 
 impl fmt::Display for CellReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let target = if self.for_this_gpu { "this GPU".to_string() } else { "a reference GPU (no CUDA device here)".to_string() };
+        let target = if self.for_this_gpu {
+            "for this GPU"
+        } else {
+            "as a check: there is no CUDA device here"
+        };
         write!(f, "compiled for {} ({target})", self.arch)?;
         if self.kernels.is_empty() {
             write!(f, "; no extern \"C\" __global__ kernels")?;
@@ -64,7 +68,11 @@ impl fmt::Display for CellReport {
             writeln!(f)?;
         }
         if !self.kernels.is_empty() {
-            writeln!(f, "Use one from Rust: let f = cuda::cell_kernel(\"{}\")?;", self.kernels[0])?;
+            writeln!(
+                f,
+                "Use one from Rust: let f = cuda::cell_kernel(\"{}\")?;",
+                self.kernels[0]
+            )?;
         }
         if !self.warnings.trim().is_empty() {
             writeln!(f, "{}", self.warnings.trim_end())?;
@@ -86,11 +94,33 @@ pub fn compile_cell(source: &str) -> Result<CellReport> {
     let (arch, for_this_gpu) = target_arch()?;
     let (log, is_cubin) = compile(source, &arch)?;
     let kernels = kernel_names(source);
-    let (registers, spills) = if is_cubin { resource_usage(&log) } else { (Vec::new(), Vec::new()) };
-    let warnings = log.lines().filter(|l| !l.starts_with("ptxas info") && !l.trim_start().starts_with(|c: char| c.is_ascii_digit())).collect::<Vec<_>>().join("\n");
-    let report = CellReport { arch, for_this_gpu, kernels: kernels.clone(), registers, spills, warnings: cell_lines(&warnings) };
+    let (registers, spills) = if is_cubin {
+        resource_usage(&log)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let warnings = log
+        .lines()
+        .filter(|l| {
+            !l.starts_with("ptxas")
+                && !l.trim().is_empty()
+                && !l.trim_start().starts_with(|c: char| c.is_ascii_digit())
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let report = CellReport {
+        arch,
+        for_this_gpu,
+        kernels: kernels.clone(),
+        registers,
+        spills,
+        warnings: cell_lines(&warnings),
+    };
     let mut cells = CELLS.lock().unwrap_or_else(|p| p.into_inner());
-    cells.push(Kept { source: source.to_string(), kernels });
+    cells.push(Kept {
+        source: source.to_string(),
+        kernels,
+    });
     drop(cells);
     print!("{report}");
     Ok(report)
@@ -106,14 +136,24 @@ pub fn cell_kernel(name: &str) -> Result<Function> {
 pub fn cell_kernel_on(device: impl Into<Device>, name: &str) -> Result<Function> {
     let source = {
         let cells = CELLS.lock().unwrap_or_else(|p| p.into_inner());
-        match cells.iter().rev().find(|c| c.kernels.iter().any(|k| k == name)) {
+        match cells
+            .iter()
+            .rev()
+            .find(|c| c.kernels.iter().any(|k| k == name))
+        {
             Some(c) => c.source.clone(),
             None => {
-                let known: Vec<&str> = cells.iter().flat_map(|c| c.kernels.iter().map(String::as_str)).collect();
+                let known: Vec<&str> = cells
+                    .iter()
+                    .flat_map(|c| c.kernels.iter().map(String::as_str))
+                    .collect();
                 return Err(Error::Invalid(if known.is_empty() {
                     format!("no %%cuda cell has been run, so there is no kernel {name:?}")
                 } else {
-                    format!("no %%cuda cell declares an extern \"C\" kernel {name:?} (there are: {})", known.join(", "))
+                    format!(
+                        "no %%cuda cell declares an extern \"C\" kernel {name:?} (there are: {})",
+                        known.join(", ")
+                    )
                 }));
             }
         }
@@ -123,7 +163,12 @@ pub fn cell_kernel_on(device: impl Into<Device>, name: &str) -> Result<Function>
 
 /// The kernels of every `%%cuda` cell run so far, latest last.
 pub fn cell_kernels() -> Vec<String> {
-    CELLS.lock().unwrap_or_else(|p| p.into_inner()).iter().flat_map(|c| c.kernels.clone()).collect()
+    CELLS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .flat_map(|c| c.kernels.clone())
+        .collect()
 }
 
 fn target_arch() -> Result<(String, bool)> {
@@ -132,22 +177,34 @@ fn target_arch() -> Result<(String, bool)> {
         return Ok((nvrtc::arch_for((p.major as i32, p.minor as i32))?, true));
     }
     let archs = nvrtc::supported_archs()?;
-    let best = if archs.contains(&REFERENCE_ARCH) { REFERENCE_ARCH } else { archs.iter().copied().max().unwrap_or(REFERENCE_ARCH) };
+    let best = if archs.contains(&REFERENCE_ARCH) {
+        REFERENCE_ARCH
+    } else {
+        archs.iter().copied().max().unwrap_or(REFERENCE_ARCH)
+    };
     Ok((format!("sm_{best}"), false))
 }
 
 /// Compiles with ptxas's verbose report on (for a CUBIN); returns NVRTC's log.
 fn compile(source: &str, arch: &str) -> Result<(String, bool)> {
     loader::nvrtc()?;
-    let csrc = CString::new(source).map_err(|_| Error::Invalid("the cell contains a NUL byte".into()))?;
+    let csrc =
+        CString::new(source).map_err(|_| Error::Invalid("the cell contains a NUL byte".into()))?;
     let cname = CString::new(CELL_FILE).expect("no NUL");
     let is_cubin = arch.starts_with("sm_");
-    let mut opts = vec![format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
+    let mut opts = vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+    ];
     if is_cubin {
         opts.push("--ptxas-options=-v".to_string());
     }
-    let op = |what: &str, e: result::NvrtcError| Error::Cuda { op: format!("{what} (%%cuda cell)"), detail: format!("{e:?}") };
-    let prog = result::create_program(&csrc, Some(&cname)).map_err(|e| op("nvrtcCreateProgram", e))?;
+    let op = |what: &str, e: result::NvrtcError| Error::Cuda {
+        op: format!("{what} (%%cuda cell)"),
+        detail: format!("{e:?}"),
+    };
+    let prog =
+        result::create_program(&csrc, Some(&cname)).map_err(|e| op("nvrtcCreateProgram", e))?;
     struct Prog(sys::nvrtcProgram);
     impl Drop for Prog {
         fn drop(&mut self) {
@@ -159,11 +216,27 @@ fn compile(source: &str, arch: &str) -> Result<(String, bool)> {
     let compiled = unsafe { result::compile_program(prog.0, &opts) };
     // SAFETY: the program is live; the log is copied out before it is destroyed.
     let log = unsafe { result::get_program_log(prog.0) }
-        .map(|raw| String::from_utf8_lossy(&raw.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect::<Vec<u8>>()).into_owned())
+        .map(|raw| {
+            String::from_utf8_lossy(
+                &raw.iter()
+                    .map(|&c| c as u8)
+                    .take_while(|&b| b != 0)
+                    .collect::<Vec<u8>>(),
+            )
+            .into_owned()
+        })
         .unwrap_or_default();
     if let Err(e) = compiled {
-        let log = if log.trim().is_empty() { format!("{e:?} (NVRTC gave no log)") } else { cell_lines(&log) };
-        return Err(Error::Compile { name: "the %%cuda cell".into(), arch: arch.to_string(), log });
+        let log = if log.trim().is_empty() {
+            format!("{e:?} (NVRTC gave no log)")
+        } else {
+            cell_lines(&log)
+        };
+        return Err(Error::Compile {
+            name: "the %%cuda cell".into(),
+            arch: arch.to_string(),
+            log,
+        });
     }
     Ok((log, is_cubin))
 }
@@ -172,16 +245,23 @@ fn compile(source: &str, arch: &str) -> Result<(String, bool)> {
 pub fn cell_lines(log: &str) -> String {
     let prefix = format!("{CELL_FILE}(");
     log.lines()
-        .map(|l| match l.strip_prefix(&prefix).and_then(|r| r.split_once("): ")) {
-            Some((n, rest)) if n.chars().all(|c| c.is_ascii_digit()) => format!("cell line {n}: {rest}"),
-            _ => l.to_string(),
-        })
+        .map(
+            |l| match l.strip_prefix(&prefix).and_then(|r| r.split_once("): ")) {
+                Some((n, rest)) if n.chars().all(|c| c.is_ascii_digit()) => {
+                    format!("cell line {n}: {rest}")
+                }
+                _ => l.to_string(),
+            },
+        )
         .collect::<Vec<_>>()
         .join("\n")
 }
 
+/// A figure per kernel: (kernel name, value).
+pub type PerKernel = Vec<(String, u32)>;
+
 /// Registers and spill stores per kernel from ptxas's `-v` report.
-pub fn resource_usage(log: &str) -> (Vec<(String, u32)>, Vec<(String, u32)>) {
+pub fn resource_usage(log: &str) -> (PerKernel, PerKernel) {
     let (mut regs, mut spills) = (Vec::new(), Vec::new());
     let mut current: Option<String> = None;
     for line in log.lines() {
@@ -192,13 +272,25 @@ pub fn resource_usage(log: &str) -> (Vec<(String, u32)>, Vec<(String, u32)>) {
         }
         let Some(name) = &current else { continue };
         if let Some(rest) = line.split("Used ").nth(1) {
-            if let Some(n) = rest.split(" register").next().and_then(|n| n.trim().parse().ok()) {
+            if let Some(n) = rest
+                .split(" register")
+                .next()
+                .and_then(|n| n.trim().parse().ok())
+            {
                 regs.retain(|(k, _): &(String, u32)| k != name);
                 regs.push((name.clone(), n));
             }
         }
-        if let Some(before) = line.split(" bytes spill stores").next().filter(|_| line.contains("bytes spill stores")) {
-            if let Some(n) = before.rsplit([' ', ',']).next().and_then(|n| n.trim().parse().ok()) {
+        if let Some(before) = line
+            .split(" bytes spill stores")
+            .next()
+            .filter(|_| line.contains("bytes spill stores"))
+        {
+            if let Some(n) = before
+                .rsplit([' ', ','])
+                .next()
+                .and_then(|n| n.trim().parse().ok())
+            {
                 spills.retain(|(k, _): &(String, u32)| k != name);
                 spills.push((name.clone(), n));
             }
@@ -217,9 +309,8 @@ pub fn kernel_names(src: &str) -> Vec<String> {
     let mut i = 0;
     while i < bytes.len() {
         let rest = &src[i..];
-        if rest.starts_with("extern \"C\"") {
-            let after = rest["extern \"C\"".len()..].trim_start();
-            if after.starts_with('{') {
+        if let Some(after) = rest.strip_prefix("extern \"C\"") {
+            if after.trim_start().starts_with('{') {
                 in_extern_block = depth + 1;
             }
         }
@@ -237,7 +328,11 @@ pub fn kernel_names(src: &str) -> Vec<String> {
             let before = &src[src[..i].rfind([';', '}', '{']).map(|p| p + 1).unwrap_or(0)..i];
             let extern_c = before.contains("extern \"C\"") || in_extern_block > 0;
             if let Some(paren) = rest.find('(') {
-                let name = rest[..paren].trim_end().rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("");
+                let name = rest[..paren]
+                    .trim_end()
+                    .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or("");
                 if extern_c && !name.is_empty() && !names.iter().any(|n| n == name) {
                     names.push(name.to_string());
                 }
@@ -275,7 +370,10 @@ mod tests {
 
     #[test]
     fn names_the_cells_lines() {
-        assert_eq!(cell_lines("cell(3): error: identifier \"q\" is undefined"), "cell line 3: error: identifier \"q\" is undefined");
+        assert_eq!(
+            cell_lines("cell(3): error: identifier \"q\" is undefined"),
+            "cell line 3: error: identifier \"q\" is undefined"
+        );
         assert_eq!(cell_lines("1 error detected"), "1 error detected");
     }
 }
