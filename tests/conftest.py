@@ -2,6 +2,8 @@
 
 import os
 import queue
+import subprocess
+import sys
 import time
 
 import pytest
@@ -91,3 +93,17 @@ def drain(q_get):
             q_get(timeout=0.05)
     except queue.Empty:
         pass
+
+
+@pytest.fixture
+def busy_machine():
+    """Keeps every core busy with throw-away Python processes while a test runs, as a class on
+    shared cores would: start-up, builds and timers all run late."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        yield
+    finally:
+        for p in burners:
+            p.kill()
+        for p in burners:
+            p.wait()

@@ -2,10 +2,14 @@
 //! magics, panic reporting and interrupts that evcxr_jupyter lacks.
 
 use crate::forward::{Forwarders, Sink};
-use crate::interp::{Bundle, Completion, ExecuteOutcome, ExecuteRequest, Interpreter, Interrupter, Outputs};
+use crate::interp::{
+    Bundle, Completion, ExecuteOutcome, ExecuteRequest, Interpreter, Interrupter, Outputs,
+};
 use crate::magics::{self, Cell};
 use crate::session::{self, InterruptFlag, Slot};
-use crate::startup::{add_rust_libs_to_loader_path, Capture, ALLOW_QUESTION_MARK, GPU_NOTICE, PANIC_HOOK};
+use crate::startup::{
+    add_rust_libs_to_loader_path, Capture, ALLOW_QUESTION_MARK, GPU_NOTICE, PANIC_HOOK,
+};
 use crate::stopper::Stopper;
 use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
 use serde_json::{json, Value};
@@ -22,7 +26,9 @@ pub struct EvcxrInterpreter {
     startup_error: Option<String>,
     /// rust-analyzer has not yet indexed the prelude (see `idle`).
     analyzer_cold: bool,
-    /// Shown on stderr at the top of the first cell (no GPU, or the prelude failed to build).
+    /// The prelude failed to build: shown on stderr at the top of the first cell.
+    warning: Option<String>,
+    /// The one-line no-GPU notice, shown after the first cell that succeeds.
     notice: Option<String>,
     load_prelude: bool,
 }
@@ -41,6 +47,7 @@ impl EvcxrInterpreter {
             _slot: None,
             startup_error: None,
             analyzer_cold: false,
+            warning: None,
             notice: None,
             load_prelude,
         })
@@ -50,17 +57,25 @@ impl EvcxrInterpreter {
         let t0 = Instant::now();
         let log = |what: &str| {
             if std::env::var_os("GPULAB_LOG_STARTUP").is_some() {
-                eprintln!("gpulab-kernel: {what} at {:.3} s", t0.elapsed().as_secs_f64());
+                eprintln!(
+                    "gpulab-kernel: {what} at {:.3} s",
+                    t0.elapsed().as_secs_f64()
+                );
             }
         };
         let slot = session::take_slot().map_err(|e| format!("{e:#}"))?;
         std::env::set_var("EVCXR_TMPDIR", &slot.dir);
         add_rust_libs_to_loader_path(&slot.dir);
         self._slot = Some(slot);
-        let (mut ctx, outputs) = CommandContext::new().map_err(|e| format!("evcxr could not start: {e}"))?;
+        let (mut ctx, outputs) =
+            CommandContext::new().map_err(|e| format!("evcxr could not start: {e}"))?;
         log("evcxr context ready");
         *self.stop.child.lock().unwrap() = Some(ctx.process_handle());
-        self.forwarders = Some(Forwarders::start(outputs.stdout, outputs.stderr, self.sink.clone()));
+        self.forwarders = Some(Forwarders::start(
+            outputs.stdout,
+            outputs.stderr,
+            self.sink.clone(),
+        ));
         // Share compiled dependencies between build slots (evcxr's `:cache`, in MiB).
         let _ = ctx.execute(":cache 4096");
         // Every eval is a cargo build, so the prelude, the panic hook and the GPU check go in one.
@@ -74,17 +89,20 @@ impl EvcxrInterpreter {
             match self.capture(&mut ctx, &first) {
                 Ok(notice) => {
                     loaded = true;
-                    self.notice = notice;
+                    self.notice = notice
+                        .map(|n| n.trim().to_owned())
+                        .filter(|n| !n.is_empty());
                     log("prelude loaded, panic hook installed, GPU checked");
                     self.analyzer_cold = true;
                 }
                 Err(e) => {
-                    self.notice = Some(format!("gpulab: the prelude failed to build, so `use gpulab::*` is not in scope:\n{e}\n"));
+                    self.warning = Some(format!("gpulab: the prelude failed to build, so `use gpulab::*` is not in scope:\n{e}\n"));
                 }
             }
         }
         if !loaded {
-            ctx.execute(PANIC_HOOK).map_err(|e| format!("installing the panic hook: {e}"))?;
+            ctx.execute(PANIC_HOOK)
+                .map_err(|e| format!("installing the panic hook: {e}"))?;
             log("panic hook installed");
         }
         self.ctx = Some(ctx);
@@ -92,7 +110,11 @@ impl EvcxrInterpreter {
     }
 
     /// Runs `code` with its output kept rather than shown; returns what it printed, if anything.
-    fn capture(&self, ctx: &mut CommandContext, code: &str) -> Result<Option<String>, evcxr::Error> {
+    fn capture(
+        &self,
+        ctx: &mut CommandContext,
+        code: &str,
+    ) -> Result<Option<String>, evcxr::Error> {
         let capture = Arc::new(Capture::default());
         let previous = self.sink.get();
         self.sink.set(capture.clone());
@@ -115,17 +137,31 @@ impl EvcxrInterpreter {
         }
     }
 
-    fn run_rust(&mut self, code: &str, outputs: &Arc<dyn Outputs>) -> (Result<EvalOutputs, evcxr::Error>, Vec<String>) {
+    fn run_rust(
+        &mut self,
+        code: &str,
+        outputs: &Arc<dyn Outputs>,
+    ) -> (Result<EvalOutputs, evcxr::Error>, Vec<String>) {
         let ctx = self.ctx.as_mut().expect("session started");
-        let vars_before: Vec<String> = ctx.variables_and_types().map(|(v, _)| v.to_owned()).collect();
+        let vars_before: Vec<String> = ctx
+            .variables_and_types()
+            .map(|(v, _)| v.to_owned())
+            .collect();
         let out = outputs.clone();
+        let stop = self.stop.clone();
         let mut callbacks = EvalCallbacks {
-            input_reader: &move |req| out.input(&req.prompt, req.is_password).unwrap_or_default(),
+            input_reader: &move |req| {
+                ask_unless_interrupted(&out, &stop, &decode_prompt(&req.prompt), req.is_password)
+            },
         };
         let result = ctx.execute_with_callbacks(code, &mut callbacks);
         if std::env::var_os("GPULAB_LOG_TIMING").is_some() {
             if let Ok(o) = &result {
-                let phases: Vec<String> = o.phases.iter().map(|p| format!("{} {:.3}s", p.name, p.duration.as_secs_f64())).collect();
+                let phases: Vec<String> = o
+                    .phases
+                    .iter()
+                    .map(|p| format!("{} {:.3}s", p.name, p.duration.as_secs_f64()))
+                    .collect();
                 eprintln!("gpulab-kernel: phases: {}", phases.join(", "));
             }
         }
@@ -138,24 +174,55 @@ impl EvcxrInterpreter {
         }
     }
 
-    fn outcome(&mut self, result: Result<EvalOutputs, evcxr::Error>, vars_before: Vec<String>, code: &str) -> ExecuteOutcome {
+    fn outcome(
+        &mut self,
+        result: Result<EvalOutputs, evcxr::Error>,
+        vars_before: Vec<String>,
+        code: &str,
+        line_base: usize,
+    ) -> ExecuteOutcome {
         self.finish_output();
         let panics = self.sink.take_panics();
+        let user_errors = self.sink.take_user_errors();
         let interrupted = self.stop.interrupted();
         match result {
             Ok(outputs) => {
                 if interrupted {
-                    return ExecuteOutcome::error("KeyboardInterrupt", "interrupted; the session's variables are kept", vec![
-                        "KeyboardInterrupt: the cell stopped early and every variable is kept".into(),
-                    ]);
+                    return ExecuteOutcome::error(
+                        "KeyboardInterrupt",
+                        "interrupted; the session's variables are kept",
+                        vec![
+                            "KeyboardInterrupt: the cell stopped early and every variable is kept"
+                                .into(),
+                        ],
+                    );
                 }
                 if let Some((message, location)) = panics.into_iter().next() {
-                    let mut tb = vec![format!("\x1b[0;31mpanicked\x1b[0m at {location}:"), message.clone()];
+                    let location = self.cell_location(&location, code, line_base);
+                    let mut tb = vec![
+                        format!("\x1b[0;31mpanicked\x1b[0m at {location}:"),
+                        message.clone(),
+                    ];
                     tb.push("Variables defined by earlier cells are kept.".into());
                     return ExecuteOutcome::error("panic", message, tb);
                 }
+                if let Some(message) = user_errors.into_iter().next() {
+                    let evalue = if message.is_empty() {
+                        "the cell returned an error through `?`".to_owned()
+                    } else {
+                        message
+                    };
+                    let tb = vec![
+                        format!("\x1b[0;31mError\x1b[0m: {evalue}"),
+                        "The cell stopped at a `?`. Variables it defined are not kept; those of earlier cells are.".into(),
+                    ];
+                    return ExecuteOutcome::error("Error", evalue, tb);
+                }
                 let result = bundle(&outputs);
-                ExecuteOutcome::Ok { result, payload: Vec::new() }
+                ExecuteOutcome::Ok {
+                    result,
+                    payload: Vec::new(),
+                }
             }
             Err(evcxr::Error::CompilationErrors(errors)) => {
                 if interrupted {
@@ -165,12 +232,24 @@ impl EvcxrInterpreter {
                 ExecuteOutcome::error("CompilationError", evalue, traceback)
             }
             Err(evcxr::Error::SubprocessTerminated(message)) => {
+                self.stop.child_ended();
                 self.reinstall_hook();
-                let lost = if vars_before.is_empty() { "none".to_owned() } else { vars_before.join(", ") };
-                let (ename, why) = if interrupted {
-                    ("KeyboardInterrupt", "the cell did not stop within the grace period, so its process was ended".to_owned())
+                let lost = if vars_before.is_empty() {
+                    "none".to_owned()
                 } else {
-                    ("ProcessEnded", format!("the session's process ended: {message}"))
+                    vars_before.join(", ")
+                };
+                let (ename, why) = if interrupted {
+                    (
+                        "KeyboardInterrupt",
+                        "the cell did not stop within the grace period, so its process was ended"
+                            .to_owned(),
+                    )
+                } else {
+                    (
+                        "ProcessEnded",
+                        format!("the session's process ended: {message}"),
+                    )
                 };
                 let evalue = format!("{why}; variables lost: {lost}");
                 ExecuteOutcome::error(ename, evalue.clone(), vec![evalue])
@@ -186,15 +265,48 @@ impl EvcxrInterpreter {
         }
     }
 
+    /// `src/lib.rs:111:2` in evcxr's generated crate becomes `cell line 3`; other locations (the
+    /// prelude, the standard library) stay as they are.
+    fn cell_location(&self, location: &str, code: &str, line_base: usize) -> String {
+        let mut parts = location.rsplitn(3, ':');
+        let (_col, line, file) = (parts.next(), parts.next(), parts.next());
+        let (Some(file), Some(line)) = (file, line.and_then(|l| l.parse::<usize>().ok())) else {
+            return location.to_owned();
+        };
+        if file != "src/lib.rs" {
+            return location.to_owned();
+        }
+        let Some(slot) = &self._slot else {
+            return location.to_owned();
+        };
+        let Ok(generated) = std::fs::read_to_string(slot.dir.join("src").join("lib.rs")) else {
+            return location.to_owned();
+        };
+        match cell_line(&generated, line, code) {
+            Some(n) => format!("cell line {}", n + line_base),
+            None => location.to_owned(),
+        }
+    }
+
     fn help(&mut self, name: &str) -> ExecuteOutcome {
         let ctx = self.ctx.as_mut().expect("session started");
         match ctx.hover_at(name, name.len()) {
             Ok((plain, html)) if !plain.trim().is_empty() => ExecuteOutcome::Ok {
                 result: None,
-                payload: vec![json!({"source": "page", "data": {"text/plain": plain, "text/html": html}, "start": 0})],
+                payload: vec![
+                    json!({"source": "page", "data": {"text/plain": plain, "text/html": html}, "start": 0}),
+                ],
             },
-            Ok(_) => ExecuteOutcome::error("NameError", format!("no documentation found for `{name}`"), vec![format!("no documentation found for `{name}`")]),
-            Err(e) => ExecuteOutcome::error("NameError", format!("`{name}`: {e}"), vec![format!("`{name}`: {e}")]),
+            Ok(_) => ExecuteOutcome::error(
+                "NameError",
+                format!("no documentation found for `{name}`"),
+                vec![format!("no documentation found for `{name}`")],
+            ),
+            Err(e) => ExecuteOutcome::error(
+                "NameError",
+                format!("`{name}`: {e}"),
+                vec![format!("`{name}`: {e}")],
+            ),
         }
     }
 }
@@ -203,7 +315,13 @@ fn bundle(outputs: &EvalOutputs) -> Option<Bundle> {
     if outputs.content_by_mime_type.is_empty() {
         return None;
     }
-    Some(outputs.content_by_mime_type.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
+    Some(
+        outputs
+            .content_by_mime_type
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    )
 }
 
 fn render_compile_errors(errors: &[evcxr::CompilationError], code: &str) -> (String, Vec<String>) {
@@ -211,23 +329,38 @@ fn render_compile_errors(errors: &[evcxr::CompilationError], code: &str) -> (Str
     for error in errors {
         let mut rendered = None;
         if error.is_from_user_code() {
-            if let Some(report) = error.build_report("cell".to_owned(), code.to_owned(), evcxr::Theme::Light) {
+            if let Some(report) =
+                error.build_report("cell".to_owned(), code.to_owned(), evcxr::Theme::Light)
+            {
                 let mut buf = Vec::new();
-                if report.write(ariadne::sources([("cell".to_owned(), code.to_owned())]), &mut buf).is_ok() {
+                if report
+                    .write(
+                        ariadne::sources([("cell".to_owned(), code.to_owned())]),
+                        &mut buf,
+                    )
+                    .is_ok()
+                {
                     rendered = Some(String::from_utf8_lossy(&buf).into_owned());
                 }
             }
         }
         let text = rendered.unwrap_or_else(|| {
             let r = error.rendered();
-            if r.is_empty() { error.message() } else { r }
+            if r.is_empty() {
+                error.message()
+            } else {
+                r
+            }
         });
         traceback.push(text);
         for help in error.help() {
             traceback.push(format!("help: {help}"));
         }
     }
-    let evalue = errors.first().map(|e| e.message()).unwrap_or_else(|| "compilation failed".into());
+    let evalue = errors
+        .first()
+        .map(|e| e.message())
+        .unwrap_or_else(|| "compilation failed".into());
     (evalue, traceback)
 }
 
@@ -238,6 +371,7 @@ impl Interpreter for EvcxrInterpreter {
             eprintln!("gpulab-kernel: {e}");
             self.startup_error = Some(e);
         }
+        self.stop.started();
     }
 
     fn idle(&mut self) {
@@ -246,8 +380,12 @@ impl Interpreter for EvcxrInterpreter {
         // first `let`. Done when idle, so a cell sent right at start does not wait for it.
         if std::mem::take(&mut self.analyzer_cold) {
             if let Some(ctx) = self.ctx.as_mut() {
-                let warm = "let gpulab_warm_up = Tensor::zeros(1, Device::Cpu);\ngpulab_warm_up.sha";
+                // A cell sent now waits for this; an interrupt meanwhile cancels that cell.
+                self.stop.starting();
+                let warm =
+                    "let gpulab_warm_up = Tensor::zeros(1, Device::Cpu);\ngpulab_warm_up.sha";
                 let _ = ctx.completions(warm, warm.len());
+                self.stop.started();
             }
         }
     }
@@ -257,8 +395,16 @@ impl Interpreter for EvcxrInterpreter {
         if let Some(e) = &self.startup_error {
             return ExecuteOutcome::error("KernelStartError", e.clone(), vec![e.clone()]);
         }
-        if let Some(notice) = self.notice.take() {
-            outputs.stream("stderr", &notice);
+        if let Some(warning) = self.warning.take() {
+            outputs.stream("stderr", &warning);
+        }
+        if self.stop.take_cancelled_before_start() {
+            let why = "interrupted while the session was getting ready; the cell did not run";
+            return ExecuteOutcome::error(
+                "KeyboardInterrupt",
+                why,
+                vec![format!("KeyboardInterrupt: {why}")],
+            );
         }
         self.stop.cell_started();
         let outcome = match magics::classify(req.code) {
@@ -266,11 +412,19 @@ impl Interpreter for EvcxrInterpreter {
                 let mut outcome = ExecuteOutcome::ok();
                 for cmd in commands {
                     if let Err(e) = magics::run_shell(cmd, &*outputs, &self.stop.shell_pgid) {
-                        outcome = ExecuteOutcome::error("OSError", format!("could not run `{cmd}`: {e}"), vec![]);
+                        outcome = ExecuteOutcome::error(
+                            "OSError",
+                            format!("could not run `{cmd}`: {e}"),
+                            vec![],
+                        );
                         break;
                     }
                     if self.stop.interrupted() {
-                        outcome = ExecuteOutcome::error("KeyboardInterrupt", format!("`{cmd}` was stopped"), vec![]);
+                        outcome = ExecuteOutcome::error(
+                            "KeyboardInterrupt",
+                            format!("`{cmd}` was stopped"),
+                            vec![],
+                        );
                         break;
                     }
                 }
@@ -281,30 +435,82 @@ impl Interpreter for EvcxrInterpreter {
                 let start = Instant::now();
                 let (result, vars) = self.run_rust(code, &outputs);
                 let wall = start.elapsed();
-                let run = result.as_ref().ok().and_then(|o| o.phases.iter().find(|p| p.name == "Execution").map(|p| p.duration));
-                let outcome = self.outcome(result, vars, code);
+                let run = result.as_ref().ok().and_then(|o| {
+                    o.phases
+                        .iter()
+                        .find(|p| p.name == "Execution")
+                        .map(|p| p.duration)
+                });
+                let outcome = self.outcome(result, vars, code, line_base(req.code, code));
                 let line = match run {
-                    Some(run) => format!("compile: {}, run: {}, total: {}\n", fmt_dur(wall.saturating_sub(run)), fmt_dur(run), fmt_dur(wall)),
+                    Some(run) => format!(
+                        "compile: {}, run: {}, total: {}\n",
+                        fmt_dur(wall.saturating_sub(run)),
+                        fmt_dur(run),
+                        fmt_dur(wall)
+                    ),
                     None => format!("total: {}\n", fmt_dur(wall)),
                 };
                 outputs.stream("stdout", &line);
                 outcome
             }
+            Cell::Cuda(cell) => {
+                let code = magics::cuda_cell_code(cell);
+                let (result, vars) = self.run_rust(&code, &outputs);
+                match self.outcome(result, vars, &code, 0) {
+                    // NVRTC's log already names the cell's lines; the `?` explanation would not help.
+                    ExecuteOutcome::Error { ename, evalue, .. } if ename == "Error" => {
+                        let ename = if evalue.starts_with("NVRTC") {
+                            "CUDACompileError"
+                        } else {
+                            "CUDAError"
+                        };
+                        ExecuteOutcome::error(ename, evalue.clone(), vec![evalue])
+                    }
+                    other => other,
+                }
+            }
             Cell::Rust(code) => {
                 let (result, vars) = self.run_rust(code, &outputs);
-                self.outcome(result, vars, code)
+                self.outcome(result, vars, code, line_base(req.code, code))
             }
         };
         self.stop.cell_finished();
+        // Information, not an error: one line, on the first cell that worked, so a failing
+        // first cell still shows exactly its error.
+        if matches!(outcome, ExecuteOutcome::Ok { .. }) && !req.silent {
+            if let Some(notice) = self.notice.take() {
+                let mut b = Bundle::new();
+                b.insert("text/plain".into(), Value::String(notice.clone()));
+                b.insert(
+                    "text/html".into(),
+                    Value::String(format!(
+                        "<small style=\"opacity:0.7\">{}</small>",
+                        html_escape(&notice)
+                    )),
+                );
+                outputs.display(b, json!({}), None, false);
+            }
+        }
         outcome
     }
 
     fn complete(&mut self, code: &str, cursor: usize) -> Completion {
-        let none = Completion { matches: Vec::new(), cursor_start: cursor, cursor_end: cursor };
-        let Some(ctx) = self.ctx.as_mut() else { return none };
+        let none = Completion {
+            matches: Vec::new(),
+            cursor_start: cursor,
+            cursor_end: cursor,
+        };
+        let Some(ctx) = self.ctx.as_mut() else {
+            return none;
+        };
         match ctx.completions(code, cursor) {
             Ok(c) => Completion {
-                matches: c.completions.into_iter().map(|c| c.code).collect(),
+                matches: c
+                    .completions
+                    .into_iter()
+                    .map(|c| completion_text(&c.code))
+                    .collect(),
                 cursor_start: c.start_offset,
                 cursor_end: c.end_offset,
             },
@@ -346,5 +552,167 @@ fn fmt_dur(d: Duration) -> String {
         format!("{:.1} ms", s * 1e3)
     } else {
         format!("{:.1} µs", s * 1e6)
+    }
+}
+
+/// Asks the frontend for a line, unless the cell was interrupted, and gives up waiting when it
+/// is: the worker must never sit on an `input_request` whose cell was stopped (the frontend's
+/// late answer, if any, goes nowhere).
+fn ask_unless_interrupted(
+    out: &Arc<dyn Outputs>,
+    stop: &Arc<Stopper>,
+    prompt: &str,
+    password: bool,
+) -> String {
+    if stop.interrupted() {
+        return String::new();
+    }
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let (out, prompt) = (out.clone(), prompt.to_owned());
+    std::thread::spawn(move || {
+        let _ = tx.send(out.input(&prompt, password));
+    });
+    loop {
+        match rx.recv_timeout(Duration::from_millis(25)) {
+            Ok(answer) => return answer.unwrap_or_default(),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return String::new(),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) if stop.interrupted() => {
+                return String::new()
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// The prelude's `input()` sends colons and newlines as look-alikes (prelude/src/input.rs).
+fn decode_prompt(prompt: &str) -> String {
+    prompt.replace('\u{A789}', ":").replace('\u{2028}', "\n")
+}
+
+/// How many lines of the cell come before `code` (the part after a `%%time` line, say).
+fn line_base(cell: &str, code: &str) -> usize {
+    let start = (code.as_ptr() as usize).wrapping_sub(cell.as_ptr() as usize);
+    if start <= cell.len() {
+        cell[..start].matches('\n').count()
+    } else {
+        0
+    }
+}
+
+/// The 1-based line of `code` that evcxr put at line `gen_line` of its generated crate. evcxr
+/// copies each statement of the cell into the generated file; the offset at which most of the
+/// cell's lines line up is taken, so a line that appears twice in the cell is still placed.
+pub fn cell_line(generated: &str, gen_line: usize, code: &str) -> Option<usize> {
+    let g: Vec<&str> = generated.lines().map(str::trim).collect();
+    let c: Vec<&str> = code.lines().map(str::trim).collect();
+    let target = *g.get(gen_line.checked_sub(1)?)?;
+    if target.is_empty() {
+        return None;
+    }
+    let score = |i: usize| -> usize {
+        let Some(offset) = (gen_line - 1).checked_sub(i) else {
+            return 0;
+        };
+        c.iter()
+            .enumerate()
+            .filter(|(j, l)| !l.is_empty() && g.get(j + offset) == Some(*l))
+            .count()
+    };
+    let exact = (0..c.len())
+        .filter(|&i| c[i] == target)
+        .max_by_key(|&i| (score(i), std::cmp::Reverse(i)));
+    // A line holding several statements is split by evcxr; find the cell line that holds it.
+    exact
+        .or_else(|| (0..c.len()).find(|&i| c[i].contains(target)))
+        .map(|i| i + 1)
+}
+
+/// rust-analyzer's snippets, as evcxr passes them on, carry the parameter names as text
+/// (`zeros(shape, device)`); accepting one would insert them. Keep the name and the bracket.
+pub fn completion_text(code: &str) -> String {
+    let code = strip_tab_stops(code);
+    if let Some(open) = code.find('(') {
+        let name = &code[..open];
+        let is_name = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '!');
+        if is_name && code.ends_with(')') && code.len() > open + 2 {
+            return code[..=open].to_owned();
+        }
+    }
+    code
+}
+
+/// Removes `$1`, `${2}` and `${3:text}` (keeping `text`) tab stops.
+fn strip_tab_stops(code: &str) -> String {
+    let mut out = String::new();
+    let mut rest = code;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 {
+            rest = &after[digits..];
+        } else if let Some(body) = after.strip_prefix('{') {
+            let d = body.chars().take_while(char::is_ascii_digit).count();
+            match body[d..].find('}') {
+                Some(close) if d > 0 => {
+                    out.push_str(body[d..d + close].trim_start_matches(':'));
+                    rest = &body[d + close + 1..];
+                }
+                _ => {
+                    out.push('$');
+                    rest = after;
+                }
+            }
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completions_insert_no_parameter_names() {
+        assert_eq!(completion_text("zeros(shape, device)"), "zeros(");
+        assert_eq!(
+            completion_text("Tensor::zeros(${1:shape}, ${2:device})$0"),
+            "Tensor::zeros("
+        );
+        assert_eq!(completion_text("len()"), "len()");
+        assert_eq!(completion_text("vec![$0]"), "vec![]");
+        assert_eq!(completion_text("Device"), "Device");
+        assert_eq!(completion_text("costs $5"), "costs ");
+    }
+
+    #[test]
+    fn generated_lines_map_back_to_the_cell() {
+        let code = "let a = 1;\nlet b = 2;\npanic!(\"boom\");\nlet c = 3;";
+        let generated = "fn f() {\nstuff\nlet a = 1;\nlet b = 2;\npanic!(\"boom\");\nlet c = 3;\n}";
+        assert_eq!(cell_line(generated, 5, code), Some(3));
+        assert_eq!(cell_line(generated, 2, code), None);
+        let twice = "let x = 1;\nlet x = 1;";
+        assert_eq!(cell_line("a\nlet x = 1;\nlet x = 1;", 3, twice), Some(2));
+        assert_eq!(cell_line("let a = 1;", 1, "let a = 1; let b = 2;"), Some(1));
+    }
+
+    #[test]
+    fn prompts_come_back_whole() {
+        assert_eq!(decode_prompt("Your name\u{A789} "), "Your name: ");
+        let cell = "%%time\nlet x = 1;";
+        assert_eq!(line_base(cell, &cell[7..]), 1);
     }
 }

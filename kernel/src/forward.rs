@@ -17,6 +17,8 @@ pub type PanicReport = (String, String);
 pub struct Sink {
     outputs: Arc<Mutex<Option<Arc<dyn Outputs>>>>,
     panics: Arc<Mutex<Vec<PanicReport>>>,
+    /// Errors that ended a cell through `?` (reported by the child's relay, kernel/src/child.rs).
+    user_errors: Arc<Mutex<Vec<String>>>,
 }
 
 impl Sink {
@@ -30,6 +32,10 @@ impl Sink {
 
     pub fn take_panics(&self) -> Vec<PanicReport> {
         std::mem::take(&mut *self.panics.lock().unwrap())
+    }
+
+    pub fn take_user_errors(&self) -> Vec<String> {
+        std::mem::take(&mut *self.user_errors.lock().unwrap())
     }
 
     fn with(&self, f: impl FnOnce(&dyn Outputs)) {
@@ -114,11 +120,15 @@ fn handle(name: &str, line: String, text: &mut String, sink: &Sink) {
     if let Some(event) = line.strip_prefix(DISPLAY_PREFIX).and_then(parse_event) {
         flush_text(name, text, sink);
         match event {
-            Event::Display { data, metadata, display_id, update } => {
-                sink.with(|o| o.display(data, metadata, display_id, update))
-            }
+            Event::Display {
+                data,
+                metadata,
+                display_id,
+                update,
+            } => sink.with(|o| o.display(data, metadata, display_id, update)),
             Event::Clear { wait } => sink.with(|o| o.clear_output(wait)),
             Event::Panic(report) => sink.panics.lock().unwrap().push(report),
+            Event::UserError(message) => sink.user_errors.lock().unwrap().push(message),
         }
         return;
     }
@@ -128,9 +138,18 @@ fn handle(name: &str, line: String, text: &mut String, sink: &Sink) {
 
 #[derive(Debug, PartialEq)]
 pub enum Event {
-    Display { data: Bundle, metadata: Value, display_id: Option<String>, update: bool },
-    Clear { wait: bool },
+    Display {
+        data: Bundle,
+        metadata: Value,
+        display_id: Option<String>,
+        update: bool,
+    },
+    Clear {
+        wait: bool,
+    },
     Panic(PanicReport),
+    /// A `?` in the cell returned this error (its Display).
+    UserError(String),
 }
 
 /// Parses the JSON part of a display-channel line. Malformed lines return None and are then
@@ -146,11 +165,26 @@ pub fn parse_event(json: &str) -> Option<Event> {
             if update && display_id.is_none() {
                 return None;
             }
-            let metadata = if v["metadata"].is_object() { v["metadata"].clone() } else { Value::Object(Default::default()) };
-            Some(Event::Display { data, metadata, display_id, update })
+            let metadata = if v["metadata"].is_object() {
+                v["metadata"].clone()
+            } else {
+                Value::Object(Default::default())
+            };
+            Some(Event::Display {
+                data,
+                metadata,
+                display_id,
+                update,
+            })
         }
-        "clear" => Some(Event::Clear { wait: v["wait"].as_bool().unwrap_or(false) }),
-        "panic" => Some(Event::Panic((str_field("message").unwrap_or_default(), str_field("location").unwrap_or_default()))),
+        "clear" => Some(Event::Clear {
+            wait: v["wait"].as_bool().unwrap_or(false),
+        }),
+        "user_error" => Some(Event::UserError(str_field("message").unwrap_or_default())),
+        "panic" => Some(Event::Panic((
+            str_field("message").unwrap_or_default(),
+            str_field("location").unwrap_or_default(),
+        ))),
         _ => None,
     }
 }
@@ -162,18 +196,33 @@ mod tests {
     #[test]
     fn parses_each_op() {
         match parse_event(r#"{"op":"display","data":{"text/plain":"x"},"display_id":"d1"}"#) {
-            Some(Event::Display { data, display_id, update: false, .. }) => {
+            Some(Event::Display {
+                data,
+                display_id,
+                update: false,
+                ..
+            }) => {
                 assert_eq!(data["text/plain"], "x");
                 assert_eq!(display_id.as_deref(), Some("d1"));
             }
             other => panic!("{other:?}"),
         }
         assert!(matches!(parse_event(r#"{"op":"update","data":{}}"#), None));
-        assert!(matches!(parse_event(r#"{"op":"update","data":{},"display_id":"a"}"#), Some(Event::Display { update: true, .. })));
-        assert_eq!(parse_event(r#"{"op":"clear","wait":true}"#), Some(Event::Clear { wait: true }));
+        assert!(matches!(
+            parse_event(r#"{"op":"update","data":{},"display_id":"a"}"#),
+            Some(Event::Display { update: true, .. })
+        ));
+        assert_eq!(
+            parse_event(r#"{"op":"clear","wait":true}"#),
+            Some(Event::Clear { wait: true })
+        );
         assert_eq!(
             parse_event(r#"{"op":"panic","message":"boom","location":"src/lib.rs:1:2"}"#),
             Some(Event::Panic(("boom".into(), "src/lib.rs:1:2".into())))
+        );
+        assert_eq!(
+            parse_event(r#"{"op":"user_error","message":"bad: x"}"#),
+            Some(Event::UserError("bad: x".into()))
         );
         assert_eq!(parse_event("not json"), None);
         assert_eq!(parse_event(r#"{"op":"nope"}"#), None);

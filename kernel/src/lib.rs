@@ -1,6 +1,7 @@
 //! gpulab-kernel: a Jupyter kernel for Rust (evcxr) with the gpulab prelude preloaded.
 //! ARCHITECTURE.md at the repository root explains how the pieces fit.
 
+pub mod child;
 pub mod connection;
 pub mod evcxr_interp;
 pub mod forward;

@@ -10,6 +10,8 @@ const USAGE: &str = "usage:
   gpulab-kernel --version";
 
 fn main() {
+    // As evcxr's child process, relay the streams first (kernel/src/child.rs).
+    gpulab_kernel::child::install();
     // When this binary is re-run as evcxr's child process or rustc wrapper, this never returns.
     evcxr::runtime_hook();
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -12,11 +12,16 @@ mod embedded {
 }
 
 fn home() -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"))
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
 fn data_dir() -> PathBuf {
-    std::env::var_os("XDG_DATA_HOME").map(PathBuf::from).unwrap_or_else(|| home().join(".local/share")).join("gpulab")
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join(".local/share"))
+        .join("gpulab")
 }
 
 fn cache_dir() -> PathBuf {
@@ -39,7 +44,11 @@ pub fn extract_prelude() -> Result<PathBuf> {
     for (rel, bytes) in embedded::FILES {
         let path = tmp.join(rel);
         std::fs::create_dir_all(path.parent().unwrap())?;
-        let bytes = if *rel == "prelude/Cargo.toml" { session_manifest(bytes)? } else { bytes.to_vec() };
+        let bytes = if *rel == "prelude/Cargo.toml" {
+            session_manifest(bytes)?
+        } else {
+            bytes.to_vec()
+        };
         std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
     }
     match std::fs::rename(&tmp, &root) {
@@ -48,7 +57,10 @@ pub fn extract_prelude() -> Result<PathBuf> {
         Err(_) if prelude.join("Cargo.toml").exists() => {
             let _ = std::fs::remove_dir_all(&tmp);
         }
-        Err(e) => return Err(e).with_context(|| format!("renaming {} to {}", tmp.display(), root.display())),
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("renaming {} to {}", tmp.display(), root.display()))
+        }
     }
     Ok(prelude)
 }
@@ -59,12 +71,21 @@ const RLIB_LINE: &str = "crate-type = [\"rlib\"]";
 /// statics (see the comment beside the line in prelude/Cargo.toml).
 fn session_manifest(bytes: &[u8]) -> Result<Vec<u8>> {
     let text = std::str::from_utf8(bytes)?;
-    anyhow::ensure!(text.contains(RLIB_LINE), "prelude/Cargo.toml lost its `{RLIB_LINE}` line");
-    Ok(text.replacen(RLIB_LINE, "crate-type = [\"dylib\"]", 1).into_bytes())
+    anyhow::ensure!(
+        text.contains(RLIB_LINE),
+        "prelude/Cargo.toml lost its `{RLIB_LINE}` line"
+    );
+    Ok(text
+        .replacen(RLIB_LINE, "crate-type = [\"dylib\"]", 1)
+        .into_bytes())
 }
 
 pub fn embedded_lock_file() -> &'static [u8] {
-    embedded::FILES.iter().find(|(p, _)| *p == "Cargo.lock").map(|(_, b)| *b).unwrap_or(b"")
+    embedded::FILES
+        .iter()
+        .find(|(p, _)| *p == "Cargo.lock")
+        .map(|(_, b)| *b)
+        .unwrap_or(b"")
 }
 
 /// A build directory for evcxr, held with an exclusive lock for the kernel's lifetime. Slots are
@@ -80,9 +101,19 @@ pub fn take_slot() -> Result<Slot> {
     std::fs::create_dir_all(&base).with_context(|| format!("creating {}", base.display()))?;
     for n in 0..64 {
         let lock_path = base.join(format!("slot-{n}.lock"));
-        let lock = File::options().create(true).truncate(false).write(true).open(&lock_path)?;
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)?;
         // SAFETY: flock on a file descriptor we own.
-        if unsafe { libc::flock(std::os::unix::io::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        if unsafe {
+            libc::flock(
+                std::os::unix::io::AsRawFd::as_raw_fd(&lock),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        } == 0
+        {
             let dir = base.join(format!("slot-{n}"));
             std::fs::create_dir_all(&dir)?;
             seed_lock_file(&dir, &base);
@@ -99,7 +130,9 @@ fn seed_lock_file(dir: &Path, base: &Path) {
     if lock.exists() {
         return;
     }
-    let from_other = (0..64).map(|n| base.join(format!("slot-{n}/Cargo.lock"))).find(|p| p.exists());
+    let from_other = (0..64)
+        .map(|n| base.join(format!("slot-{n}/Cargo.lock")))
+        .find(|p| p.exists());
     match from_other.and_then(|p| std::fs::read(p).ok()) {
         Some(bytes) => {
             let _ = std::fs::write(&lock, bytes);
@@ -110,7 +143,7 @@ fn seed_lock_file(dir: &Path, base: &Path) {
     }
 }
 
-/// The one-byte interrupt flag (ARCHITECTURE.md, contract 2).
+/// The interrupt flag file (ARCHITECTURE.md, contract 2).
 pub struct InterruptFlag {
     pub path: PathBuf,
     file: File,
@@ -118,12 +151,37 @@ pub struct InterruptFlag {
 
 impl InterruptFlag {
     pub fn create() -> Result<InterruptFlag> {
-        let dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|d| d.is_dir()).unwrap_or_else(std::env::temp_dir);
+        let dir = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|d| d.is_dir())
+            .unwrap_or_else(std::env::temp_dir);
         let path = dir.join(format!("gpulab-interrupt-{}", std::process::id()));
-        let mut file = File::options().create(true).truncate(true).read(true).write(true).open(&path)
+        let mut file = File::options()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
             .with_context(|| format!("creating {}", path.display()))?;
-        file.write_all(&[0])?;
+        // Byte 0: the interrupt request. Byte 1: the child's code is running (written by the
+        // child, kernel/src/child.rs).
+        file.write_all(&[0, 0])?;
         Ok(InterruptFlag { path, file })
+    }
+
+    /// Whether the child process is running a cell's code right now (as opposed to evcxr
+    /// analysing or building it, or nothing at all).
+    pub fn code_running(&self) -> bool {
+        let mut b = [0u8];
+        self.file
+            .read_at(&mut b, crate::child::RUNNING_BYTE)
+            .map(|n| n == 1 && b[0] != 0)
+            .unwrap_or(false)
+    }
+
+    /// Clears the running byte, for a child that was ended while it ran code.
+    pub fn clear_running(&self) {
+        let _ = self.file.write_at(&[0], crate::child::RUNNING_BYTE);
     }
 
     pub fn set(&self, on: bool) {
@@ -132,7 +190,10 @@ impl InterruptFlag {
 
     pub fn is_set(&self) -> bool {
         let mut b = [0u8];
-        self.file.read_at(&mut b, 0).map(|_| b[0] != 0).unwrap_or(false)
+        self.file
+            .read_at(&mut b, 0)
+            .map(|_| b[0] != 0)
+            .unwrap_or(false)
     }
 }
 
@@ -140,7 +201,10 @@ impl InterruptFlag {
 mod tests {
     #[test]
     fn sessions_build_the_prelude_as_a_dylib() {
-        let (_, manifest) = super::embedded::FILES.iter().find(|(p, _)| *p == "prelude/Cargo.toml").unwrap();
+        let (_, manifest) = super::embedded::FILES
+            .iter()
+            .find(|(p, _)| *p == "prelude/Cargo.toml")
+            .unwrap();
         let patched = String::from_utf8(super::session_manifest(manifest).unwrap()).unwrap();
         assert!(patched.contains("crate-type = [\"dylib\"]"));
         assert!(!patched.contains(super::RLIB_LINE));

@@ -28,9 +28,10 @@ pub const PANIC_HOOK: &str = r#"std::panic::set_hook(Box::new(|info| {
     println!("\x1egpulab:{{\"op\":\"panic\",\"message\":\"{}\",\"location\":\"{}\"}}", esc(&msg), esc(&loc));
 }));"#;
 
-/// Says once, at the top of the first cell, when there is no GPU and why.
-pub const GPU_NOTICE: &str = r#"if let Some(why) = gpulab::cuda::unavailable_reason() {
-    println!("gpulab: no CUDA device ({why}). Tensors, kernels and timings run on the CPU; Device::cuda_if_available() picks the CPU.");
+/// One line of information when there is no GPU, shown after the first cell that succeeds.
+/// The reason (often a list of library paths) stays behind `cuda::unavailable_reason()`.
+pub const GPU_NOTICE: &str = r#"if gpulab::cuda::unavailable_reason().is_some() {
+    println!("No CUDA device here: tensors and kernels run on the CPU (cuda::unavailable_reason() and nvidia_smi() say why).");
 }"#;
 
 /// evcxr wraps cells so that `?` works only after a first cell has failed for want of it, and
@@ -57,13 +58,22 @@ impl Outputs for Capture {
 /// runpath cargo writes is relative to the deps folder, so it misses when evcxr loads a cell from
 /// the folder above; the child process finds both through LD_LIBRARY_PATH instead.
 pub fn add_rust_libs_to_loader_path(slot: &std::path::Path) {
-    let Ok(out) = std::process::Command::new("rustc").args(["--print", "target-libdir"]).output() else { return };
+    let Ok(out) = std::process::Command::new("rustc")
+        .args(["--print", "target-libdir"])
+        .output()
+    else {
+        return;
+    };
     let std_dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if std_dir.is_empty() {
         return;
     }
     // target-libdir is <sysroot>/lib/rustlib/<host triple>/lib.
-    let triple = std::path::Path::new(&std_dir).parent().and_then(|p| p.file_name()).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
+    let triple = std::path::Path::new(&std_dir)
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|t| t.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let deps = slot.join("target").join(&triple).join("debug").join("deps");
     // glibc remembers a search directory that did not exist at its first lookup and never looks
     // there again, so the folder must exist before the child process loads anything.
@@ -76,4 +86,3 @@ pub fn add_rust_libs_to_loader_path(slot: &std::path::Path) {
     }
     std::env::set_var("LD_LIBRARY_PATH", path);
 }
-

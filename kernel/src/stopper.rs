@@ -1,30 +1,43 @@
 //! Interrupts (ARCHITECTURE.md, contract 2): the flag the prelude's loops read, then the
-//! shell escape and any build, then, after a grace period, the child process itself.
+//! shell escape and any build, then, only once the cell's own code runs and only after a grace
+//! period, the child process itself. Nothing is touched while the session starts.
 
 use crate::interp::Interrupter;
 use crate::session::InterruptFlag;
 use std::process::Child;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Seconds a cell that never checks the interrupt flag gets before its process is ended.
 fn grace() -> Duration {
-    let secs = std::env::var("GPULAB_INTERRUPT_GRACE_SECS").ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(2.0);
+    let secs = std::env::var("GPULAB_INTERRUPT_GRACE_SECS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(2.0);
     Duration::from_secs_f64(secs)
 }
+
+/// How often the interrupt watcher looks at the cell.
+const POLL: Duration = Duration::from_millis(25);
 
 /// Everything an interrupt needs, shared between the worker (which runs cells) and the control
 /// channel (which interrupts them).
 pub struct Stopper {
-    /// The grace timer outlives the call that arms it, so it holds the Stopper itself.
+    /// The interrupt watcher outlives the call that starts it, so it holds the Stopper itself.
     me: Weak<Stopper>,
     pub flag: InterruptFlag,
     pub child: Mutex<Option<Arc<Mutex<Child>>>>,
     pub shell_pgid: AtomicI32,
-    /// Bumped at the start of every cell; the grace timer only ends the cell it was armed for.
+    /// Bumped at the start of every cell; a watcher only acts on the cell it was started for.
     cell: AtomicU64,
     running: Mutex<bool>,
+    /// The session is still starting (evcxr, the prelude's build): nothing may be touched.
+    starting: AtomicBool,
+    /// An interrupt arrived during start-up: the first cell is cancelled instead of run.
+    cancel_next: AtomicBool,
+    /// The cell a watcher is already looking after, so repeated presses start only one.
+    watched: AtomicU64,
 }
 
 impl Stopper {
@@ -36,18 +49,43 @@ impl Stopper {
             shell_pgid: AtomicI32::new(0),
             cell: AtomicU64::new(0),
             running: Mutex::new(false),
+            starting: AtomicBool::new(true),
+            cancel_next: AtomicBool::new(false),
+            watched: AtomicU64::new(0),
         })
+    }
+
+    /// The session is busy getting ready (start-up, or a warm-up while idle): an interrupt now
+    /// cancels the cell that waits for it rather than touching anything.
+    pub fn starting(&self) {
+        self.starting.store(true, Ordering::SeqCst);
+    }
+
+    /// The session has started; from now on interrupts act on cells.
+    pub fn started(&self) {
+        self.starting.store(false, Ordering::SeqCst);
+    }
+
+    /// True once for the first cell after an interrupt that arrived during start-up.
+    pub fn take_cancelled_before_start(&self) -> bool {
+        self.cancel_next.swap(false, Ordering::SeqCst)
     }
 
     /// Marks a new cell as running, with the interrupt flag cleared.
     pub fn cell_started(&self) {
         self.flag.set(false);
+        self.flag.clear_running();
         self.cell.fetch_add(1, Ordering::SeqCst);
         *self.running.lock().unwrap() = true;
     }
 
     pub fn cell_finished(&self) {
         *self.running.lock().unwrap() = false;
+    }
+
+    /// The child was ended (by the watcher or otherwise) while it ran code.
+    pub fn child_ended(&self) {
+        self.flag.clear_running();
     }
 
     pub fn interrupted(&self) -> bool {
@@ -82,22 +120,62 @@ impl Stopper {
             let _ = handle.lock().unwrap().kill();
         }
     }
+
+    fn same_cell_running(&self, cell: u64) -> bool {
+        *self.running.lock().unwrap() && self.cell.load(Ordering::SeqCst) == cell
+    }
+
+    /// Follows an interrupted cell until it ends. While evcxr analyses or builds it (the
+    /// child's running byte is 0), every build that starts is ended, so the cell fails as
+    /// `KeyboardInterrupt` with the child and its variables untouched. Once the cell's code
+    /// runs, it gets the grace period to notice the flag; only then is the child ended.
+    fn watch(&self, cell: u64) {
+        let grace = grace();
+        let mut running_since: Option<Instant> = None;
+        while self.same_cell_running(cell) {
+            if self.flag.code_running() {
+                let since = *running_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= grace {
+                    // Checked under the lock the worker takes to finish the cell, so a cell that
+                    // ended a moment ago is never confused with this one.
+                    let running = self.running.lock().unwrap();
+                    if *running
+                        && self.cell.load(Ordering::SeqCst) == cell
+                        && self.flag.code_running()
+                    {
+                        self.kill_child();
+                    }
+                    return;
+                }
+            } else {
+                running_since = None;
+                self.kill_builds();
+            }
+            std::thread::sleep(POLL);
+        }
+    }
 }
 
 impl Interrupter for Stopper {
     fn interrupt(&self) {
+        if self.starting.load(Ordering::SeqCst) {
+            // Start-up builds the prelude and starts the child that will hold the variables;
+            // killing either would break the session for good. The cell waiting for start-up
+            // is cancelled instead.
+            self.cancel_next.store(true, Ordering::SeqCst);
+            return;
+        }
+        let cell = self.cell.load(Ordering::SeqCst);
+        if !self.same_cell_running(cell) {
+            return;
+        }
         self.flag.set(true);
         self.kill_shell();
-        self.kill_builds();
-        let cell = self.cell.load(Ordering::SeqCst);
+        if self.watched.swap(cell, Ordering::SeqCst) == cell {
+            return;
+        }
         let Some(me) = self.me.upgrade() else { return };
-        std::thread::spawn(move || {
-            std::thread::sleep(grace());
-            let running = me.running.lock().unwrap();
-            if *running && me.cell.load(Ordering::SeqCst) == cell {
-                me.kill_child();
-            }
-        });
+        std::thread::spawn(move || me.watch(cell));
     }
 
     fn terminate(&self) {
@@ -112,11 +190,21 @@ fn descendants(root: i32, keep: Option<i32>) -> Vec<i32> {
     let mut parent_of = Vec::new();
     if let Ok(entries) = std::fs::read_dir("/proc") {
         for e in entries.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
             // The command name is in parentheses and may contain spaces; the ppid follows it.
-            let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
-            let ppid = after.split(' ').nth(1).and_then(|s| s.parse::<i32>().ok()).unwrap_or(0);
+            let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+                continue;
+            };
+            let ppid = after
+                .split(' ')
+                .nth(1)
+                .and_then(|s| s.parse::<i32>().ok())
+                .unwrap_or(0);
             parent_of.push((pid, ppid));
         }
     }
@@ -133,4 +221,3 @@ fn descendants(root: i32, keep: Option<i32>) -> Vec<i32> {
     out.reverse();
     out
 }
-

@@ -8,6 +8,8 @@
 //! depends on `tensor/`: kernel arguments take any [`DeviceBuffer`], which `Tensor` implements.
 
 mod blas;
+mod cells;
+pub use cells::{cell_kernel, cell_kernel_on, cell_kernels, compile_cell, CellReport};
 mod context;
 mod event;
 mod loader;
