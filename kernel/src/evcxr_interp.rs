@@ -28,18 +28,31 @@ pub struct EvcxrInterpreter {
 }
 
 impl EvcxrInterpreter {
+    /// Sets the environment evcxr and its child read (the interrupt file, the build slot, the
+    /// loader path), so it must be called before any other thread starts: `set_var` races with
+    /// threads reading the environment (it is `unsafe` in edition 2024). main calls it before
+    /// the tokio runtime exists.
     pub fn new(load_prelude: bool) -> anyhow::Result<EvcxrInterpreter> {
         let flag = InterruptFlag::create()?;
         // The evcxr child process inherits this; it is spawned after this point.
         std::env::set_var("GPULAB_INTERRUPT_FILE", &flag.path);
         let stop = Stopper::new(flag);
+        // A slot that cannot be taken is reported by `start`, on the user's first cell.
+        let (slot, startup_error) = match session::take_slot() {
+            Ok(slot) => {
+                std::env::set_var("EVCXR_TMPDIR", &slot.dir);
+                add_rust_libs_to_loader_path(&slot.dir);
+                (Some(slot), None)
+            }
+            Err(e) => (None, Some(format!("{e:#}"))),
+        };
         Ok(EvcxrInterpreter {
             ctx: None,
             forwarders: None,
             sink: Sink::default(),
             stop,
-            _slot: None,
-            startup_error: None,
+            _slot: slot,
+            startup_error,
             analyzer_cold: false,
             notice: None,
             load_prelude,
@@ -53,10 +66,9 @@ impl EvcxrInterpreter {
                 eprintln!("gpulab-kernel: {what} at {:.3} s", t0.elapsed().as_secs_f64());
             }
         };
-        let slot = session::take_slot().map_err(|e| format!("{e:#}"))?;
-        std::env::set_var("EVCXR_TMPDIR", &slot.dir);
-        add_rust_libs_to_loader_path(&slot.dir);
-        self._slot = Some(slot);
+        if let Some(e) = &self.startup_error {
+            return Err(e.clone());
+        }
         let (mut ctx, outputs) = CommandContext::new().map_err(|e| format!("evcxr could not start: {e}"))?;
         log("evcxr context ready");
         *self.stop.child.lock().unwrap() = Some(ctx.process_handle());
