@@ -137,8 +137,22 @@ impl Shared {
         let _ = self.replies.send((channel, msg));
     }
 
+    /// One log line, cut to a readable length: a malformed message can carry a megabyte in
+    /// its type or a field, and the log is read by people.
     pub(crate) fn log(&self, line: &str) {
-        (self.config.log)(line);
+        const MAX: usize = 300;
+        if line.len() <= MAX {
+            return (self.config.log)(line);
+        }
+        let cut = (0..=MAX)
+            .rev()
+            .find(|&i| line.is_char_boundary(i))
+            .unwrap_or(0);
+        (self.config.log)(&format!(
+            "{}… ({} more bytes)",
+            &line[..cut],
+            line.len() - cut
+        ));
     }
 
     pub(crate) fn history(&self) -> std::sync::MutexGuard<'_, History> {

@@ -155,18 +155,19 @@ pub(crate) fn worker_loop(
             Ok(content) => content,
             Err(panic) => panicked(&msg, &req, &shared, &*panic, execution_count),
         };
-        let failed = content["status"] == "error";
-        shared.reply(
-            Channel::Shell,
-            Message::reply_to(&msg, &reply_type, content),
-        );
         // ipykernel aborts the queue only after a visible failure: `not silent and stop_on_error`.
+        // What is queued is taken before the reply leaves, so a request sent in answer to the
+        // reply is never mistaken for one queued behind the failure.
         if let Request::Execute(e) = &req {
-            if failed && !e.silent && e.stop_on_error {
+            if content["status"] == "error" && !e.silent && e.stop_on_error {
                 queue.extend(work.try_iter());
                 aborting = queue.len();
             }
         }
+        shared.reply(
+            Channel::Shell,
+            Message::reply_to(&msg, &reply_type, content),
+        );
         shared.iopub.worker_idle(&msg);
     }
     let _ = catch_unwind(AssertUnwindSafe(|| interp.shutdown(false)));
