@@ -7,9 +7,7 @@ use crate::interp::{
 };
 use crate::magics::{self, Cell};
 use crate::session::{self, InterruptFlag, Slot};
-use crate::startup::{
-    add_rust_libs_to_loader_path, Capture, ALLOW_QUESTION_MARK, GPU_NOTICE, PANIC_HOOK,
-};
+use crate::startup::{rust_libs_loader_path, Capture, ALLOW_QUESTION_MARK, GPU_NOTICE, PANIC_HOOK};
 use crate::stopper::Stopper;
 use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
 use serde_json::{json, Value};
@@ -34,18 +32,30 @@ pub struct EvcxrInterpreter {
 }
 
 impl EvcxrInterpreter {
+    /// Sets the environment evcxr and its child read (the interrupt file, the build slot), so it
+    /// must be called before any other thread starts: `set_var` races with threads reading the
+    /// environment (it is `unsafe` in edition 2024). main calls it before the tokio runtime
+    /// exists. Nothing slow happens here, so the sockets are bound within milliseconds.
     pub fn new(load_prelude: bool) -> anyhow::Result<EvcxrInterpreter> {
         let flag = InterruptFlag::create()?;
         // The evcxr child process inherits this; it is spawned after this point.
         std::env::set_var("GPULAB_INTERRUPT_FILE", &flag.path);
         let stop = Stopper::new(flag);
+        // A slot that cannot be taken is reported by `start`, on the user's first cell.
+        let (slot, startup_error) = match session::take_slot() {
+            Ok(slot) => {
+                std::env::set_var("EVCXR_TMPDIR", &slot.dir);
+                (Some(slot), None)
+            }
+            Err(e) => (None, Some(format!("{e:#}"))),
+        };
         Ok(EvcxrInterpreter {
             ctx: None,
             forwarders: None,
             sink: Sink::default(),
             stop,
-            _slot: None,
-            startup_error: None,
+            _slot: slot,
+            startup_error,
             analyzer_cold: false,
             warning: None,
             notice: None,
@@ -63,12 +73,20 @@ impl EvcxrInterpreter {
                 );
             }
         };
-        let slot = session::take_slot().map_err(|e| format!("{e:#}"))?;
-        std::env::set_var("EVCXR_TMPDIR", &slot.dir);
-        add_rust_libs_to_loader_path(&slot.dir);
-        self._slot = Some(slot);
-        let (mut ctx, outputs) =
-            CommandContext::new().map_err(|e| format!("evcxr could not start: {e}"))?;
+        if let Some(e) = &self.startup_error {
+            return Err(e.clone());
+        }
+        // evcxr's child is this binary again; the loader path goes on its command (evcxr keeps
+        // the command and reuses it when it restarts the child), not into our environment.
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find the kernel's own binary: {e}"))?;
+        let mut child = std::process::Command::new(exe);
+        if let Some(dir) = &self._slot {
+            if let Some(path) = rust_libs_loader_path(&dir.dir) {
+                child.env("LD_LIBRARY_PATH", path);
+            }
+        }
+        let (eval, outputs) = evcxr::EvalContext::with_subprocess_command(child).map_err(|e| format!("evcxr could not start: {e}"))?;
+        let mut ctx = CommandContext::with_eval_context(eval);
         log("evcxr context ready");
         *self.stop.child.lock().unwrap() = Some(ctx.process_handle());
         self.forwarders = Some(Forwarders::start(

@@ -1,5 +1,6 @@
 //! This session's executed cells, for `history_request` (tail, range and search).
 
+use crate::messages::{self, HistAccess};
 use serde_json::{json, Value};
 
 /// Session number reported for the running session; earlier sessions are not stored.
@@ -23,27 +24,27 @@ impl History {
         }
     }
 
-    /// Answers a `history_request`'s content with the `history` list of its reply.
-    pub fn query(&self, req: &Value) -> Vec<Value> {
-        let output = req["output"].as_bool().unwrap_or(false);
-        let n = req["n"].as_u64().map(|n| n as usize);
-        let picked: Vec<&(u64, String)> = match req["hist_access_type"].as_str().unwrap_or("tail") {
-            "range" => {
-                let start = req["start"].as_i64().unwrap_or(0);
-                let stop = req["stop"].as_i64();
+    /// Answers a `history_request` with the `history` list of its reply.
+    pub fn query(&self, req: &messages::History) -> Vec<Value> {
+        let n = req.n.map(|n| n as usize);
+        let picked: Vec<&(u64, String)> = match req.hist_access_type {
+            HistAccess::Range => {
+                let start = req.start.unwrap_or(0);
                 self.cells
                     .iter()
                     .filter(|(line, _)| {
-                        (*line as i64) >= start && stop.map_or(true, |s| (*line as i64) < s)
+                        (*line as i64) >= start && req.stop.is_none_or(|s| (*line as i64) < s)
                     })
                     .collect()
             }
-            "search" => {
-                let pattern = req["pattern"].as_str().unwrap_or("*");
-                let unique = req["unique"].as_bool().unwrap_or(false);
-                let mut hits: Vec<&(u64, String)> =
-                    self.cells.iter().filter(|(_, code)| glob_match(pattern, code)).collect();
-                if unique {
+            HistAccess::Search => {
+                let pattern = req.pattern.as_deref().unwrap_or("*");
+                let mut hits: Vec<&(u64, String)> = self
+                    .cells
+                    .iter()
+                    .filter(|(_, code)| glob_match(pattern, code))
+                    .collect();
+                if req.unique {
                     // Keep the most recent copy of each input, in order.
                     let mut seen = std::collections::HashSet::new();
                     hits.reverse();
@@ -52,9 +53,12 @@ impl History {
                 }
                 last_n(hits, n)
             }
-            _ => last_n(self.cells.iter().collect(), n.or(Some(10))),
+            HistAccess::Tail => last_n(self.cells.iter().collect(), n.or(Some(10))),
         };
-        picked.into_iter().map(|(line, code)| self.entry(*line, code, output)).collect()
+        picked
+            .into_iter()
+            .map(|(line, code)| self.entry(*line, code, req.output))
+            .collect()
     }
 }
 
@@ -98,23 +102,35 @@ mod tests {
 
     fn history() -> History {
         let mut h = History::default();
-        for (i, code) in ["let a = 1;", "println!(\"hi\");", "let b = a + 1;", "a"].iter().enumerate() {
+        for (i, code) in ["let a = 1;", "println!(\"hi\");", "let b = a + 1;", "a"]
+            .iter()
+            .enumerate()
+        {
             h.push(i as u64 + 1, code);
         }
         h
     }
 
+    fn q(v: Value) -> messages::History {
+        serde_json::from_value(v).unwrap()
+    }
+
     #[test]
     fn tail_range_search() {
         let h = history();
-        let tail = h.query(&json!({"hist_access_type": "tail", "n": 2}));
-        assert_eq!(tail, vec![json!([1, 3, "let b = a + 1;"]), json!([1, 4, "a"])]);
-        let range = h.query(&json!({"hist_access_type": "range", "session": 0, "start": 2, "stop": 4}));
+        let tail = h.query(&q(json!({"hist_access_type": "tail", "n": 2})));
+        assert_eq!(
+            tail,
+            vec![json!([1, 3, "let b = a + 1;"]), json!([1, 4, "a"])]
+        );
+        let range = h.query(&q(
+            json!({"hist_access_type": "range", "session": 0, "start": 2, "stop": 4}),
+        ));
         assert_eq!(range.len(), 2);
         assert_eq!(range[0][1], 2);
-        let search = h.query(&json!({"hist_access_type": "search", "pattern": "let*"}));
+        let search = h.query(&q(json!({"hist_access_type": "search", "pattern": "let*"})));
         assert_eq!(search.len(), 2);
-        let none = h.query(&json!({"hist_access_type": "search", "pattern": "zzz*"}));
+        let none = h.query(&q(json!({"hist_access_type": "search", "pattern": "zzz*"})));
         assert!(none.is_empty());
     }
 

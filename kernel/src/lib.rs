@@ -6,9 +6,11 @@ pub mod connection;
 pub mod evcxr_interp;
 pub mod forward;
 pub mod history;
+pub mod hub;
 pub mod install;
 pub mod interp;
 pub mod magics;
+pub mod messages;
 pub mod server;
 pub mod session;
 pub mod startup;
@@ -43,6 +45,10 @@ pub fn kernel_info() -> Value {
     })
 }
 
+/// The server's configuration. `GPULAB_TEST_HOOKS=1` enables test-only requests (a request
+/// that panics inside the worker), used by the end-to-end tests.
 pub fn config() -> server::KernelConfig {
-    server::KernelConfig { kernel_info: kernel_info(), is_complete: syntax::is_complete }
+    let mut config = server::KernelConfig::new(kernel_info(), syntax::is_complete);
+    config.test_hooks = std::env::var("GPULAB_TEST_HOOKS").is_ok_and(|v| v == "1");
+    config
 }

@@ -1,138 +1,199 @@
-//! The protocol layer: five ZeroMQ sockets, message routing, and the worker thread that owns
-//! the interpreter. Requests that need no interpreter state (kernel_info, is_complete,
-//! history, comm_info) are answered on the socket tasks at once, so they stay fast while the
-//! interpreter is busy warming up or running a cell.
+//! The protocol layer: five ZeroMQ sockets and the routing of every message, in one place
+//! (`route`). Requests that need no interpreter state (kernel_info, is_complete, history,
+//! comm_info, interrupt, shutdown) are answered on the socket tasks at once, so they stay fast
+//! while the interpreter is busy warming up or running a cell; execute, complete and inspect go,
+//! in order, to the worker thread (worker.rs).
 
 use crate::connection::ConnectionInfo;
 use crate::history::History;
-use crate::interp::{Interpreter, Interrupter, IsComplete};
+use crate::hub::{Channel, InputAsk, Iopub, Reply, Shared, Work};
+use crate::interp::{Interpreter, IsComplete};
+use crate::messages::{
+    self, to_content, CommInfoReply, ErrorReply, HistoryReply, InterruptReply, IsCompleteReply,
+    Request, ShutdownReply, Undecodable,
+};
 use crate::wire::{self, Message, Signer};
 use anyhow::Result;
 use bytes::Bytes;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use tokio::sync::mpsc;
 use zeromq::{Socket, SocketRecv, SocketSend, ZmqMessage};
 
-/// What the server needs to know about the language without asking the interpreter.
-#[derive(Clone)]
-pub struct KernelConfig {
-    /// `kernel_info_reply` content, without `status` and `protocol_version`.
-    pub kernel_info: Value,
-    pub is_complete: fn(&str) -> IsComplete,
+pub use crate::hub::{KernelConfig, Logger, Shutdown};
+
+/// Sends `content` as the reply to `msg`, between busy and idle with `msg` as parent (as
+/// ipykernel does for every request it handles on the socket).
+fn answer(shared: &Shared, channel: Channel, msg: &Message, content: Value) {
+    shared.iopub.status(Some(msg), "busy");
+    shared.reply(
+        channel,
+        Message::reply_to(msg, &messages::reply_type(msg.msg_type()), content),
+    );
+    shared.iopub.status(Some(msg), "idle");
 }
 
-/// How the kernel stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shutdown {
-    Exit,
-    Restart,
+/// busy, a log line, idle: for a message that gets no reply.
+fn ignore(shared: &Shared, msg: &Message, why: &str) {
+    shared.iopub.status(Some(msg), "busy");
+    shared.log(why);
+    shared.iopub.status(Some(msg), "idle");
 }
 
-type Reply = (Channel, Message);
-
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Channel {
-    Shell,
-    Control,
-}
-
-/// Publishes on iopub. Cheap to clone; usable from any thread.
-#[derive(Clone)]
-pub struct Iopub {
-    pub(crate) tx: mpsc::UnboundedSender<Message>,
-    pub(crate) session: String,
-}
-
-impl Iopub {
-    pub fn send(&self, msg: Message) {
-        let _ = self.tx.send(msg);
-    }
-
-    pub(crate) fn status(&self, parent: Option<&Message>, state: &str) {
-        let content = json!({ "execution_state": state });
-        self.send(match parent {
-            Some(p) => Message::reply_to(p, "status", content),
-            None => Message::new("status", &self.session, content),
-        });
-    }
-}
-
-/// A pending `input_request`: the prompt message and where to deliver the answer.
-pub(crate) type InputAsk = (Message, std_mpsc::Sender<Option<String>>);
-
-pub(crate) struct Shared {
-    pub(crate) config: KernelConfig,
-    pub(crate) signer: Signer,
-    pub(crate) iopub: Iopub,
-    pub(crate) history: Mutex<History>,
-    pub(crate) replies: mpsc::UnboundedSender<Reply>,
-    pub(crate) interrupter: Arc<dyn Interrupter>,
-    /// Cancels a pending input request (on interrupt), so the worker is never stuck on stdin.
-    pub(crate) stdin_cancel: Mutex<Option<std_mpsc::Sender<Option<String>>>>,
-    pub(crate) shutdown: mpsc::UnboundedSender<Shutdown>,
-}
-
-impl Shared {
-    pub(crate) fn reply(&self, channel: Channel, msg: Message) {
-        let _ = self.replies.send((channel, msg));
-    }
-
-    /// Replies that need no interpreter. Returns false if the request must go to the worker.
-    fn answer_directly(&self, channel: Channel, msg: &Message) -> bool {
-        let content = match msg.msg_type() {
-            "kernel_info_request" => {
-                let mut info = self.config.kernel_info.clone();
-                info["status"] = json!("ok");
-                info["protocol_version"] = json!(wire::PROTOCOL_VERSION);
-                info
+/// The one routing table: every verified message on shell or control goes through here.
+fn route(shared: &Shared, channel: Channel, msg: Message, work: Option<&std_mpsc::Sender<Work>>) {
+    let req = match Request::decode(&msg, shared.config.test_hooks) {
+        Ok(req) => req,
+        // ipykernel logs "Unknown message type" (kernelbase.py, `dispatch_shell`; "UNKNOWN
+        // CONTROL MESSAGE TYPE" in `dispatch_control`) and xeus logs "received unknown message"
+        // (xkernel_core.cpp, `dispatch`); neither replies, both say busy and idle around it.
+        // A client waiting on an unknown `*_request` is told nothing, as with those kernels.
+        Err(Undecodable::Unknown) => {
+            return ignore(
+                shared,
+                &msg,
+                &format!(
+                    "ignoring unknown message type {:?} on {channel:?}",
+                    msg.msg_type()
+                ),
+            );
+        }
+        // ipykernel drops a request whose content it cannot read with a logged error and no
+        // reply, which leaves the client waiting. Here a known request gets an error reply that
+        // says which field was wrong (the reply is the record; nothing is logged); anything else
+        // (comm messages) is logged and dropped.
+        Err(Undecodable::BadContent(why)) => {
+            if msg.msg_type().ends_with("_request") {
+                let err = ErrorReply {
+                    ename: "BadRequest".into(),
+                    evalue: why,
+                    traceback: vec![],
+                };
+                return answer(shared, channel, &msg, to_content(&err));
             }
-            "is_complete_request" => {
-                let code = msg.content["code"].as_str().unwrap_or("");
-                match (self.config.is_complete)(code) {
-                    IsComplete::Complete => json!({"status": "complete"}),
-                    IsComplete::Incomplete { indent } => json!({"status": "incomplete", "indent": indent}),
-                    IsComplete::Invalid => json!({"status": "invalid"}),
-                    IsComplete::Unknown => json!({"status": "unknown"}),
-                }
+            return ignore(
+                shared,
+                &msg,
+                &format!("dropped a {} with bad content: {why}", msg.msg_type()),
+            );
+        }
+    };
+    match req {
+        Request::KernelInfo => {
+            let mut info = shared.config.kernel_info.clone();
+            info["status"] = json!("ok");
+            info["protocol_version"] = json!(wire::PROTOCOL_VERSION);
+            answer(shared, channel, &msg, info);
+        }
+        Request::IsComplete(r) => {
+            let reply = match (shared.config.is_complete)(&r.code) {
+                IsComplete::Complete => IsCompleteReply::Complete,
+                IsComplete::Incomplete { indent } => IsCompleteReply::Incomplete { indent },
+                IsComplete::Invalid => IsCompleteReply::Invalid,
+                IsComplete::Unknown => IsCompleteReply::Unknown,
+            };
+            answer(shared, channel, &msg, to_content(&reply));
+        }
+        Request::History(r) => {
+            let history = shared.history().query(&r);
+            answer(shared, channel, &msg, to_content(&HistoryReply { history }));
+        }
+        Request::CommInfo(_) => answer(
+            shared,
+            channel,
+            &msg,
+            to_content(&CommInfoReply { comms: Map::new() }),
+        ),
+        Request::Interrupt => {
+            shared.interrupter.interrupt();
+            if let Some(tx) = shared.take_stdin_waiter() {
+                let _ = tx.send(None);
             }
-            "history_request" => {
-                let history = self.history.lock().unwrap().query(&msg.content);
-                json!({"status": "ok", "history": history})
+            answer(shared, channel, &msg, to_content(&InterruptReply {}));
+        }
+        Request::Shutdown(r) => {
+            let _ = shared.shutdown.send(if r.restart {
+                Shutdown::Restart
+            } else {
+                Shutdown::Exit
+            });
+            answer(
+                shared,
+                channel,
+                &msg,
+                to_content(&ShutdownReply { restart: r.restart }),
+            );
+        }
+        // Comms are not offered: opening one is answered by closing it, as ipykernel does for
+        // an unknown target.
+        Request::CommOpen(r) => {
+            shared.iopub.status(Some(&msg), "busy");
+            shared.iopub.send(Message::reply_to(
+                &msg,
+                "comm_close",
+                json!({"comm_id": r.comm_id, "data": {}}),
+            ));
+            shared.iopub.status(Some(&msg), "idle");
+        }
+        Request::CommOther => ignore(
+            shared,
+            &msg,
+            &format!("ignoring {}: no comm is open", msg.msg_type()),
+        ),
+        Request::InputReply(_) => ignore(
+            shared,
+            &msg,
+            &format!("ignoring input_reply on {channel:?} (it belongs on stdin)"),
+        ),
+        req @ (Request::Execute(_)
+        | Request::Complete(_)
+        | Request::Inspect(_)
+        | Request::TestPanic) => {
+            let Some(work) = work else {
+                return ignore(
+                    shared,
+                    &msg,
+                    &format!(
+                        "ignoring {} on {channel:?}: it belongs on shell",
+                        msg.msg_type()
+                    ),
+                );
+            };
+            // Busy the moment the request arrives, with it as parent; the worker says idle
+            // after the reply.
+            let busy_stamp = shared.iopub.busy_on_arrival(&msg);
+            if let Err(std_mpsc::SendError(Work { msg, .. })) = work.send(Work {
+                msg,
+                req,
+                busy_stamp,
+            }) {
+                // Only after shutdown: the worker has stopped taking requests.
+                shared.log(&format!("{} after the worker stopped", msg.msg_type()));
+                let err = ErrorReply {
+                    ename: "KernelShuttingDown".into(),
+                    evalue: "the kernel is shutting down".into(),
+                    traceback: vec![],
+                };
+                shared.reply(
+                    channel,
+                    Message::reply_to(
+                        &msg,
+                        &messages::reply_type(msg.msg_type()),
+                        to_content(&err),
+                    ),
+                );
+                shared.iopub.worker_idle(&msg);
             }
-            "comm_info_request" => json!({"status": "ok", "comms": {}}),
-            "interrupt_request" => {
-                self.interrupter.interrupt();
-                if let Some(tx) = self.stdin_cancel.lock().unwrap().take() {
-                    let _ = tx.send(None);
-                }
-                json!({"status": "ok"})
-            }
-            "shutdown_request" => {
-                let restart = msg.content["restart"].as_bool().unwrap_or(false);
-                let _ = self.shutdown.send(if restart { Shutdown::Restart } else { Shutdown::Exit });
-                json!({"status": "ok", "restart": restart})
-            }
-            // Comms are not offered: opening one is answered by closing it, as ipykernel does
-            // for an unknown target.
-            "comm_open" => {
-                let id = msg.content["comm_id"].clone();
-                self.iopub.send(Message::reply_to(msg, "comm_close", json!({"comm_id": id, "data": {}})));
-                return true;
-            }
-            "comm_msg" | "comm_close" => return true,
-            _ => return false,
-        };
-        let reply_type = msg.msg_type().replace("_request", "_reply");
-        self.iopub.status(Some(msg), "busy");
-        self.reply(channel, Message::reply_to(msg, &reply_type, content));
-        self.iopub.status(Some(msg), "idle");
-        true
+        }
     }
 }
 
 /// Runs the kernel until a shutdown request. `interp` runs on its own thread.
-pub async fn serve(conn: ConnectionInfo, config: KernelConfig, interp: Box<dyn Interpreter>) -> Result<Shutdown> {
+pub async fn serve(
+    conn: ConnectionInfo,
+    config: KernelConfig,
+    interp: Box<dyn Interpreter>,
+) -> Result<Shutdown> {
     let signer = Signer::new(&conn.key, &conn.signature_scheme)?;
     let session = uuid::Uuid::new_v4().to_string();
 
@@ -148,11 +209,11 @@ pub async fn serve(conn: ConnectionInfo, config: KernelConfig, interp: Box<dyn I
     hb.bind(&conn.endpoint(conn.hb_port)).await?;
 
     let (iopub_tx, iopub_rx) = mpsc::unbounded_channel();
-    let iopub = Iopub { tx: iopub_tx, session: session.clone() };
+    let iopub = Iopub::new(iopub_tx, session.clone());
     let (reply_tx, reply_rx) = mpsc::unbounded_channel();
     let (stdin_tx, stdin_rx) = mpsc::unbounded_channel::<InputAsk>();
     let (shutdown_tx, mut shutdown_rx) = mpsc::unbounded_channel();
-    let (work_tx, work_rx) = std_mpsc::channel::<Message>();
+    let (work_tx, work_rx) = std_mpsc::channel::<Work>();
 
     let shared = Arc::new(Shared {
         config,
@@ -166,14 +227,34 @@ pub async fn serve(conn: ConnectionInfo, config: KernelConfig, interp: Box<dyn I
     });
 
     tokio::spawn(heartbeat(hb));
-    tokio::spawn(iopub_loop(iopub_sock, iopub_rx, signer.clone(), session.clone()));
+    tokio::spawn(iopub_loop(
+        iopub_sock,
+        iopub_rx,
+        signer.clone(),
+        session.clone(),
+    ));
     iopub.status(None, "starting");
 
     let (shell_send, shell_recv) = shell.split();
     let (control_send, control_recv) = control.split();
-    tokio::spawn(reply_loop(shell_send, control_send, reply_rx, signer.clone()));
-    tokio::spawn(request_loop(shell_recv, Channel::Shell, shared.clone(), Some(work_tx.clone())));
-    tokio::spawn(request_loop(control_recv, Channel::Control, shared.clone(), None));
+    tokio::spawn(reply_loop(
+        shell_send,
+        control_send,
+        reply_rx,
+        signer.clone(),
+    ));
+    tokio::spawn(request_loop(
+        shell_recv,
+        Channel::Shell,
+        shared.clone(),
+        Some(work_tx.clone()),
+    ));
+    tokio::spawn(request_loop(
+        control_recv,
+        Channel::Control,
+        shared.clone(),
+        None,
+    ));
     tokio::spawn(stdin_loop(stdin, stdin_rx, shared.clone()));
 
     let worker_shared = shared.clone();
@@ -209,7 +290,12 @@ async fn heartbeat(mut hb: zeromq::RepSocket) {
 
 /// Owns the XPUB socket: publishes queued messages and greets each new subscriber with
 /// `iopub_welcome` (JEP 65), so a client knows when its subscription is live.
-async fn iopub_loop(mut sock: zeromq::XPubSocket, mut rx: mpsc::UnboundedReceiver<Message>, signer: Signer, session: String) {
+async fn iopub_loop(
+    mut sock: zeromq::XPubSocket,
+    mut rx: mpsc::UnboundedReceiver<Message>,
+    signer: Signer,
+    session: String,
+) {
     loop {
         tokio::select! {
             msg = rx.recv() => {
@@ -245,7 +331,9 @@ async fn reply_loop(
     signer: Signer,
 ) {
     while let Some((channel, msg)) = rx.recv().await {
-        let Some(z) = to_zmq(wire::encode(&msg, &signer, None)) else { continue };
+        let Some(z) = to_zmq(wire::encode(&msg, &signer, None)) else {
+            continue;
+        };
         let sent = match channel {
             Channel::Shell => shell.send(z).await,
             Channel::Control => control.send(z).await,
@@ -262,54 +350,37 @@ async fn request_loop(
     mut sock: zeromq::RouterRecvHalf,
     channel: Channel,
     shared: Arc<Shared>,
-    work: Option<std_mpsc::Sender<Message>>,
+    work: Option<std_mpsc::Sender<Work>>,
 ) {
     loop {
         let frames = match sock.recv().await {
             Ok(m) => to_frames(m),
             Err(zeromq::ZmqError::NoMessage) => break,
             Err(e) => {
-                eprintln!("gpulab-kernel: {channel:?} receive error: {e}");
+                shared.log(&format!("{channel:?} receive error: {e}"));
                 continue;
             }
         };
-        let msg = match wire::decode(frames, &shared.signer) {
-            Ok(m) => m,
-            Err(e) => {
-                eprintln!("gpulab-kernel: dropped a message on {channel:?}: {e}");
-                continue;
-            }
-        };
-        if shared.answer_directly(channel, &msg) {
-            continue;
-        }
-        match &work {
-            Some(work) => {
-                let _ = work.send(msg);
-            }
-            None => {
-                // Control requests we do not implement (debug_request, usage_request) get an
-                // error reply rather than silence, so a client never waits on them.
-                let reply_type = msg.msg_type().replace("_request", "_reply");
-                let content = json!({"status": "error", "ename": "NotImplemented",
-                    "evalue": format!("{} is not supported by gpulab-kernel", msg.msg_type()), "traceback": []});
-                shared.iopub.status(Some(&msg), "busy");
-                shared.reply(channel, Message::reply_to(&msg, &reply_type, content));
-                shared.iopub.status(Some(&msg), "idle");
-            }
+        match wire::decode(frames, &shared.signer) {
+            Ok(msg) => route(&shared, channel, msg, work.as_ref()),
+            Err(e) => shared.log(&format!("dropped a message on {channel:?}: {e}")),
         }
     }
 }
 
-async fn stdin_loop(mut sock: zeromq::RouterSocket, mut asks: mpsc::UnboundedReceiver<InputAsk>, shared: Arc<Shared>) {
+async fn stdin_loop(
+    mut sock: zeromq::RouterSocket,
+    mut asks: mpsc::UnboundedReceiver<InputAsk>,
+    shared: Arc<Shared>,
+) {
     loop {
         tokio::select! {
             ask = asks.recv() => {
                 let Some((msg, answer)) = ask else { break };
-                *shared.stdin_cancel.lock().unwrap() = Some(answer);
+                *shared.stdin_cancel.lock().unwrap_or_else(|e| e.into_inner()) = Some(answer);
                 if let Some(z) = to_zmq(wire::encode(&msg, &shared.signer, None)) {
                     if sock.send(z).await.is_err() {
-                        if let Some(tx) = shared.stdin_cancel.lock().unwrap().take() {
+                        if let Some(tx) = shared.take_stdin_waiter() {
                             let _ = tx.send(None);
                         }
                     }
@@ -317,15 +388,22 @@ async fn stdin_loop(mut sock: zeromq::RouterSocket, mut asks: mpsc::UnboundedRec
             }
             incoming = sock.recv() => {
                 let Ok(incoming) = incoming else { continue };
-                match wire::decode(to_frames(incoming), &shared.signer) {
-                    Ok(reply) if reply.msg_type() == "input_reply" => {
-                        let value = reply.content["value"].as_str().unwrap_or("").to_owned();
-                        if let Some(tx) = shared.stdin_cancel.lock().unwrap().take() {
-                            let _ = tx.send(Some(value));
-                        }
+                let msg = match wire::decode(to_frames(incoming), &shared.signer) {
+                    Ok(msg) => msg,
+                    Err(e) => {
+                        shared.log(&format!("dropped a message on stdin: {e}"));
+                        continue;
                     }
-                    Ok(other) => eprintln!("gpulab-kernel: unexpected {} on stdin", other.msg_type()),
-                    Err(e) => eprintln!("gpulab-kernel: dropped a message on stdin: {e}"),
+                };
+                match Request::decode(&msg, false) {
+                    Ok(Request::InputReply(reply)) => match shared.take_stdin_waiter() {
+                        Some(tx) => {
+                            let _ = tx.send(Some(reply.value));
+                        }
+                        None => shared.log("dropped an input_reply: no input was asked for"),
+                    },
+                    Ok(_) | Err(Undecodable::Unknown) => shared.log(&format!("dropped {:?} on stdin: only input_reply belongs there", msg.msg_type())),
+                    Err(Undecodable::BadContent(why)) => shared.log(&format!("dropped an input_reply with bad content: {why}")),
                 }
             }
         }

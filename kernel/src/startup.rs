@@ -56,17 +56,14 @@ impl Outputs for Capture {
 
 /// Cells are dylibs linked against the toolchain's `libstd-*.so` and the prelude's dylib. The
 /// runpath cargo writes is relative to the deps folder, so it misses when evcxr loads a cell from
-/// the folder above; the child process finds both through LD_LIBRARY_PATH instead.
-pub fn add_rust_libs_to_loader_path(slot: &std::path::Path) {
-    let Ok(out) = std::process::Command::new("rustc")
-        .args(["--print", "target-libdir"])
-        .output()
-    else {
-        return;
-    };
+/// the folder above; the child process finds both through LD_LIBRARY_PATH instead. Returns that
+/// variable's value for the child's command: the kernel's own environment is not changed, since
+/// this runs while other threads are reading it.
+pub fn rust_libs_loader_path(slot: &std::path::Path) -> Option<String> {
+    let out = std::process::Command::new("rustc").args(["--print", "target-libdir"]).output().ok()?;
     let std_dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if std_dir.is_empty() {
-        return;
+        return None;
     }
     // target-libdir is <sysroot>/lib/rustlib/<host triple>/lib.
     let triple = std::path::Path::new(&std_dir)
@@ -84,5 +81,5 @@ pub fn add_rust_libs_to_loader_path(slot: &std::path::Path) {
             path = format!("{path}:{old}");
         }
     }
-    std::env::set_var("LD_LIBRARY_PATH", path);
+    Some(path)
 }
