@@ -277,7 +277,8 @@ pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<
     // Below ~32^3 multiply-adds, packing costs more than it saves.
     if m * n * k <= 32 * 32 * 32 {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
             // SAFETY: the CPU has the features the function is compiled for.
             unsafe { small_avx2(a, b, &mut c, m, k, n) };
             return c;

@@ -23,6 +23,7 @@ mod storage;
 
 pub use arith::Operand;
 pub use dtype::{promote, DType, WithDType};
+pub use half::{bf16, f16};
 pub use random::manual_seed;
 pub use shape::Shape;
 
