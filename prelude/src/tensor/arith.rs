@@ -178,7 +178,7 @@ impl Tensor {
         let dt = promote(self.dtype(), other.dtype());
         let expand = |t: &Tensor| -> Result<Storage> {
             if t.dims == dims {
-                return Ok(t.storage.to_dtype(t.dtype())?);
+                return t.storage.to_dtype(t.dtype());
             }
             let st = broadcast("where", &t.dims, &dims)?.sa;
             t.storage.strided_copy(&dims, &st)
