@@ -1,7 +1,8 @@
 //! The CPU backend: `CpuStorage` holds one `Vec` per dtype, and each operation here is the
 //! CPU half of one `Storage` method. The f32 arm runs the tuned kernels of cpu.rs and
 //! matmul.rs unchanged; f16 and bf16 compute in f32 through the same kernels (as torch does
-//! on the CPU); f64 and the integer types run the generic loops below. Operands arrive
+//! on the CPU); f64 shares matmul.rs's packed product with its own micro-kernels, and the
+//! integer types run the generic loops below. Operands arrive
 //! already promoted to one dtype (the tensor layer casts them), so a dtype mismatch here is
 //! a bug reported as an error, not a panic.
 
@@ -502,9 +503,7 @@ impl CpuStorage {
         use CpuStorage as S;
         Ok(match (self, rhs) {
             (S::F32(a), S::F32(b)) => S::F32(matmul::matmul(a, b, m, k, n)),
-            (S::F64(a), S::F64(b)) => {
-                S::F64(matmul_generic(a, b, m, k, n, 0.0, |c, x, y| c + x * y))
-            }
+            (S::F64(a), S::F64(b)) => S::F64(matmul::matmul(a, b, m, k, n)),
             (S::F16(_), S::F16(_)) | (S::BF16(_), S::BF16(_)) => {
                 let (a, b) = (self.half_as_f32().unwrap(), rhs.half_as_f32().unwrap());
                 Self::from_f32(self.dtype(), matmul::matmul(&a, &b, m, k, n))
@@ -550,7 +549,7 @@ fn fold_dim<T: Copy + Send + Sync>(
 }
 
 /// Row-major product in i-k-j order (contiguous inner loop the compiler vectorises), rows
-/// of C split across cores. Not the packed BLIS kernel of matmul.rs, which is f32-only.
+/// of C split across cores: for the integer types (matmul.rs packs f32 and f64).
 fn matmul_generic<T: Copy + Send + Sync>(
     a: &[T],
     b: &[T],
