@@ -261,7 +261,7 @@ def test_kernel_starts_when_cargo_is_not_on_path():
                                   if not os.path.isfile(os.path.join(p, "cargo")))
     km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=STARTUP_TIMEOUT, env=env)
     try:
-        reply = kc.execute_interactive("Tensor::ones([2], Device::Cpu).unwrap().sum().unwrap().item().unwrap()",
+        reply = kc.execute_interactive("Tensor::ones([2], Device::Cpu).unwrap().sum().unwrap().item::<f32>().unwrap()",
                                        timeout=STARTUP_TIMEOUT)
         assert reply["content"]["status"] == "ok", reply["content"]
     finally:

@@ -19,7 +19,7 @@ pub use cuda::{Event, KernelArg, LaunchConfig};
 pub use device::Device;
 pub use error::Error;
 pub use smi::{nvidia_smi, SmiReport};
-pub use tensor::{manual_seed, Shape, Tensor};
+pub use tensor::{manual_seed, DType, Shape, Tensor, WithDType};
 // --- end devices & tensors ---
 
 // --- display & teaching -------------------------------------------------------------------

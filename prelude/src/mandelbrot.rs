@@ -214,7 +214,7 @@ impl Mandelbrot {
         let mut out = Tensor::zeros((self.height, self.width), device)?;
         self.gpu_launch(&mut out)?;
         // Copying back waits for the kernel, so this is also where a kernel error surfaces.
-        let counts = out.to_vec()?.into_iter().map(|c| c as u32).collect();
+        let counts = out.to_vec::<f32>()?.into_iter().map(|c| c as u32).collect();
         interrupt::check()?;
         Ok(self.image(counts, "GPU"))
     }

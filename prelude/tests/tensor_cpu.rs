@@ -4,7 +4,7 @@
 mod common;
 
 use common::{data, within};
-use gpulab::{manual_seed, Device, Error, Tensor};
+use gpulab::{manual_seed, DType, Device, Error, Tensor};
 
 const CPU: Device = Device::Cpu;
 
@@ -29,38 +29,42 @@ fn close(a: &[f32], b: &[f32], tol: f32) {
 #[test]
 fn constructors() {
     assert_eq!(
-        Tensor::zeros((2, 3), CPU).unwrap().to_vec().unwrap(),
+        Tensor::zeros((2, 3), CPU).unwrap().to_vec::<f32>().unwrap(),
         vec![0.0; 6]
     );
     assert_eq!(
-        Tensor::ones([4], CPU).unwrap().to_vec().unwrap(),
+        Tensor::ones([4], CPU).unwrap().to_vec::<f32>().unwrap(),
         vec![1.0; 4]
     );
     assert_eq!(
         Tensor::full(vec![2, 2], 7.5, CPU)
             .unwrap()
-            .to_vec()
+            .to_vec::<f32>()
             .unwrap(),
         vec![7.5; 4]
     );
     assert_eq!(
-        Tensor::arange(0.0, 5.0, CPU).unwrap().to_vec().unwrap(),
+        Tensor::arange(0.0, 5.0, CPU)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
         vec![0., 1., 2., 3., 4.]
     );
     assert_eq!(
         Tensor::arange_step(1.0, 2.0, 0.25, CPU)
             .unwrap()
-            .to_vec()
+            .to_vec::<f32>()
             .unwrap(),
         vec![1., 1.25, 1.5, 1.75]
     );
-    let x = Tensor::from_vec(vec![1., 2., 3., 4., 5., 6.], (2, 3), CPU).unwrap();
+    let x = Tensor::from_vec(vec![1f32, 2., 3., 4., 5., 6.], (2, 3), CPU).unwrap();
+    assert_eq!(x.dtype(), DType::F32);
     assert_eq!(x.shape(), &[2, 3]);
     assert_eq!(x.rank(), 2);
     assert_eq!(x.numel(), 6);
     assert_eq!(x.device(), Device::Cpu);
     assert_eq!(
-        x.to_vec2().unwrap(),
+        x.to_vec2::<f32>().unwrap(),
         vec![vec![1., 2., 3.], vec![4., 5., 6.]]
     );
     assert_eq!(Tensor::from(vec![1.0, 2.0]).shape(), &[2]);
@@ -71,18 +75,27 @@ fn constructors() {
 #[test]
 fn random_is_seeded_and_shaped() {
     manual_seed(42);
-    let a = Tensor::rand((100, 10), CPU).unwrap().to_vec().unwrap();
+    let a = Tensor::rand((100, 10), CPU)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     manual_seed(42);
-    let b = Tensor::rand((100, 10), CPU).unwrap().to_vec().unwrap();
+    let b = Tensor::rand((100, 10), CPU)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     assert_eq!(a, b);
-    let c = Tensor::rand((100, 10), CPU).unwrap().to_vec().unwrap();
+    let c = Tensor::rand((100, 10), CPU)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     assert_ne!(a, c, "the generator advances between calls");
     assert!(a.iter().all(|&v| (0.0..1.0).contains(&v)));
     let mean = a.iter().sum::<f32>() / a.len() as f32;
     assert!((mean - 0.5).abs() < 0.05, "uniform mean {mean}");
 
     manual_seed(7);
-    let n = Tensor::randn(20001, CPU).unwrap().to_vec().unwrap();
+    let n = Tensor::randn(20001, CPU).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(n.len(), 20001);
     let mean = n.iter().sum::<f32>() / n.len() as f32;
     let var = n.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n.len() as f32;
@@ -103,20 +116,35 @@ fn elementwise_same_shape_against_loops() {
         let (ta, tb) = (t(&a, &[n]), t(&b, &[n]));
         let r =
             |f: fn(f32, f32) -> f32| a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>();
-        same(&(&ta + &tb).to_vec().unwrap(), &r(|x, y| x + y));
-        same(&(&ta - &tb).to_vec().unwrap(), &r(|x, y| x - y));
-        same(&(&ta * &tb).to_vec().unwrap(), &r(|x, y| x * y));
-        same(&(&ta / &tb).to_vec().unwrap(), &r(|x, y| x / y));
-        same(&ta.add(&tb).unwrap().to_vec().unwrap(), &r(|x, y| x + y));
-        same(&ta.div(&tb).unwrap().to_vec().unwrap(), &r(|x, y| x / y));
-        same(&ta.maximum(&tb).unwrap().to_vec().unwrap(), &r(f32::max));
-        same(&ta.minimum(&tb).unwrap().to_vec().unwrap(), &r(f32::min));
-        // Owned forms.
+        same(&(&ta + &tb).to_vec::<f32>().unwrap(), &r(|x, y| x + y));
+        same(&(&ta - &tb).to_vec::<f32>().unwrap(), &r(|x, y| x - y));
+        same(&(&ta * &tb).to_vec::<f32>().unwrap(), &r(|x, y| x * y));
+        same(&(&ta / &tb).to_vec::<f32>().unwrap(), &r(|x, y| x / y));
         same(
-            &(ta.clone() + tb.clone()).to_vec().unwrap(),
+            &ta.add(&tb).unwrap().to_vec::<f32>().unwrap(),
             &r(|x, y| x + y),
         );
-        same(&(ta.clone() * &tb).to_vec().unwrap(), &r(|x, y| x * y));
+        same(
+            &ta.div(&tb).unwrap().to_vec::<f32>().unwrap(),
+            &r(|x, y| x / y),
+        );
+        same(
+            &ta.maximum(&tb).unwrap().to_vec::<f32>().unwrap(),
+            &r(f32::max),
+        );
+        same(
+            &ta.minimum(&tb).unwrap().to_vec::<f32>().unwrap(),
+            &r(f32::min),
+        );
+        // Owned forms.
+        same(
+            &(ta.clone() + tb.clone()).to_vec::<f32>().unwrap(),
+            &r(|x, y| x + y),
+        );
+        same(
+            &(ta.clone() * &tb).to_vec::<f32>().unwrap(),
+            &r(|x, y| x * y),
+        );
     }
 }
 
@@ -125,16 +153,22 @@ fn scalars_on_either_side() {
     let a = data(50, 3);
     let ta = t(&a, &[5, 10]);
     let m = |f: &dyn Fn(f32) -> f32| a.iter().map(|&x| f(x)).collect::<Vec<_>>();
-    same(&(&ta * 2.0).to_vec().unwrap(), &m(&|x| x * 2.0));
-    same(&(&ta + 1.5).to_vec().unwrap(), &m(&|x| x + 1.5));
-    same(&(&ta - 1.5).to_vec().unwrap(), &m(&|x| x - 1.5));
-    same(&(&ta / 4.0).to_vec().unwrap(), &m(&|x| x / 4.0));
-    same(&(2.0 - &ta).to_vec().unwrap(), &m(&|x| 2.0 - x));
-    same(&(1.0 / &ta).to_vec().unwrap(), &m(&|x| 1.0 / x));
-    same(&(3.0 * ta.clone()).to_vec().unwrap(), &m(&|x| 3.0 * x));
-    same(&ta.mul(2.0).unwrap().to_vec().unwrap(), &m(&|x| x * 2.0));
+    same(&(&ta * 2.0).to_vec::<f32>().unwrap(), &m(&|x| x * 2.0));
+    same(&(&ta + 1.5).to_vec::<f32>().unwrap(), &m(&|x| x + 1.5));
+    same(&(&ta - 1.5).to_vec::<f32>().unwrap(), &m(&|x| x - 1.5));
+    same(&(&ta / 4.0).to_vec::<f32>().unwrap(), &m(&|x| x / 4.0));
+    same(&(2.0 - &ta).to_vec::<f32>().unwrap(), &m(&|x| 2.0 - x));
+    same(&(1.0 / &ta).to_vec::<f32>().unwrap(), &m(&|x| 1.0 / x));
     same(
-        &ta.pow(2.0).unwrap().to_vec().unwrap(),
+        &(3.0 * ta.clone()).to_vec::<f32>().unwrap(),
+        &m(&|x| 3.0 * x),
+    );
+    same(
+        &ta.mul(2.0).unwrap().to_vec::<f32>().unwrap(),
+        &m(&|x| x * 2.0),
+    );
+    same(
+        &ta.pow(2.0).unwrap().to_vec::<f32>().unwrap(),
         &m(&|x| x.powf(2.0)),
     );
     assert_eq!((&ta * 2.0).shape(), &[5, 10]);
@@ -145,20 +179,26 @@ fn unary_against_loops() {
     let a = data(1000, 4);
     let ta = t(&a, &[10, 100]);
     let m = |f: &dyn Fn(f32) -> f32| a.iter().map(|&x| f(x)).collect::<Vec<_>>();
-    same(&ta.neg().unwrap().to_vec().unwrap(), &m(&|x| -x));
-    same(&(-&ta).to_vec().unwrap(), &m(&|x| -x));
-    same(&ta.abs().unwrap().to_vec().unwrap(), &m(&f32::abs));
-    same(&ta.exp().unwrap().to_vec().unwrap(), &m(&f32::exp));
-    same(&ta.relu().unwrap().to_vec().unwrap(), &m(&|x| x.max(0.0)));
-    same(&ta.tanh().unwrap().to_vec().unwrap(), &m(&f32::tanh));
+    same(&ta.neg().unwrap().to_vec::<f32>().unwrap(), &m(&|x| -x));
+    same(&(-&ta).to_vec::<f32>().unwrap(), &m(&|x| -x));
+    same(&ta.abs().unwrap().to_vec::<f32>().unwrap(), &m(&f32::abs));
+    same(&ta.exp().unwrap().to_vec::<f32>().unwrap(), &m(&f32::exp));
+    same(
+        &ta.relu().unwrap().to_vec::<f32>().unwrap(),
+        &m(&|x| x.max(0.0)),
+    );
+    same(&ta.tanh().unwrap().to_vec::<f32>().unwrap(), &m(&f32::tanh));
     let pos = ta.abs().unwrap();
     same(
-        &pos.sqrt().unwrap().to_vec().unwrap(),
+        &pos.sqrt().unwrap().to_vec::<f32>().unwrap(),
         &m(&|x| x.abs().sqrt()),
     );
-    same(&pos.log().unwrap().to_vec().unwrap(), &m(&|x| x.abs().ln()));
+    same(
+        &pos.log().unwrap().to_vec::<f32>().unwrap(),
+        &m(&|x| x.abs().ln()),
+    );
     close(
-        &ta.sigmoid().unwrap().to_vec().unwrap(),
+        &ta.sigmoid().unwrap().to_vec::<f32>().unwrap(),
         &m(&|x| 1.0 / (1.0 + (-x).exp())),
         1e-6,
     );
@@ -171,17 +211,17 @@ fn broadcasting_rows_and_columns() {
     let row = data(c, 6);
     let col = data(r, 7);
     let ta = t(&a, &[r, c]);
-    let got = (&ta + &t(&row, &[c])).to_vec().unwrap();
+    let got = (&ta + &t(&row, &[c])).to_vec::<f32>().unwrap();
     let want: Vec<f32> = (0..r * c).map(|i| a[i] + row[i % c]).collect();
     assert_eq!(got, want);
-    let got = (&ta * &t(&col, &[r, 1])).to_vec().unwrap();
+    let got = (&ta * &t(&col, &[r, 1])).to_vec::<f32>().unwrap();
     let want: Vec<f32> = (0..r * c).map(|i| a[i] * col[i / c]).collect();
     assert_eq!(got, want);
     // Both sides stretch: [r,1] - [1,c] -> [r,c].
     let outer = t(&col, &[r, 1]).sub(&t(&row, &[1, c])).unwrap();
     assert_eq!(outer.shape(), &[r, c]);
     let want: Vec<f32> = (0..r * c).map(|i| col[i / c] - row[i % c]).collect();
-    same(&outer.to_vec().unwrap(), &want);
+    same(&outer.to_vec::<f32>().unwrap(), &want);
     // 3-D against a 2-D plane, large enough for the parallel path.
     let (d0, d1, d2) = (8, 64, 100);
     let big = data(d0 * d1 * d2, 8);
@@ -189,7 +229,7 @@ fn broadcasting_rows_and_columns() {
     let got = t(&big, &[d0, d1, d2])
         .div(&t(&plane, &[d1, d2]))
         .unwrap()
-        .to_vec()
+        .to_vec::<f32>()
         .unwrap();
     let want: Vec<f32> = (0..big.len())
         .map(|i| big[i] / plane[i % (d1 * d2)])
@@ -230,7 +270,11 @@ fn shape_mismatch_names_both_shapes() {
         .unwrap_err()
         .to_string()
         .contains("dimension 2 is out of range"));
-    assert!(a.item().unwrap_err().to_string().contains("one element"));
+    assert!(a
+        .item::<f32>()
+        .unwrap_err()
+        .to_string()
+        .contains("one element"));
 }
 
 #[test]
@@ -248,17 +292,17 @@ fn reductions_against_loops() {
     let a = data(d0 * d1 * d2, 10);
     let ta = t(&a, &[d0, d1, d2]);
     let total: f32 = a.iter().map(|&v| v as f64).sum::<f64>() as f32;
-    close(&[ta.sum().unwrap().item().unwrap()], &[total], 1e-6);
+    close(&[ta.sum().unwrap().item::<f32>().unwrap()], &[total], 1e-6);
     assert_eq!(ta.sum().unwrap().shape(), &[] as &[usize]);
     close(
-        &[ta.mean().unwrap().item().unwrap()],
+        &[ta.mean().unwrap().item::<f32>().unwrap()],
         &[total / a.len() as f32],
         1e-6,
     );
     let mx = a.iter().copied().fold(f32::MIN, f32::max);
     let mn = a.iter().copied().fold(f32::MAX, f32::min);
-    assert_eq!(ta.max().unwrap().item().unwrap(), mx);
-    assert_eq!(ta.min().unwrap().item().unwrap(), mn);
+    assert_eq!(ta.max().unwrap().item::<f32>().unwrap(), mx);
+    assert_eq!(ta.min().unwrap().item::<f32>().unwrap(), mn);
 
     let at = |i: usize, j: usize, k: usize| a[(i * d1 + j) * d2 + k];
     // Along each dimension, against an explicit triple loop.
@@ -285,12 +329,12 @@ fn reductions_against_loops() {
         }
         let s = ta.sum_dim(dim as isize).unwrap();
         assert_eq!(s.shape(), &[keep_a, keep_b]);
-        close(&s.to_vec().unwrap(), &want_sum, 1e-5);
+        close(&s.to_vec::<f32>().unwrap(), &want_sum, 1e-5);
         same(
-            &ta.max_dim(dim as isize).unwrap().to_vec().unwrap(),
+            &ta.max_dim(dim as isize).unwrap().to_vec::<f32>().unwrap(),
             &want_max,
         );
-        let mean = ta.mean_dim(dim as isize).unwrap().to_vec().unwrap();
+        let mean = ta.mean_dim(dim as isize).unwrap().to_vec::<f32>().unwrap();
         let len = [d0, d1, d2][dim] as f32;
         close(
             &mean,
@@ -301,17 +345,21 @@ fn reductions_against_loops() {
     }
     // Negative dims count from the end.
     same(
-        &ta.sum_dim(-1).unwrap().to_vec().unwrap(),
-        &ta.sum_dim(2).unwrap().to_vec().unwrap(),
+        &ta.sum_dim(-1).unwrap().to_vec::<f32>().unwrap(),
+        &ta.sum_dim(2).unwrap().to_vec::<f32>().unwrap(),
     );
     // A long sum keeps its precision (1e6 values of 0.1).
     let long = Tensor::full(1_000_000, 0.1, CPU).unwrap();
-    close(&[long.sum().unwrap().item().unwrap()], &[100_000.0], 1e-5);
+    close(
+        &[long.sum().unwrap().item::<f32>().unwrap()],
+        &[100_000.0],
+        1e-5,
+    );
     // NaN propagates through max.
     assert!(t(&[1.0, f32::NAN, 3.0], &[3])
         .max()
         .unwrap()
-        .item()
+        .item::<f32>()
         .unwrap()
         .is_nan());
     assert!(Tensor::zeros(0, CPU).unwrap().max().is_err());
@@ -320,7 +368,7 @@ fn reductions_against_loops() {
             .unwrap()
             .sum()
             .unwrap()
-            .item()
+            .item::<f32>()
             .unwrap(),
         0.0
     );
@@ -337,7 +385,7 @@ fn threaded_matmul_within_the_dot_product_error_bound() {
         let got = t(&a, &[m, k])
             .matmul(&t(&b, &[k, n]))
             .unwrap()
-            .to_vec()
+            .to_vec::<f32>()
             .unwrap();
         let want = matmul_ref(&a, &b, m, k, n);
         for i in 0..m {
@@ -388,7 +436,11 @@ fn matmul_against_triple_loop() {
         let (a, b) = (data(m * k, 11), data(k * n, 12));
         let got = t(&a, &[m, k]).matmul(&t(&b, &[k, n])).unwrap();
         assert_eq!(got.shape(), &[m, n]);
-        close(&got.to_vec().unwrap(), &matmul_ref(&a, &b, m, k, n), 1e-4);
+        close(
+            &got.to_vec::<f32>().unwrap(),
+            &matmul_ref(&a, &b, m, k, n),
+            1e-4,
+        );
     }
     // 1-D operands follow torch: vector-matrix, matrix-vector, dot.
     let (a, b) = (data(6, 13), data(6, 14));
@@ -398,7 +450,7 @@ fn matmul_against_triple_loop() {
     let dot = t(&a, &[6]).matmul(&t(&b, &[6])).unwrap();
     assert_eq!(dot.shape(), &[] as &[usize]);
     close(
-        &[dot.item().unwrap()],
+        &[dot.item::<f32>().unwrap()],
         &[a.iter().zip(&b).map(|(x, y)| x * y).sum()],
         1e-5,
     );
@@ -410,7 +462,7 @@ fn transpose_and_reshape() {
     let ta = t(&a, &[2, 3, 4]);
     let tr = ta.transpose(0, 2).unwrap();
     assert_eq!(tr.shape(), &[4, 3, 2]);
-    let v = tr.to_vec().unwrap();
+    let v = tr.to_vec::<f32>().unwrap();
     for i in 0..2 {
         for j in 0..3 {
             for k in 0..4 {
@@ -418,13 +470,13 @@ fn transpose_and_reshape() {
             }
         }
     }
-    same(&ta.transpose(-1, 0).unwrap().to_vec().unwrap(), &v);
+    same(&ta.transpose(-1, 0).unwrap().to_vec::<f32>().unwrap(), &v);
     // 2-D takes the tiled path; check a size that is not a multiple of the tile.
     let (r, c) = (70, 45);
     let b = data(r * c, 16);
     let bt = t(&b, &[r, c]).t().unwrap();
     assert_eq!(bt.shape(), &[c, r]);
-    let bv = bt.to_vec().unwrap();
+    let bv = bt.to_vec::<f32>().unwrap();
     for i in 0..r {
         for j in 0..c {
             assert_eq!(bv[j * r + i], b[i * c + j]);
@@ -432,11 +484,11 @@ fn transpose_and_reshape() {
     }
     let big = data(300 * 200, 17);
     let bigt = t(&big, &[300, 200]).t().unwrap().t().unwrap();
-    same(&bigt.to_vec().unwrap(), &big);
+    same(&bigt.to_vec::<f32>().unwrap(), &big);
 
     let re = ta.reshape((6, 4)).unwrap();
     assert_eq!(re.shape(), &[6, 4]);
-    same(&re.to_vec().unwrap(), &a);
+    same(&re.to_vec::<f32>().unwrap(), &a);
     assert_eq!(ta.flatten().shape(), &[24]);
 }
 
@@ -516,6 +568,6 @@ fn cpu_events_time_host_work() {
 fn moving_within_the_cpu_copies_nothing() {
     let a = Tensor::ones(3, CPU).unwrap();
     let b = a.to(Device::Cpu).unwrap();
-    assert_eq!(b.to_vec().unwrap(), vec![1.0; 3]);
+    assert_eq!(b.to_vec::<f32>().unwrap(), vec![1.0; 3]);
     assert_eq!(a.cpu().unwrap().device(), Device::Cpu);
 }

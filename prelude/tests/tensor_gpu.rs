@@ -46,7 +46,12 @@ fn both(
     let (c, g) = (f(&cpu).unwrap(), f(&gpu).unwrap());
     assert_eq!(g.device(), GPU, "{what}: result device");
     assert_eq!(g.shape(), c.shape(), "{what}: shape");
-    close(what, &g.to_vec().unwrap(), &c.to_vec().unwrap(), tol);
+    close(
+        what,
+        &g.to_vec::<f32>().unwrap(),
+        &c.to_vec::<f32>().unwrap(),
+        tol,
+    );
 }
 
 macro_rules! gpu_tests {
@@ -115,28 +120,34 @@ fn copies_and_constructors() {
     let g = Tensor::from_slice(&v, (10, 100), GPU).unwrap();
     assert_eq!(g.device(), GPU);
     assert!(g.is_cuda());
-    assert_eq!(g.to_vec().unwrap(), v);
+    assert_eq!(g.to_vec::<f32>().unwrap(), v);
     let c = Tensor::from_slice(&v, (10, 100), CPU).unwrap();
-    assert_eq!(c.cuda().unwrap().cpu().unwrap().to_vec().unwrap(), v);
+    assert_eq!(c.cuda().unwrap().cpu().unwrap().to_vec::<f32>().unwrap(), v);
     assert_eq!(
         c.to(Device::new("cuda:0").unwrap())
             .unwrap()
-            .to_vec()
+            .to_vec::<f32>()
             .unwrap(),
         v
     );
     assert_eq!(
-        Tensor::zeros((3, 5), GPU).unwrap().to_vec().unwrap(),
+        Tensor::zeros((3, 5), GPU).unwrap().to_vec::<f32>().unwrap(),
         vec![0.0; 15]
     );
     assert_eq!(
-        Tensor::ones(7, GPU).unwrap().to_vec().unwrap(),
+        Tensor::ones(7, GPU).unwrap().to_vec::<f32>().unwrap(),
         vec![1.0; 7]
     );
-    let big = Tensor::full(1 << 20, 2.5, GPU).unwrap().to_vec().unwrap();
+    let big = Tensor::full(1 << 20, 2.5, GPU)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     assert!(big.len() == 1 << 20 && big.iter().all(|&x| x == 2.5));
     assert_eq!(
-        Tensor::arange(0.0, 5.0, GPU).unwrap().to_vec().unwrap(),
+        Tensor::arange(0.0, 5.0, GPU)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
         vec![0., 1., 2., 3., 4.]
     );
     // One seed, the same numbers on both devices.
@@ -144,8 +155,11 @@ fn copies_and_constructors() {
     let a = Tensor::randn((64, 64), GPU).unwrap();
     manual_seed(3);
     let b = Tensor::randn((64, 64), CPU).unwrap();
-    assert_eq!(a.to_vec().unwrap(), b.to_vec().unwrap());
-    assert_eq!(Tensor::full((), 4.0, GPU).unwrap().item().unwrap(), 4.0);
+    assert_eq!(a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+    assert_eq!(
+        Tensor::full((), 4.0, GPU).unwrap().item::<f32>().unwrap(),
+        4.0
+    );
 }
 
 fn elementwise() {
@@ -226,9 +240,9 @@ fn reductions() {
     both("long sum", 1e-4, &[&long], |t| t[0].sum());
     both("long max", 0.0, &[&long], |t| t[0].max());
     let ones = Tensor::ones(1 << 24, GPU).unwrap();
-    assert_eq!(ones.sum().unwrap().item().unwrap(), (1 << 24) as f32);
+    assert_eq!(ones.sum().unwrap().item::<f32>().unwrap(), (1 << 24) as f32);
     let nan = Tensor::from_slice(&[1.0, f32::NAN, 3.0], 3, GPU).unwrap();
-    assert!(nan.max().unwrap().item().unwrap().is_nan());
+    assert!(nan.max().unwrap().item::<f32>().unwrap().is_nan());
 }
 
 /// G5: shapes that used to run on one block or a few threads, against the CPU.
@@ -259,12 +273,12 @@ fn reductions_of_long_rows_and_few_columns() {
     // Exact where the answer is exact: 2^22 ones per row, summed in any order.
     let ones = Tensor::ones((2, 1 << 22), GPU).unwrap();
     assert_eq!(
-        ones.sum_dim(-1).unwrap().to_vec().unwrap(),
+        ones.sum_dim(-1).unwrap().to_vec::<f32>().unwrap(),
         vec![(1 << 22) as f32; 2]
     );
     let ones = Tensor::ones((1 << 22, 3), GPU).unwrap();
     assert_eq!(
-        ones.sum_dim(0).unwrap().to_vec().unwrap(),
+        ones.sum_dim(0).unwrap().to_vec::<f32>().unwrap(),
         vec![(1 << 22) as f32; 3]
     );
 }
@@ -274,16 +288,19 @@ fn reductions_of_long_rows_and_few_columns() {
 fn zero_size_tensors() {
     for _ in 0..3 {
         let z = Tensor::zeros(0, GPU).unwrap();
-        assert_eq!(z.to_vec().unwrap(), Vec::<f32>::new());
-        assert_eq!(z.sum().unwrap().item().unwrap(), 0.0);
+        assert_eq!(z.to_vec::<f32>().unwrap(), Vec::<f32>::new());
+        assert_eq!(z.sum().unwrap().item::<f32>().unwrap(), 0.0);
         assert!(z.max().is_err());
-        assert_eq!((&z + 1.0).to_vec().unwrap(), Vec::<f32>::new());
+        assert_eq!((&z + 1.0).to_vec::<f32>().unwrap(), Vec::<f32>::new());
         assert_eq!(Tensor::ones((0, 5), GPU).unwrap().shape(), &[0, 5]);
-        assert_eq!(Tensor::from_vec(vec![], 0, GPU).unwrap().numel(), 0);
+        assert_eq!(
+            Tensor::from_vec(Vec::<f32>::new(), 0, GPU).unwrap().numel(),
+            0
+        );
         assert_eq!(Tensor::arange(3.0, 3.0, GPU).unwrap().numel(), 0);
         // A reduction over an empty dimension: sums are 0; outputs of size 0 are empty.
         let e = Tensor::zeros((4, 0), GPU).unwrap();
-        assert_eq!(e.sum_dim(1).unwrap().to_vec().unwrap(), vec![0.0; 4]);
+        assert_eq!(e.sum_dim(1).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 4]);
         assert_eq!(e.sum_dim(0).unwrap().numel(), 0);
         assert_eq!(e.t().unwrap().shape(), &[0, 4]);
         drop((z, e));
@@ -292,7 +309,7 @@ fn zero_size_tensors() {
     // The device is still healthy: a fresh allocation and a copy back work.
     manual_seed(1);
     let r = Tensor::randn(1000, GPU).unwrap();
-    assert_eq!(r.to_vec().unwrap().len(), 1000);
+    assert_eq!(r.to_vec::<f32>().unwrap().len(), 1000);
 }
 
 fn matmul() {
@@ -308,10 +325,10 @@ fn matmul() {
         let (va, vb) = (data(m * k, 10), data(k * n, 11));
         let a = Tensor::from_slice(&va, (m, k), CPU).unwrap();
         let b = Tensor::from_slice(&vb, (k, n), CPU).unwrap();
-        let want = a.matmul(&b).unwrap().to_vec().unwrap();
+        let want = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
         let got = a.to(GPU).unwrap().matmul(&b.to(GPU).unwrap()).unwrap();
         assert_eq!(got.shape(), &[m, n]);
-        let got = got.to_vec().unwrap();
+        let got = got.to_vec::<f32>().unwrap();
         let bound = matmul_error_bound(&va, &vb, m, k, n);
         let mut worst = 0f64;
         for (i, ((x, y), b)) in got.iter().zip(&want).zip(&bound).enumerate() {
@@ -347,7 +364,7 @@ fn matmul_of_empty_shapes() {
     let b = Tensor::zeros((0, 4), GPU).unwrap();
     let c = a.matmul(&b).unwrap();
     assert_eq!(c.shape(), &[3, 4]);
-    assert_eq!(c.to_vec().unwrap(), vec![0.0; 12]);
+    assert_eq!(c.to_vec::<f32>().unwrap(), vec![0.0; 12]);
     let m0 = Tensor::ones((0, 5), GPU)
         .unwrap()
         .matmul(&Tensor::ones((5, 2), GPU).unwrap())
@@ -359,7 +376,12 @@ fn matmul_of_empty_shapes() {
         .unwrap();
     assert_eq!(n0.shape(), &[2, 0]);
     assert_eq!(
-        Tensor::ones(3, GPU).unwrap().sum().unwrap().item().unwrap(),
+        Tensor::ones(3, GPU)
+            .unwrap()
+            .sum()
+            .unwrap()
+            .item::<f32>()
+            .unwrap(),
         3.0
     );
 }
@@ -403,7 +425,7 @@ fn device_errors() {
     assert!(c.to(Device::Cuda(n + 1)).is_err());
     assert!(Event::new(Device::Cuda(n)).is_err());
     // A tensor left on the GPU still works after the errors.
-    assert_eq!(g.sum().unwrap().item().unwrap(), 3.0);
+    assert_eq!(g.sum().unwrap().item::<f32>().unwrap(), 3.0);
 }
 
 fn out_of_memory_and_recovery() {
@@ -419,7 +441,12 @@ fn out_of_memory_and_recovery() {
     }
     // The device is still usable.
     assert_eq!(
-        Tensor::ones(4, GPU).unwrap().sum().unwrap().item().unwrap(),
+        Tensor::ones(4, GPU)
+            .unwrap()
+            .sum()
+            .unwrap()
+            .item::<f32>()
+            .unwrap(),
         4.0
     );
     // Memory freed by tensors is reused (the pool keeps it), and an allocation near the
@@ -443,7 +470,7 @@ fn freed_memory_is_reused() {
     let round = || {
         let t = std::time::Instant::now();
         let x = Tensor::ones(n, GPU).unwrap();
-        assert_eq!(x.sum().unwrap().item().unwrap(), n as f32);
+        assert_eq!(x.sum().unwrap().item::<f32>().unwrap(), n as f32);
         t.elapsed()
     };
     round();
@@ -511,7 +538,7 @@ fn custom_launches() {
     )
     .unwrap();
     let want: Vec<f32> = va.iter().zip(&vb).map(|(x, y)| x + y).collect();
-    assert_eq!(c.to_vec().unwrap(), want);
+    assert_eq!(c.to_vec::<f32>().unwrap(), want);
 
     // The one-block form, through the builtin table.
     let small = 512;
@@ -527,7 +554,7 @@ fn custom_launches() {
     )
     .unwrap();
     assert_eq!(
-        c2.to_vec().unwrap(),
+        c2.to_vec::<f32>().unwrap(),
         (0..small).map(|i| 2.0 * i as f32).collect::<Vec<_>>()
     );
 
@@ -564,7 +591,7 @@ extern "C" __global__ void mix(float* out, const float* in, float a, double b, i
         .iter()
         .map(|x| x * 2.0 + 0.5 - 3.0 + 7.0 + 11.0)
         .collect();
-    close("mix", &out.to_vec().unwrap(), &want, 1e-6);
+    close("mix", &out.to_vec::<f32>().unwrap(), &want, 1e-6);
     // The second compile of the same source comes from the cache and still works.
     let again = Module::from_source(GPU, src, "mix.cu").unwrap();
     assert!(again.function("mix").is_ok());
@@ -654,7 +681,7 @@ fn launch_argument_count_is_checked() {
         "{e}"
     );
     // Nothing was launched: c is still zeros.
-    assert_eq!(c.to_vec().unwrap(), vec![0.0; 4]);
+    assert_eq!(c.to_vec::<f32>().unwrap(), vec![0.0; 4]);
 }
 
 /// G13: a kernel writing through `TensorMut` does not change clones or reshapes.
@@ -673,14 +700,14 @@ fn tensor_mut_copies_on_write() {
         &mut [(&a).into(), (&a).into(), (&mut c).into(), (n as i32).into()],
     )
     .unwrap();
-    assert_eq!(c.to_vec().unwrap(), vec![2.0; n]);
+    assert_eq!(c.to_vec::<f32>().unwrap(), vec![2.0; n]);
     assert_eq!(
-        before.to_vec().unwrap(),
+        before.to_vec::<f32>().unwrap(),
         vec![0.0; n],
         "the clone kept its data"
     );
     assert_eq!(
-        reshaped.to_vec().unwrap(),
+        reshaped.to_vec::<f32>().unwrap(),
         vec![0.0; n],
         "the reshape kept its data"
     );
@@ -690,7 +717,7 @@ fn tensor_mut_copies_on_write() {
         &mut [(&a).into(), (&a).into(), (&mut c).into(), (n as i32).into()],
     )
     .unwrap();
-    assert_eq!(c.to_vec().unwrap(), vec![2.0; n]);
+    assert_eq!(c.to_vec::<f32>().unwrap(), vec![2.0; n]);
 }
 
 /// G8: tensors created on one thread and dropped (or used) on another; the next call on
@@ -699,7 +726,7 @@ fn drop_on_another_thread() {
     let t = Tensor::ones(1 << 20, GPU).unwrap();
     let u = Tensor::ones(1 << 10, GPU).unwrap();
     std::thread::spawn(move || drop(t)).join().unwrap();
-    let s = std::thread::spawn(move || u.sum().unwrap().item().unwrap())
+    let s = std::thread::spawn(move || u.sum().unwrap().item::<f32>().unwrap())
         .join()
         .unwrap();
     assert_eq!(s, 1024.0);
@@ -707,11 +734,16 @@ fn drop_on_another_thread() {
     let v = std::thread::spawn(|| Tensor::ones(8, GPU).unwrap())
         .join()
         .unwrap();
-    assert_eq!(v.to_vec().unwrap(), vec![1.0; 8]);
+    assert_eq!(v.to_vec::<f32>().unwrap(), vec![1.0; 8]);
     drop(v);
     cuda::synchronize(GPU).unwrap();
     assert_eq!(
-        Tensor::ones(5, GPU).unwrap().sum().unwrap().item().unwrap(),
+        Tensor::ones(5, GPU)
+            .unwrap()
+            .sum()
+            .unwrap()
+            .item::<f32>()
+            .unwrap(),
         5.0
     );
 }
@@ -824,7 +856,7 @@ fn matmul_error_bound_holds_for_the_cpu() {
         .unwrap()
         .matmul(&Tensor::from_slice(&b, (k, n), CPU).unwrap())
         .unwrap()
-        .to_vec()
+        .to_vec::<f32>()
         .unwrap();
     let bound = matmul_error_bound(&a, &b, m, k, n);
     for i in 0..m {

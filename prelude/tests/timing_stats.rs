@@ -464,5 +464,5 @@ fn time_returns_the_error_instead_of_a_time() {
     let ((), d) = time(|| std::thread::sleep(ms(1))).unwrap();
     assert!(d >= ms(1));
     let (t, _) = time(|| Tensor::ones(3, Device::Cpu)).unwrap();
-    assert_eq!(t.to_vec().unwrap(), vec![1.0; 3]);
+    assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0; 3]);
 }

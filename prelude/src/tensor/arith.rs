@@ -1,18 +1,25 @@
 //! The operations, in two forms: methods that return `Result`, and operators (`&a + &b`,
 //! `a * 2.0`) that panic with the same message, since an operator cannot return an error.
+//!
+//! Each method checks shapes, promotes dtypes (torch's rules, see `dtype::promote`) and
+//! makes one call into `Storage`, which picks the backend.
 
-use super::op::{BinaryOp, ReduceOp, UnaryOp};
-use super::shape::{broadcast, resolve_dim, strides};
-use super::storage::{CudaBuf, Storage};
-use super::{cpu, gpu, matmul, Tensor};
+use super::dtype::{promote, promote_scalar, DType};
+use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use super::shape::{broadcast, resolve_dim, strides, Broadcast};
+use super::storage::Storage;
+use super::Tensor;
+use crate::device::Device;
 use crate::error::{Error, Result};
 use std::ops;
 
-/// The right-hand side of an arithmetic method: a tensor or a scalar, so that both
-/// `a.mul(&b)` and `a.mul(2.0)` work.
+/// The right-hand side of an arithmetic method: a tensor or a scalar, so that `a.mul(&b)`,
+/// `a.mul(2.0)` and `a.add(1)` all work. A float scalar makes an integer tensor's result
+/// float32; an integer scalar keeps the tensor's dtype (torch's rule for Python scalars).
 pub enum Operand<'a> {
     Tensor(&'a Tensor),
-    Scalar(f32),
+    Scalar(f64),
+    Int(i64),
 }
 
 impl<'a> From<&'a Tensor> for Operand<'a> {
@@ -22,12 +29,23 @@ impl<'a> From<&'a Tensor> for Operand<'a> {
 }
 impl From<f32> for Operand<'_> {
     fn from(s: f32) -> Self {
+        Operand::Scalar(s as f64)
+    }
+}
+impl From<f64> for Operand<'_> {
+    fn from(s: f64) -> Self {
         Operand::Scalar(s)
     }
 }
-
-fn cuda_out(b: CudaBuf) -> Storage {
-    Storage::Cuda(b)
+impl From<i32> for Operand<'_> {
+    fn from(s: i32) -> Self {
+        Operand::Int(s as i64)
+    }
+}
+impl From<i64> for Operand<'_> {
+    fn from(s: i64) -> Self {
+        Operand::Int(s)
+    }
 }
 
 impl Tensor {
@@ -35,51 +53,139 @@ impl Tensor {
         Tensor::from_storage(storage, dims)
     }
 
-    fn binary(&self, rhs: Operand, op: BinaryOp) -> Result<Tensor> {
-        let rhs = match rhs {
-            Operand::Scalar(s) => return self.scalar_op(s, op, false),
-            Operand::Tensor(t) => t,
-        };
+    /// A one-element tensor holding a scalar operand in `dtype`, on this tensor's device.
+    fn scalar_tensor(&self, s: f64, dtype: DType) -> Result<Tensor> {
+        Tensor::full_dtype((), s, dtype, Device::Cpu)?.to_device(self.device())
+    }
+
+    /// Both operands promoted to one dtype, and the broadcast (None for equal shapes).
+    fn promoted(
+        &self,
+        rhs: &Tensor,
+        op: &'static str,
+        dtype: impl FnOnce(DType) -> DType,
+    ) -> Result<(Tensor, Tensor, Option<Broadcast>)> {
         self.same_device(rhs)?;
-        let same = self.dims == rhs.dims;
-        let bc = if same {
+        let bc = if self.dims == rhs.dims {
             None
         } else {
-            Some(broadcast(op.name(), &self.dims, &rhs.dims)?)
+            Some(broadcast(op, &self.dims, &rhs.dims)?)
         };
-        let (storage, dims) = match (&*self.storage, &*rhs.storage, &bc) {
-            (Storage::Cpu(a), Storage::Cpu(b), None) => {
-                (Storage::Cpu(cpu::binary_same(op, a, b)), self.dims.clone())
+        let dt = dtype(promote(self.dtype(), rhs.dtype()));
+        Ok((self.to_dtype(dt)?, rhs.to_dtype(dt)?, bc))
+    }
+
+    fn binary(&self, rhs: Operand, op: BinaryOp) -> Result<Tensor> {
+        // torch's `/` is true division: integer operands give float32.
+        let float_div = |d: DType| {
+            if op == BinaryOp::Div && !d.is_float() {
+                DType::F32
+            } else {
+                d
             }
-            (Storage::Cpu(a), Storage::Cpu(b), Some(bc)) => (
-                Storage::Cpu(cpu::binary_bcast(op, a, b, bc)),
-                bc.dims.clone(),
-            ),
-            (Storage::Cuda(a), Storage::Cuda(b), None) => {
-                (cuda_out(gpu::binary_same(op, a, b)?), self.dims.clone())
-            }
-            (Storage::Cuda(a), Storage::Cuda(b), Some(bc)) => {
-                (cuda_out(gpu::binary_bcast(op, a, b, bc)?), bc.dims.clone())
-            }
-            _ => unreachable!("checked by same_device"),
         };
+        let rhs = match rhs {
+            Operand::Scalar(s) => return self.scalar_op(s, true, op, false),
+            Operand::Int(s) => return self.scalar_op(s as f64, false, op, false),
+            Operand::Tensor(t) => t,
+        };
+        let (a, b, bc) = self.promoted(rhs, op.name(), float_div)?;
+        let storage = a.storage.binary(&b.storage, op, bc.as_ref())?;
+        let dims = bc.map_or_else(|| self.dims.clone(), |bc| bc.dims);
         Ok(self.with(storage, dims))
     }
 
-    fn scalar_op(&self, s: f32, op: BinaryOp, scalar_first: bool) -> Result<Tensor> {
-        let storage = match &*self.storage {
-            Storage::Cpu(a) => Storage::Cpu(cpu::binary_scalar(op, a, s, scalar_first)),
-            Storage::Cuda(a) => cuda_out(gpu::binary_scalar(op, a, s, scalar_first)?),
-        };
+    fn scalar_op(
+        &self,
+        s: f64,
+        is_float: bool,
+        op: BinaryOp,
+        scalar_first: bool,
+    ) -> Result<Tensor> {
+        let mut dt = promote_scalar(self.dtype(), is_float);
+        if op == BinaryOp::Div && !dt.is_float() {
+            dt = DType::F32;
+        }
+        let a = self.to_dtype(dt)?;
+        let storage = a.storage.binary_scalar(op, s, scalar_first)?;
         Ok(self.with(storage, self.dims.clone()))
     }
 
     fn unary(&self, op: UnaryOp) -> Result<Tensor> {
-        let storage = match &*self.storage {
-            Storage::Cpu(a) => Storage::Cpu(cpu::unary(op, a)),
-            Storage::Cuda(a) => cuda_out(gpu::unary(op, a)?),
+        let a = if op.needs_float() && !self.dtype().is_float() {
+            self.to_dtype(DType::F32)?
+        } else {
+            self.clone()
         };
+        let storage = a.storage.unary(op)?;
         Ok(self.with(storage, self.dims.clone()))
+    }
+
+    fn compare(&self, rhs: Operand, op: CmpOp) -> Result<Tensor> {
+        let scalar;
+        let rhs = match rhs {
+            Operand::Tensor(t) => t,
+            Operand::Scalar(s) => {
+                scalar = self.scalar_tensor(s, promote_scalar(self.dtype(), true))?;
+                &scalar
+            }
+            Operand::Int(s) => {
+                scalar = self.scalar_tensor(s as f64, promote_scalar(self.dtype(), false))?;
+                &scalar
+            }
+        };
+        let (a, b, bc) = self.promoted(rhs, op.name(), |d| d)?;
+        let storage = a.storage.cmp(&b.storage, op, bc.as_ref())?;
+        let dims = bc.map_or_else(|| self.dims.clone(), |bc| bc.dims);
+        Ok(self.with(storage, dims))
+    }
+
+    /// Element-wise `==`, a bool tensor; the operands broadcast and promote as for `add`.
+    pub fn eq<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.compare(rhs.into(), CmpOp::Eq)
+    }
+    pub fn ne<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.compare(rhs.into(), CmpOp::Ne)
+    }
+    pub fn lt<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.compare(rhs.into(), CmpOp::Lt)
+    }
+    pub fn le<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.compare(rhs.into(), CmpOp::Le)
+    }
+    pub fn gt<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.compare(rhs.into(), CmpOp::Gt)
+    }
+    pub fn ge<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.compare(rhs.into(), CmpOp::Ge)
+    }
+
+    /// This tensor where `condition` is true, `other` elsewhere (torch's
+    /// `input.where(condition, other)`); all three broadcast, the values promote.
+    pub fn where_(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor> {
+        self.same_device(other)?;
+        condition.same_device(self)?;
+        if condition.dtype() != DType::Bool {
+            return Err(Error::Invalid(format!(
+                "where: the condition must be a bool tensor, got {} (shape {:?})",
+                condition.dtype(),
+                condition.dims
+            )));
+        }
+        let xy = broadcast("where", &self.dims, &other.dims)?;
+        let all = broadcast("where", &condition.dims, &xy.dims)?;
+        let dims = all.dims.clone();
+        let dt = promote(self.dtype(), other.dtype());
+        let expand = |t: &Tensor| -> Result<Storage> {
+            if t.dims == dims {
+                return t.storage.to_dtype(t.dtype());
+            }
+            let st = broadcast("where", &t.dims, &dims)?.sa;
+            t.storage.strided_copy(&dims, &st)
+        };
+        let (x, y) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
+        let storage = Storage::where_(&expand(condition)?, &expand(&x)?, &expand(&y)?)?;
+        Ok(self.with(storage, dims))
     }
 
     /// Element-wise sum; a tensor operand broadcasts (numpy's rule), a scalar applies to all.
@@ -138,10 +244,7 @@ impl Tensor {
                 op.name()
             )));
         }
-        let storage = match &*self.storage {
-            Storage::Cpu(a) => Storage::Cpu(vec![cpu::reduce_all(op, a)]),
-            Storage::Cuda(a) => cuda_out(gpu::reduce_all(op, a)?),
-        };
+        let storage = self.storage.reduce_all(op)?;
         Ok(self.with(storage, vec![]))
     }
 
@@ -156,10 +259,7 @@ impl Tensor {
         }
         let outer: usize = self.dims[..d].iter().product();
         let inner: usize = self.dims[d + 1..].iter().product();
-        let storage = match &*self.storage {
-            Storage::Cpu(a) => Storage::Cpu(cpu::reduce_dim(op, a, outer, len, inner)),
-            Storage::Cuda(a) => cuda_out(gpu::reduce_dim(op, a, outer, len, inner)?),
-        };
+        let storage = self.storage.reduce_dim(op, outer, len, inner)?;
         let mut dims = self.dims.clone();
         if keepdim {
             dims[d] = 1;
@@ -181,15 +281,31 @@ impl Tensor {
     pub fn sum_keepdim(&self, dim: isize) -> Result<Tensor> {
         self.reduce_dim(ReduceOp::Sum, dim, true)
     }
+    fn float_only(&self, op: &str) -> Result<()> {
+        if self.dtype().is_float() {
+            Ok(())
+        } else {
+            Err(Error::Invalid(format!(
+                "{op}() needs a floating-point tensor, got {} (shape {:?}, {}); \
+                 convert first with .to_dtype(DType::F32)",
+                self.dtype(),
+                self.dims,
+                self.device()
+            )))
+        }
+    }
+
     pub fn mean(&self) -> Result<Tensor> {
+        self.float_only("mean")?;
         if self.numel() == 0 {
             return Err(Error::Invalid(
                 "mean() of an empty tensor has no value".into(),
             ));
         }
-        self.sum()?.mul(1.0 / self.numel() as f32)
+        self.sum()?.mul(1.0 / self.numel() as f64)
     }
     pub fn mean_dim(&self, dim: isize) -> Result<Tensor> {
+        self.float_only("mean")?;
         let d = resolve_dim(dim, self.rank())?;
         let len = self.dims[d];
         if len == 0 {
@@ -197,7 +313,7 @@ impl Tensor {
                 "mean() over dimension {d} of size 0 has no value"
             )));
         }
-        self.sum_dim(dim)?.mul(1.0 / len as f32)
+        self.sum_dim(dim)?.mul(1.0 / len as f64)
     }
     /// Largest element (NaN if any element is NaN, as in torch).
     pub fn max(&self) -> Result<Tensor> {
@@ -214,6 +330,48 @@ impl Tensor {
         self.reduce_dim(ReduceOp::Min, dim, false)
     }
 
+    fn arg_reduce(&self, max: bool, dim: Option<isize>) -> Result<Tensor> {
+        let name = if max { "argmax" } else { "argmin" };
+        let (outer, len, inner, dims) = match dim {
+            None => (1, self.numel(), 1, vec![]),
+            Some(dim) => {
+                let d = resolve_dim(dim, self.rank())?;
+                let mut dims = self.dims.clone();
+                dims.remove(d);
+                (
+                    self.dims[..d].iter().product(),
+                    self.dims[d],
+                    self.dims[d + 1..].iter().product(),
+                    dims,
+                )
+            }
+        };
+        if len == 0 {
+            return Err(Error::Invalid(format!(
+                "{name}() of an empty dimension has no value (shape {:?})",
+                self.dims
+            )));
+        }
+        let storage = self.storage.arg_reduce(max, outer, len, inner)?;
+        Ok(self.with(storage, dims))
+    }
+
+    /// Index of the largest element of the flattened tensor, an int64 0-d tensor (the
+    /// first one on ties; a NaN counts as the largest, as in torch).
+    pub fn argmax(&self) -> Result<Tensor> {
+        self.arg_reduce(true, None)
+    }
+    /// Indices (int64) of the largest values along `dim`, which disappears from the shape.
+    pub fn argmax_dim(&self, dim: isize) -> Result<Tensor> {
+        self.arg_reduce(true, Some(dim))
+    }
+    pub fn argmin(&self) -> Result<Tensor> {
+        self.arg_reduce(false, None)
+    }
+    pub fn argmin_dim(&self, dim: isize) -> Result<Tensor> {
+        self.arg_reduce(false, Some(dim))
+    }
+
     /// Swaps two dimensions (a copy: tensors here are always contiguous).
     pub fn transpose(&self, dim0: isize, dim1: isize) -> Result<Tensor> {
         let (d0, d1) = (
@@ -228,10 +386,7 @@ impl Tensor {
         let mut src_strides = src.clone();
         dims.swap(d0, d1);
         src_strides.swap(d0, d1);
-        let storage = match &*self.storage {
-            Storage::Cpu(a) => Storage::Cpu(cpu::permute(a, &dims, &src_strides)),
-            Storage::Cuda(a) => cuda_out(gpu::permute(a, &dims, &src_strides)?),
-        };
+        let storage = self.storage.strided_copy(&dims, &src_strides)?;
         Ok(self.with(storage, dims))
     }
 
@@ -268,11 +423,17 @@ impl Tensor {
         if k != k2 {
             return Err(bad());
         }
-        let storage = match (&*self.storage, &*rhs.storage) {
-            (Storage::Cpu(a), Storage::Cpu(b)) => Storage::Cpu(matmul::matmul(a, b, m, k, n)),
-            (Storage::Cuda(a), Storage::Cuda(b)) => cuda_out(gpu::matmul(a, b, m, k, n)?),
-            _ => unreachable!("checked by same_device"),
-        };
+        if self.dtype() != rhs.dtype() {
+            return Err(Error::Invalid(format!(
+                "matmul: both operands need one dtype, got {} (shape {:?}) and {} (shape {:?}) on {}",
+                self.dtype(),
+                self.dims,
+                rhs.dtype(),
+                rhs.dims,
+                self.device()
+            )));
+        }
+        let storage = self.storage.matmul(&rhs.storage, m, k, n)?;
         let dims = match (lhs_vec, rhs_vec) {
             (false, false) => vec![m, n],
             (true, false) => vec![n],
@@ -317,25 +478,25 @@ macro_rules! binary_operator {
         impl ops::$trait<f32> for &Tensor {
             type Output = Tensor;
             fn $method(self, rhs: f32) -> Tensor {
-                unwrap(self.scalar_op(rhs, $op, false))
+                unwrap(self.scalar_op(rhs as f64, true, $op, false))
             }
         }
         impl ops::$trait<f32> for Tensor {
             type Output = Tensor;
             fn $method(self, rhs: f32) -> Tensor {
-                unwrap(self.scalar_op(rhs, $op, false))
+                unwrap(self.scalar_op(rhs as f64, true, $op, false))
             }
         }
         impl ops::$trait<&Tensor> for f32 {
             type Output = Tensor;
             fn $method(self, rhs: &Tensor) -> Tensor {
-                unwrap(rhs.scalar_op(self, $op, true))
+                unwrap(rhs.scalar_op(self as f64, true, $op, true))
             }
         }
         impl ops::$trait<Tensor> for f32 {
             type Output = Tensor;
             fn $method(self, rhs: Tensor) -> Tensor {
-                unwrap(rhs.scalar_op(self, $op, true))
+                unwrap(rhs.scalar_op(self as f64, true, $op, true))
             }
         }
     };

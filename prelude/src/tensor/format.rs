@@ -1,7 +1,10 @@
 //! Printing like torch: `tensor([[1., 2.],\n        [3., 4.]], device='cuda:0')`, with
-//! large tensors cut to their first and last three entries per dimension.
+//! large tensors cut to their first and last three entries per dimension. Integer tensors
+//! print as `tensor([1, 2, 3])`, bool ones as `tensor([ True, False])`, and a
+//! `dtype=torch.float16`-style suffix follows where torch prints one (not for float32,
+//! int64 or bool, torch's defaults).
 
-use super::Tensor;
+use super::{DType, Tensor};
 use std::fmt;
 
 /// torch's thresholds: summarise past 1000 elements, keep 3 at each edge, wrap at 80 columns.
@@ -13,6 +16,10 @@ const LINE: usize = 80;
 enum Mode {
     /// All values are whole numbers: `1.`, `-20.`
     Int,
+    /// An integer dtype: `1`, `-20`
+    Integer,
+    /// `True`, `False`
+    Bool,
     Fixed,
     Sci,
 }
@@ -22,7 +29,7 @@ struct Style {
     width: usize,
 }
 
-fn sci(v: f32) -> String {
+fn sci(v: f64) -> String {
     // Rust writes 1.2345e5; torch writes 1.2345e+05.
     let s = format!("{v:.4e}");
     match s.split_once('e') {
@@ -38,7 +45,7 @@ fn sci(v: f32) -> String {
     }
 }
 
-fn one(v: f32, mode: Mode) -> String {
+fn one(v: f64, mode: Mode) -> String {
     if v.is_nan() {
         return "nan".into();
     }
@@ -47,20 +54,31 @@ fn one(v: f32, mode: Mode) -> String {
     }
     match mode {
         Mode::Int => format!("{v:.0}."),
+        Mode::Integer => format!("{}", v as i64),
+        Mode::Bool => (if v != 0.0 { "True" } else { "False" }).into(),
         Mode::Fixed => format!("{v:.4}"),
         Mode::Sci => sci(v),
     }
 }
 
-fn style(shown: &[f32]) -> Style {
-    let finite: Vec<f32> = shown.iter().copied().filter(|v| v.is_finite()).collect();
-    let nonzero: Vec<f32> = finite
+fn style(shown: &[f64], dtype: DType) -> Style {
+    if !dtype.is_float() {
+        let mode = if dtype == DType::Bool {
+            Mode::Bool
+        } else {
+            Mode::Integer
+        };
+        let width = shown.iter().map(|&v| one(v, mode).len()).max().unwrap_or(1);
+        return Style { mode, width };
+    }
+    let finite: Vec<f64> = shown.iter().copied().filter(|v| v.is_finite()).collect();
+    let nonzero: Vec<f64> = finite
         .iter()
         .map(|v| v.abs())
         .filter(|&v| v > 0.0)
         .collect();
-    let max = nonzero.iter().copied().fold(0.0f32, f32::max);
-    let min = nonzero.iter().copied().fold(f32::INFINITY, f32::min);
+    let max = nonzero.iter().copied().fold(0.0f64, f64::max);
+    let min = nonzero.iter().copied().fold(f64::INFINITY, f64::min);
     let mode = if finite.iter().all(|v| v.fract() == 0.0) {
         if max > 1e8 {
             Mode::Sci
@@ -96,12 +114,12 @@ fn shown_indices(size: usize, summarise: bool) -> Vec<Option<usize>> {
 
 /// Every value that will be printed, to choose one format for all of them.
 fn collect_shown(
-    data: &[f32],
+    data: &[f64],
     dims: &[usize],
     off: usize,
     stride: usize,
     summarise: bool,
-    out: &mut Vec<f32>,
+    out: &mut Vec<f64>,
 ) {
     if dims.is_empty() {
         out.push(data[off]);
@@ -115,7 +133,7 @@ fn collect_shown(
 
 /// One bracketed level; `col` is the column of its `[`.
 fn render(
-    data: &[f32],
+    data: &[f64],
     dims: &[usize],
     off: usize,
     col: usize,
@@ -150,18 +168,22 @@ fn render(
 
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let data = match self.to_vec() {
+        let data = match self.to_f64_vec() {
             Ok(d) => d,
             Err(e) => return write!(f, "tensor(<unreadable: {e}>, device='{}')", self.device()),
         };
-        let suffix = if self.is_cuda() {
+        let mut suffix = if self.is_cuda() {
             format!(", device='{}'", self.device())
         } else {
             String::new()
         };
+        let dtype = self.dtype();
+        if !matches!(dtype, DType::F32 | DType::I64 | DType::Bool) {
+            suffix += &format!(", dtype=torch.{}", dtype.name());
+        }
         let dims = self.shape();
         if dims.is_empty() {
-            let st = style(&data);
+            let st = style(&data, dtype);
             return write!(f, "tensor({}{suffix})", one(data[0], st.mode));
         }
         if data.is_empty() {
@@ -170,7 +192,7 @@ impl fmt::Display for Tensor {
         let summarise = data.len() > THRESHOLD;
         let mut shown = Vec::new();
         collect_shown(&data, dims, 0, data.len(), summarise, &mut shown);
-        let st = style(&shown);
+        let st = style(&shown, dtype);
         write!(
             f,
             "tensor({}{suffix})",

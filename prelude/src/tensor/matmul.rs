@@ -15,17 +15,61 @@ const NC: usize = 4096;
 
 /// `c[0..MR][0..NR] (+)= sum_p a[p][0..MR] * b[p][0..NR]` over packed panels, `c` with row
 /// stride `ldc`; `accumulate` adds to C instead of overwriting it.
-type MicroKernel =
-    unsafe fn(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool);
+type MicroKernel<T> =
+    unsafe fn(kc: usize, a: *const T, b: *const T, c: *mut T, ldc: usize, accumulate: bool);
 
 #[derive(Clone, Copy)]
-struct Kernel {
+pub(crate) struct Kernel<T> {
     mr: usize,
     nr: usize,
-    f: MicroKernel,
+    f: MicroKernel<T>,
 }
 
-fn kernel() -> Kernel {
+/// The element types of the packed product (f32 and f64), each with its micro-kernels; the
+/// packing and blocking below are the same code for both.
+pub(crate) trait Elem:
+    Copy + Default + Send + Sync + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + 'static
+{
+    fn kernel() -> Kernel<Self>;
+}
+
+impl Elem for f32 {
+    fn kernel() -> Kernel<f32> {
+        kernel_f32()
+    }
+}
+
+impl Elem for f64 {
+    /// Half as many lanes per register as f32: NR halves, MR stays.
+    fn kernel() -> Kernel<f64> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Kernel {
+                    mr: 12,
+                    nr: 16,
+                    f: x86::kernel_avx512_f64,
+                };
+            }
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                return Kernel {
+                    mr: 6,
+                    nr: 8,
+                    f: x86::kernel_avx2_f64,
+                };
+            }
+        }
+        Kernel {
+            mr: 4,
+            nr: 16,
+            f: kernel_portable::<f64>,
+        }
+    }
+}
+
+fn kernel_f32() -> Kernel<f32> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
@@ -47,27 +91,27 @@ fn kernel() -> Kernel {
     Kernel {
         mr: 4,
         nr: 16,
-        f: kernel_portable,
+        f: kernel_portable::<f32>,
     }
 }
 
-unsafe fn kernel_portable(
+unsafe fn kernel_portable<T: Elem>(
     kc: usize,
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
+    a: *const T,
+    b: *const T,
+    c: *mut T,
     ldc: usize,
     accumulate: bool,
 ) {
     const MR: usize = 4;
     const NR: usize = 16;
-    let mut acc = [[0f32; NR]; MR];
+    let mut acc = [[T::default(); NR]; MR];
     for p in 0..kc {
         let bp = std::slice::from_raw_parts(b.add(p * NR), NR);
         for i in 0..MR {
             let ai = *a.add(p * MR + i);
             for j in 0..NR {
-                acc[i][j] += ai * bp[j];
+                acc[i][j] = acc[i][j] + ai * bp[j];
             }
         }
     }
@@ -86,6 +130,74 @@ unsafe fn kernel_portable(
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn kernel_avx512_f64(
+        kc: usize,
+        a: *const f64,
+        b: *const f64,
+        c: *mut f64,
+        ldc: usize,
+        accumulate: bool,
+    ) {
+        const MR: usize = 12;
+        let mut acc = [[_mm512_setzero_pd(); 2]; MR];
+        for p in 0..kc {
+            let b0 = _mm512_loadu_pd(b.add(p * 16));
+            let b1 = _mm512_loadu_pd(b.add(p * 16 + 8));
+            let ap = a.add(p * MR);
+            for i in 0..MR {
+                let ai = _mm512_set1_pd(*ap.add(i));
+                acc[i][0] = _mm512_fmadd_pd(ai, b0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_pd(ai, b1, acc[i][1]);
+            }
+        }
+        for i in 0..MR {
+            let row = c.add(i * ldc);
+            for h in 0..2 {
+                let v = if accumulate {
+                    _mm512_add_pd(_mm512_loadu_pd(row.add(8 * h)), acc[i][h])
+                } else {
+                    acc[i][h]
+                };
+                _mm512_storeu_pd(row.add(8 * h), v);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn kernel_avx2_f64(
+        kc: usize,
+        a: *const f64,
+        b: *const f64,
+        c: *mut f64,
+        ldc: usize,
+        accumulate: bool,
+    ) {
+        const MR: usize = 6;
+        let mut acc = [[_mm256_setzero_pd(); 2]; MR];
+        for p in 0..kc {
+            let b0 = _mm256_loadu_pd(b.add(p * 8));
+            let b1 = _mm256_loadu_pd(b.add(p * 8 + 4));
+            let ap = a.add(p * MR);
+            for i in 0..MR {
+                let ai = _mm256_set1_pd(*ap.add(i));
+                acc[i][0] = _mm256_fmadd_pd(ai, b0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_pd(ai, b1, acc[i][1]);
+            }
+        }
+        for i in 0..MR {
+            let row = c.add(i * ldc);
+            for h in 0..2 {
+                let v = if accumulate {
+                    _mm256_add_pd(_mm256_loadu_pd(row.add(4 * h)), acc[i][h])
+                } else {
+                    acc[i][h]
+                };
+                _mm256_storeu_pd(row.add(4 * h), v);
+            }
+        }
+    }
 
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn kernel_avx512(
@@ -158,25 +270,25 @@ mod x86 {
 
 /// Packs `b[pc..pc+kc][jc..jc+nc]` (row stride `n`) into NR-wide panels, each kc x NR
 /// row-major, zero-padded past the last column.
-fn pack_b(
-    b: &[f32],
+fn pack_b<T: Elem>(
+    b: &[T],
     n: usize,
     pc: usize,
     kc: usize,
     jc: usize,
     nc: usize,
     nr: usize,
-    out: &mut [f32],
+    out: &mut [T],
     threaded: bool,
 ) {
-    let pack = |(jp, panel): (usize, &mut [f32])| {
+    let pack = |(jp, panel): (usize, &mut [T])| {
         let j0 = jc + jp * nr;
         let w = nr.min(jc + nc - j0);
         for p in 0..kc {
             let src = &b[(pc + p) * n + j0..(pc + p) * n + j0 + w];
             let dst = &mut panel[p * nr..(p + 1) * nr];
             dst[..w].copy_from_slice(src);
-            dst[w..].fill(0.0);
+            dst[w..].fill(T::default());
         }
     };
     if threaded {
@@ -188,15 +300,15 @@ fn pack_b(
 
 /// Packs `a[ic..ic+mc][pc..pc+kc]` (row stride `k`) into MR-tall panels, each kc x MR with
 /// the MR values of one column together, zero-padded past the last row.
-fn pack_a(
-    a: &[f32],
+fn pack_a<T: Elem>(
+    a: &[T],
     k: usize,
     ic: usize,
     mc: usize,
     pc: usize,
     kc: usize,
     mr: usize,
-    out: &mut [f32],
+    out: &mut [T],
 ) {
     for (ip, panel) in out.chunks_mut(kc * mr).enumerate().take(mc.div_ceil(mr)) {
         let i0 = ic + ip * mr;
@@ -209,7 +321,7 @@ fn pack_a(
         }
         for i in h..mr {
             for p in 0..kc {
-                panel[p * mr + i] = 0.0;
+                panel[p * mr + i] = T::default();
             }
         }
     }
@@ -220,20 +332,20 @@ fn pack_a(
 /// written once; leftover rows and columns take plain loops. Every C value sums over p in
 /// order, as the packed path does.
 #[inline(always)]
-fn small(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
+fn small<T: Elem>(a: &[T], b: &[T], c: &mut [T], m: usize, k: usize, n: usize) {
     const R: usize = 4;
     const W: usize = 16;
     let mut i = 0;
     while i + R <= m {
         let mut j = 0;
         while j + W <= n {
-            let mut acc = [[0f32; W]; R];
+            let mut acc = [[T::default(); W]; R];
             for p in 0..k {
-                let bp: &[f32; W] = b[p * n + j..p * n + j + W].try_into().unwrap();
+                let bp: &[T; W] = b[p * n + j..p * n + j + W].try_into().unwrap();
                 for (r, accr) in acc.iter_mut().enumerate() {
                     let av = a[(i + r) * k + p];
                     for x in 0..W {
-                        accr[x] += av * bp[x];
+                        accr[x] = accr[x] + av * bp[x];
                     }
                 }
             }
@@ -244,9 +356,9 @@ fn small(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
         }
         for r in 0..R {
             for jj in j..n {
-                let mut s = 0f32;
+                let mut s = T::default();
                 for p in 0..k {
-                    s += a[(i + r) * k + p] * b[p * n + jj];
+                    s = s + a[(i + r) * k + p] * b[p * n + jj];
                 }
                 c[(i + r) * n + jj] = s;
             }
@@ -257,27 +369,28 @@ fn small(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
         let crow = &mut c[ii * n..(ii + 1) * n];
         for (p, brow) in b.chunks_exact(n).enumerate() {
             let aip = a[ii * k + p];
-            crow.iter_mut().zip(brow).for_each(|(c, &b)| *c += aip * b);
+            crow.iter_mut().zip(brow).for_each(|(c, &b)| *c = *c + aip * b);
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn small_avx2(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
+unsafe fn small_avx2<T: Elem>(a: &[T], b: &[T], c: &mut [T], m: usize, k: usize, n: usize) {
     small(a, b, c, m, k, n)
 }
 
 /// `a` is m x k, `b` is k x n, both row-major; returns the m x n product.
-pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
-    let mut c = vec![0f32; m * n];
+pub(crate) fn matmul<T: Elem>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
+    let mut c = vec![T::default(); m * n];
     if m == 0 || n == 0 || k == 0 {
         return c;
     }
     // Below ~32^3 multiply-adds, packing costs more than it saves.
     if m * n * k <= 32 * 32 * 32 {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
             // SAFETY: the CPU has the features the function is compiled for.
             unsafe { small_avx2(a, b, &mut c, m, k, n) };
             return c;
@@ -285,7 +398,7 @@ pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<
         small(a, b, &mut c, m, k, n);
         return c;
     }
-    let kern = kernel();
+    let kern = T::kernel();
     // Waking the other cores costs tens of microseconds: not worth it for small products.
     let threaded = m * n * k >= 1 << 21;
     let (mr, nr) = (kern.mr, kern.nr);
@@ -302,7 +415,7 @@ pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<
     };
     // Sized for this product, not the largest block: zeroing a 4 MiB buffer would cost more
     // than a whole 256 x 256 multiply.
-    let mut bpack = vec![0f32; KC.min(k) * NC.min(n).div_ceil(nr) * nr];
+    let mut bpack = vec![T::default(); KC.min(k) * NC.min(n).div_ceil(nr) * nr];
     for jc in (0..n).step_by(NC) {
         let nc = NC.min(n - jc);
         for pc in (0..k).step_by(KC) {
@@ -310,11 +423,11 @@ pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<
             let bp = &mut bpack[..kc * nc.div_ceil(nr) * nr];
             pack_b(b, n, pc, kc, jc, nc, nr, bp, threaded);
             let bp = &*bp;
-            let block = |apack: &mut Vec<f32>, (ib, cblock): (usize, &mut [f32])| {
+            let block = |apack: &mut Vec<T>, (ib, cblock): (usize, &mut [T])| {
                 let ic = ib * mc_block;
                 let mc = mc_block.min(m - ic);
                 pack_a(a, k, ic, mc, pc, kc, mr, apack);
-                let mut edge = vec![0f32; mr * nr];
+                let mut edge = vec![T::default(); mr * nr];
                 for jp in 0..nc.div_ceil(nr) {
                     let j0 = jc + jp * nr;
                     let w = nr.min(jc + nc - j0);
@@ -351,9 +464,9 @@ pub(crate) fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<
             if threaded {
                 c.par_chunks_mut(mc_block * n)
                     .enumerate()
-                    .for_each_init(|| vec![0f32; mc_block * KC], block);
+                    .for_each_init(|| vec![T::default(); mc_block * KC], block);
             } else {
-                let mut apack = vec![0f32; MC * KC];
+                let mut apack = vec![T::default(); MC * KC];
                 c.chunks_mut(MC * n)
                     .enumerate()
                     .for_each(|x| block(&mut apack, x));

@@ -1,11 +1,18 @@
-//! `Tensor`: an n-dimensional array of `f32` on the CPU or on one GPU, with torch's names.
+//! `Tensor`: an n-dimensional array of one dtype (`DType`, float32 by default) on the CPU or
+//! on one GPU, with torch's names.
 //!
 //! A tensor is always contiguous and row-major; operations return new tensors. On a CUDA
 //! device every operation is queued on the device's stream and returns at once; `to_vec`,
 //! `item` and `cpu` wait for the queue, as in torch.
+//!
+//! Layers: the public methods (here and in arith.rs) check shapes and dtypes and promote;
+//! `Storage` (storage.rs) is the one dispatch point to a backend per device: cpu_backend.rs
+//! (with the f32 kernels of cpu.rs and matmul.rs) and gpu.rs (CUDA, float32 only for now).
 
 mod arith;
 mod cpu;
+mod cpu_backend;
+mod dtype;
 mod format;
 mod gpu;
 mod matmul;
@@ -14,12 +21,15 @@ mod random;
 mod shape;
 mod storage;
 
+pub use arith::Operand;
+pub use dtype::{promote, DType, WithDType};
+pub use half::{bf16, f16};
 pub use random::manual_seed;
 pub use shape::Shape;
 
-use crate::cuda;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use cpu_backend::CpuStorage;
 use std::sync::Arc;
 use storage::Storage;
 
@@ -27,6 +37,37 @@ use storage::Storage;
 pub struct Tensor {
     storage: Arc<Storage>,
     dims: Vec<usize>,
+}
+
+/// What `Tensor::to` accepts, as torch's `.to` does: a device, a dtype, or both.
+pub trait TensorTo {
+    fn convert(self, t: &Tensor) -> Result<Tensor>;
+}
+
+impl TensorTo for Device {
+    fn convert(self, t: &Tensor) -> Result<Tensor> {
+        t.to_device(self)
+    }
+}
+impl TensorTo for &Device {
+    fn convert(self, t: &Tensor) -> Result<Tensor> {
+        t.to_device(*self)
+    }
+}
+impl TensorTo for DType {
+    fn convert(self, t: &Tensor) -> Result<Tensor> {
+        t.to_dtype(self)
+    }
+}
+impl TensorTo for (Device, DType) {
+    fn convert(self, t: &Tensor) -> Result<Tensor> {
+        // Convert where it is cheaper to do so: on the host (the CUDA backend is f32-only).
+        if self.0.is_cuda() {
+            t.to_dtype(self.1)?.to_device(self.0)
+        } else {
+            t.to_device(self.0)?.to_dtype(self.1)
+        }
+    }
 }
 
 impl Tensor {
@@ -38,17 +79,24 @@ impl Tensor {
     }
 
     /// Places host data on `device` (an upload for CUDA devices).
-    fn from_host(data: Vec<f32>, dims: Vec<usize>, device: Device) -> Result<Tensor> {
+    fn from_cpu(data: CpuStorage, dims: Vec<usize>, device: Device) -> Result<Tensor> {
+        let storage = Storage::Cpu(data);
         let storage = match device {
-            Device::Cpu => Storage::Cpu(data),
-            Device::Cuda(i) => Storage::Cuda(storage::upload(&cuda::gpu(i)?, &data)?),
+            Device::Cpu => storage,
+            d => storage.to_device(d)?,
         };
         Ok(Tensor::from_storage(storage, dims))
     }
 
-    /// A tensor holding `data`, laid out row-major in `shape`.
-    pub fn from_vec(
-        data: Vec<f32>,
+    fn from_host(data: Vec<f32>, dims: Vec<usize>, device: Device) -> Result<Tensor> {
+        Tensor::from_cpu(CpuStorage::F32(data), dims, device)
+    }
+
+    /// A tensor holding `data`, laid out row-major in `shape`; the dtype is the element
+    /// type's (`vec![1i64, 2]` gives int64, `vec![1.0f32]` float32; an unsuffixed Rust
+    /// float literal is f64 and an unsuffixed integer i32, as Rust infers them).
+    pub fn from_vec<T: WithDType>(
+        data: Vec<T>,
         shape: impl Into<Shape>,
         device: impl Into<Device>,
     ) -> Result<Tensor> {
@@ -60,11 +108,11 @@ impl Tensor {
                 data.len()
             )));
         }
-        Tensor::from_host(data, dims, device.into())
+        Tensor::from_cpu(T::into_cpu(data), dims, device.into())
     }
 
-    pub fn from_slice(
-        data: &[f32],
+    pub fn from_slice<T: WithDType>(
+        data: &[T],
         shape: impl Into<Shape>,
         device: impl Into<Device>,
     ) -> Result<Tensor> {
@@ -74,26 +122,54 @@ impl Tensor {
     pub fn zeros(shape: impl Into<Shape>, device: impl Into<Device>) -> Result<Tensor> {
         let dims = shape.into().0;
         let n = dims.iter().product();
-        let storage = match device.into() {
-            Device::Cpu => Storage::Cpu(vec![0.0; n]),
-            Device::Cuda(i) => Storage::Cuda(storage::zeros(&cuda::gpu(i)?, n)?),
-        };
+        let storage = Storage::full_f32(n, 0.0, device.into())?;
         Ok(Tensor::from_storage(storage, dims))
+    }
+
+    /// Zeros of `dtype` (torch's `zeros(..., dtype=)`).
+    pub fn zeros_dtype(
+        shape: impl Into<Shape>,
+        dtype: DType,
+        device: impl Into<Device>,
+    ) -> Result<Tensor> {
+        Tensor::full_dtype(shape, 0.0, dtype, device)
     }
 
     pub fn ones(shape: impl Into<Shape>, device: impl Into<Device>) -> Result<Tensor> {
         Tensor::full(shape, 1.0, device)
     }
 
+    pub fn ones_dtype(
+        shape: impl Into<Shape>,
+        dtype: DType,
+        device: impl Into<Device>,
+    ) -> Result<Tensor> {
+        Tensor::full_dtype(shape, 1.0, dtype, device)
+    }
+
     /// Every element set to `value`.
     pub fn full(shape: impl Into<Shape>, value: f32, device: impl Into<Device>) -> Result<Tensor> {
         let dims = shape.into().0;
         let n = dims.iter().product();
-        let storage = match device.into() {
-            Device::Cpu => Storage::Cpu(vec![value; n]),
-            Device::Cuda(i) => Storage::Cuda(gpu::full(&cuda::gpu(i)?, n, value)?),
-        };
+        let storage = Storage::full_f32(n, value, device.into())?;
         Ok(Tensor::from_storage(storage, dims))
+    }
+
+    /// Every element set to `value` converted to `dtype`.
+    pub fn full_dtype(
+        shape: impl Into<Shape>,
+        value: f64,
+        dtype: DType,
+        device: impl Into<Device>,
+    ) -> Result<Tensor> {
+        let dims = shape.into().0;
+        let device = device.into();
+        if dtype == DType::F32 {
+            return Tensor::full(dims, value as f32, device);
+        }
+        let n = dims.iter().product();
+        let data = CpuStorage::F64(vec![value; n]).to_dtype(dtype);
+        Tensor::from_cpu(data, dims, device)
     }
 
     /// `start, start + 1, ...` up to but not including `end`, like `torch.arange(start, end)`.
@@ -155,46 +231,73 @@ impl Tensor {
         self.device().is_cuda()
     }
 
-    /// A copy on `device`, or this tensor itself when it is already there.
-    pub fn to(&self, device: impl Into<Device>) -> Result<Tensor> {
-        let device = device.into();
+    pub fn dtype(&self) -> DType {
+        self.storage.dtype()
+    }
+
+    /// A copy on a device, in a dtype, or both, like torch's `.to`: `t.to(Device::Cuda(0))`,
+    /// `t.to(DType::F16)`, `t.to((Device::Cpu, DType::I64))`. Returns this tensor itself
+    /// when nothing changes.
+    pub fn to(&self, target: impl TensorTo) -> Result<Tensor> {
+        target.convert(self)
+    }
+
+    fn to_device(&self, device: Device) -> Result<Tensor> {
         if device == self.device() {
             return Ok(self.clone());
         }
-        let storage = match (&*self.storage, device) {
-            (Storage::Cpu(v), Device::Cuda(i)) => {
-                Storage::Cuda(storage::upload(&cuda::gpu(i)?, v)?)
-            }
-            (Storage::Cuda(b), Device::Cpu) => Storage::Cpu(storage::download(b)?),
-            // Between GPUs: through the host, which is always allowed (peer access may not be).
-            (Storage::Cuda(b), Device::Cuda(i)) => {
-                Storage::Cuda(storage::upload(&cuda::gpu(i)?, &storage::download(b)?)?)
-            }
-            (Storage::Cpu(_), Device::Cpu) => unreachable!(),
-        };
+        let storage = self.storage.to_device(device)?;
+        Ok(Tensor::from_storage(storage, self.dims.clone()))
+    }
+
+    /// A copy converted to `dtype` (this tensor itself when it already has it). Float to
+    /// integer truncates toward zero, anything to bool tests for non-zero, as in torch.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let storage = self.storage.to_dtype(dtype)?;
         Ok(Tensor::from_storage(storage, self.dims.clone()))
     }
 
     /// `to(cuda:0)`.
     pub fn cuda(&self) -> Result<Tensor> {
-        self.to(Device::Cuda(0))
+        self.to_device(Device::Cuda(0))
     }
 
     /// `to(cpu)`; waits for the GPU.
     pub fn cpu(&self) -> Result<Tensor> {
-        self.to(Device::Cpu)
+        self.to_device(Device::Cpu)
     }
 
-    /// The elements in row-major order (waits for the GPU).
-    pub fn to_vec(&self) -> Result<Vec<f32>> {
-        match &*self.storage {
-            Storage::Cpu(v) => Ok(v.clone()),
-            Storage::Cuda(b) => storage::download(b),
+    fn wrong_type<T: WithDType>(&self, what: &str) -> Error {
+        Error::Invalid(format!(
+            "{what}::<{}>() on a {} tensor: the element types differ; \
+             convert first with .to_dtype(DType::{:?})",
+            T::DTYPE.name(),
+            self.dtype(),
+            T::DTYPE
+        ))
+    }
+
+    /// The elements in row-major order (waits for the GPU). `T` must be the tensor's
+    /// element type (`f32` for float32, `i64` for int64, ...); it is usually inferred,
+    /// or named as in `t.to_vec::<i64>()`.
+    pub fn to_vec<T: WithDType>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype() {
+            return Err(self.wrong_type::<T>("to_vec"));
         }
+        let host = self.storage.to_cpu()?;
+        Ok(T::cpu_slice(&host).expect("dtype checked above").to_vec())
+    }
+
+    /// Every element converted to f64, whatever the dtype (for printing and checking).
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        Ok(self.storage.to_cpu()?.to_f64_vec())
     }
 
     /// The rows of a 2-D tensor.
-    pub fn to_vec2(&self) -> Result<Vec<Vec<f32>>> {
+    pub fn to_vec2<T: WithDType>(&self) -> Result<Vec<Vec<T>>> {
         if self.rank() != 2 {
             return Err(Error::BadShape(format!(
                 "to_vec2 needs a 2-D tensor, got shape {:?}",
@@ -202,11 +305,15 @@ impl Tensor {
             )));
         }
         let cols = self.dims[1].max(1);
-        Ok(self.to_vec()?.chunks(cols).map(<[f32]>::to_vec).collect())
+        Ok(self
+            .to_vec::<T>()?
+            .chunks(cols)
+            .map(<[T]>::to_vec)
+            .collect())
     }
 
-    /// The value of a one-element tensor (waits for the GPU).
-    pub fn item(&self) -> Result<f32> {
+    /// The value of a one-element tensor (waits for the GPU); `T` as for [`Tensor::to_vec`].
+    pub fn item<T: WithDType>(&self) -> Result<T> {
         if self.numel() != 1 {
             return Err(Error::BadShape(format!(
                 "item() needs a tensor with one element, this one has shape {:?} ({} elements)",
@@ -214,7 +321,10 @@ impl Tensor {
                 self.numel()
             )));
         }
-        Ok(self.to_vec()?[0])
+        if T::DTYPE != self.dtype() {
+            return Err(self.wrong_type::<T>("item"));
+        }
+        Ok(self.to_vec::<T>()?[0])
     }
 
     /// The same data seen with another shape of the same size (no copy).
@@ -259,16 +369,16 @@ impl Tensor {
     }
 }
 
-impl From<Vec<f32>> for Tensor {
+impl<T: WithDType> From<Vec<T>> for Tensor {
     /// A 1-D CPU tensor.
-    fn from(v: Vec<f32>) -> Tensor {
+    fn from(v: Vec<T>) -> Tensor {
         let n = v.len();
-        Tensor::from_storage(Storage::Cpu(v), vec![n])
+        Tensor::from_storage(Storage::Cpu(T::into_cpu(v)), vec![n])
     }
 }
 
-impl From<&[f32]> for Tensor {
-    fn from(v: &[f32]) -> Tensor {
+impl<T: WithDType> From<&[T]> for Tensor {
+    fn from(v: &[T]) -> Tensor {
         Tensor::from(v.to_vec())
     }
 }

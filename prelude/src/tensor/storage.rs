@@ -1,7 +1,19 @@
-//! Where a tensor's numbers are: a `Vec<f32>` on the host or a buffer on one GPU. Storage is
-//! immutable once built and shared by `Arc`, so `clone`, `reshape` and `to(same device)` copy
-//! nothing.
+//! Where a tensor's numbers are: a `CpuStorage` (one `Vec` per dtype) on the host or a
+//! buffer on one GPU. Storage is immutable once built and shared by `Arc`, so `clone`,
+//! `reshape` and `to(same device)` copy nothing.
+//!
+//! `impl Storage` below is the one dispatch point between the tensor layer and the backends:
+//! each operation is one method here that sends the CPU case to `cpu_backend` and the CUDA
+//! case to `gpu`, and any other combination (mixed devices, a dtype a backend lacks) becomes
+//! an error naming the op, the dtypes and the device. Storage knows nothing of shapes beyond
+//! what an op needs: a later `Layout { shape, strides, offset }` belongs next to it in
+//! `Tensor`, and the backends would then receive it with the storage.
 
+use super::cpu_backend::{unsupported, CpuStorage};
+use super::dtype::DType;
+use super::gpu;
+use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use super::shape::Broadcast;
 use crate::cuda::{self, Gpu};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -9,7 +21,8 @@ use cudarc::driver::{CudaSlice, DevicePtr};
 use std::sync::Arc;
 
 pub(crate) enum Storage {
-    Cpu(Vec<f32>),
+    Cpu(CpuStorage),
+    /// float32 only in this version: other dtypes are refused when moved to a GPU.
     Cuda(CudaBuf),
 }
 
@@ -195,6 +208,181 @@ impl Storage {
         match self {
             Storage::Cpu(_) => Device::Cpu,
             Storage::Cuda(b) => b.gpu.device(),
+        }
+    }
+
+    pub fn dtype(&self) -> DType {
+        match self {
+            Storage::Cpu(c) => c.dtype(),
+            Storage::Cuda(_) => DType::F32,
+        }
+    }
+
+    /// `n` float32 values equal to `value` (a memset for zeros on a GPU).
+    pub fn full_f32(n: usize, value: f32, device: Device) -> Result<Storage> {
+        Ok(match device {
+            Device::Cpu => Storage::Cpu(CpuStorage::F32(vec![value; n])),
+            Device::Cuda(i) if value == 0.0 && value.is_sign_positive() => {
+                Storage::Cuda(zeros(&cuda::gpu(i)?, n)?)
+            }
+            Device::Cuda(i) => Storage::Cuda(gpu::full(&cuda::gpu(i)?, n, value)?),
+        })
+    }
+
+    fn mixed(&self, rhs: &Storage) -> Error {
+        Error::DeviceMismatch {
+            lhs: self.device(),
+            rhs: rhs.device(),
+        }
+    }
+
+    /// A copy on `device` (host <-> device, or between GPUs through the host, which is
+    /// always allowed where peer access may not be).
+    pub fn to_device(&self, device: Device) -> Result<Storage> {
+        Ok(match (self, device) {
+            (Storage::Cpu(c), Device::Cpu) => Storage::Cpu(c.clone()),
+            (Storage::Cpu(CpuStorage::F32(v)), Device::Cuda(i)) => {
+                Storage::Cuda(upload(&cuda::gpu(i)?, v)?)
+            }
+            (Storage::Cpu(c), Device::Cuda(_)) => {
+                return Err(Error::Invalid(format!(
+                    "to({device}): {} tensors are not supported on CUDA yet (only float32); \
+                     convert first with .to_dtype(DType::F32)",
+                    c.dtype()
+                )))
+            }
+            (Storage::Cuda(b), Device::Cpu) => Storage::Cpu(CpuStorage::F32(download(b)?)),
+            (Storage::Cuda(b), Device::Cuda(i)) => {
+                Storage::Cuda(upload(&cuda::gpu(i)?, &download(b)?)?)
+            }
+        })
+    }
+
+    /// The values on the host (waits for the GPU).
+    pub fn to_cpu(&self) -> Result<CpuStorage> {
+        match self {
+            Storage::Cpu(c) => Ok(c.clone()),
+            Storage::Cuda(b) => Ok(CpuStorage::F32(download(b)?)),
+        }
+    }
+
+    pub fn to_dtype(&self, dtype: DType) -> Result<Storage> {
+        match self {
+            Storage::Cpu(c) => Ok(Storage::Cpu(c.to_dtype(dtype))),
+            Storage::Cuda(b) if dtype == DType::F32 => Ok(Storage::Cuda(duplicate(b)?)),
+            Storage::Cuda(_) => Err(unsupported(
+                &format!("to_dtype({dtype})"),
+                &[self.dtype()],
+                self.device(),
+            )),
+        }
+    }
+
+    pub fn binary(&self, rhs: &Storage, op: BinaryOp, bc: Option<&Broadcast>) -> Result<Storage> {
+        match (self, rhs) {
+            (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(a.binary(b, op, bc)?)),
+            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(match bc {
+                None => gpu::binary_same(op, a, b)?,
+                Some(bc) => gpu::binary_bcast(op, a, b, bc)?,
+            })),
+            _ => Err(self.mixed(rhs)),
+        }
+    }
+
+    pub fn binary_scalar(&self, op: BinaryOp, s: f64, scalar_first: bool) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => Ok(Storage::Cpu(a.binary_scalar(op, s, scalar_first)?)),
+            Storage::Cuda(a) => Ok(Storage::Cuda(gpu::binary_scalar(
+                op,
+                a,
+                s as f32,
+                scalar_first,
+            )?)),
+        }
+    }
+
+    pub fn unary(&self, op: UnaryOp) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => Ok(Storage::Cpu(a.unary(op)?)),
+            Storage::Cuda(a) => Ok(Storage::Cuda(gpu::unary(op, a)?)),
+        }
+    }
+
+    pub fn cmp(&self, rhs: &Storage, op: CmpOp, bc: Option<&Broadcast>) -> Result<Storage> {
+        match (self, rhs) {
+            (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(a.cmp(b, op, bc)?)),
+            // No comparison kernels yet (they need a bool output buffer).
+            (Storage::Cuda(_), Storage::Cuda(_)) => Err(unsupported(
+                op.name(),
+                &[self.dtype(), rhs.dtype()],
+                self.device(),
+            )),
+            _ => Err(self.mixed(rhs)),
+        }
+    }
+
+    /// `cond ? x : y`, all three of one shape.
+    pub fn where_(cond: &Storage, x: &Storage, y: &Storage) -> Result<Storage> {
+        match (cond, x, y) {
+            (Storage::Cpu(c), Storage::Cpu(a), Storage::Cpu(b)) => {
+                Ok(Storage::Cpu(CpuStorage::where_(c, a, b)?))
+            }
+            (Storage::Cuda(_), Storage::Cuda(_), Storage::Cuda(_)) => Err(unsupported(
+                "where",
+                &[cond.dtype(), x.dtype(), y.dtype()],
+                x.device(),
+            )),
+            _ if cond.device() != x.device() => Err(cond.mixed(x)),
+            _ => Err(x.mixed(y)),
+        }
+    }
+
+    /// A contiguous copy where output element `i` (row-major over `dims`) is the element at
+    /// `sum(coord[d] * src_strides[d])`: transposes and broadcasts.
+    pub fn strided_copy(&self, dims: &[usize], src_strides: &[usize]) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => Ok(Storage::Cpu(a.strided_copy(dims, src_strides))),
+            Storage::Cuda(a) => Ok(Storage::Cuda(gpu::permute(a, dims, src_strides)?)),
+        }
+    }
+
+    pub fn reduce_all(&self, op: ReduceOp) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => Ok(Storage::Cpu(a.reduce_all(op)?)),
+            Storage::Cuda(a) => Ok(Storage::Cuda(gpu::reduce_all(op, a)?)),
+        }
+    }
+
+    pub fn reduce_dim(
+        &self,
+        op: ReduceOp,
+        outer: usize,
+        len: usize,
+        inner: usize,
+    ) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => Ok(Storage::Cpu(a.reduce_dim(op, outer, len, inner)?)),
+            Storage::Cuda(a) => Ok(Storage::Cuda(gpu::reduce_dim(op, a, outer, len, inner)?)),
+        }
+    }
+
+    /// argmax (`max`) or argmin along the middle axis of `[outer, len, inner]`, as int64.
+    pub fn arg_reduce(&self, max: bool, outer: usize, len: usize, inner: usize) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => Ok(Storage::Cpu(a.arg_reduce(max, outer, len, inner))),
+            Storage::Cuda(_) => Err(unsupported(
+                if max { "argmax" } else { "argmin" },
+                &[self.dtype()],
+                self.device(),
+            )),
+        }
+    }
+
+    pub fn matmul(&self, rhs: &Storage, m: usize, k: usize, n: usize) -> Result<Storage> {
+        match (self, rhs) {
+            (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(a.matmul(b, m, k, n)?)),
+            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(gpu::matmul(a, b, m, k, n)?)),
+            _ => Err(self.mixed(rhs)),
         }
     }
 }

@@ -1,0 +1,248 @@
+//! Element types (`DType`), the Rust types that carry them (`WithDType`), and torch's type
+//! promotion rule (`promote`).
+
+use half::{bf16, f16};
+use std::fmt;
+
+/// The element type of a tensor, with torch's names (`torch.float32`, ...).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum DType {
+    F32,
+    F64,
+    F16,
+    BF16,
+    I32,
+    I64,
+    U8,
+    Bool,
+}
+
+/// Promotion categories, lowest first: torch promotes across categories to the higher one.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Category {
+    Bool,
+    Int,
+    Float,
+}
+
+impl DType {
+    pub const ALL: [DType; 8] = [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::Bool,
+    ];
+
+    /// torch's name without the `torch.` prefix: `float32`, `int64`, `bool`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::Bool => "bool",
+        }
+    }
+
+    pub fn size_in_bytes(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 => 8,
+            DType::F32 | DType::I32 => 4,
+            DType::F16 | DType::BF16 => 2,
+            DType::U8 | DType::Bool => 1,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        self.category() == Category::Float
+    }
+
+    /// Integer types, bool excluded (as torch's `is_floating_point` / integral split).
+    pub fn is_int(self) -> bool {
+        self.category() == Category::Int
+    }
+
+    fn category(self) -> Category {
+        match self {
+            DType::F32 | DType::F64 | DType::F16 | DType::BF16 => Category::Float,
+            DType::I32 | DType::I64 | DType::U8 => Category::Int,
+            DType::Bool => Category::Bool,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The dtype of `a op b` for two tensors, as `torch.result_type` gives it: the higher
+/// category wins (bool < integer < float); within a category the type that can hold both
+/// (u8 with i32 is i32, f16 with bf16 is f32 since neither holds the other).
+pub fn promote(a: DType, b: DType) -> DType {
+    use DType::*;
+    if a == b {
+        return a;
+    }
+    let (ca, cb) = (a.category(), b.category());
+    if ca != cb {
+        return if ca > cb { a } else { b };
+    }
+    match ca {
+        Category::Bool => Bool,
+        Category::Int => {
+            // u8 < i32 < i64: every pair has a type holding both.
+            let rank = |d| match d {
+                U8 => 0,
+                I32 => 1,
+                _ => 2,
+            };
+            if rank(a) > rank(b) {
+                a
+            } else {
+                b
+            }
+        }
+        Category::Float => match (a, b) {
+            (F64, _) | (_, F64) => F64,
+            // f16/bf16 with f32 is f32, and f16 with bf16 too.
+            _ => F32,
+        },
+    }
+}
+
+/// The dtype of `tensor op scalar`: a scalar takes part only when it is of a higher
+/// category (torch: an int tensor times 2.5 is float32, a float16 tensor times 2.5 stays
+/// float16, an int32 tensor plus 1 stays int32).
+pub(crate) fn promote_scalar(t: DType, scalar_is_float: bool) -> DType {
+    if scalar_is_float && !t.is_float() {
+        DType::F32
+    } else if !scalar_is_float && t == DType::Bool {
+        DType::I64
+    } else {
+        t
+    }
+}
+
+/// A Rust type that is the element type of some dtype: what `from_vec`, `item` and
+/// `to_vec` are generic over.
+pub trait WithDType: Copy + Send + Sync + fmt::Debug + PartialOrd + 'static {
+    const DTYPE: DType;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+    /// Exact for every integer type (f64 would round i64 past 2^53).
+    fn to_i64(self) -> i64;
+    fn from_i64(v: i64) -> Self;
+    #[doc(hidden)]
+    fn into_cpu(v: Vec<Self>) -> super::cpu_backend::CpuStorage;
+    #[doc(hidden)]
+    fn cpu_slice(s: &super::cpu_backend::CpuStorage) -> Option<&[Self]>;
+}
+
+macro_rules! with_dtype {
+    ($t:ty, $variant:ident, $to_f64:expr, $from_f64:expr, $to_i64:expr, $from_i64:expr) => {
+        impl WithDType for $t {
+            const DTYPE: DType = DType::$variant;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                $to_f64(self)
+            }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                $from_f64(v)
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                $to_i64(self)
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                $from_i64(v)
+            }
+            fn into_cpu(v: Vec<Self>) -> super::cpu_backend::CpuStorage {
+                super::cpu_backend::CpuStorage::$variant(v)
+            }
+            fn cpu_slice(s: &super::cpu_backend::CpuStorage) -> Option<&[Self]> {
+                match s {
+                    super::cpu_backend::CpuStorage::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+// Casts follow Rust's `as` (saturating from float to int), which is what torch does for
+// in-range values; out-of-range float-to-int casts are undefined in torch.
+with_dtype!(
+    f32,
+    F32,
+    |x: f32| x as f64,
+    |v: f64| v as f32,
+    |x: f32| x as i64,
+    |v: i64| v as f32
+);
+with_dtype!(
+    f64,
+    F64,
+    |x: f64| x,
+    |v: f64| v,
+    |x: f64| x as i64,
+    |v: i64| v as f64
+);
+with_dtype!(
+    f16,
+    F16,
+    |x: f16| x.to_f64(),
+    f16::from_f64,
+    |x: f16| x.to_f32() as i64,
+    |v: i64| f16::from_f64(v as f64)
+);
+with_dtype!(
+    bf16,
+    BF16,
+    |x: bf16| x.to_f64(),
+    bf16::from_f64,
+    |x: bf16| x.to_f32() as i64,
+    |v: i64| bf16::from_f64(v as f64)
+);
+with_dtype!(
+    i32,
+    I32,
+    |x: i32| x as f64,
+    |v: f64| v as i32,
+    |x: i32| x as i64,
+    |v: i64| v as i32
+);
+with_dtype!(
+    i64,
+    I64,
+    |x: i64| x as f64,
+    |v: f64| v as i64,
+    |x: i64| x,
+    |v: i64| v
+);
+with_dtype!(
+    u8,
+    U8,
+    |x: u8| x as f64,
+    |v: f64| v as u8,
+    |x: u8| x as i64,
+    |v: i64| v as u8
+);
+with_dtype!(
+    bool,
+    Bool,
+    |x: bool| x as u8 as f64,
+    |v: f64| v != 0.0,
+    |x: bool| x as i64,
+    |v: i64| v != 0
+);

@@ -1,0 +1,530 @@
+//! Dtypes on the CPU: torch's promotion table, every op for every dtype against plain f64
+//! loops, conversions, generic `to_vec`/`item`, printing, and the errors.
+
+use gpulab::tensor::promote;
+use gpulab::tensor::{bf16, f16};
+use gpulab::{DType, Device, Tensor};
+
+const CPU: Device = Device::Cpu;
+use DType::*;
+
+/// torch.result_type for two tensors, written out from torch's documented rules (category
+/// bool < integer < float; within a category the smallest type holding both; f16 with bf16
+/// is float32). Rows and columns in the order of `COLS`.
+const COLS: [DType; 8] = [F32, F64, F16, BF16, I32, I64, U8, Bool];
+const TABLE: [[DType; 8]; 8] = [
+    //  f32  f64  f16   bf16  i32   i64   u8    bool
+    [F32, F64, F32, F32, F32, F32, F32, F32],      // f32
+    [F64, F64, F64, F64, F64, F64, F64, F64],      // f64
+    [F32, F64, F16, F32, F16, F16, F16, F16],      // f16
+    [F32, F64, F32, BF16, BF16, BF16, BF16, BF16], // bf16
+    [F32, F64, F16, BF16, I32, I64, I32, I32],     // i32
+    [F32, F64, F16, BF16, I64, I64, I64, I64],     // i64
+    [F32, F64, F16, BF16, I32, I64, U8, U8],       // u8
+    [F32, F64, F16, BF16, I32, I64, U8, Bool],     // bool
+];
+
+#[test]
+fn promotion_follows_torch_result_type() {
+    for (i, &a) in COLS.iter().enumerate() {
+        for (j, &b) in COLS.iter().enumerate() {
+            assert_eq!(promote(a, b), TABLE[i][j], "promote({a}, {b})");
+        }
+    }
+    // And the tensors' ops apply it.
+    for (i, &a) in COLS.iter().enumerate() {
+        for (j, &b) in COLS.iter().enumerate() {
+            let x = Tensor::ones_dtype(3, a, CPU).unwrap();
+            let y = Tensor::ones_dtype(3, b, CPU).unwrap();
+            assert_eq!(x.mul(&y).unwrap().dtype(), TABLE[i][j], "{a} * {b}");
+            assert_eq!(x.maximum(&y).unwrap().dtype(), TABLE[i][j], "max({a}, {b})");
+            assert_eq!(x.lt(&y).unwrap().dtype(), Bool, "{a} < {b}");
+        }
+    }
+}
+
+#[test]
+fn scalars_promote_like_python_numbers() {
+    let i = Tensor::from_vec(vec![1i32, 2, 3], 3, CPU).unwrap();
+    assert_eq!(i.mul(2.5).unwrap().dtype(), F32);
+    assert_eq!(
+        i.mul(2.5).unwrap().to_vec::<f32>().unwrap(),
+        vec![2.5, 5.0, 7.5]
+    );
+    assert_eq!(i.add(1).unwrap().dtype(), I32);
+    assert_eq!(i.add(1).unwrap().to_vec::<i32>().unwrap(), vec![2, 3, 4]);
+    let h = Tensor::from_vec(vec![f16::from_f32(1.0)], 1, CPU).unwrap();
+    assert_eq!(h.mul(2.5).unwrap().dtype(), F16);
+    let b = Tensor::from_vec(vec![true, false], 2, CPU).unwrap();
+    assert_eq!(b.add(1).unwrap().dtype(), I64);
+    assert_eq!(b.add(1).unwrap().to_vec::<i64>().unwrap(), vec![2, 1]);
+    let u = Tensor::from_vec(vec![250u8], 1, CPU).unwrap();
+    assert_eq!(
+        u.add(10).unwrap().to_vec::<u8>().unwrap(),
+        vec![4],
+        "u8 wraps"
+    );
+    // True division of integers gives float32, as torch's `/`.
+    let q = i
+        .div(&Tensor::from_vec(vec![2i64, 2, 2], 3, CPU).unwrap())
+        .unwrap();
+    assert_eq!(q.dtype(), F32);
+    assert_eq!(q.to_vec::<f32>().unwrap(), vec![0.5, 1.0, 1.5]);
+    assert_eq!(i.div(2).unwrap().dtype(), F32);
+}
+
+/// Sample data of each dtype: 6 values, shaped (2, 3) by the tests.
+fn sample(d: DType, seed: usize) -> Tensor {
+    let base: [f64; 6] = match (d, seed) {
+        (U8, 0) => [0., 1., 2., 3., 5., 7.],
+        (U8, _) => [1., 0., 3., 2., 2., 1.],
+        (Bool, 0) => [1., 0., 1., 1., 0., 0.],
+        (Bool, _) => [1., 1., 0., 1., 0., 1.],
+        (I32 | I64, 0) => [-3., -1., 0., 1., 2., 7.],
+        (I32 | I64, _) => [2., -1., 0., 3., 1., -2.],
+        (_, 0) => [-3., -1.5, 0., 0.5, 2., 7.25],
+        (_, _) => [2., -1.25, 0.5, 3., 1., -2.],
+    };
+    Tensor::from_vec(base.to_vec(), (2, 3), CPU)
+        .unwrap()
+        .to_dtype(d)
+        .unwrap()
+}
+
+/// The f64 value `v` as the dtype stores it (rounded, wrapped or truncated like a cast).
+fn round_to(d: DType, v: f64) -> f64 {
+    match d {
+        F32 => v as f32 as f64,
+        F64 => v,
+        F16 => f16::from_f64(v).to_f64(),
+        BF16 => bf16::from_f64(v).to_f64(),
+        I32 => v as i64 as i32 as f64,
+        I64 => v as i64 as f64,
+        U8 => v as i64 as u8 as f64,
+        Bool => (v != 0.0) as u8 as f64,
+    }
+}
+
+/// Tolerance relative to the magnitude: the half types compute in f32 and round once more.
+fn tol(d: DType) -> f64 {
+    match d {
+        F16 => 2e-3,
+        BF16 => 1.6e-2,
+        F32 => 1e-6,
+        _ => 1e-12,
+    }
+}
+
+fn check(what: &str, got: &Tensor, want_dtype: DType, want: &[f64]) {
+    assert_eq!(got.dtype(), want_dtype, "{what}: dtype");
+    let g = got.to_f64_vec().unwrap();
+    assert_eq!(g.len(), want.len(), "{what}: length");
+    for (i, (&x, &w)) in g.iter().zip(want).enumerate() {
+        let w = round_to(want_dtype, w);
+        let ok = (x.is_nan() && w.is_nan())
+            || x == w
+            || (x - w).abs() <= tol(want_dtype) * w.abs().max(1.0);
+        assert!(ok, "{what}: element {i} is {x}, expected {w} (all: {g:?})");
+    }
+}
+
+#[test]
+fn binary_ops_for_every_dtype_match_f64_loops() {
+    type F = fn(f64, f64) -> f64;
+    let ops: [(&str, F); 6] = [
+        ("add", |x, y| x + y),
+        ("sub", |x, y| x - y),
+        ("mul", |x, y| x * y),
+        ("div", |x, y| x / y),
+        ("maximum", f64::max),
+        ("minimum", f64::min),
+    ];
+    for d in DType::ALL {
+        let (a, b) = (sample(d, 0), sample(d, 1));
+        let (av, bv) = (a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap());
+        // A broadcast row: the last 3 values of b, shape (3,).
+        let row = Tensor::from_vec(bv[3..].to_vec(), 3, CPU)
+            .unwrap()
+            .to_dtype(d)
+            .unwrap();
+        for (name, f) in ops {
+            let run = |x: &Tensor, y: &Tensor| match name {
+                "add" => x.add(y),
+                "sub" => x.sub(y),
+                "mul" => x.mul(y),
+                "div" => x.div(y),
+                "maximum" => x.maximum(y),
+                _ => x.minimum(y),
+            };
+            let out_dtype = if name == "div" && !d.is_float() {
+                F32
+            } else {
+                d
+            };
+            let r = run(&a, &b);
+            if d == Bool && name == "sub" {
+                let e = r.unwrap_err().to_string();
+                assert!(
+                    e.contains("sub") && e.contains("bool") && e.contains("cpu"),
+                    "{e}"
+                );
+                continue;
+            }
+            let want: Vec<f64> = if d == Bool && name != "div" {
+                // torch: + is "or", * is "and" on bool.
+                let f = |x: f64, y: f64| match name {
+                    "add" | "maximum" => x.max(y),
+                    _ => x.min(y),
+                };
+                av.iter().zip(&bv).map(|(&x, &y)| f(x, y)).collect()
+            } else {
+                av.iter().zip(&bv).map(|(&x, &y)| f(x, y)).collect()
+            };
+            check(&format!("{name} {d}"), &r.unwrap(), out_dtype, &want);
+            let wantb: Vec<f64> = (0..6)
+                .map(|i| {
+                    let y = bv[3 + i % 3];
+                    if d == Bool && name != "div" {
+                        want_bool(name, av[i], y)
+                    } else {
+                        f(av[i], y)
+                    }
+                })
+                .collect();
+            check(
+                &format!("{name} {d} broadcast"),
+                &run(&a, &row).unwrap(),
+                out_dtype,
+                &wantb,
+            );
+        }
+        // pow with small non-negative exponents (integers reject negative ones).
+        if d != Bool {
+            let e = Tensor::from_vec(vec![0.0, 1.0, 2.0, 3.0, 1.0, 2.0], (2, 3), CPU)
+                .unwrap()
+                .to_dtype(d)
+                .unwrap();
+            let want: Vec<f64> = av
+                .iter()
+                .zip([0., 1., 2., 3., 1., 2.])
+                .map(|(&x, y)| x.powf(y))
+                .collect();
+            check(&format!("pow {d}"), &a.pow(&e).unwrap(), d, &want);
+        }
+    }
+}
+
+fn want_bool(name: &str, x: f64, y: f64) -> f64 {
+    match name {
+        "add" | "maximum" => x.max(y),
+        _ => x.min(y),
+    }
+}
+
+#[test]
+fn unary_ops_for_every_dtype_match_f64_loops() {
+    type F = fn(f64) -> f64;
+    let ops: [(&str, F); 8] = [
+        ("neg", |x| -x),
+        ("abs", f64::abs),
+        ("relu", |x| x.max(0.0)),
+        ("exp", f64::exp),
+        ("sqrt", f64::sqrt),
+        ("log", f64::ln),
+        ("tanh", f64::tanh),
+        ("sigmoid", |x| 1.0 / (1.0 + (-x).exp())),
+    ];
+    for d in DType::ALL {
+        let a = sample(d, 0);
+        let av = a.to_f64_vec().unwrap();
+        for (name, f) in ops {
+            let r = match name {
+                "neg" => a.neg(),
+                "abs" => a.abs(),
+                "relu" => a.relu(),
+                "exp" => a.exp(),
+                "sqrt" => a.sqrt(),
+                "log" => a.log(),
+                "tanh" => a.tanh(),
+                _ => a.sigmoid(),
+            };
+            let float_only = !matches!(name, "neg" | "abs" | "relu");
+            if d == Bool && !float_only {
+                let e = r.unwrap_err().to_string();
+                assert!(e.contains(name) && e.contains("bool"), "{e}");
+                continue;
+            }
+            // Float-only functions of integers give float32, as in torch.
+            let out = if float_only && !d.is_float() { F32 } else { d };
+            let want: Vec<f64> = av.iter().map(|&x| f(x)).collect();
+            check(&format!("{name} {d}"), &r.unwrap(), out, &want);
+        }
+    }
+}
+
+#[test]
+fn reductions_for_every_dtype_match_f64_loops() {
+    for d in DType::ALL {
+        let a = sample(d, 0);
+        let av = a.to_f64_vec().unwrap();
+        // Sums of integers and bools are int64 (torch's rule).
+        let sum_dtype = if d.is_float() { d } else { I64 };
+        check(
+            &format!("sum {d}"),
+            &a.sum().unwrap(),
+            sum_dtype,
+            &[av.iter().sum()],
+        );
+        let rows: Vec<f64> = (0..2).map(|r| av[r * 3..r * 3 + 3].iter().sum()).collect();
+        check(
+            &format!("sum_dim(1) {d}"),
+            &a.sum_dim(1).unwrap(),
+            sum_dtype,
+            &rows,
+        );
+        let cols: Vec<f64> = (0..3).map(|c| av[c] + av[3 + c]).collect();
+        check(
+            &format!("sum_dim(0) {d}"),
+            &a.sum_dim(0).unwrap(),
+            sum_dtype,
+            &cols,
+        );
+        let max = av.iter().copied().fold(f64::MIN, f64::max);
+        let min = av.iter().copied().fold(f64::MAX, f64::min);
+        check(&format!("max {d}"), &a.max().unwrap(), d, &[max]);
+        check(&format!("min {d}"), &a.min().unwrap(), d, &[min]);
+        let colmax: Vec<f64> = (0..3).map(|c| av[c].max(av[3 + c])).collect();
+        check(&format!("max_dim {d}"), &a.max_dim(0).unwrap(), d, &colmax);
+        // argmax/argmin: int64, the first index on ties.
+        let first = |v: f64| av.iter().position(|&x| x == v).unwrap() as f64;
+        check(
+            &format!("argmax {d}"),
+            &a.argmax().unwrap(),
+            I64,
+            &[first(max)],
+        );
+        check(
+            &format!("argmin {d}"),
+            &a.argmin().unwrap(),
+            I64,
+            &[first(min)],
+        );
+        let rowarg: Vec<f64> = (0..2)
+            .map(|r| {
+                let row = &av[r * 3..r * 3 + 3];
+                let m = row.iter().copied().fold(f64::MIN, f64::max);
+                row.iter().position(|&x| x == m).unwrap() as f64
+            })
+            .collect();
+        check(
+            &format!("argmax_dim {d}"),
+            &a.argmax_dim(-1).unwrap(),
+            I64,
+            &rowarg,
+        );
+        if d.is_float() {
+            check(
+                &format!("mean {d}"),
+                &a.mean().unwrap(),
+                d,
+                &[av.iter().sum::<f64>() / 6.0],
+            );
+        } else {
+            let e = a.mean().unwrap_err().to_string();
+            assert!(e.contains("mean") && e.contains(d.name()), "{e}");
+        }
+    }
+    // NaN counts as the largest for argmax, as in torch.
+    let n = Tensor::from_vec(vec![1.0f32, f32::NAN, 5.0], 3, CPU).unwrap();
+    assert_eq!(n.argmax().unwrap().item::<i64>().unwrap(), 1);
+}
+
+#[test]
+fn comparisons_give_bool_and_where_picks() {
+    type F = fn(&f64, &f64) -> bool;
+    let ops: [(&str, F); 6] = [
+        ("eq", |x, y| x == y),
+        ("ne", |x, y| x != y),
+        ("lt", |x, y| x < y),
+        ("le", |x, y| x <= y),
+        ("gt", |x, y| x > y),
+        ("ge", |x, y| x >= y),
+    ];
+    for d in DType::ALL {
+        let (a, b) = (sample(d, 0), sample(d, 1));
+        let (av, bv) = (a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap());
+        for (name, f) in ops {
+            let r = match name {
+                "eq" => a.eq(&b),
+                "ne" => a.ne(&b),
+                "lt" => a.lt(&b),
+                "le" => a.le(&b),
+                "gt" => a.gt(&b),
+                _ => a.ge(&b),
+            }
+            .unwrap();
+            let want: Vec<f64> = av
+                .iter()
+                .zip(&bv)
+                .map(|(x, y)| f(x, y) as u8 as f64)
+                .collect();
+            check(&format!("{name} {d}"), &r, Bool, &want);
+        }
+        let cond = a.gt(&b).unwrap();
+        let w = a.where_(&cond, &b).unwrap();
+        let want: Vec<f64> = av
+            .iter()
+            .zip(&bv)
+            .map(|(&x, &y)| if x > y { x } else { y })
+            .collect();
+        check(&format!("where {d}"), &w, d, &want);
+        // matmul (2x3 @ 3x2) for every dtype but bool.
+        let bt = b.transpose(0, 1).unwrap();
+        assert_eq!(bt.dtype(), d);
+        if d == Bool {
+            let e = a.matmul(&bt).unwrap_err().to_string();
+            assert!(e.contains("matmul") && e.contains("bool"), "{e}");
+            continue;
+        }
+        let mut want = vec![0.0; 4];
+        for i in 0..2 {
+            for j in 0..2 {
+                want[i * 2 + j] = (0..3).map(|p| av[i * 3 + p] * bv[j * 3 + p]).sum();
+            }
+        }
+        check(&format!("matmul {d}"), &a.matmul(&bt).unwrap(), d, &want);
+    }
+    // Scalars and broadcasting in comparisons; where_ broadcasts all three.
+    let x = Tensor::from_vec(vec![1i64, 5, 3], 3, CPU).unwrap();
+    assert_eq!(
+        x.gt(2).unwrap().to_vec::<bool>().unwrap(),
+        vec![false, true, true]
+    );
+    assert_eq!(
+        x.lt(2.5).unwrap().to_vec::<bool>().unwrap(),
+        vec![true, false, false]
+    );
+    let cond = Tensor::from_vec(vec![true, false], (2, 1), CPU).unwrap();
+    let zero = Tensor::zeros((), CPU).unwrap();
+    let w = x.where_(&cond, &zero).unwrap();
+    assert_eq!(w.shape(), &[2, 3]);
+    assert_eq!(w.dtype(), F32, "int64 with float32 gives float32");
+    assert_eq!(w.to_vec::<f32>().unwrap(), vec![1., 5., 3., 0., 0., 0.]);
+}
+
+#[test]
+fn conversions_and_generic_access() {
+    let t = Tensor::from_vec(vec![1i64, 2, 3], 3, CPU).unwrap();
+    assert_eq!(t.dtype(), I64);
+    assert_eq!(t.to_vec::<i64>().unwrap(), vec![1, 2, 3]);
+    let e = t.to_vec::<f32>().unwrap_err().to_string();
+    assert!(e.contains("f32") || e.contains("float32"), "{e}");
+    assert!(e.contains("int64"), "{e}");
+    let s = t.sum().unwrap();
+    assert_eq!(s.item::<i64>().unwrap(), 6);
+    assert!(s.item::<i32>().unwrap_err().to_string().contains("int32"));
+    // to(DType), to(Device), to((Device, DType)), to_dtype; float -> int truncates.
+    let f = Tensor::from_vec(vec![1.7f32, -2.7, 0.0], 3, CPU).unwrap();
+    assert_eq!(f.to(I32).unwrap().to_vec::<i32>().unwrap(), vec![1, -2, 0]);
+    assert_eq!(
+        f.to(Bool).unwrap().to_vec::<bool>().unwrap(),
+        vec![true, true, false]
+    );
+    assert_eq!(f.to((CPU, F64)).unwrap().dtype(), F64);
+    assert_eq!(f.to(CPU).unwrap().dtype(), F32);
+    let h = f.to_dtype(F16).unwrap();
+    assert_eq!(h.to_vec::<f16>().unwrap()[0], f16::from_f32(1.7));
+    let bf = f.to_dtype(BF16).unwrap().to_dtype(F32).unwrap();
+    assert!((bf.to_vec::<f32>().unwrap()[0] - 1.7).abs() < 0.01);
+    // i64 beyond 2^53 survives int conversions exactly.
+    let big = Tensor::from_vec(vec![(1i64 << 60) + 1], 1, CPU).unwrap();
+    assert_eq!(
+        big.to_dtype(I64).unwrap().item::<i64>().unwrap(),
+        (1 << 60) + 1
+    );
+    assert_eq!(Tensor::from(vec![1u8, 2]).dtype(), U8);
+    assert_eq!(Tensor::zeros_dtype((2, 2), I32, CPU).unwrap().dtype(), I32);
+    // An unsuffixed Rust float literal is f64, as Rust infers it.
+    assert_eq!(
+        Tensor::from_slice(&[1.0, 2.0], 2, CPU).unwrap().dtype(),
+        F64
+    );
+}
+
+#[test]
+fn printing_follows_torch() {
+    let i = Tensor::from_vec(vec![1i64, 2, 3], 3, CPU).unwrap();
+    assert_eq!(format!("{i}"), "tensor([1, 2, 3])");
+    let i = Tensor::from_vec(vec![1i32, -20, 3], 3, CPU).unwrap();
+    assert_eq!(format!("{i}"), "tensor([  1, -20,   3], dtype=torch.int32)");
+    let b = Tensor::from_vec(vec![true, false], 2, CPU).unwrap();
+    assert_eq!(format!("{b}"), "tensor([ True, False])");
+    let f = Tensor::from_vec(vec![1.0f64, 2.5], 2, CPU).unwrap();
+    assert_eq!(
+        format!("{f}"),
+        "tensor([1.0000, 2.5000], dtype=torch.float64)"
+    );
+    let h = Tensor::from_vec(vec![1.0f32, 2.0], 2, CPU)
+        .unwrap()
+        .to_dtype(F16)
+        .unwrap();
+    assert_eq!(format!("{h}"), "tensor([1., 2.], dtype=torch.float16)");
+    let u = Tensor::from_vec(vec![7u8], (), CPU).unwrap();
+    assert_eq!(format!("{u}"), "tensor(7, dtype=torch.uint8)");
+    let s = Tensor::from_vec(vec![1.5f32, 2.0], 2, CPU).unwrap();
+    assert_eq!(format!("{s}"), "tensor([1.5000, 2.0000])");
+}
+
+#[test]
+fn errors_name_the_op_dtypes_shapes_and_device() {
+    let a = Tensor::from_vec(vec![1i64, 2, 3, 4], (2, 2), CPU).unwrap();
+    let b = Tensor::from_vec(vec![1.0f32; 6], (2, 3), CPU).unwrap();
+    let e = a.matmul(&b).unwrap_err().to_string();
+    for part in ["matmul", "int64", "float32", "[2, 2]", "[2, 3]", "cpu"] {
+        assert!(e.contains(part), "{part:?} missing from {e:?}");
+    }
+    let e = a.add(&b).unwrap_err().to_string();
+    assert!(
+        e.contains("add") && e.contains("[2, 2]") && e.contains("[2, 3]"),
+        "{e}"
+    );
+    let e = a.where_(&a, &a).unwrap_err().to_string();
+    assert!(
+        e.contains("where") && e.contains("bool") && e.contains("int64"),
+        "{e}"
+    );
+    let e = a.pow(-1).unwrap_err().to_string();
+    assert!(e.contains("pow") && e.contains("negative"), "{e}");
+    let bools = Tensor::from_vec(vec![true], 1, CPU).unwrap();
+    let e = bools.neg().unwrap_err().to_string();
+    assert!(
+        e.contains("neg") && e.contains("bool") && e.contains("cpu"),
+        "{e}"
+    );
+}
+
+/// f64 goes through the packed product of matmul.rs (its own micro-kernels): sizes with
+/// ragged edges, several KC blocks and the threaded path, against a plain f64 loop.
+#[test]
+fn f64_matmul_packed_path_matches_a_plain_loop() {
+    for (m, k, n) in [(97, 131, 75), (300, 600, 257), (1, 300, 300), (64, 64, 1)] {
+        let a: Vec<f64> = (0..m * k).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
+        let b: Vec<f64> = (0..k * n).map(|i| ((i * 53 % 97) as f64 - 48.0) / 5.0).collect();
+        let got = Tensor::from_slice(&a, (m, k), CPU)
+            .unwrap()
+            .matmul(&Tensor::from_slice(&b, (k, n), CPU).unwrap())
+            .unwrap();
+        assert_eq!(got.dtype(), F64);
+        let got = got.to_vec::<f64>().unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let want: f64 = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+                let g = got[i * n + j];
+                assert!(
+                    (g - want).abs() <= 1e-9 * want.abs().max(1.0),
+                    "{m}x{k}x{n} ({i}, {j}): {g} vs {want}"
+                );
+            }
+        }
+    }
+}
