@@ -83,7 +83,7 @@ let a = Tensor::ones(n, Device::Cuda(0))?;
 let b = Tensor::ones(n, Device::Cuda(0))?;
 let mut c = Tensor::zeros(n, Device::Cuda(0))?;
 f.launch(cuda::LaunchConfig::for_elements(n, 256), &mut [(&a).into(), (&b).into(), (&mut c).into(), (n as i32).into()])?;
-c.to_vec()?.iter().sum::<f32>()
+c.to_vec::<f32>()?.iter().sum::<f32>()
 """
     reply, outputs = cuda_kernel.execute(code)
     if has_cuda_device():
