@@ -236,6 +236,14 @@ fn pump_output(flag: Option<&File>) {
                     );
                 } else if body == EXECUTION_COMPLETE {
                     set_running(flag, false);
+                    // The cell is over: stderr held back for a `?` marker that did not come
+                    // must reach the kernel before the marker does, or it would trail the
+                    // cell's reply and be lost (`eprintln!` as a cell's last act).
+                    read_available(err_r, &mut err);
+                    if !err.is_empty() {
+                        write_fd(real_err, &err);
+                        err.clear();
+                    }
                 }
                 write_fd(real_out, &line);
             }
