@@ -31,7 +31,8 @@ impl ConnectionInfo {
     pub fn from_file(path: &std::path::Path) -> Result<ConnectionInfo> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading connection file {}", path.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing connection file {}", path.display()))
+        serde_json::from_str(&text)
+            .with_context(|| format!("parsing connection file {}", path.display()))
     }
 
     pub fn endpoint(&self, port: u16) -> String {

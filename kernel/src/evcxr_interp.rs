@@ -78,14 +78,16 @@ impl EvcxrInterpreter {
         }
         // evcxr's child is this binary again; the loader path goes on its command (evcxr keeps
         // the command and reuses it when it restarts the child), not into our environment.
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find the kernel's own binary: {e}"))?;
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find the kernel's own binary: {e}"))?;
         let mut child = std::process::Command::new(exe);
         if let Some(dir) = &self._slot {
             if let Some(path) = rust_libs_loader_path(&dir.dir) {
                 child.env("LD_LIBRARY_PATH", path);
             }
         }
-        let (eval, outputs) = evcxr::EvalContext::with_subprocess_command(child).map_err(|e| format!("evcxr could not start: {e}"))?;
+        let (eval, outputs) = evcxr::EvalContext::with_subprocess_command(child)
+            .map_err(|e| format!("evcxr could not start: {e}"))?;
         let mut ctx = CommandContext::with_eval_context(eval);
         log("evcxr context ready");
         *self.stop.child.lock().unwrap() = Some(ctx.process_handle());

@@ -22,9 +22,14 @@ fn kernels_dir(args: &[String]) -> Result<PathBuf> {
         let chosen = match a.as_str() {
             "--user" => user_data_dir(),
             "--sys-prefix" => sys_prefix()?.join("share/jupyter"),
-            "--prefix" => PathBuf::from(it.next().context("--prefix needs a directory")?).join("share/jupyter"),
-            p if p.starts_with("--prefix=") => PathBuf::from(&p["--prefix=".len()..]).join("share/jupyter"),
-            other => bail!("unknown option {other:?} (expected --user, --sys-prefix or --prefix DIR)"),
+            "--prefix" => PathBuf::from(it.next().context("--prefix needs a directory")?)
+                .join("share/jupyter"),
+            p if p.starts_with("--prefix=") => {
+                PathBuf::from(&p["--prefix=".len()..]).join("share/jupyter")
+            }
+            other => {
+                bail!("unknown option {other:?} (expected --user, --sys-prefix or --prefix DIR)")
+            }
         };
         if dir.replace(chosen).is_some() {
             bail!("give one of --user, --sys-prefix or --prefix");
@@ -37,8 +42,13 @@ fn user_data_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("JUPYTER_DATA_DIR") {
         return PathBuf::from(d);
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| "/tmp".into());
-    std::env::var_os("XDG_DATA_HOME").map(PathBuf::from).unwrap_or_else(|| home.join(".local/share")).join("jupyter")
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/tmp".into());
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".local/share"))
+        .join("jupyter")
 }
 
 /// The active Python environment's prefix: a virtualenv or conda env if one is active, else the
@@ -63,7 +73,8 @@ pub fn install(args: &[String]) -> Result<()> {
     let target = dir.join("gpulab-kernel");
     // Copy to a temporary name and rename: a running kernel keeps its old binary open.
     let tmp = dir.join(".gpulab-kernel.new");
-    std::fs::copy(&exe, &tmp).with_context(|| format!("copying {} to {}", exe.display(), tmp.display()))?;
+    std::fs::copy(&exe, &tmp)
+        .with_context(|| format!("copying {} to {}", exe.display(), tmp.display()))?;
     std::fs::rename(&tmp, &target)?;
     // Jupyter started from a desktop launcher may not have ~/.cargo/bin on PATH; the kernel
     // adds the folder of the cargo found now when it cannot find one itself.
@@ -84,17 +95,25 @@ pub fn install(args: &[String]) -> Result<()> {
         "env": env,
         "metadata": {"debugger": false},
     });
-    std::fs::write(dir.join("kernel.json"), serde_json::to_string_pretty(&spec)?)?;
+    std::fs::write(
+        dir.join("kernel.json"),
+        serde_json::to_string_pretty(&spec)?,
+    )?;
     for (name, bytes) in LOGOS {
         std::fs::write(dir.join(name), bytes)?;
     }
-    println!("Installed kernelspec {NAME} ({DISPLAY_NAME}) in {}", dir.display());
+    println!(
+        "Installed kernelspec {NAME} ({DISPLAY_NAME}) in {}",
+        dir.display()
+    );
     Ok(())
 }
 
 pub fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
 }
 
 /// Puts the toolchain recorded at install time on PATH when cargo is not already there.
@@ -102,7 +121,9 @@ pub fn ensure_toolchain_on_path() {
     if find_on_path("cargo").is_some() {
         return;
     }
-    let Some(dir) = std::env::var_os("GPULAB_TOOLCHAIN_BIN") else { return };
+    let Some(dir) = std::env::var_os("GPULAB_TOOLCHAIN_BIN") else {
+        return;
+    };
     let mut paths = vec![PathBuf::from(dir)];
     if let Some(old) = std::env::var_os("PATH") {
         paths.extend(std::env::split_paths(&old));

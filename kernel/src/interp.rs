@@ -32,11 +32,22 @@ pub enum ExecuteOutcome {
 
 impl ExecuteOutcome {
     pub fn ok() -> Self {
-        ExecuteOutcome::Ok { result: None, payload: Vec::new() }
+        ExecuteOutcome::Ok {
+            result: None,
+            payload: Vec::new(),
+        }
     }
 
-    pub fn error(ename: impl Into<String>, evalue: impl Into<String>, traceback: Vec<String>) -> Self {
-        ExecuteOutcome::Error { ename: ename.into(), evalue: evalue.into(), traceback }
+    pub fn error(
+        ename: impl Into<String>,
+        evalue: impl Into<String>,
+        traceback: Vec<String>,
+    ) -> Self {
+        ExecuteOutcome::Error {
+            ename: ename.into(),
+            evalue: evalue.into(),
+            traceback,
+        }
     }
 }
 

@@ -16,8 +16,8 @@ pub mod session;
 pub mod startup;
 pub mod stopper;
 pub mod syntax;
-pub mod worker;
 pub mod wire;
+pub mod worker;
 
 use serde_json::{json, Value};
 

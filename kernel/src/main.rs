@@ -1,5 +1,7 @@
 use anyhow::{bail, Context, Result};
-use gpulab_kernel::{connection::ConnectionInfo, evcxr_interp::EvcxrInterpreter, install, interp, server};
+use gpulab_kernel::{
+    connection::ConnectionInfo, evcxr_interp::EvcxrInterpreter, install, interp, server,
+};
 use std::sync::Arc;
 
 const USAGE: &str = "usage:
@@ -43,8 +45,15 @@ fn kernel(path: &str) -> Result<()> {
     install::ensure_toolchain_on_path();
     let conn = ConnectionInfo::from_file(std::path::Path::new(path))?;
     let interp = EvcxrInterpreter::new(std::env::var_os("GPULAB_NO_PRELUDE").is_none())?;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    rt.block_on(server::serve(conn, gpulab_kernel::config(), Box::new(interp)))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(server::serve(
+        conn,
+        gpulab_kernel::config(),
+        Box::new(interp),
+    ))?;
     // The worker thread may still be inside a cell; leave without waiting for it.
     std::process::exit(0);
 }
@@ -56,8 +65,17 @@ impl interp::Outputs for Console {
     fn stream(&self, _name: &str, text: &str) {
         eprint!("{text}");
     }
-    fn display(&self, data: interp::Bundle, _m: serde_json::Value, _id: Option<String>, _update: bool) {
-        eprintln!("[display: {}]", data.keys().cloned().collect::<Vec<_>>().join(", "));
+    fn display(
+        &self,
+        data: interp::Bundle,
+        _m: serde_json::Value,
+        _id: Option<String>,
+        _update: bool,
+    ) {
+        eprintln!(
+            "[display: {}]",
+            data.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
     }
     fn clear_output(&self, _wait: bool) {}
     fn input(&self, _prompt: &str, _password: bool) -> Option<String> {
@@ -73,16 +91,31 @@ fn warm() -> Result<()> {
     let mut interp = EvcxrInterpreter::new(true)?;
     let out: Arc<dyn interp::Outputs> = Arc::new(Console);
     interp.start(out.clone());
-    let req = interp::ExecuteRequest { code: "println!(\"prelude ready: cuda available = {}\", cuda::is_available());", silent: false, allow_stdin: false, execution_count: 1 };
+    let req = interp::ExecuteRequest {
+        code: "println!(\"prelude ready: cuda available = {}\", cuda::is_available());",
+        silent: false,
+        allow_stdin: false,
+        execution_count: 1,
+    };
     let outcome = interp.execute(&req, out);
     interp.shutdown(false);
     match outcome {
         interp::ExecuteOutcome::Ok { .. } => {
-            println!("gpulab prelude built and cached in {:.1} s", start.elapsed().as_secs_f64());
+            println!(
+                "gpulab prelude built and cached in {:.1} s",
+                start.elapsed().as_secs_f64()
+            );
             Ok(())
         }
-        interp::ExecuteOutcome::Error { ename, evalue, traceback } => {
-            bail!("warm-up cell failed: {ename}: {evalue}\n{}", traceback.join("\n"))
+        interp::ExecuteOutcome::Error {
+            ename,
+            evalue,
+            traceback,
+        } => {
+            bail!(
+                "warm-up cell failed: {ename}: {evalue}\n{}",
+                traceback.join("\n")
+            )
         }
     }
 }

@@ -60,7 +60,10 @@ impl Outputs for Capture {
 /// variable's value for the child's command: the kernel's own environment is not changed, since
 /// this runs while other threads are reading it.
 pub fn rust_libs_loader_path(slot: &std::path::Path) -> Option<String> {
-    let out = std::process::Command::new("rustc").args(["--print", "target-libdir"]).output().ok()?;
+    let out = std::process::Command::new("rustc")
+        .args(["--print", "target-libdir"])
+        .output()
+        .ok()?;
     let std_dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if std_dir.is_empty() {
         return None;

@@ -6,17 +6,24 @@ use crate::interp::IsComplete;
 pub fn is_complete(code: &str) -> IsComplete {
     let trimmed = code.trim_start();
     // Magics and evcxr commands are one line each and always complete.
-    if trimmed.is_empty() || trimmed.starts_with([':', '!', '%', '?']) || trimmed.trim_end().ends_with('?') && is_help_query(trimmed) {
+    if trimmed.is_empty()
+        || trimmed.starts_with([':', '!', '%', '?'])
+        || trimmed.trim_end().ends_with('?') && is_help_query(trimmed)
+    {
         return IsComplete::Complete;
     }
     match scan(code) {
-        Scan::Open(depth) => IsComplete::Incomplete { indent: "    ".repeat(depth.max(1)) },
+        Scan::Open(depth) => IsComplete::Incomplete {
+            indent: "    ".repeat(depth.max(1)),
+        },
         Scan::Mismatch => IsComplete::Invalid,
         Scan::Balanced => {
             if syn::parse_str::<syn::Block>(&format!("{{\n{code}\n}}")).is_ok() {
                 IsComplete::Complete
             } else if ends_with_continuation(code) {
-                IsComplete::Incomplete { indent: "    ".into() }
+                IsComplete::Incomplete {
+                    indent: "    ".into(),
+                }
             } else {
                 IsComplete::Invalid
             }
@@ -27,13 +34,18 @@ pub fn is_complete(code: &str) -> IsComplete {
 /// `name?` asks for documentation, like IPython.
 fn is_help_query(code: &str) -> bool {
     let name = code.trim().trim_end_matches('?');
-    !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':')
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == ':')
 }
 
 /// A line ending in a binary operator, `=` or `,` is waiting for more, as in Python's `x = 1 +\`.
 fn ends_with_continuation(code: &str) -> bool {
     let t = code.trim_end();
-    ["=", "+", "-", "*", "/", "&&", "||", ",", ".", "->", "=>"].iter().any(|op| t.ends_with(op))
+    ["=", "+", "-", "*", "/", "&&", "||", ",", ".", "->", "=>"]
+        .iter()
+        .any(|op| t.ends_with(op))
         && !t.ends_with("..")
 }
 
@@ -151,7 +163,13 @@ fn skip_raw_string(b: &[u8], i: usize) -> Option<usize> {
     }
     j += 1; // opening quote
     while j < b.len() {
-        if b[j] == b'"' && b[j + 1..].iter().take(hashes).filter(|&&h| h == b'#').count() == hashes
+        if b[j] == b'"'
+            && b[j + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&h| h == b'#')
+                .count()
+                == hashes
             && b.len() >= j + 1 + hashes
         {
             return Some(j + hashes);
@@ -171,9 +189,10 @@ fn skip_char_or_lifetime(b: &[u8], i: usize) -> usize {
         return j;
     }
     // One (possibly multi-byte) character then a quote: a char literal.
-    if let Some(rest) = std::str::from_utf8(&b[i + 1..]).ok().or_else(|| {
-        std::str::from_utf8(&b[i + 1..(i + 5).min(b.len())]).ok()
-    }) {
+    if let Some(rest) = std::str::from_utf8(&b[i + 1..])
+        .ok()
+        .or_else(|| std::str::from_utf8(&b[i + 1..(i + 5).min(b.len())]).ok())
+    {
         let mut chars = rest.char_indices();
         if let Some((_, ch)) = chars.next() {
             if let Some((k, '\'')) = chars.next() {

@@ -34,7 +34,11 @@ impl Message {
     pub fn reply_to(parent: &Message, msg_type: &str, content: Value) -> Message {
         Message {
             identities: parent.identities.clone(),
-            header: new_header(msg_type, parent.session(), parent.header["username"].as_str()),
+            header: new_header(
+                msg_type,
+                parent.session(),
+                parent.header["username"].as_str(),
+            ),
             parent_header: parent.header.clone(),
             metadata: json!({}),
             content,
@@ -81,7 +85,9 @@ impl Signer {
         if scheme != "hmac-sha256" {
             bail!("unsupported signature scheme {scheme:?} (only hmac-sha256 is implemented)");
         }
-        Ok(Signer { key: Some(key.as_bytes().to_vec()) })
+        Ok(Signer {
+            key: Some(key.as_bytes().to_vec()),
+        })
     }
 
     fn mac(&self, parts: &[&[u8]]) -> Option<Hmac<Sha256>> {
@@ -94,7 +100,9 @@ impl Signer {
     }
 
     pub fn sign(&self, parts: &[&[u8]]) -> String {
-        self.mac(parts).map(|m| hex::encode(m.finalize().into_bytes())).unwrap_or_default()
+        self.mac(parts)
+            .map(|m| hex::encode(m.finalize().into_bytes()))
+            .unwrap_or_default()
     }
 
     /// Constant-time check of a hex signature.
@@ -119,7 +127,10 @@ pub fn decode(frames: Vec<Bytes>, signer: &Signer) -> Result<Message> {
     let identities = frames[..split].to_vec();
     let rest = &frames[split + 1..];
     if rest.len() < 5 {
-        bail!("expected signature and 4 message frames after the delimiter, got {}", rest.len());
+        bail!(
+            "expected signature and 4 message frames after the delimiter, got {}",
+            rest.len()
+        );
     }
     let parts: Vec<&[u8]> = rest[1..5].iter().map(|b| b.as_ref()).collect();
     if !signer.verify(&parts, &rest[0]) {

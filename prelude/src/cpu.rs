@@ -1,8 +1,8 @@
 //! `cpu_info()`: the CPU side of a CPU-vs-GPU comparison: model, cores, memory and vector
 //! extensions, read from /proc on Linux.
 
-use crate::error::human_bytes;
 use crate::display::{MimeBundle, Rich};
+use crate::error::human_bytes;
 use crate::smi::{escape, html_table, text_table};
 use std::collections::HashSet;
 use std::fmt;
@@ -60,7 +60,6 @@ impl CpuInfo {
             &format!("<th colspan=\"2\">{}</th>", escape(&self.model)),
         )
     }
-
 }
 
 impl fmt::Display for CpuInfo {
@@ -71,7 +70,9 @@ impl fmt::Display for CpuInfo {
 
 impl Rich for CpuInfo {
     fn mime_bundle(&self) -> MimeBundle {
-        MimeBundle::new().with("text/html", self.to_html()).with("text/plain", self.to_string())
+        MimeBundle::new()
+            .with("text/html", self.to_html())
+            .with("text/plain", self.to_string())
     }
 }
 

@@ -41,7 +41,10 @@ impl MimeBundle {
 
     /// Adds a binary representation, base64-encoding it as Jupyter expects.
     pub fn with_binary(self, mime: &str, bytes: &[u8]) -> Self {
-        self.with(mime, base64::engine::general_purpose::STANDARD.encode(bytes))
+        self.with(
+            mime,
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+        )
     }
 
     /// Adds a metadata entry; `json` must be valid JSON text, e.g. `r#"{"width": 640}"#`.
@@ -129,8 +132,14 @@ fn push_bundle(out: &mut String, bundle: &MimeBundle) {
     out.push('}');
 }
 
-fn message(op: &str, bundle: Option<&MimeBundle>, display_id: Option<&str>, wait: Option<bool>) -> String {
-    let mut out = String::with_capacity(64 + bundle.map_or(0, |b| b.data.values().map(String::len).sum()));
+fn message(
+    op: &str,
+    bundle: Option<&MimeBundle>,
+    display_id: Option<&str>,
+    wait: Option<bool>,
+) -> String {
+    let mut out =
+        String::with_capacity(64 + bundle.map_or(0, |b| b.data.values().map(String::len).sum()));
     out.push_str(LINE_PREFIX);
     out.push_str("{\"op\":");
     push_json_str(&mut out, op);
@@ -142,7 +151,11 @@ fn message(op: &str, bundle: Option<&MimeBundle>, display_id: Option<&str>, wait
         push_json_str(&mut out, id);
     }
     if let Some(w) = wait {
-        out.push_str(if w { ",\"wait\":true" } else { ",\"wait\":false" });
+        out.push_str(if w {
+            ",\"wait\":true"
+        } else {
+            ",\"wait\":false"
+        });
     }
     out.push_str("}\n");
     out
@@ -270,7 +283,9 @@ impl<T: std::fmt::Debug + ?Sized> EvcxrDisplay for T {
         if std::any::type_name::<T>() == "()" {
             return;
         }
-        emit(&evcxr_content(&MimeBundle::new().with("text/plain", format!("{self:?}"))));
+        emit(&evcxr_content(
+            &MimeBundle::new().with("text/plain", format!("{self:?}")),
+        ));
     }
 }
 
@@ -433,7 +448,10 @@ mod tests {
 
     #[test]
     fn html_escaping() {
-        assert_eq!(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            html_escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
     }
 
     #[test]

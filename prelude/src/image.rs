@@ -78,7 +78,11 @@ pub struct RgbImage {
 
 impl RgbImage {
     pub fn new(width: usize, height: usize) -> Self {
-        RgbImage { width, height, pixels: vec![0; width * height * 3] }
+        RgbImage {
+            width,
+            height,
+            pixels: vec![0; width * height * 3],
+        }
     }
 
     /// Colours a grid of scalars with `cmap`, scaling `lo..=hi` to the colormap's ends.
@@ -90,7 +94,11 @@ impl RgbImage {
         hi: f64,
         cmap: Colormap,
     ) -> Self {
-        assert_eq!(values.len(), width * height, "values must hold width*height entries");
+        assert_eq!(
+            values.len(),
+            width * height,
+            "values must hold width*height entries"
+        );
         let lut = cmap.lut();
         let span = if hi > lo { hi - lo } else { 1.0 };
         let mut pixels = Vec::with_capacity(values.len() * 3);
@@ -99,7 +107,11 @@ impl RgbImage {
             let t = if t.is_nan() { 0.0 } else { t };
             pixels.extend_from_slice(&lut[(t * 255.0).round() as usize]);
         }
-        RgbImage { width, height, pixels }
+        RgbImage {
+            width,
+            height,
+            pixels,
+        }
     }
 
     pub fn pixel(&self, x: usize, y: usize) -> [u8; 3] {
@@ -116,8 +128,11 @@ impl RgbImage {
         // Inline images travel base64 through the kernel on every display, so favour speed:
         // the fast setting still shrinks smooth fractal images several-fold.
         enc.set_compression(png::Compression::Fast);
-        let mut w = enc.write_header().expect("PNG header for an in-memory buffer");
-        w.write_image_data(&self.pixels).expect("PNG data for an in-memory buffer");
+        let mut w = enc
+            .write_header()
+            .expect("PNG header for an in-memory buffer");
+        w.write_image_data(&self.pixels)
+            .expect("PNG data for an in-memory buffer");
         w.finish().expect("PNG end for an in-memory buffer");
         out
     }

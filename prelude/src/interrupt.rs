@@ -47,7 +47,9 @@ fn map_flag() -> Option<Flag> {
     if ptr == libc::MAP_FAILED || ptr.is_null() {
         return None;
     }
-    Some(Flag { byte: ptr as *const u8 })
+    Some(Flag {
+        byte: ptr as *const u8,
+    })
 }
 
 #[cfg(not(unix))]
@@ -67,7 +69,10 @@ pub fn requested() -> bool {
         Some(flag) => {
             // SAFETY: the pointer is a live one-byte mapping; an atomic load tells the
             // compiler the byte can change under us, so it is re-read on every call.
-            let b = unsafe { (*(flag.byte as *const std::sync::atomic::AtomicU8)).load(std::sync::atomic::Ordering::Relaxed) };
+            let b = unsafe {
+                (*(flag.byte as *const std::sync::atomic::AtomicU8))
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            };
             b == b'1' || b == 1
         }
         None => false,

@@ -24,8 +24,8 @@ pub use tensor::{manual_seed, DType, Shape, Tensor, WithDType};
 
 // --- display & teaching -------------------------------------------------------------------
 pub mod display;
-pub mod interrupt;
 mod image;
+pub mod interrupt;
 pub mod mandelbrot;
 pub use image::{Colormap, RgbImage};
 pub use mandelbrot::{Mandelbrot, MandelbrotImage};
@@ -34,11 +34,11 @@ pub use plot::{bar_chart, crossover_plot, BarChart, Figure};
 pub mod timing;
 pub use timing::{bench, compare, time, Bench, BenchResult, Comparison};
 pub mod progress;
-pub use progress::{progress, Progress, ProgressExt};
 pub use display::{
     clear_output, clear_output_wait, display, DisplayHandle, EvcxrDisplay, Html, Markdown,
     MimeBundle, Png, Rich, Svg, Text,
 };
+pub use progress::{progress, Progress, ProgressExt};
 pub mod input;
 pub use input::{input, input_password};
 // --- end display & teaching ---------------------------------------------------------------

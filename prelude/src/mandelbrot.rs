@@ -6,11 +6,11 @@
 //! order (see [`escape_count`]), so all three produce identical iteration counts and the
 //! images can be compared pixel for pixel.
 
-use crate::display::{MimeBundle, Rich};
-use crate::image::{Colormap, RgbImage};
 use crate::cuda::{KernelArg, LaunchConfig, Module};
 use crate::device::Device;
+use crate::display::{MimeBundle, Rich};
 use crate::error::Error;
+use crate::image::{Colormap, RgbImage};
 use crate::interrupt;
 use crate::tensor::Tensor;
 use rayon::prelude::*;
@@ -127,18 +127,31 @@ impl Mandelbrot {
     /// from the image's aspect ratio so pixels stay square.
     pub fn centered(self, cx: f64, cy: f64, x_span: f64) -> Self {
         let y_span = x_span * self.height as f64 / self.width.max(1) as f64;
-        self.region(cx - x_span / 2.0, cx + x_span / 2.0, cy - y_span / 2.0, cy + y_span / 2.0)
+        self.region(
+            cx - x_span / 2.0,
+            cx + x_span / 2.0,
+            cy - y_span / 2.0,
+            cy + y_span / 2.0,
+        )
     }
 
     /// Moves the centre to `(cx, cy)` and magnifies `factor` times relative to this view.
     pub fn zoom(self, cx: f64, cy: f64, factor: f64) -> Self {
         let x_span = (self.x_max - self.x_min) / factor;
         let y_span = (self.y_max - self.y_min) / factor;
-        self.region(cx - x_span / 2.0, cx + x_span / 2.0, cy - y_span / 2.0, cy + y_span / 2.0)
+        self.region(
+            cx - x_span / 2.0,
+            cx + x_span / 2.0,
+            cy - y_span / 2.0,
+            cy + y_span / 2.0,
+        )
     }
 
     pub fn center(&self) -> (f64, f64) {
-        ((self.x_min + self.x_max) / 2.0, (self.y_min + self.y_max) / 2.0)
+        (
+            (self.x_min + self.x_max) / 2.0,
+            (self.y_min + self.y_max) / 2.0,
+        )
     }
 
     fn pixel_size(&self) -> (f64, f64) {
@@ -177,7 +190,13 @@ impl Mandelbrot {
     }
 
     fn image(&self, counts: Vec<u32>, how: &'static str) -> MandelbrotImage {
-        MandelbrotImage { params: *self, counts, colormap: Colormap::default(), log: false, how }
+        MandelbrotImage {
+            params: *self,
+            counts,
+            colormap: Colormap::default(),
+            log: false,
+            how,
+        }
     }
 
     /// One CPU thread, row after row: the article's plain-Python loop, compiled.
@@ -196,11 +215,14 @@ impl Mandelbrot {
     pub fn cpu_parallel(&self) -> Result<MandelbrotImage, Error> {
         let mut counts = vec![0u32; self.pixels()];
         if self.width > 0 {
-            counts.par_chunks_mut(self.width).enumerate().try_for_each(|(y, row)| {
-                interrupt::check()?;
-                self.render_row(y, row);
-                Ok::<(), Error>(())
-            })?;
+            counts
+                .par_chunks_mut(self.width)
+                .enumerate()
+                .try_for_each(|(y, row)| {
+                    interrupt::check()?;
+                    self.render_row(y, row);
+                    Ok::<(), Error>(())
+                })?;
         }
         Ok(self.image(counts, "CPU, all threads"))
     }
@@ -237,7 +259,12 @@ impl Mandelbrot {
         }
         let (w, h) = match (i32::try_from(self.width), i32::try_from(self.height)) {
             (Ok(w), Ok(h)) if w > 0 && h > 0 => (w, h),
-            _ => return Err(Error::Invalid(format!("image size {}x{} out of range", self.width, self.height))),
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "image size {}x{} out of range",
+                    self.width, self.height
+                )))
+            }
         };
         let module = Module::builtin(out.device(), "mandelbrot")?;
         let kernel = module.function("mandelbrot")?;
@@ -245,7 +272,11 @@ impl Mandelbrot {
         // the grid at CUDA's y-dimension limit is safe.
         let blocks_x = (w as u32).div_ceil(16);
         let blocks_y = (h as u32).div_ceil(16).min(65_535);
-        let cfg = LaunchConfig { grid: (blocks_x, blocks_y, 1), block: (16, 16, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid: (blocks_x, blocks_y, 1),
+            block: (16, 16, 1),
+            shared_mem_bytes: 0,
+        };
         kernel.launch(
             cfg,
             &mut [
@@ -294,7 +325,11 @@ impl MandelbrotImage {
 
     /// Share of pixels that never escaped (drawn in the colormap's brightest colour).
     pub fn inside_fraction(&self) -> f64 {
-        let inside = self.counts.iter().filter(|&&c| c >= self.params.max_iter).count();
+        let inside = self
+            .counts
+            .iter()
+            .filter(|&&c| c >= self.params.max_iter)
+            .count();
         inside as f64 / self.counts.len().max(1) as f64
     }
 
@@ -335,7 +370,11 @@ impl MandelbrotImage {
             let t = scale(c).clamp(0.0, 1.0);
             pixels.extend_from_slice(&lut[(t * 255.0).round() as usize]);
         }
-        RgbImage { width: self.params.width, height: self.params.height, pixels }
+        RgbImage {
+            width: self.params.width,
+            height: self.params.height,
+            pixels,
+        }
     }
 
     pub fn to_png(&self) -> Vec<u8> {

@@ -128,10 +128,28 @@ impl Figure {
         self
     }
 
-    fn add<X: PlotValue, Y: PlotValue>(mut self, name: &str, kind: Kind, xs: &[X], ys: &[Y]) -> Self {
-        assert_eq!(xs.len(), ys.len(), "series {name:?}: xs and ys differ in length");
-        let points = xs.iter().zip(ys).map(|(x, y)| (x.to_f64(), y.to_f64())).collect();
-        self.series.push(Series { name: name.to_string(), kind, points });
+    fn add<X: PlotValue, Y: PlotValue>(
+        mut self,
+        name: &str,
+        kind: Kind,
+        xs: &[X],
+        ys: &[Y],
+    ) -> Self {
+        assert_eq!(
+            xs.len(),
+            ys.len(),
+            "series {name:?}: xs and ys differ in length"
+        );
+        let points = xs
+            .iter()
+            .zip(ys)
+            .map(|(x, y)| (x.to_f64(), y.to_f64()))
+            .collect();
+        self.series.push(Series {
+            name: name.to_string(),
+            kind,
+            points,
+        });
         self
     }
 
@@ -163,8 +181,15 @@ impl Figure {
     /// Renders to a standalone SVG document.
     pub fn to_svg(&self) -> String {
         render_svg(self.width, self.height, |root| {
-            let xs = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).chain(self.vlines.iter().map(|v| v.0));
-            let ys = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+            let xs = self
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.0))
+                .chain(self.vlines.iter().map(|v| v.0));
+            let ys = self
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.1));
             let (x0, x1) = axis_range(xs, self.log_x);
             let (y0, y1) = axis_range(ys, self.log_y);
             let xfmt = tick_formatter(x0, x1, self.log_x);
@@ -213,7 +238,10 @@ impl Figure {
         mesh.draw()?;
 
         let usable = |p: &(f64, f64)| {
-            p.0.is_finite() && p.1.is_finite() && (!self.log_x || p.0 > 0.0) && (!self.log_y || p.1 > 0.0)
+            p.0.is_finite()
+                && p.1.is_finite()
+                && (!self.log_x || p.0 > 0.0)
+                && (!self.log_y || p.1 > 0.0)
         };
         for (i, s) in self.series.iter().enumerate() {
             let color = palette(i);
@@ -221,7 +249,8 @@ impl Figure {
             let line = matches!(s.kind, Kind::Line | Kind::LinePoints);
             let marks = matches!(s.kind, Kind::Scatter | Kind::LinePoints);
             if line {
-                let anno = chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
+                let anno =
+                    chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
                 if !s.name.is_empty() {
                     anno.label(s.name.as_str()).legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
@@ -229,9 +258,11 @@ impl Figure {
                 }
             }
             if marks {
-                let anno = chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+                let anno =
+                    chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
                 if !line && !s.name.is_empty() {
-                    anno.label(s.name.as_str()).legend(move |(x, y)| Circle::new((x + 9, y), 3, color.filled()));
+                    anno.label(s.name.as_str())
+                        .legend(move |(x, y)| Circle::new((x + 9, y), 3, color.filled()));
                 }
             }
         }
@@ -258,7 +289,11 @@ impl Figure {
             }
             let w = (label.chars().count() as f64 * 0.6 * px).ceil() as i32;
             let (lx, _) = chart.backend_coord(&(*x, y_range.start));
-            let x0 = if lx + 4 + w <= plot_x.end { lx + 4 } else { (lx - 4 - w).max(plot_x.start) };
+            let x0 = if lx + 4 + w <= plot_x.end {
+                lx + 4
+            } else {
+                (lx - 4 - w).max(plot_x.start)
+            };
             let x1 = x0 + w;
             let mut row = 0;
             while placed.iter().any(|&(a, b, r)| r == row && a < x1 && x0 < b) {
@@ -266,8 +301,12 @@ impl Figure {
             }
             placed.push((x0, x1, row));
             let bottom = plot_y.end - 4 - row * line_h;
-            root.draw(&Rectangle::new([(x0 - 2, bottom - line_h + 2), (x1 + 2, bottom + 2)], WHITE.mix(0.8).filled()))?;
-            let style = TextStyle::from(("sans-serif", 13).into_font().color(&gray)).pos(Pos::new(HPos::Left, VPos::Bottom));
+            root.draw(&Rectangle::new(
+                [(x0 - 2, bottom - line_h + 2), (x1 + 2, bottom + 2)],
+                WHITE.mix(0.8).filled(),
+            ))?;
+            let style = TextStyle::from(("sans-serif", 13).into_font().color(&gray))
+                .pos(Pos::new(HPos::Left, VPos::Bottom));
             root.draw(&Text::new(label.clone(), (x0, bottom), style))?;
         }
         if self.series.iter().any(|s| !s.name.is_empty()) {
@@ -289,9 +328,10 @@ impl Figure {
 
 impl Rich for Figure {
     fn mime_bundle(&self) -> MimeBundle {
-        MimeBundle::new()
-            .with("image/svg+xml", self.to_svg())
-            .with("text/plain", format!("<Figure {:?}: {} series>", self.title, self.series.len()))
+        MimeBundle::new().with("image/svg+xml", self.to_svg()).with(
+            "text/plain",
+            format!("<Figure {:?}: {} series>", self.title, self.series.len()),
+        )
     }
 }
 
@@ -305,10 +345,20 @@ impl Rich for Figure {
 /// [`short_number`] writes them: `0.01`, `1`, `1k`, `100k`.
 fn tick_formatter(lo: f64, hi: f64, log: bool) -> Box<dyn Fn(&f64) -> String> {
     if log {
-        return Box::new(|v| if v.abs() < 0.01 { scientific(*v, 3) } else { short_number(*v) });
+        return Box::new(|v| {
+            if v.abs() < 0.01 {
+                scientific(*v, 3)
+            } else {
+                short_number(*v)
+            }
+        });
     }
     let span = (hi - lo).abs();
-    let quantum = if span > 0.0 && span.is_finite() { 10f64.powf(span.log10().floor() - 3.0) } else { 1e-9 };
+    let quantum = if span > 0.0 && span.is_finite() {
+        10f64.powf(span.log10().floor() - 3.0)
+    } else {
+        1e-9
+    };
     Box::new(move |v| {
         let q = (v / quantum).round() * quantum;
         if q.abs() < quantum / 2.0 {
@@ -329,14 +379,20 @@ fn decade(m: u32, k: i32) -> f64 {
 /// range, the lowest included, and light grid lines at 2..9 times each decade. An axis that
 /// spans less than two decades also labels 2× and 5× (or every multiple) so that it never
 /// shows a single number.
-fn log_axis(lo: f64, hi: f64) -> plotters::coord::combinators::WithKeyPoints<plotters::coord::combinators::LogCoord<f64>> {
+fn log_axis(
+    lo: f64,
+    hi: f64,
+) -> plotters::coord::combinators::WithKeyPoints<plotters::coord::combinators::LogCoord<f64>> {
     use plotters::coord::combinators::BindKeyPoints;
     // The slack absorbs log10's rounding at exact decades (log10(1e-3) may not be -3).
     let k0 = (lo.log10() - 1e-9).ceil() as i32 - 1;
     let k1 = (hi.log10() + 1e-9).floor() as i32;
     let inside = |v: &f64| *v >= lo * (1.0 - 1e-12) && *v <= hi * (1.0 + 1e-12);
     let with = |ms: &[u32]| -> Vec<f64> {
-        (k0..=k1).flat_map(|k| ms.iter().map(move |&m| decade(m, k))).filter(inside).collect()
+        (k0..=k1)
+            .flat_map(|k| ms.iter().map(move |&m| decade(m, k)))
+            .filter(inside)
+            .collect()
     };
     let decades = with(&[1]);
     let mut bold = decades.clone();
@@ -351,8 +407,15 @@ fn log_axis(lo: f64, hi: f64) -> plotters::coord::combinators::WithKeyPoints<plo
     if stride > 1 {
         bold = bold.into_iter().step_by(stride).collect();
     }
-    let light = if decades.len() <= 8 { with(&[2, 3, 4, 5, 6, 7, 8, 9]) } else { decades };
-    (lo..hi).log_scale().with_key_points(bold).with_light_points(light)
+    let light = if decades.len() <= 8 {
+        with(&[2, 3, 4, 5, 6, 7, 8, 9])
+    } else {
+        decades
+    };
+    (lo..hi)
+        .log_scale()
+        .with_key_points(bold)
+        .with_light_points(light)
 }
 
 /// Axis bounds covering `values` with a little air; on a log axis only positive values
@@ -369,7 +432,11 @@ fn render_svg<E: std::fmt::Display>(
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         if let Err(e) = draw(&root) {
-            let _ = root.draw(&Text::new(format!("plot error: {e}"), (10, 10), ("sans-serif", 14)));
+            let _ = root.draw(&Text::new(
+                format!("plot error: {e}"),
+                (10, 10),
+                ("sans-serif", 14),
+            ));
         }
         let _ = root.present();
     }
@@ -389,7 +456,10 @@ fn axis_range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
         if hi / lo < 10.0 {
             (lo / 2.0, hi * 2.0)
         } else {
-            (decade(1, lo.log10().floor() as i32), decade(1, hi.log10().ceil() as i32))
+            (
+                decade(1, lo.log10().floor() as i32),
+                decade(1, hi.log10().ceil() as i32),
+            )
         }
     } else if lo == hi {
         (lo - 1.0, hi + 1.0)
@@ -554,22 +624,47 @@ impl BarChart {
         if !self.ylabel.is_empty() {
             mesh.y_desc(self.ylabel.as_str());
         }
-        mesh.disable_x_mesh().x_labels(0).x_label_formatter(&|_| String::new()).y_label_formatter(yfmt).draw()?;
-        chart.draw_series(self.values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, &v)| {
-            let mut bar = Rectangle::new([(i as f64, base), (i as f64 + 1.0, v.max(base))], palette(i).filled());
-            bar.set_margin(0, 0, 8, 8);
-            bar
-        }))?;
-        chart.draw_series(self.values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, &v)| {
-            let text = self.value_labels.get(i).cloned().unwrap_or_else(|| short_number(v));
-            Text::new(
-                text,
-                (i as f64 + 0.5, v.max(base)),
-                TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom)),
-            )
-        }))?;
+        mesh.disable_x_mesh()
+            .x_labels(0)
+            .x_label_formatter(&|_| String::new())
+            .y_label_formatter(yfmt)
+            .draw()?;
+        chart.draw_series(
+            self.values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_finite())
+                .map(|(i, &v)| {
+                    let mut bar = Rectangle::new(
+                        [(i as f64, base), (i as f64 + 1.0, v.max(base))],
+                        palette(i).filled(),
+                    );
+                    bar.set_margin(0, 0, 8, 8);
+                    bar
+                }),
+        )?;
+        chart.draw_series(
+            self.values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_finite())
+                .map(|(i, &v)| {
+                    let text = self
+                        .value_labels
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| short_number(v));
+                    Text::new(
+                        text,
+                        (i as f64 + 0.5, v.max(base)),
+                        TextStyle::from(("sans-serif", 13).into_font())
+                            .pos(Pos::new(HPos::Center, VPos::Bottom)),
+                    )
+                }),
+        )?;
         let axis_y = chart.plotting_area().get_pixel_range().1.end;
-        let style = TextStyle::from(("sans-serif", names.size).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+        let style = TextStyle::from(("sans-serif", names.size).into_font())
+            .pos(Pos::new(HPos::Center, VPos::Top));
         for (i, lines) in names.lines.iter().enumerate() {
             let (cx, _) = chart.backend_coord(&(i as f64 + 0.5, base));
             for (j, line) in lines.iter().enumerate().filter(|(_, l)| !l.is_empty()) {
@@ -608,11 +703,19 @@ impl NameLayout {
     /// three lines without breaking a word; failing that, the smallest font with words
     /// broken where they must be.
     fn fit(labels: &[String], slot: f64) -> NameLayout {
-        let mut layout = NameLayout { size: 13.0, lines: Vec::new() };
+        let mut layout = NameLayout {
+            size: 13.0,
+            lines: Vec::new(),
+        };
         for size in [13.0, 12.0, 11.0, 10.0] {
             let max_chars = (((slot - 8.0) / (0.6 * Self::px(size))).floor() as usize).max(1);
-            let whole_words = labels.iter().all(|l| l.split_whitespace().all(|w| w.chars().count() <= max_chars));
-            layout = NameLayout { size, lines: labels.iter().map(|l| wrap(l, max_chars)).collect() };
+            let whole_words = labels
+                .iter()
+                .all(|l| l.split_whitespace().all(|w| w.chars().count() <= max_chars));
+            layout = NameLayout {
+                size,
+                lines: labels.iter().map(|l| wrap(l, max_chars)).collect(),
+            };
             if whole_words && layout.lines.iter().all(|l| l.len() <= 3) {
                 break;
             }
@@ -657,16 +760,21 @@ fn wrap(text: &str, max: usize) -> Vec<String> {
 
 impl Rich for BarChart {
     fn mime_bundle(&self) -> MimeBundle {
-        MimeBundle::new()
-            .with("image/svg+xml", self.to_svg())
-            .with("text/plain", format!("<BarChart {:?}: {} bars>", self.title, self.values.len()))
+        MimeBundle::new().with("image/svg+xml", self.to_svg()).with(
+            "text/plain",
+            format!("<BarChart {:?}: {} bars>", self.title, self.values.len()),
+        )
     }
 }
 
 /// The smallest problem size from which the GPU (transfers included) stays faster than the
 /// CPU, interpolated between the two measured sizes where the curves cross (in log-log
 /// space, where such curves are near straight). `None` if the GPU never wins for good.
-pub fn crossover_point<S: PlotValue, T: PlotValue>(sizes: &[S], cpu: &[T], gpu: &[T]) -> Option<f64> {
+pub fn crossover_point<S: PlotValue, T: PlotValue>(
+    sizes: &[S],
+    cpu: &[T],
+    gpu: &[T],
+) -> Option<f64> {
     let n = sizes.len().min(cpu.len()).min(gpu.len());
     // Ratio > 1 means the GPU is faster at that size.
     let ratio = |i: usize| cpu[i].to_f64() / gpu[i].to_f64();
@@ -691,7 +799,11 @@ pub fn crossover_point<S: PlotValue, T: PlotValue>(sizes: &[S], cpu: &[T], gpu: 
 /// log-log, with the crossover marked: small work loses on the GPU because the fixed cost
 /// of launching and copying dominates, large work wins because the arithmetic does.
 /// Add more series (e.g. GPU kernel time alone) with the returned figure's builder methods.
-pub fn crossover_plot<S: PlotValue, T: PlotValue>(sizes: &[S], cpu: &[T], gpu_with_transfers: &[T]) -> Figure {
+pub fn crossover_plot<S: PlotValue, T: PlotValue>(
+    sizes: &[S],
+    cpu: &[T],
+    gpu_with_transfers: &[T],
+) -> Figure {
     let mut fig = Figure::new("CPU vs GPU: time against problem size")
         .xlabel("problem size")
         .ylabel("time (s)")

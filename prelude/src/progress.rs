@@ -100,11 +100,19 @@ impl ProgressState {
     pub fn remaining(&self, now: Duration) -> Option<Duration> {
         let total = self.total?;
         let rate = self.rate(now)?;
-        Some(Duration::from_secs_f64(total.saturating_sub(self.count) as f64 / rate))
+        Some(Duration::from_secs_f64(
+            total.saturating_sub(self.count) as f64 / rate,
+        ))
     }
 
     fn fraction(&self) -> Option<f64> {
-        self.total.map(|t| if t == 0 { 1.0 } else { (self.count as f64 / t as f64).min(1.0) })
+        self.total.map(|t| {
+            if t == 0 {
+                1.0
+            } else {
+                (self.count as f64 / t as f64).min(1.0)
+            }
+        })
     }
 
     fn status_text(&self, now: Duration) -> String {
@@ -134,7 +142,11 @@ impl ProgressState {
     /// The text/plain rendering, in the style of tqdm.
     pub fn plain(&self, now: Duration) -> String {
         let status = self.status_text(now);
-        let prefix = if self.desc.is_empty() { String::new() } else { format!("{}: ", self.desc) };
+        let prefix = if self.desc.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", self.desc)
+        };
         match self.fraction() {
             Some(f) => {
                 const WIDTH: usize = 25;
@@ -162,7 +174,11 @@ impl ProgressState {
             ),
             None => String::new(),
         };
-        let desc = if self.desc.is_empty() { String::new() } else { format!("<span>{}</span>", html_escape(&self.desc)) };
+        let desc = if self.desc.is_empty() {
+            String::new()
+        } else {
+            format!("<span>{}</span>", html_escape(&self.desc))
+        };
         format!(
             "<div style=\"display:flex;align-items:center;gap:8px;font-family:monospace\">{desc}{bar}<span>{}</span></div>",
             html_escape(&self.status_text(now))
@@ -170,7 +186,9 @@ impl ProgressState {
     }
 
     pub fn bundle(&self, now: Duration) -> MimeBundle {
-        MimeBundle::new().with("text/plain", self.plain(now)).with("text/html", self.html(now))
+        MimeBundle::new()
+            .with("text/plain", self.plain(now))
+            .with("text/html", self.html(now))
     }
 }
 

@@ -508,8 +508,12 @@ fn errors_name_the_op_dtypes_shapes_and_device() {
 #[test]
 fn f64_matmul_packed_path_matches_a_plain_loop() {
     for (m, k, n) in [(97, 131, 75), (300, 600, 257), (1, 300, 300), (64, 64, 1)] {
-        let a: Vec<f64> = (0..m * k).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
-        let b: Vec<f64> = (0..k * n).map(|i| ((i * 53 % 97) as f64 - 48.0) / 5.0).collect();
+        let a: Vec<f64> = (0..m * k)
+            .map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0)
+            .collect();
+        let b: Vec<f64> = (0..k * n)
+            .map(|i| ((i * 53 % 97) as f64 - 48.0) / 5.0)
+            .collect();
         let got = Tensor::from_slice(&a, (m, k), CPU)
             .unwrap()
             .matmul(&Tensor::from_slice(&b, (k, n), CPU).unwrap())

@@ -369,7 +369,9 @@ fn small<T: Elem>(a: &[T], b: &[T], c: &mut [T], m: usize, k: usize, n: usize) {
         let crow = &mut c[ii * n..(ii + 1) * n];
         for (p, brow) in b.chunks_exact(n).enumerate() {
             let aip = a[ii * k + p];
-            crow.iter_mut().zip(brow).for_each(|(c, &b)| *c = *c + aip * b);
+            crow.iter_mut()
+                .zip(brow)
+                .for_each(|(c, &b)| *c = *c + aip * b);
         }
     }
 }
