@@ -7,6 +7,7 @@ use crate::interp::{Interrupter, IsComplete};
 use crate::messages::Request;
 use crate::wire::{Message, Signer};
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use tokio::sync::mpsc;
 
@@ -70,6 +71,8 @@ pub struct Iopub {
     /// How many worker requests have ended with `idle`. Held while publishing a worker's
     /// busy or idle, so the count and the order on the channel agree.
     worker_idles: Arc<Mutex<u64>>,
+    /// Execute requests that arrived and have not yet gone idle (queued or running).
+    executes_pending: Arc<AtomicUsize>,
 }
 
 impl Iopub {
@@ -78,6 +81,7 @@ impl Iopub {
             tx,
             session,
             worker_idles: Arc::default(),
+            executes_pending: Arc::default(),
         }
     }
 
@@ -98,8 +102,18 @@ impl Iopub {
     /// `busy_when_started`.
     pub(crate) fn busy_on_arrival(&self, parent: &Message) -> u64 {
         let idles = self.worker_idles.lock().unwrap_or_else(|e| e.into_inner());
+        if parent.msg_type() == "execute_request" {
+            self.executes_pending.fetch_add(1, Ordering::SeqCst);
+        }
         self.status(Some(parent), "busy");
         *idles
+    }
+
+    /// True while an execute request is queued or running. An interrupt acts only then: like
+    /// ipykernel's, an interrupt of an idle kernel does nothing (in particular it must not
+    /// cancel the next cell because the session happened to be warming up).
+    pub(crate) fn cell_pending(&self) -> bool {
+        self.executes_pending.load(Ordering::SeqCst) > 0
     }
 
     /// Frontends show the last status they received. If another request's `idle` went out
@@ -115,6 +129,9 @@ impl Iopub {
     /// `idle` after a worker request's reply.
     pub(crate) fn worker_idle(&self, parent: &Message) {
         let mut idles = self.worker_idles.lock().unwrap_or_else(|e| e.into_inner());
+        if parent.msg_type() == "execute_request" {
+            self.executes_pending.fetch_sub(1, Ordering::SeqCst);
+        }
         self.status(Some(parent), "idle");
         *idles += 1;
     }

@@ -105,7 +105,9 @@ fn route(shared: &Shared, channel: Channel, msg: Message, work: Option<&std_mpsc
             to_content(&CommInfoReply { comms: Map::new() }),
         ),
         Request::Interrupt => {
-            shared.interrupter.interrupt();
+            if shared.iopub.cell_pending() {
+                shared.interrupter.interrupt();
+            }
             if let Some(tx) = shared.take_stdin_waiter() {
                 let _ = tx.send(None);
             }

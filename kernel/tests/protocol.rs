@@ -337,3 +337,34 @@ async fn busy_goes_out_as_a_cell_arrives_even_while_the_interpreter_starts() {
         "{seen:?}"
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_interrupt_of_an_idle_kernel_does_nothing_and_the_next_cell_runs() {
+    // The interpreter is still starting (as a real session warms up), with no cell sent.
+    let (mut c, _server, ran) = start_with(Duration::from_millis(800)).await;
+    let int = c.request("interrupt_request", json!({}));
+    Client::send(&mut c.control, wire::encode(&int, &c.signer, None)).await;
+    let int_reply = recv(&mut c.control, &c.signer).await;
+    assert_eq!(int_reply.msg_type(), "interrupt_reply");
+    assert_eq!(
+        interrupts_seen(),
+        0,
+        "an idle kernel's interrupt reached the interpreter"
+    );
+    let (_, reply) = c
+        .shell_request("execute_request", json!({"code": "after"}))
+        .await;
+    assert_eq!(reply.content["status"], "ok");
+    assert_eq!(*ran.lock().unwrap(), ["after"]);
+
+    // With a cell running, the interrupt does reach it.
+    let req = c.request("execute_request", json!({"code": "loop"}));
+    Client::send(&mut c.shell, wire::encode(&req, &c.signer, None)).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let int = c.request("interrupt_request", json!({}));
+    Client::send(&mut c.control, wire::encode(&int, &c.signer, None)).await;
+    let _ = recv(&mut c.control, &c.signer).await;
+    let reply = recv(&mut c.shell, &c.signer).await;
+    assert_eq!(reply.content["ename"], "KeyboardInterrupt");
+    assert_eq!(interrupts_seen(), 1);
+}

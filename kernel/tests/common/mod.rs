@@ -7,7 +7,7 @@ use gpulab_kernel::interp::*;
 use gpulab_kernel::server::{self, KernelConfig, Logger, Shutdown};
 use gpulab_kernel::wire::{self, Message, Signer};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use zeromq::{Socket, SocketRecv, SocketSend, ZmqMessage};
@@ -22,11 +22,13 @@ pub struct Mock {
     pub start_delay: Duration,
 }
 
+/// The mock's interrupt flag; every interrupt that reaches the interpreter is also counted.
 #[derive(Default)]
-pub struct MockStop(AtomicBool);
+pub struct MockStop(AtomicBool, pub AtomicUsize);
 
 impl Interrupter for MockStop {
     fn interrupt(&self) {
+        self.1.fetch_add(1, Ordering::SeqCst);
         self.0.store(true, Ordering::SeqCst);
     }
 }
@@ -251,12 +253,28 @@ pub async fn start_logged(
         config.log = log;
     }
     let ran = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(MockStop::default());
+    LAST_STOP.with(|s| *s.borrow_mut() = Some(stop.clone()));
     let mock = Mock {
-        stop: Arc::default(),
+        stop,
         ran: ran.clone(),
         start_delay,
     };
     let server = tokio::spawn(server::serve(conn.clone(), config, Box::new(mock)));
     tokio::time::sleep(Duration::from_millis(100)).await;
     (Client::connect(&conn).await, server, ran)
+}
+
+thread_local! {
+    /// The interrupter of the last mock this thread started, for tests that count interrupts.
+    pub static LAST_STOP: std::cell::RefCell<Option<Arc<MockStop>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// How many interrupts reached the last mock started on this thread.
+pub fn interrupts_seen() -> usize {
+    LAST_STOP.with(|s| {
+        s.borrow()
+            .as_ref()
+            .map_or(0, |s| s.1.load(Ordering::SeqCst))
+    })
 }
