@@ -207,7 +207,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(parse_event(r#"{"op":"update","data":{}}"#), None));
+        assert!(parse_event(r#"{"op":"update","data":{}}"#).is_none());
         assert!(matches!(
             parse_event(r#"{"op":"update","data":{},"display_id":"a"}"#),
             Some(Event::Display { update: true, .. })

@@ -197,6 +197,12 @@ impl InterruptFlag {
     }
 }
 
+impl Drop for InterruptFlag {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -208,11 +214,5 @@ mod tests {
         let patched = String::from_utf8(super::session_manifest(manifest).unwrap()).unwrap();
         assert!(patched.contains("crate-type = [\"dylib\"]"));
         assert!(!patched.contains(super::RLIB_LINE));
-    }
-}
-
-impl Drop for InterruptFlag {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
     }
 }

@@ -54,10 +54,7 @@ impl Colormap {
         match self {
             Colormap::Magma => interpolate(&MAGMA, t),
             Colormap::Viridis => interpolate(&VIRIDIS, t),
-            Colormap::Gray => {
-                let v = interpolate(&[[0, 0, 0], [255, 255, 255]], t);
-                v
-            }
+            Colormap::Gray => interpolate(&[[0, 0, 0], [255, 255, 255]], t),
         }
     }
 

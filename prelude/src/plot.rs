@@ -305,7 +305,9 @@ impl Figure {
                 [(x0 - 2, bottom - line_h + 2), (x1 + 2, bottom + 2)],
                 WHITE.mix(0.8).filled(),
             ))?;
-            let style = TextStyle::from(("sans-serif", 13).into_font().color(&gray))
+            let style = ("sans-serif", 13)
+                .into_font()
+                .color(&gray)
                 .pos(Pos::new(HPos::Left, VPos::Bottom));
             root.draw(&Text::new(label.clone(), (x0, bottom), style))?;
         }
@@ -786,6 +788,8 @@ pub fn crossover_point<S: PlotValue, T: PlotValue>(
         Some(i) => {
             let (s0, s1) = (sizes[i].to_f64(), sizes[i + 1].to_f64());
             let (r0, r1) = (ratio(i).ln(), ratio(i + 1).ln());
+            // Written as "not positive" so that NaN sizes also end the search here.
+            #[allow(clippy::nonminimal_bool)]
             if !(s0 > 0.0 && s1 > 0.0) || !(r1 - r0).is_finite() || r1 == r0 {
                 return Some(s1);
             }

@@ -228,7 +228,7 @@ impl<'a, I: Iterator> Progress<'a, I> {
             state: ProgressState::new(total, fresh_display_id()),
             clock: Box::new(InstantClock::default()),
             interrupted: Box::new(crate::interrupt::requested),
-            sink: Box::new(|line| crate::display::emit(line)),
+            sink: Box::new(crate::display::emit),
             started: false,
             item_out: false,
         }

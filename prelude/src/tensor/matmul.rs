@@ -4,6 +4,11 @@
 //! between cores with rayon. The micro-kernel is picked at run time: AVX-512, AVX2+FMA, or
 //! a portable one the compiler vectorises as it can.
 
+// The micro-kernels index their accumulator tiles by row and column on purpose: fixed-size loops
+// over `acc[i][j]` are what the compiler unrolls into registers. The packing helpers take the
+// blocking parameters one by one for the same reason.
+#![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+
 use rayon::prelude::*;
 
 /// Depth of a packed block: a KC x NR micro-panel of B is 32 KiB with the AVX-512 kernel.
