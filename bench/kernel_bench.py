@@ -75,7 +75,7 @@ def main():
     args = ap.parse_args()
     specs = KernelSpecManager().find_kernel_specs()
     prelude_cells = ("let t = Tensor::ones([2, 2], Device::Cpu).unwrap();",
-                     "let u = Tensor::randn([64, 64], Device::Cpu).unwrap(); u.matmul(&u).unwrap().sum().unwrap().item().unwrap()")
+                     "let u = Tensor::randn([64, 64], Device::Cpu).unwrap(); u.matmul(&u).unwrap().sum().unwrap().item::<f32>().unwrap()")
     rows = [("gpulab", measure("gpulab", prelude_cells, args.cells))]
     if "rust" in specs:
         rows.append(("evcxr_jupyter", measure("rust", None, args.cells)))
