@@ -39,25 +39,9 @@ impl<E: std::fmt::Display> From<E> for CellError {
     }
 }
 
-/// Appends `s` as a JSON string literal (control characters escaped: one line per message).
+/// `s` as a JSON string literal on one line: the prelude's own escaping, so both channels agree.
 pub fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    gpulab::display::json_string(s)
 }
 
 fn both(line: &str) {

@@ -21,8 +21,10 @@ def has_cuda_device() -> bool:
 class Session:
     """A running kernel and a blocking client, with a helper that runs one cell."""
 
-    def __init__(self):
-        self.km, self.kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=STARTUP_TIMEOUT)
+    def __init__(self, env=None):
+        """`env`: extra environment variables for the kernel (on top of this process's)."""
+        kw = {"env": dict(os.environ, **env)} if env else {}
+        self.km, self.kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=STARTUP_TIMEOUT, **kw)
 
     def execute(self, code, timeout=STARTUP_TIMEOUT, allow_stdin=False, client=None):
         """Runs `code`; returns (reply content, list of iopub messages up to idle)."""

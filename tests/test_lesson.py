@@ -1,7 +1,6 @@
 """The kernel in a lesson, end to end through jupyter_client: Run All stops at the first error,
 a panic inside the kernel does not wedge it, and busy shows the moment a cell is sent."""
 
-import os
 import time
 
 import pytest
@@ -10,17 +9,14 @@ from jupyter_client.manager import start_new_kernel
 from conftest import KERNEL_NAME, STARTUP_TIMEOUT, Session
 
 
-class HookedSession(Session):
+def hooked_session():
     """A session with the kernel's test-only requests switched on (GPULAB_TEST_HOOKS=1)."""
-
-    def __init__(self):
-        env = dict(os.environ, GPULAB_TEST_HOOKS="1")
-        self.km, self.kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=STARTUP_TIMEOUT, env=env)
+    return Session(env={"GPULAB_TEST_HOOKS": "1"})
 
 
 @pytest.fixture(scope="module")
 def lesson():
-    s = HookedSession()
+    s = hooked_session()
     reply, _ = s.execute("1")
     assert reply["status"] == "ok", reply
     yield s

@@ -89,6 +89,14 @@ impl Rich for MimeBundle {
 // The messages are a handful of fixed shapes (strings and one bool), so they are written by
 // hand: it keeps serde out of the prelude's build, which every fresh session compiles.
 
+/// `s` as a JSON string literal, escaped so that it stays on one line (contract 1). Public
+/// for programs that write display-channel lines themselves (`notebooks/program_rt.rs`).
+pub fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    push_json_str(&mut out, s);
+    out
+}
+
 /// Appends `s` as a JSON string literal. Control characters (newlines included) are
 /// escaped, so a message never holds a raw newline and stays on one line (contract 1).
 fn push_json_str(out: &mut String, s: &str) {
