@@ -72,12 +72,17 @@ class Session:
         self.km.shutdown_kernel(now=True)
 
 
-@pytest.fixture(scope="module")
-def kernel():
-    s = Session()
-    # Warm the session: the first cell waits for the prelude.
+def ready_session(env=None):
+    """A Session whose first cell has run (it waits for the prelude), for module fixtures."""
+    s = Session(env)
     reply, _ = s.execute("1")
     assert reply["status"] == "ok", reply
+    return s
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    s = ready_session()
     yield s
     s.close()
 

@@ -6,19 +6,13 @@ import time
 import pytest
 from jupyter_client.manager import start_new_kernel
 
-from conftest import KERNEL_NAME, STARTUP_TIMEOUT, Session
-
-
-def hooked_session():
-    """A session with the kernel's test-only requests switched on (GPULAB_TEST_HOOKS=1)."""
-    return Session(env={"GPULAB_TEST_HOOKS": "1"})
+from conftest import KERNEL_NAME, STARTUP_TIMEOUT, ready_session
 
 
 @pytest.fixture(scope="module")
 def lesson():
-    s = hooked_session()
-    reply, _ = s.execute("1")
-    assert reply["status"] == "ok", reply
+    # The kernel's test-only requests switched on.
+    s = ready_session(env={"GPULAB_TEST_HOOKS": "1"})
     yield s
     s.close()
 
