@@ -24,8 +24,13 @@ pub struct EvcxrInterpreter {
     startup_error: Option<String>,
     /// rust-analyzer has not yet indexed the prelude (see `idle`).
     analyzer_cold: bool,
-    /// The prelude failed to build: shown on stderr at the top of the first cell.
-    warning: Option<String>,
+    /// The prelude is in scope (`use gpulab::*`).
+    prelude_loaded: bool,
+    /// Why the prelude could not be loaded, while it is not (each cell tries again first).
+    prelude_error: Option<String>,
+    /// Test hook (`GPULAB_TEST_PRELUDE_FAILURES=N` with `GPULAB_TEST_HOOKS=1`): the first N
+    /// prelude loads point cargo at a missing folder, so the load really fails.
+    injected_failures: u32,
     /// The one-line no-GPU notice, shown after the first cell that succeeds.
     notice: Option<String>,
     load_prelude: bool,
@@ -37,12 +42,20 @@ impl EvcxrInterpreter {
     /// environment (it is `unsafe` in edition 2024). main calls it before the tokio runtime
     /// exists. Nothing slow happens here, so the sockets are bound within milliseconds.
     pub fn new(load_prelude: bool) -> anyhow::Result<EvcxrInterpreter> {
+        Self::in_slot(load_prelude, session::take_slot())
+    }
+
+    /// As `new`, building in the given slot (`warm` builds the shared prebuilt prelude this way).
+    pub fn in_slot(
+        load_prelude: bool,
+        slot: anyhow::Result<Slot>,
+    ) -> anyhow::Result<EvcxrInterpreter> {
         let flag = InterruptFlag::create()?;
         // The evcxr child process inherits this; it is spawned after this point.
         std::env::set_var("GPULAB_INTERRUPT_FILE", &flag.path);
         let stop = Stopper::new(flag);
         // A slot that cannot be taken is reported by `start`, on the user's first cell.
-        let (slot, startup_error) = match session::take_slot() {
+        let (slot, startup_error) = match slot {
             Ok(slot) => {
                 std::env::set_var("EVCXR_TMPDIR", &slot.dir);
                 (Some(slot), None)
@@ -57,7 +70,16 @@ impl EvcxrInterpreter {
             _slot: slot,
             startup_error,
             analyzer_cold: false,
-            warning: None,
+            prelude_loaded: false,
+            prelude_error: None,
+            injected_failures: if std::env::var("GPULAB_TEST_HOOKS").is_ok_and(|v| v == "1") {
+                std::env::var("GPULAB_TEST_PRELUDE_FAILURES")
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0)
+            } else {
+                0
+            },
             notice: None,
             load_prelude,
         })
@@ -88,7 +110,7 @@ impl EvcxrInterpreter {
         }
         let (eval, outputs) = evcxr::EvalContext::with_subprocess_command(child)
             .map_err(|e| format!("evcxr could not start: {e}"))?;
-        let mut ctx = CommandContext::with_eval_context(eval);
+        let ctx = CommandContext::with_eval_context(eval);
         log("evcxr context ready");
         *self.stop.child.lock().unwrap() = Some(ctx.process_handle());
         self.forwarders = Some(Forwarders::start(
@@ -96,36 +118,68 @@ impl EvcxrInterpreter {
             outputs.stderr,
             self.sink.clone(),
         ));
-        // Share compiled dependencies between build slots (evcxr's `:cache`, in MiB).
-        let _ = ctx.execute(":cache 4096");
-        // Every eval is a cargo build, so the prelude, the panic hook and the GPU check go in one.
-        let mut loaded = false;
+        // evcxr's `:cache` (compiled dependencies shared through ~/.cache/evcxr) is left off: its
+        // entries are read and rewritten without locks, so kernels starting together broke
+        // each other's prelude builds. Slots start from the shared prebuilt prelude instead.
+        self.ctx = Some(ctx);
         if self.load_prelude {
-            let prelude = session::extract_prelude().map_err(|e| format!("{e:#}"))?;
-            let first = format!(
-                ":dep gpulab = {{ path = {:?} }}\nuse gpulab::*;\n{PANIC_HOOK}\n{GPU_NOTICE};\n{ALLOW_QUESTION_MARK}",
-                prelude.display().to_string()
-            );
-            match self.capture(&mut ctx, &first) {
-                Ok(notice) => {
-                    loaded = true;
-                    self.notice = notice
-                        .map(|n| n.trim().to_owned())
-                        .filter(|n| !n.is_empty());
-                    log("prelude loaded, panic hook installed, GPU checked");
-                    self.analyzer_cold = true;
-                }
+            match self.load_prelude() {
+                Ok(()) => log("prelude loaded, panic hook installed, GPU checked"),
                 Err(e) => {
-                    self.warning = Some(format!("gpulab: the prelude failed to build, so `use gpulab::*` is not in scope:\n{e}\n"));
+                    eprintln!("gpulab-kernel: the prelude could not be loaded: {e}");
+                    self.prelude_error = Some(e);
                 }
             }
         }
-        if !loaded {
-            ctx.execute(PANIC_HOOK)
-                .map_err(|e| format!("installing the panic hook: {e}"))?;
+        if !self.prelude_loaded {
+            if let Some(ctx) = self.ctx.as_mut() {
+                ctx.execute(PANIC_HOOK)
+                    .map_err(|e| format!("installing the panic hook: {e}"))?;
+            }
             log("panic hook installed");
         }
+        Ok(())
+    }
+
+    /// Loads the prelude, the panic hook and the GPU check in one eval (each eval is a cargo
+    /// build). On failure evcxr keeps its previous state, so this can simply be tried again.
+    fn load_prelude(&mut self) -> Result<(), String> {
+        let prelude = session::extract_prelude().map_err(|e| format!("{e:#}"))?;
+        if let Some(slot) = &self._slot {
+            if slot.dir != session::prebuilt_dir() {
+                match session::seed_slot(&slot.dir, &prelude) {
+                    Ok(Some(n)) if n > 0 && std::env::var_os("GPULAB_LOG_STARTUP").is_some() => {
+                        eprintln!(
+                            "gpulab-kernel: slot {} started from the prebuilt prelude ({n} files)",
+                            slot.dir.display()
+                        )
+                    }
+                    Ok(_) => {}
+                    // Not fatal: the session then compiles the prelude itself.
+                    Err(e) => {
+                        eprintln!("gpulab-kernel: could not start from the prebuilt prelude: {e:#}")
+                    }
+                }
+            }
+        }
+        let mut path = prelude.display().to_string();
+        if self.injected_failures > 0 {
+            self.injected_failures -= 1;
+            path = "/nonexistent/gpulab-test-hook/prelude".into();
+        }
+        let first = format!(
+            ":dep gpulab = {{ path = {path:?} }}\nuse gpulab::*;\n{PANIC_HOOK}\n{GPU_NOTICE};\n{ALLOW_QUESTION_MARK}"
+        );
+        let mut ctx = self.ctx.take().ok_or("the session did not start")?;
+        let result = self.capture(&mut ctx, &first);
         self.ctx = Some(ctx);
+        let notice = result.map_err(|e| e.to_string())?;
+        self.prelude_loaded = true;
+        self.prelude_error = None;
+        self.notice = notice
+            .map(|n| n.trim().to_owned())
+            .filter(|n| !n.is_empty());
+        self.analyzer_cold = true;
         Ok(())
     }
 
@@ -415,8 +469,23 @@ impl Interpreter for EvcxrInterpreter {
         if let Some(e) = &self.startup_error {
             return ExecuteOutcome::error("KernelStartError", e.clone(), vec![e.clone()]);
         }
-        if let Some(warning) = self.warning.take() {
-            outputs.stream("stderr", &warning);
+        // A session without its prelude is never left silently without `use gpulab::*`: every
+        // cell tries to load it again first, and says why it could not.
+        if self.load_prelude && !self.prelude_loaded {
+            self.stop.starting();
+            let loaded = self.load_prelude();
+            self.stop.started();
+            if let Err(e) = loaded {
+                let evalue = format!(
+                    "gpulab's prelude (`use gpulab::*`) could not be loaded, so this cell did not run: {e}"
+                );
+                let tb = vec![
+                    format!("\x1b[0;31mPreludeError\x1b[0m: {evalue}"),
+                    "The kernel tries again when you run the next cell. If this keeps happening, restart the kernel; with GPULAB_NO_PRELUDE=1 in its environment it runs plain Rust without the prelude.".into(),
+                ];
+                self.prelude_error = Some(e);
+                return ExecuteOutcome::error("PreludeError", evalue, tb);
+            }
         }
         if self.stop.take_cancelled_before_start() {
             let why = "interrupted while the session was getting ready; the cell did not run";

@@ -1,6 +1,6 @@
 use anyhow::{bail, Context, Result};
 use gpulab_kernel::{
-    connection::ConnectionInfo, evcxr_interp::EvcxrInterpreter, install, interp, server,
+    connection::ConnectionInfo, evcxr_interp::EvcxrInterpreter, install, interp, server, session,
 };
 use std::sync::Arc;
 
@@ -83,12 +83,56 @@ impl interp::Outputs for Console {
     }
 }
 
-/// Starts a session the way the kernel does and runs one prelude cell, leaving the build slot
-/// and evcxr's cache warm for the next session.
+/// Builds the shared prebuilt prelude (session::prebuilt_dir) once, so that every new build
+/// slot on this machine starts from it instead of compiling the prelude and its dependencies.
+/// Where that folder cannot be written (a system-wide kernelspec warmed by a user), warms the
+/// user's own build slot instead.
 fn warm() -> Result<()> {
+    let toolchain = session::toolchain_id();
+    if session::prebuilt_ready(&toolchain) {
+        println!(
+            "gpulab prelude already prebuilt in {}",
+            session::prebuilt_dir().display()
+        );
+        return Ok(());
+    }
+    match session::take_prebuilt_slot() {
+        Ok(slot) => {
+            // Another warm may have finished it while this one waited for the lock.
+            if session::prebuilt_ready(&toolchain) {
+                println!(
+                    "gpulab prelude already prebuilt in {}",
+                    session::prebuilt_dir().display()
+                );
+                return Ok(());
+            }
+            session::unmark_prebuilt(&slot);
+            let dir = slot.dir.clone();
+            // The session below owns the slot and drops it when done; this keeps the folder
+            // locked until it is marked complete.
+            let _held = slot.hold()?;
+            warm_in(Ok(slot))?;
+            session::mark_prebuilt(&dir, &toolchain)?;
+            println!(
+                "gpulab prelude prebuilt for every session in {}",
+                dir.display()
+            );
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!(
+                "gpulab-kernel: cannot write the shared prebuilt prelude ({e:#}); warming this user's build slot instead"
+            );
+            warm_in(session::take_slot())
+        }
+    }
+}
+
+/// Starts a session the way the kernel does in `slot` and runs one prelude cell.
+fn warm_in(slot: Result<session::Slot>) -> Result<()> {
     use interp::Interpreter;
     let start = std::time::Instant::now();
-    let mut interp = EvcxrInterpreter::new(true)?;
+    let mut interp = EvcxrInterpreter::in_slot(true, slot)?;
     let out: Arc<dyn interp::Outputs> = Arc::new(Console);
     interp.start(out.clone());
     let req = interp::ExecuteRequest {

@@ -31,19 +31,56 @@ fn cache_dir() -> PathBuf {
         .unwrap_or_else(|| home().join(".cache/gpulab"))
 }
 
+/// Where the prelude's sources are extracted and its shared prebuilt build lives: beside the
+/// kernel's binary when that binary is an installed kernelspec's (so a `--sys-prefix` install
+/// serves every user of the machine, and `uninstall` removes it), else the user's data folder.
+/// `GPULAB_PRELUDE_DIR` chooses another folder (a shared disk for a JupyterHub, say).
+pub fn prelude_root() -> PathBuf {
+    if let Some(d) = std::env::var_os("GPULAB_PRELUDE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    let beside_spec = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+        .filter(|dir| dir.join("kernel.json").is_file());
+    beside_spec.unwrap_or_else(data_dir)
+}
+
+/// The extracted prelude under `root`, if it is complete.
+fn extracted_prelude(root: &Path) -> Option<PathBuf> {
+    let prelude = root.join(format!("src-{}", embedded::HASH)).join("prelude");
+    prelude.join("Cargo.toml").exists().then_some(prelude)
+}
+
 /// Writes the embedded prelude and kernels-cu once per content hash and returns the prelude's
 /// directory. Written to a temporary name and renamed, so concurrent kernels never see a
-/// half-written tree.
+/// half-written tree. Under the shared root when it is there or can be written (the prebuilt
+/// prelude is only valid for sources at that path), else in the user's data folder.
 pub fn extract_prelude() -> Result<PathBuf> {
-    let root = data_dir().join(format!("src-{}", embedded::HASH));
+    let shared = prelude_root();
+    if let Some(p) = extracted_prelude(&shared) {
+        return Ok(p);
+    }
+    match extract_into(&shared) {
+        Ok(p) => Ok(p),
+        Err(e) if shared != data_dir() => extract_into(&data_dir())
+            .with_context(|| format!("(and under {}: {e:#})", shared.display())),
+        Err(e) => Err(e),
+    }
+}
+
+fn extract_into(base: &Path) -> Result<PathBuf> {
+    let root = base.join(format!("src-{}", embedded::HASH));
     let prelude = root.join("prelude");
     if prelude.join("Cargo.toml").exists() {
         return Ok(prelude);
     }
-    let tmp = data_dir().join(format!(".src-{}-{}", embedded::HASH, std::process::id()));
+    let tmp = base.join(format!(".src-{}-{}", embedded::HASH, std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
     for (rel, bytes) in embedded::FILES {
         let path = tmp.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap())?;
+        std::fs::create_dir_all(path.parent().unwrap())
+            .with_context(|| format!("creating {}", path.parent().unwrap().display()))?;
         let bytes = if *rel == "prelude/Cargo.toml" {
             session_manifest(bytes)?
         } else {
@@ -58,8 +95,9 @@ pub fn extract_prelude() -> Result<PathBuf> {
             let _ = std::fs::remove_dir_all(&tmp);
         }
         Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
             return Err(e)
-                .with_context(|| format!("renaming {} to {}", tmp.display(), root.display()))
+                .with_context(|| format!("renaming {} to {}", tmp.display(), root.display()));
         }
     }
     Ok(prelude)
@@ -96,27 +134,36 @@ pub struct Slot {
     _lock: File,
 }
 
+impl Slot {
+    /// A second handle on the slot's lock (the lock is held while any handle is open).
+    pub fn hold(&self) -> Result<File> {
+        Ok(self._lock.try_clone()?)
+    }
+}
+
+fn flock(file: &File, how: libc::c_int) -> bool {
+    // SAFETY: flock on a file descriptor we own.
+    unsafe { libc::flock(std::os::unix::io::AsRawFd::as_raw_fd(file), how) == 0 }
+}
+
+fn lock_file(path: &Path) -> Result<File> {
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))
+}
+
 pub fn take_slot() -> Result<Slot> {
     let base = cache_dir().join("slots");
     std::fs::create_dir_all(&base).with_context(|| format!("creating {}", base.display()))?;
     for n in 0..64 {
-        let lock_path = base.join(format!("slot-{n}.lock"));
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)?;
-        // SAFETY: flock on a file descriptor we own.
-        if unsafe {
-            libc::flock(
-                std::os::unix::io::AsRawFd::as_raw_fd(&lock),
-                libc::LOCK_EX | libc::LOCK_NB,
-            )
-        } == 0
-        {
+        let lock = lock_file(&base.join(format!("slot-{n}.lock")))?;
+        if flock(&lock, libc::LOCK_EX | libc::LOCK_NB) {
             let dir = base.join(format!("slot-{n}"));
             std::fs::create_dir_all(&dir)?;
-            seed_lock_file(&dir, &base);
+            seed_lock_file(&dir)?;
             return Ok(Slot { dir, _lock: lock });
         }
     }
@@ -124,23 +171,147 @@ pub fn take_slot() -> Result<Slot> {
 }
 
 /// A fresh slot starts from a lock file that resolves the prelude's dependencies to the
-/// versions we tested, and needs no registry lookup.
-fn seed_lock_file(dir: &Path, base: &Path) {
+/// versions we tested, and needs no registry lookup. Only the embedded copy is used: another
+/// slot's lock file may be half-written by its cargo at this very moment (cargo rewrites it in
+/// place), and a truncated lock file fails the prelude's build.
+fn seed_lock_file(dir: &Path) -> Result<()> {
     let lock = dir.join("Cargo.lock");
     if lock.exists() {
-        return;
+        return Ok(());
     }
-    let from_other = (0..64)
-        .map(|n| base.join(format!("slot-{n}/Cargo.lock")))
-        .find(|p| p.exists());
-    match from_other.and_then(|p| std::fs::read(p).ok()) {
-        Some(bytes) => {
-            let _ = std::fs::write(&lock, bytes);
-        }
-        None => {
-            let _ = std::fs::write(&lock, embedded_lock_file());
-        }
+    write_atomically(&lock, embedded_lock_file())
+}
+
+/// Writes `path` through a temporary file and a rename, so no reader sees it half-written.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}", std::process::id()));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+}
+
+/// The shared prebuilt prelude: evcxr's build folder in which `gpulab-kernel warm` loaded the
+/// prelude once, under `prelude_root()`. New slots start from its compiled dependencies and
+/// prelude (symbolic links to the big artifacts, copies of cargo's small bookkeeping files)
+/// instead of compiling them again.
+pub fn prebuilt_dir() -> PathBuf {
+    prelude_root().join(format!("prebuilt-{}", embedded::HASH))
+}
+
+const READY: &str = "READY";
+
+/// The prebuilt folder, held while `warm` builds it (other warms wait; kernels do not seed from
+/// a folder being built).
+pub fn take_prebuilt_slot() -> Result<Slot> {
+    let dir = prebuilt_dir();
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let lock = lock_file(&dir.with_extension("lock"))?;
+    anyhow::ensure!(
+        flock(&lock, libc::LOCK_EX),
+        "locking {}",
+        dir.with_extension("lock").display()
+    );
+    seed_lock_file(&dir)?;
+    Ok(Slot { dir, _lock: lock })
+}
+
+/// What a prebuilt folder records: the compiler it was built with (cargo rebuilds everything
+/// for another one, so such a folder is no help).
+pub fn toolchain_id() -> String {
+    std::process::Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+/// Whether the prebuilt prelude is complete and built by this toolchain.
+pub fn prebuilt_ready(toolchain: &str) -> bool {
+    std::fs::read_to_string(prebuilt_dir().join(READY)).is_ok_and(|t| t == toolchain)
+}
+
+pub fn mark_prebuilt(dir: &Path, toolchain: &str) -> Result<()> {
+    write_atomically(&dir.join(READY), toolchain.as_bytes())
+}
+
+pub fn unmark_prebuilt(slot: &Slot) {
+    let _ = std::fs::remove_file(slot.dir.join(READY));
+}
+
+/// Starts a build slot from the prebuilt prelude, once per prelude version. Returns the number
+/// of files linked or copied, or None when there is no usable prebuilt prelude. The prebuilt
+/// folder is only read: its artifacts are linked, never written (rustc and the linker replace
+/// an output by renaming a new file over it, which replaces the slot's link, not the target).
+pub fn seed_slot(slot: &Path, prelude: &Path) -> Result<Option<usize>> {
+    let template = prebuilt_dir();
+    // The prebuilt build is valid for the sources at exactly this path (cargo's package id).
+    if !prelude.starts_with(prelude_root()) || !template.join(READY).is_file() {
+        return Ok(None);
     }
+    let stamp = slot.join(format!(".seeded-{}", embedded::HASH));
+    if stamp.exists() {
+        return Ok(Some(0));
+    }
+    // A warm rebuilding the folder holds it exclusively; then this session builds for itself.
+    let lock = File::open(template.with_extension("lock"))?;
+    if !flock(&lock, libc::LOCK_SH | libc::LOCK_NB) {
+        return Ok(None);
+    }
+    let mut n = 0;
+    link_tree(&template.join("target"), &slot.join("target"), &mut n)?;
+    write_atomically(&stamp, b"")?;
+    Ok(Some(n))
+}
+
+fn link_tree(from: &Path, to: &Path, n: &mut usize) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name_s = name.to_string_lossy();
+        // The session's own crate (evcxr calls it `ctx`) is rebuilt by every cell; incremental
+        // state is only for it and the prelude, and cargo's lock belongs to each folder.
+        if name_s == "incremental"
+            || name_s == ".cargo-lock"
+            || name_s.starts_with("ctx-")
+            || name_s.starts_with("libctx")
+        {
+            continue;
+        }
+        let (src, dst) = (entry.path(), to.join(&name));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            link_tree(&src, &dst, n)?;
+            continue;
+        }
+        if dst.symlink_metadata().is_ok() {
+            if dst.exists() {
+                continue;
+            }
+            // A link into an older prebuilt folder that is gone.
+            std::fs::remove_file(&dst)?;
+        }
+        let artifact = matches!(
+            Path::new(&name).extension().and_then(|e| e.to_str()),
+            Some("rlib" | "rmeta" | "so" | "a")
+        );
+        if artifact && kind.is_file() {
+            std::os::unix::fs::symlink(&src, &dst)
+                .with_context(|| format!("linking {}", dst.display()))?;
+        } else if kind.is_file() {
+            // cargo decides freshness by comparing modification times, so copies keep them.
+            std::fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
+            let meta = entry.metadata()?;
+            let times = std::fs::FileTimes::new()
+                .set_accessed(meta.accessed()?)
+                .set_modified(meta.modified()?);
+            File::options().write(true).open(&dst)?.set_times(times)?;
+        } else {
+            continue;
+        }
+        *n += 1;
+    }
+    Ok(())
 }
 
 /// The interrupt flag file (ARCHITECTURE.md, contract 2).
