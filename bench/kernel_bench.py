@@ -7,13 +7,19 @@
       start -> reply when the cell is sent the moment kernel_info answers (it waits for
       evcxr and the prelude to load), and the cell's own time once the session is ready
 
+  start -> first prelude cell on a fresh build slot (a new student's first session: the slot
+      starts from the prebuilt prelude that `gpulab-kernel warm` made, or compiles it without one)
+
 Runs the same figures for evcxr_jupyter beside gpulab when its kernelspec ("rust") is installed.
-Usage: bench/kernel_bench.py [--cells N]
+With --runs N every figure is the median of N kernels (the machine is shared and noisy).
+Usage: bench/kernel_bench.py [--cells N] [--runs N]
 """
 
 import argparse
+import os
 import statistics
 import sys
+import tempfile
 import time
 
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
@@ -31,6 +37,23 @@ def run_cell(kc, code, timeout=300):
     if msg["content"]["status"] != "ok":
         raise RuntimeError(f"{code!r} failed: {msg['content'].get('evalue')}")
     return elapsed
+
+
+def fresh_slot_first_cell(kernel_name, prelude_cell):
+    """Start -> reply of the first prelude cell, in a build-slot folder no kernel has used."""
+    with tempfile.TemporaryDirectory(prefix="gpulab-bench-slots-") as d:
+        km = KernelManager(kernel_name=kernel_name)
+        t0 = time.perf_counter()
+        km.start_kernel(env=dict(os.environ, GPULAB_CACHE_DIR=d))
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=60)
+            run_cell(kc, prelude_cell, timeout=900)
+            return time.perf_counter() - t0
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
 
 
 def measure(kernel_name, prelude_cell, cells):
@@ -69,21 +92,40 @@ def fmt(x):
     return "n/a" if x is None else f"{x:.3f} s"
 
 
+def median_of(runs):
+    """Each figure's median over several runs (None stays None)."""
+    keys = runs[0].keys()
+    return {k: (None if runs[0][k] is None else statistics.median(r[k] for r in runs)) for k in keys}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cells", type=int, default=20)
+    ap.add_argument("--runs", type=int, default=1)
     args = ap.parse_args()
     specs = KernelSpecManager().find_kernel_specs()
     prelude_cells = ("let t = Tensor::ones([2, 2], Device::Cpu).unwrap();",
                      "let u = Tensor::randn([64, 64], Device::Cpu).unwrap(); u.matmul(&u).unwrap().sum().unwrap().item::<f32>().unwrap()")
-    rows = [("gpulab", measure("gpulab", prelude_cells, args.cells))]
+    runs = []
+    for _ in range(args.runs):
+        r = measure("gpulab", prelude_cells, args.cells)
+        r["fresh_slot_first_prelude"] = fresh_slot_first_cell("gpulab", prelude_cells[0])
+        runs.append(r)
+    rows = [("gpulab", median_of(runs))]
     if "rust" in specs:
-        rows.append(("evcxr_jupyter", measure("rust", None, args.cells)))
+        runs = []
+        for _ in range(args.runs):
+            r = measure("rust", None, args.cells)
+            r["fresh_slot_first_prelude"] = None
+            runs.append(r)
+        rows.append(("evcxr_jupyter", median_of(runs)))
     else:
         print("evcxr_jupyter: not installed (no 'rust' kernelspec), so no side-by-side figures", file=sys.stderr)
-    print(f"{'kernel':<15}{'kernel_info':>14}{'start->1st prelude':>20}{'prelude, ready':>16}{'trivial median':>17}{'trivial min':>14}")
+    if args.runs > 1:
+        print(f"medians of {args.runs} runs")
+    print(f"{'kernel':<15}{'kernel_info':>14}{'start->1st prelude':>20}{'fresh slot':>13}{'prelude, ready':>16}{'trivial median':>17}{'trivial min':>14}")
     for name, r in rows:
-        print(f"{name:<15}{fmt(r['kernel_info']):>14}{fmt(r['start_to_first_prelude_reply']):>20}"
+        print(f"{name:<15}{fmt(r['kernel_info']):>14}{fmt(r['start_to_first_prelude_reply']):>20}{fmt(r['fresh_slot_first_prelude']):>13}"
               f"{fmt(r['prelude_cell_ready']):>16}{fmt(r['trivial_median']):>17}{fmt(r['trivial_min']):>14}")
     if len(rows) == 2:
         ratio = rows[1][1]["trivial_median"] / rows[0][1]["trivial_median"]
