@@ -299,13 +299,16 @@ fn link_tree(from: &Path, to: &Path, n: &mut usize) -> Result<()> {
             std::os::unix::fs::symlink(&src, &dst)
                 .with_context(|| format!("linking {}", dst.display()))?;
         } else if kind.is_file() {
-            // cargo decides freshness by comparing modification times, so copies keep them.
-            std::fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
+            // cargo decides freshness by comparing modification times, so copies keep them; a
+            // copy cut short (the kernel killed) must not look complete, hence the rename.
+            let tmp = to.join(format!(".{}.{}", name_s, std::process::id()));
+            std::fs::copy(&src, &tmp).with_context(|| format!("copying {}", src.display()))?;
             let meta = entry.metadata()?;
             let times = std::fs::FileTimes::new()
                 .set_accessed(meta.accessed()?)
                 .set_modified(meta.modified()?);
-            File::options().write(true).open(&dst)?.set_times(times)?;
+            File::options().write(true).open(&tmp)?.set_times(times)?;
+            std::fs::rename(&tmp, &dst)?;
         } else {
             continue;
         }
@@ -376,6 +379,65 @@ impl Drop for InterruptFlag {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn seeding_links_artifacts_copies_bookkeeping_with_its_times_and_skips_the_cell_crate() {
+        use std::path::Path;
+        use std::time::{Duration, SystemTime};
+        let base = std::env::temp_dir().join(format!("gpulab-seed-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let (from, to) = (base.join("template"), base.join("slot"));
+        let write = |rel: &str, text: &str| {
+            let p = from.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, text).unwrap();
+        };
+        write("deps/libdep-1.rlib", "rlib");
+        write("deps/libgpulab-2.so", "so");
+        write("deps/dep-1.d", "dep-info");
+        write(".fingerprint/dep-1/lib-dep", "fingerprint");
+        write("deps/libctx-3.so", "a cell");
+        write(".fingerprint/ctx-3/lib-ctx", "a cell");
+        write("incremental/gpulab-4/state", "incremental");
+        write(".cargo-lock", "");
+        let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        std::fs::File::options()
+            .write(true)
+            .open(from.join(".fingerprint/dep-1/lib-dep"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        // A file the slot already has is kept.
+        std::fs::create_dir_all(to.join("deps")).unwrap();
+        std::fs::write(to.join("deps/dep-1.d"), "the slot's own").unwrap();
+
+        let mut n = 0;
+        super::link_tree(&from, &to, &mut n).unwrap();
+        let link = |rel: &str| std::fs::symlink_metadata(to.join(rel)).unwrap();
+        assert!(link("deps/libdep-1.rlib").file_type().is_symlink());
+        assert!(link("deps/libgpulab-2.so").file_type().is_symlink());
+        let fp = to.join(".fingerprint/dep-1/lib-dep");
+        assert!(!link(".fingerprint/dep-1/lib-dep").file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&fp).unwrap(), "fingerprint");
+        assert_eq!(std::fs::metadata(&fp).unwrap().modified().unwrap(), old);
+        assert_eq!(
+            std::fs::read_to_string(to.join("deps/dep-1.d")).unwrap(),
+            "the slot's own"
+        );
+        for skipped in [
+            "deps/libctx-3.so",
+            ".fingerprint/ctx-3",
+            "incremental",
+            ".cargo-lock",
+        ] {
+            assert!(
+                !Path::new(&to.join(skipped)).exists(),
+                "{skipped} was seeded"
+            );
+        }
+        assert_eq!(n, 3);
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
     #[test]
     fn sessions_build_the_prelude_as_a_dylib() {
         let (_, manifest) = super::embedded::FILES
