@@ -192,6 +192,12 @@ def test_interrupt_during_a_build_stops_the_build_and_keeps_variables(fresh_kern
     k = fresh_kernel
     reply, _ = k.execute("let precious = 7;")
     assert reply["status"] == "ok"
+    # After a fresh session's first cell the kernel warms rust-analyzer while idle (seconds on a
+    # busy machine); a cell sent then waits for it, and an interrupt meanwhile cancels the cell
+    # before its build (as during start-up). This cell waits out the warm-up, so the interrupt
+    # below lands in the build it is meant to test.
+    reply, _ = k.execute("precious")
+    assert reply["status"] == "ok"
     reply, elapsed = k.interrupt_after(heavy_cell(), delay=2.5)
     assert reply["status"] == "error"
     assert reply["ename"] == "KeyboardInterrupt", reply
