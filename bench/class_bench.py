@@ -29,6 +29,7 @@ kernelspec "rust" is installed.
 import argparse
 import os
 import pathlib
+import resource
 import statistics
 import sys
 import tempfile
@@ -141,6 +142,7 @@ def student(km, cells, out, start_gate):
 def run_class(kernel, n, cells, cache, sample):
     # XDG_CACHE_HOME too: evcxr keeps its compiled-dependency cache (`:cache`) there, shared by
     # every kernel of the user; left at ~/.cache it would make a "cold" class half warm.
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = dict(os.environ, GPULAB_CACHE_DIR=str(cache / "cache"), XDG_DATA_HOME=str(cache / "data"),
                XDG_CACHE_HOME=str(cache / "xdg-cache"))
     kms = [KernelManager(kernel_name=kernel) for _ in range(n)]
@@ -160,6 +162,11 @@ def run_class(kernel, n, cells, cache, sample):
     sampler.join()
     for km in kms:
         km.shutdown_kernel(now=True)
+    # CPU seconds of every kernel tree (kernel, evcxr's child, cargo, rustc: each waited for by
+    # its parent, so they all add up in this process's children once the kernels are reaped).
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+    print(f"  CPU time of the class: {cpu:.0f} s ({cpu / n:.0f} s per student)", flush=True)
     slots = sorted((cache / "cache" / "slots").glob("slot-*[0-9]"))
     slot_sizes = [du(s) for s in slots if s.is_dir()]
     shared = du(cache) - sum(slot_sizes)
