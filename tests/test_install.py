@@ -77,6 +77,6 @@ def test_a_teacher_sets_a_gpu_memory_cap_in_the_kernelspec(tmp_path):
     spec = json.loads((tmp_path / "share/jupyter/kernels/gpulab/kernel.json").read_text())
     assert spec["env"]["GPULAB_GPU_MEMORY_FRACTION"] == "0.1"
     assert spec["env"]["GPULAB_GPU_MEMORY_LIMIT"] == "4GiB"
-    for bad in (["--gpu-memory-fraction", "1.5"], ["--gpu-memory-fraction"]):
+    for bad in (["--gpu-memory-fraction", "1.5"], ["--gpu-memory-fraction"], ["--gpu-memory-limit", "lots"]):
         run = subprocess.run([str(binary), "install", "--prefix", str(tmp_path), *bad], capture_output=True, text=True)
-        assert run.returncode != 0 and "--gpu-memory-fraction" in run.stderr, run.stderr
+        assert run.returncode != 0 and bad[0] in run.stderr, run.stderr

@@ -87,6 +87,9 @@ fn gpu_memory_flags(args: &[String]) -> Result<(Vec<String>, EnvEntries)> {
         if var.ends_with("FRACTION") && !matches!(v.parse::<f64>(), Ok(f) if f > 0.0 && f <= 1.0) {
             bail!("{a} must be a fraction in (0, 1], such as 0.1; got {v:?}");
         }
+        if var.ends_with("LIMIT") && !v.starts_with(|c: char| c.is_ascii_digit()) {
+            bail!("{a} must be a memory size such as 4GiB or 512MiB; got {v:?}");
+        }
         env.push((var, v.clone()));
     }
     Ok((rest, env))
