@@ -122,9 +122,12 @@ class Hub:
         self.homes.mkdir()
         env = {
             "JUPYTER_PATH": str(kernelspec_parent()),
-            # Build slots stay where `./install` warmed them, as a system-wide prebuilt prelude
-            # would be shared; everything else (extracted prelude, Jupyter data) is per home.
-            "GPULAB_CACHE_DIR": os.environ.get("GPULAB_CACHE_DIR", str(pathlib.Path.home() / ".cache/gpulab")),
+            # Build slots and evcxr's dependency cache stay where `./install` warmed them, as a
+            # system-wide prebuilt prelude would be shared (the kernel's own defaults would put
+            # them in each student's empty home: every student would compile the prelude from
+            # scratch); everything else (extracted prelude, Jupyter data) is per home.
+            "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME", str(pathlib.Path.home() / ".cache")),
+            **{k: os.environ[k] for k in ("GPULAB_CACHE_DIR",) if k in os.environ},
             **toolchain_env(),
         }
         args = ["--allow-root"] if os.getuid() == 0 else []
