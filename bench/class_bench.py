@@ -166,17 +166,16 @@ def run_class(kernel, n, cells, cache, sample):
     # its parent, so they all add up in this process's children once the kernels are reaped).
     cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
-    print(f"  CPU time of the class: {cpu:.0f} s ({cpu / n:.0f} s per student)", flush=True)
     slots = sorted((cache / "cache" / "slots").glob("slot-*[0-9]"))
     slot_sizes = [du(s) for s in slots if s.is_dir()]
     shared = du(cache) - sum(slot_sizes)
-    return results, sampler.peak, slot_sizes, shared
+    return results, sampler.peak, slot_sizes, shared, cpu
 
 
 MB = 1e6
 
 
-def report(kernel, n, results, peak, slot_sizes, shared):
+def report(kernel, n, results, peak, slot_sizes, shared, cpu):
     errors = [e for r in results for e in r["errors"]]
     firsts = [r["first"] for r in results if "first" in r and not r["errors"]]
     lats = [x for r in results if not r["errors"] for x in r.get("lat", [])]
@@ -200,6 +199,7 @@ def report(kernel, n, results, peak, slot_sizes, shared):
     row["slot"] = statistics.mean(slot_sizes) / MB if slot_sizes else 0
     row["disk"] = (sum(slot_sizes) + shared) / MB
     print(f"  disk: {len(slot_sizes)} slot(s) of {row['slot']:.0f} MB on average, shared {shared / MB:.0f} MB, total {row['disk']:.0f} MB")
+    print(f"  CPU time of the class: {cpu:.0f} s ({cpu / n:.0f} s per student: first cell and {len(lats) // max(1, n)} trivial ones)")
     return row
 
 
@@ -242,7 +242,8 @@ def main():
         if args.warm:
             n = max(args.students)
             print(f"\nwarming {n} build slots with one unreported class of {n} ...", flush=True)
-            run_class(kernel, n, 1, args.cache, args.sample)
+            cpu = run_class(kernel, n, 1, args.cache, args.sample)[-1]
+            print(f"  CPU time of the warming class: {cpu:.0f} s ({cpu / n:.0f} s per student, cold)", flush=True)
         for n in args.students:
             if args.cache:
                 args.cache.mkdir(parents=True, exist_ok=True)
