@@ -66,3 +66,17 @@ def test_spec_records_the_python_environment_with_the_cuda_wheels(tmp_path):
     subprocess.run([str(binary), "install", "--prefix", str(tmp_path)], check=True, capture_output=True, env=env)
     spec = json.loads((tmp_path / "share/jupyter/kernels/gpulab/kernel.json").read_text())
     assert "GPULAB_VENV" not in spec["env"]
+
+
+def test_a_teacher_sets_a_gpu_memory_cap_in_the_kernelspec(tmp_path):
+    """`--gpu-memory-fraction` / `--gpu-memory-limit` land in kernel.json's env, where every
+    student's kernel reads them (prelude/src/cuda/memcap.rs); a bad fraction is refused."""
+    binary, _ = installed_binary()
+    subprocess.run([str(binary), "install", "--prefix", str(tmp_path), "--gpu-memory-fraction", "0.1",
+                    "--gpu-memory-limit", "4GiB"], check=True, capture_output=True)
+    spec = json.loads((tmp_path / "share/jupyter/kernels/gpulab/kernel.json").read_text())
+    assert spec["env"]["GPULAB_GPU_MEMORY_FRACTION"] == "0.1"
+    assert spec["env"]["GPULAB_GPU_MEMORY_LIMIT"] == "4GiB"
+    for bad in (["--gpu-memory-fraction", "1.5"], ["--gpu-memory-fraction"], ["--gpu-memory-limit", "lots"]):
+        run = subprocess.run([str(binary), "install", "--prefix", str(tmp_path), *bad], capture_output=True, text=True)
+        assert run.returncode != 0 and bad[0] in run.stderr, run.stderr

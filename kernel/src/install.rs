@@ -66,8 +66,38 @@ fn sys_prefix() -> Result<PathBuf> {
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
+type EnvEntries = Vec<(&'static str, String)>;
+
+/// `--gpu-memory-fraction F` / `--gpu-memory-limit SIZE`: the per-kernel GPU memory cap a
+/// teacher sets for every student (prelude/src/cuda/memcap.rs reads and checks the values);
+/// returns the other arguments and the env entries.
+fn gpu_memory_flags(args: &[String]) -> Result<(Vec<String>, EnvEntries)> {
+    let (mut rest, mut env) = (Vec::new(), Vec::new());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let var = match a.as_str() {
+            "--gpu-memory-fraction" => "GPULAB_GPU_MEMORY_FRACTION",
+            "--gpu-memory-limit" => "GPULAB_GPU_MEMORY_LIMIT",
+            _ => {
+                rest.push(a.clone());
+                continue;
+            }
+        };
+        let v = it.next().with_context(|| format!("{a} needs a value"))?;
+        if var.ends_with("FRACTION") && !matches!(v.parse::<f64>(), Ok(f) if f > 0.0 && f <= 1.0) {
+            bail!("{a} must be a fraction in (0, 1], such as 0.1; got {v:?}");
+        }
+        if var.ends_with("LIMIT") && !v.starts_with(|c: char| c.is_ascii_digit()) {
+            bail!("{a} must be a memory size such as 4GiB or 512MiB; got {v:?}");
+        }
+        env.push((var, v.clone()));
+    }
+    Ok((rest, env))
+}
+
 pub fn install(args: &[String]) -> Result<()> {
-    let dir = kernels_dir(args)?;
+    let (args, gpu_env) = gpu_memory_flags(args)?;
+    let dir = kernels_dir(&args)?;
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let exe = std::env::current_exe()?;
     let target = dir.join("gpulab-kernel");
@@ -86,6 +116,9 @@ pub fn install(args: &[String]) -> Result<()> {
     // searches it, and Jupyter may start the kernel without that environment activated.
     if let Some(venv) = std::env::var_os("GPULAB_VENV").filter(|v| !v.is_empty()) {
         env.insert("GPULAB_VENV".into(), json!(venv.to_string_lossy()));
+    }
+    for (var, value) in gpu_env {
+        env.insert(var.into(), json!(value));
     }
     let spec = json!({
         "argv": [target.to_string_lossy(), "--connection-file", "{connection_file}"],

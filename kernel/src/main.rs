@@ -7,6 +7,8 @@ use std::sync::Arc;
 const USAGE: &str = "usage:
   gpulab-kernel --connection-file FILE      run the kernel (Jupyter starts it this way)
   gpulab-kernel install [--user | --sys-prefix | --prefix DIR]
+                        [--gpu-memory-fraction F] [--gpu-memory-limit SIZE]
+                                             (a per-kernel GPU memory cap, e.g. 0.1 or 4GiB)
   gpulab-kernel uninstall [--user | --sys-prefix | --prefix DIR]
   gpulab-kernel warm                         build the prelude once so the first cell is fast
   gpulab-kernel --version";

@@ -40,6 +40,15 @@ pub enum Error {
     },
     /// The device ran out of memory.
     OutOfMemory { device: Device, bytes: usize },
+    /// An allocation past this kernel's GPU memory cap (`cuda::memcap`): the cap, where it was
+    /// set, the bytes this kernel's tensors hold and the bytes asked for.
+    MemoryCap {
+        device: Device,
+        cap: u64,
+        source: String,
+        in_use: u64,
+        requested: u64,
+    },
     /// Any other CUDA driver, cuBLAS or NVML error.
     Cuda { op: String, detail: String },
     /// A bad argument that is none of the above (kernel name, dim out of range, ...).
@@ -89,6 +98,21 @@ impl fmt::Display for Error {
                 f,
                 "out of memory on {device}: could not allocate {} ({bytes} bytes)",
                 human_bytes(*bytes as u64)
+            ),
+            Error::MemoryCap {
+                device,
+                cap,
+                source,
+                in_use,
+                requested,
+            } => write!(
+                f,
+                "GPU memory cap hit on {device}: this kernel's tensors may hold {} ({source}); \
+                 {} in use, and this allocation asks for {} more. Free tensors you no longer \
+                 need (drop(t)), or ask for a bigger cap (the teacher sets it in the kernelspec)",
+                human_bytes(*cap),
+                human_bytes(*in_use),
+                human_bytes(*requested)
             ),
             Error::Cuda { op, detail } => write!(f, "{op} failed: {detail}"),
             Error::Invalid(s) => f.write_str(s),

@@ -43,6 +43,11 @@ pub struct GpuProcess {
     pub name: String,
     /// Not available in some containers and under some drivers.
     pub used_memory: Option<u64>,
+    /// The Jupyter kernel the process belongs to, for a class sharing one GPU:
+    /// "alice · kernel 3f2a9c1e (this notebook)", from the process's (or its parent's)
+    /// `--connection-file` and its owner, read in /proc. `None` for any other process, or when
+    /// /proc shows nothing (another PID namespace, such as a container).
+    pub kernel: Option<String>,
 }
 
 type Dev = *mut c_void;
@@ -335,6 +340,7 @@ impl Nvml {
                     .unwrap_or_else(|| "?".into()),
                 used_memory: (p.used_gpu_memory != NVML_VALUE_NOT_AVAILABLE)
                     .then_some(p.used_gpu_memory),
+                kernel: owning_kernel(p.pid),
             })
             .collect()
     }
@@ -400,6 +406,7 @@ impl SmiReport {
                     p.used_memory
                         .map(human_bytes)
                         .unwrap_or_else(|| "N/A".into()),
+                    p.kernel.clone().unwrap_or_else(|| "-".into()),
                 ]
             })
             .collect()
@@ -434,7 +441,105 @@ const GPU_HEADER: &[&str] = &[
     "Temp",
     "Power (draw / cap)",
 ];
-const PROC_HEADER: &[&str] = &["GPU", "PID", "Process name", "GPU Memory"];
+const PROC_HEADER: &[&str] = &["GPU", "PID", "Process name", "GPU Memory", "Kernel"];
+
+/// The connection file a kernel's command line names (`--connection-file F`, `-f F`, or a
+/// bare `...kernel-ID.json` as some launchers pass it).
+fn connection_file(args: &[String]) -> Option<&str> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--connection-file" || a == "-f" {
+            return it.next().map(String::as_str);
+        }
+        if let Some(f) = a.strip_prefix("--connection-file=") {
+            return Some(f);
+        }
+        if a.ends_with(".json") && a.contains("kernel") {
+            return Some(a);
+        }
+    }
+    None
+}
+
+/// "alice · kernel 3f2a9c1e (this notebook)": the owner, the first 8 characters of the kernel
+/// id Jupyter put in the connection file's name (what the notebook's URL and the server's
+/// kernels API show), and whether it is the kernel asking.
+fn kernel_label(user: Option<&str>, connection_file: &str, ours: bool) -> String {
+    let stem = std::path::Path::new(connection_file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let id = stem.strip_prefix("kernel-").unwrap_or(&stem);
+    let id: String = id.chars().take(8).collect();
+    let mut s = user.map(|u| format!("{u} · ")).unwrap_or_default();
+    s += &format!("kernel {id}");
+    if ours {
+        s += " (this notebook)";
+    }
+    s
+}
+
+/// The process's command line, and its parent's pid, from /proc.
+fn proc_info(pid: u32) -> Option<(Vec<String>, u32)> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args = raw
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
+    let ppid = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some((args, ppid))
+}
+
+/// The kernel process at or above `pid` (evcxr's cell child, which holds the CUDA context, is
+/// the kernel's child) and its connection file.
+fn kernel_process(pid: u32) -> Option<(u32, String)> {
+    let mut p = pid;
+    for _ in 0..4 {
+        let (args, ppid) = proc_info(p)?;
+        if let Some(f) = connection_file(&args) {
+            return Some((p, f.to_string()));
+        }
+        if ppid <= 1 {
+            return None;
+        }
+        p = ppid;
+    }
+    None
+}
+
+fn user_name(pid: u32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    Some(
+        passwd
+            .lines()
+            .map(|l| l.split(':').collect::<Vec<_>>())
+            .find(|f| f.len() > 2 && f[2] == uid)
+            .map(|f| f[0].to_string())
+            .unwrap_or_else(|| format!("uid {uid}")),
+    )
+}
+
+fn owning_kernel(pid: u32) -> Option<String> {
+    let (kernel, file) = kernel_process(pid)?;
+    let ours = kernel_process(std::process::id()).is_some_and(|(k, _)| k == kernel);
+    Some(kernel_label(user_name(pid).as_deref(), &file, ours))
+}
 
 impl fmt::Display for SmiReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -543,6 +648,53 @@ fn cuda_ordinals(nvml: &[&str], cuda: &[String]) -> Vec<Option<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_kernels_connection_file_is_found_in_its_command_line() {
+        let file =
+            "/run/user/1000/jupyter/runtime/kernel-3f2a9c1e-77aa-4c1b-9d2e-0a1b2c3d4e5f.json";
+        for cmd in [
+            args(&["/k/gpulab-kernel", "--connection-file", file]),
+            args(&["/k/gpulab-kernel", "-f", file]),
+            args(&["/k/gpulab-kernel", &format!("--connection-file={file}")]),
+            args(&["/k/gpulab-kernel", file]),
+        ] {
+            assert_eq!(connection_file(&cmd), Some(file), "{cmd:?}");
+        }
+        assert_eq!(connection_file(&args(&["python3", "train.py"])), None);
+        // evcxr's cell child: the kernel binary re-run without arguments.
+        assert_eq!(connection_file(&args(&["/k/gpulab-kernel"])), None);
+    }
+
+    #[test]
+    fn kernel_labels_name_the_owner_and_the_short_kernel_id() {
+        let file = "/tmp/kernel-3f2a9c1e-77aa-4c1b-9d2e-0a1b2c3d4e5f.json";
+        assert_eq!(
+            kernel_label(Some("alice"), file, false),
+            "alice · kernel 3f2a9c1e"
+        );
+        assert_eq!(
+            kernel_label(Some("bob"), file, true),
+            "bob · kernel 3f2a9c1e (this notebook)"
+        );
+        assert_eq!(
+            kernel_label(None, "/tmp/tmpdlrala3d.json", false),
+            "kernel tmpdlral"
+        );
+    }
+
+    #[test]
+    fn proc_is_read_for_this_process() {
+        // The test binary is no kernel, and its parent chain names no connection file.
+        let (args, ppid) = proc_info(std::process::id()).expect("/proc on Linux");
+        assert!(!args.is_empty() && ppid > 0);
+        assert!(user_name(std::process::id()).is_some());
+        assert_eq!(owning_kernel(u32::MAX), None);
+    }
 
     #[test]
     fn nvml_devices_map_to_cuda_ordinals_by_bus_id() {

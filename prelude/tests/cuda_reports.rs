@@ -24,6 +24,7 @@ fn sample() -> SmiReport {
                 pid: 4242,
                 name: "evcxr <child>".into(),
                 used_memory: Some(512 << 20),
+                kernel: Some("alice · kernel 3f2a9c1e (this notebook)".into()),
             }],
         }],
     }
@@ -52,6 +53,7 @@ fn smi_text_is_an_aligned_table() {
         "120W / N/A",
         "4242",
         "512.0 MiB",
+        "alice · kernel 3f2a9c1e (this notebook)",
     ] {
         assert!(text.contains(cell), "missing {cell:?}:\n{text}");
     }

@@ -13,6 +13,8 @@ pub use cells::{cell_kernel, cell_kernel_on, cell_kernels, compile_cell, CellRep
 mod context;
 mod event;
 mod loader;
+pub(crate) mod memcap;
+pub use memcap::{memory_allocated, memory_cap, set_per_process_memory_fraction};
 mod module;
 pub mod nvrtc;
 mod props;

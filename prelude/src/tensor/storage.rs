@@ -47,6 +47,7 @@ impl Drop for CudaBuf {
     /// device is current, would free in the wrong context or none (G8). Binding here runs
     /// before the `slice` field is dropped.
     fn drop(&mut self) {
+        cuda::memcap::release(self.gpu.ordinal, self.slice.num_bytes() as u64);
         let _ = self.gpu.ctx.bind_to_thread();
     }
 }
@@ -60,6 +61,10 @@ pub(crate) fn physical_len(n: usize) -> usize {
 
 /// An uninitialised buffer of `n` floats on `gpu` (stream-ordered).
 pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
+    // The kernel's GPU memory cap (cuda/memcap.rs); released by `CudaBuf`'s Drop once kept.
+    let charge = cuda::memcap::Charge::new(gpu.ordinal, physical_len(n) as u64 * 4, || {
+        Ok(cuda::get_device_properties(gpu.ordinal)?.total_memory)
+    })?;
     let try_alloc = || {
         // SAFETY: every caller writes all n elements (a kernel, a copy or a memset) before
         // the buffer is read; the extra element of an empty buffer is never read.
@@ -84,6 +89,7 @@ pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
             cuda::driver_err("cuMemAlloc", e)
         }
     })?;
+    charge.keep();
     Ok(CudaBuf {
         gpu: gpu.clone(),
         slice,
