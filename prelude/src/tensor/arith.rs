@@ -176,11 +176,12 @@ impl Tensor {
             )));
         }
         let xy = broadcast("where", self.shape(), other.shape())?;
-        let all = broadcast("where", &condition.shape(), &xy.dims)?;
+        let all = broadcast("where", condition.shape(), &xy.dims)?;
         let dims = all.dims.clone();
         let dt = promote(self.dtype(), other.dtype());
         // Each operand as a stride-0 view of the common shape, made dense.
-        let expand = |t: &Tensor| t.broadcast_to(dims.as_slice())?.dense();
+        let expand =
+            |t: &Tensor| Ok::<_, Error>(t.broadcast_to(dims.as_slice())?.dense()?.into_owned());
         let (x, y) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
         let storage = Storage::where_(
             &expand(condition)?.read(),

@@ -54,6 +54,7 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use cpu_backend::CpuStorage;
 use layout::Layout;
+use std::borrow::Cow;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use storage::Storage;
 
@@ -136,12 +137,16 @@ impl Tensor {
 
     /// This tensor when it is dense, else a contiguous copy of its elements: the one place
     /// where non-contiguous inputs become what every backend op expects.
-    pub(crate) fn dense(&self) -> Result<Tensor> {
+    /// Borrowed when dense, so the common case costs one check and no clone.
+    pub(crate) fn dense(&self) -> Result<Cow<'_, Tensor>> {
         if self.is_dense() {
-            return Ok(self.clone());
+            return Ok(Cow::Borrowed(self));
         }
         let storage = self.read().copy_layout(&self.layout)?;
-        Ok(Tensor::from_storage(storage, self.shape().to_vec()))
+        Ok(Cow::Owned(Tensor::from_storage(
+            storage,
+            self.shape().to_vec(),
+        )))
     }
 
     /// Places host data on `device` (an upload for CUDA devices).

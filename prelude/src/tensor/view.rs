@@ -280,7 +280,8 @@ impl Tensor {
         let src = src.to_dtype(self.dtype())?.to_device(self.device())?;
         let src = src
             .view_of(src.layout.broadcast_to("copy_", self.shape())?)
-            .dense()?;
+            .dense()?
+            .into_owned();
         // A source that shares this storage would be read while it is written (and its
         // read lock would wait for our write lock): copy it out first.
         let src = if src.shares_storage(self) {
