@@ -11,7 +11,8 @@
 //! Sharing rules: every view and every Rust `clone()` share storage (a clone is torch's
 //! `b = a`, not torch's `a.clone()`, which is [`Tensor::deep_clone`] here); `to(..)` and
 //! `to_dtype` return the tensor itself when nothing changes, as torch does. Storage sits
-//! behind an `RwLock` so writes through a shared `&Tensor` are possible; ops take a read lock
+//! behind an `RwLock` (`storage::Shared`, which also keeps its dtype, device and length, fixed for
+//! its life, outside the lock) so writes through a shared `&Tensor` are possible; ops take a read lock
 //! for the length of one backend call. A user kernel's `KernelArg::TensorMut` keeps its
 //! copy-on-write rule: when the storage is shared (a clone, a view) or the tensor is not
 //! dense, the tensor first gets a private contiguous copy, so a hand-written kernel never
@@ -55,13 +56,13 @@ use crate::error::{Error, Result};
 use cpu_backend::CpuStorage;
 use layout::Layout;
 use std::borrow::Cow;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use storage::Storage;
+use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
+use storage::{Shared, Storage};
 
 /// See the module documentation for what `clone()` and views share.
 #[derive(Clone)]
 pub struct Tensor {
-    storage: Arc<RwLock<Storage>>,
+    storage: Arc<Shared>,
     layout: Layout,
 }
 
@@ -100,7 +101,7 @@ impl Tensor {
     /// The one constructor of a tensor with fresh storage (contiguous over `dims`).
     fn from_storage(storage: Storage, dims: Vec<usize>) -> Tensor {
         Tensor {
-            storage: Arc::new(RwLock::new(storage)),
+            storage: Arc::new(Shared::new(storage)),
             layout: Layout::contiguous(dims),
         }
     }
@@ -108,7 +109,7 @@ impl Tensor {
     /// The one constructor of a view: this tensor's storage seen through `layout`.
     fn view_of(&self, layout: Layout) -> Tensor {
         debug_assert!(
-            layout.end() <= self.read().len(),
+            layout.end() <= self.storage.len,
             "{layout:?} overruns its storage"
         );
         Tensor {
@@ -120,19 +121,17 @@ impl Tensor {
     /// The storage, read-locked (a poisoned lock still holds valid numbers: writers only
     /// store whole results).
     fn read(&self) -> RwLockReadGuard<'_, Storage> {
-        self.storage.read().unwrap_or_else(|e| e.into_inner())
+        self.storage.data.read().unwrap_or_else(|e| e.into_inner())
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Storage> {
-        self.storage.write().unwrap_or_else(|e| e.into_inner())
+        self.storage.data.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// True when the elements fill the storage row-major from element 0: what the backends
     /// take as is.
     fn is_dense(&self) -> bool {
-        self.layout.offset() == 0
-            && self.layout.is_contiguous()
-            && self.read().len() == self.numel()
+        self.layout.offset() == 0 && self.storage.len == self.numel() && self.layout.is_contiguous()
     }
 
     /// This tensor when it is dense, else a contiguous copy of its elements: the one place
@@ -295,7 +294,7 @@ impl Tensor {
     }
 
     pub fn device(&self) -> Device {
-        self.read().device()
+        self.storage.device
     }
 
     pub fn is_cuda(&self) -> bool {
@@ -303,7 +302,7 @@ impl Tensor {
     }
 
     pub fn dtype(&self) -> DType {
-        self.read().dtype()
+        self.storage.dtype
     }
 
     /// A copy on a device, in a dtype, or both, like torch's `.to`: `t.to(Device::Cuda(0))`,

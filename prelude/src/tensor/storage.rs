@@ -22,12 +22,33 @@ use crate::cuda::{self, Gpu};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaSlice, DevicePtr};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 pub(crate) enum Storage {
     Cpu(CpuStorage),
     /// float32 only in this version: other dtypes are refused when moved to a GPU.
     Cuda(CudaBuf),
+}
+
+/// A storage as tensors share it: the numbers behind a lock (the in-place methods write
+/// them), and what never changes for the storage's life (dtype, device, length) outside it,
+/// so asking a tensor its dtype or device takes no lock.
+pub(crate) struct Shared {
+    pub dtype: DType,
+    pub device: Device,
+    pub len: usize,
+    pub data: RwLock<Storage>,
+}
+
+impl Shared {
+    pub fn new(s: Storage) -> Shared {
+        Shared {
+            dtype: s.dtype(),
+            device: s.device(),
+            len: s.len(),
+            data: RwLock::new(s),
+        }
+    }
 }
 
 pub(crate) struct CudaBuf {
