@@ -11,6 +11,7 @@ use super::storage::Storage;
 use super::Tensor;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use std::borrow::Cow;
 use std::ops;
 
 /// The right-hand side of an arithmetic method: a tensor or a scalar, so that `a.mul(&b)`,
@@ -53,18 +54,27 @@ impl Tensor {
         Tensor::from_storage(storage, dims)
     }
 
+    /// `to_dtype` that borrows when the dtype is already right (no clone on the fast path).
+    fn cast(&self, dtype: DType) -> Result<Cow<'_, Tensor>> {
+        if dtype == self.dtype() {
+            Ok(Cow::Borrowed(self))
+        } else {
+            Ok(Cow::Owned(self.to_dtype(dtype)?))
+        }
+    }
+
     /// A one-element tensor holding a scalar operand in `dtype`, on this tensor's device.
     fn scalar_tensor(&self, s: f64, dtype: DType) -> Result<Tensor> {
         Tensor::full_dtype((), s, dtype, Device::Cpu)?.to_device(self.device())
     }
 
     /// Both operands promoted to one dtype, and the broadcast (None for equal shapes).
-    fn promoted(
-        &self,
-        rhs: &Tensor,
+    fn promoted<'a>(
+        &'a self,
+        rhs: &'a Tensor,
         op: &'static str,
         dtype: impl FnOnce(DType) -> DType,
-    ) -> Result<(Tensor, Tensor, Option<Broadcast>)> {
+    ) -> Result<(Cow<'a, Tensor>, Cow<'a, Tensor>, Option<Broadcast>)> {
         self.same_device(rhs)?;
         let bc = if self.shape() == rhs.shape() {
             None
@@ -72,7 +82,7 @@ impl Tensor {
             Some(broadcast(op, self.shape(), rhs.shape())?)
         };
         let dt = dtype(promote(self.dtype(), rhs.dtype()));
-        Ok((self.to_dtype(dt)?, rhs.to_dtype(dt)?, bc))
+        Ok((self.cast(dt)?, rhs.cast(dt)?, bc))
     }
 
     fn binary(&self, rhs: Operand, op: BinaryOp) -> Result<Tensor> {
@@ -109,16 +119,16 @@ impl Tensor {
         if op == BinaryOp::Div && !dt.is_float() {
             dt = DType::F32;
         }
-        let a = self.to_dtype(dt)?;
+        let a = self.cast(dt)?;
         let storage = a.dense()?.read().binary_scalar(op, s, scalar_first)?;
         Ok(self.with(storage, self.shape().to_vec()))
     }
 
     fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let a = if op.needs_float() && !self.dtype().is_float() {
-            self.to_dtype(DType::F32)?
+            self.cast(DType::F32)?
         } else {
-            self.clone()
+            Cow::Borrowed(self)
         };
         let storage = a.dense()?.read().unary(op)?;
         Ok(self.with(storage, self.shape().to_vec()))
