@@ -489,7 +489,7 @@ fn transpose_and_reshape() {
     let re = ta.reshape((6, 4)).unwrap();
     assert_eq!(re.shape(), &[6, 4]);
     same(&re.to_vec::<f32>().unwrap(), &a);
-    assert_eq!(ta.flatten().shape(), &[24]);
+    assert_eq!(ta.flatten().unwrap().shape(), &[24]);
 }
 
 #[test]

@@ -6,11 +6,12 @@
 
 use super::dtype::{promote, promote_scalar, DType};
 use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
-use super::shape::{broadcast, resolve_dim, strides, Broadcast};
+use super::shape::{broadcast, resolve_dim, Broadcast};
 use super::storage::Storage;
 use super::Tensor;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use std::borrow::Cow;
 use std::ops;
 
 /// The right-hand side of an arithmetic method: a tensor or a scalar, so that `a.mul(&b)`,
@@ -53,26 +54,35 @@ impl Tensor {
         Tensor::from_storage(storage, dims)
     }
 
+    /// `to_dtype` that borrows when the dtype is already right (no clone on the fast path).
+    fn cast(&self, dtype: DType) -> Result<Cow<'_, Tensor>> {
+        if dtype == self.dtype() {
+            Ok(Cow::Borrowed(self))
+        } else {
+            Ok(Cow::Owned(self.to_dtype(dtype)?))
+        }
+    }
+
     /// A one-element tensor holding a scalar operand in `dtype`, on this tensor's device.
     fn scalar_tensor(&self, s: f64, dtype: DType) -> Result<Tensor> {
         Tensor::full_dtype((), s, dtype, Device::Cpu)?.to_device(self.device())
     }
 
     /// Both operands promoted to one dtype, and the broadcast (None for equal shapes).
-    fn promoted(
-        &self,
-        rhs: &Tensor,
+    fn promoted<'a>(
+        &'a self,
+        rhs: &'a Tensor,
         op: &'static str,
         dtype: impl FnOnce(DType) -> DType,
-    ) -> Result<(Tensor, Tensor, Option<Broadcast>)> {
+    ) -> Result<(Cow<'a, Tensor>, Cow<'a, Tensor>, Option<Broadcast>)> {
         self.same_device(rhs)?;
-        let bc = if self.dims == rhs.dims {
+        let bc = if self.shape() == rhs.shape() {
             None
         } else {
-            Some(broadcast(op, &self.dims, &rhs.dims)?)
+            Some(broadcast(op, self.shape(), rhs.shape())?)
         };
         let dt = dtype(promote(self.dtype(), rhs.dtype()));
-        Ok((self.to_dtype(dt)?, rhs.to_dtype(dt)?, bc))
+        Ok((self.cast(dt)?, rhs.cast(dt)?, bc))
     }
 
     fn binary(&self, rhs: Operand, op: BinaryOp) -> Result<Tensor> {
@@ -90,8 +100,11 @@ impl Tensor {
             Operand::Tensor(t) => t,
         };
         let (a, b, bc) = self.promoted(rhs, op.name(), float_div)?;
-        let storage = a.storage.binary(&b.storage, op, bc.as_ref())?;
-        let dims = bc.map_or_else(|| self.dims.clone(), |bc| bc.dims);
+        let storage = a
+            .dense()?
+            .read()
+            .binary(&b.dense()?.read(), op, bc.as_ref())?;
+        let dims = bc.map_or_else(|| self.shape().to_vec(), |bc| bc.dims);
         Ok(self.with(storage, dims))
     }
 
@@ -106,19 +119,19 @@ impl Tensor {
         if op == BinaryOp::Div && !dt.is_float() {
             dt = DType::F32;
         }
-        let a = self.to_dtype(dt)?;
-        let storage = a.storage.binary_scalar(op, s, scalar_first)?;
-        Ok(self.with(storage, self.dims.clone()))
+        let a = self.cast(dt)?;
+        let storage = a.dense()?.read().binary_scalar(op, s, scalar_first)?;
+        Ok(self.with(storage, self.shape().to_vec()))
     }
 
     fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let a = if op.needs_float() && !self.dtype().is_float() {
-            self.to_dtype(DType::F32)?
+            self.cast(DType::F32)?
         } else {
-            self.clone()
+            Cow::Borrowed(self)
         };
-        let storage = a.storage.unary(op)?;
-        Ok(self.with(storage, self.dims.clone()))
+        let storage = a.dense()?.read().unary(op)?;
+        Ok(self.with(storage, self.shape().to_vec()))
     }
 
     fn compare(&self, rhs: Operand, op: CmpOp) -> Result<Tensor> {
@@ -135,8 +148,8 @@ impl Tensor {
             }
         };
         let (a, b, bc) = self.promoted(rhs, op.name(), |d| d)?;
-        let storage = a.storage.cmp(&b.storage, op, bc.as_ref())?;
-        let dims = bc.map_or_else(|| self.dims.clone(), |bc| bc.dims);
+        let storage = a.dense()?.read().cmp(&b.dense()?.read(), op, bc.as_ref())?;
+        let dims = bc.map_or_else(|| self.shape().to_vec(), |bc| bc.dims);
         Ok(self.with(storage, dims))
     }
 
@@ -169,22 +182,22 @@ impl Tensor {
             return Err(Error::Invalid(format!(
                 "where: the condition must be a bool tensor, got {} (shape {:?})",
                 condition.dtype(),
-                condition.dims
+                condition.shape()
             )));
         }
-        let xy = broadcast("where", &self.dims, &other.dims)?;
-        let all = broadcast("where", &condition.dims, &xy.dims)?;
+        let xy = broadcast("where", self.shape(), other.shape())?;
+        let all = broadcast("where", condition.shape(), &xy.dims)?;
         let dims = all.dims.clone();
         let dt = promote(self.dtype(), other.dtype());
-        let expand = |t: &Tensor| -> Result<Storage> {
-            if t.dims == dims {
-                return t.storage.to_dtype(t.dtype());
-            }
-            let st = broadcast("where", &t.dims, &dims)?.sa;
-            t.storage.strided_copy(&dims, &st)
-        };
+        // Each operand as a stride-0 view of the common shape, made dense.
+        let expand =
+            |t: &Tensor| Ok::<_, Error>(t.broadcast_to(dims.as_slice())?.dense()?.into_owned());
         let (x, y) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
-        let storage = Storage::where_(&expand(condition)?, &expand(&x)?, &expand(&y)?)?;
+        let storage = Storage::where_(
+            &expand(condition)?.read(),
+            &expand(&x)?.read(),
+            &expand(&y)?.read(),
+        )?;
         Ok(self.with(storage, dims))
     }
 
@@ -244,23 +257,23 @@ impl Tensor {
                 op.name()
             )));
         }
-        let storage = self.storage.reduce_all(op)?;
+        let storage = self.dense()?.read().reduce_all(op)?;
         Ok(self.with(storage, vec![]))
     }
 
     fn reduce_dim(&self, op: ReduceOp, dim: isize, keepdim: bool) -> Result<Tensor> {
         let d = resolve_dim(dim, self.rank())?;
-        let len = self.dims[d];
+        let len = self.shape()[d];
         if op != ReduceOp::Sum && len == 0 {
             return Err(Error::Invalid(format!(
                 "{}() over dimension {d} of size 0 has no value",
                 op.name()
             )));
         }
-        let outer: usize = self.dims[..d].iter().product();
-        let inner: usize = self.dims[d + 1..].iter().product();
-        let storage = self.storage.reduce_dim(op, outer, len, inner)?;
-        let mut dims = self.dims.clone();
+        let outer: usize = self.shape()[..d].iter().product();
+        let inner: usize = self.shape()[d + 1..].iter().product();
+        let storage = self.dense()?.read().reduce_dim(op, outer, len, inner)?;
+        let mut dims = self.shape().to_vec();
         if keepdim {
             dims[d] = 1;
         } else {
@@ -289,7 +302,7 @@ impl Tensor {
                 "{op}() needs a floating-point tensor, got {} (shape {:?}, {}); \
                  convert first with .to_dtype(DType::F32)",
                 self.dtype(),
-                self.dims,
+                self.shape(),
                 self.device()
             )))
         }
@@ -307,7 +320,7 @@ impl Tensor {
     pub fn mean_dim(&self, dim: isize) -> Result<Tensor> {
         self.float_only("mean")?;
         let d = resolve_dim(dim, self.rank())?;
-        let len = self.dims[d];
+        let len = self.shape()[d];
         if len == 0 {
             return Err(Error::Invalid(format!(
                 "mean() over dimension {d} of size 0 has no value"
@@ -336,12 +349,12 @@ impl Tensor {
             None => (1, self.numel(), 1, vec![]),
             Some(dim) => {
                 let d = resolve_dim(dim, self.rank())?;
-                let mut dims = self.dims.clone();
+                let mut dims = self.shape().to_vec();
                 dims.remove(d);
                 (
-                    self.dims[..d].iter().product(),
-                    self.dims[d],
-                    self.dims[d + 1..].iter().product(),
+                    self.shape()[..d].iter().product(),
+                    self.shape()[d],
+                    self.shape()[d + 1..].iter().product(),
                     dims,
                 )
             }
@@ -349,10 +362,10 @@ impl Tensor {
         if len == 0 {
             return Err(Error::Invalid(format!(
                 "{name}() of an empty dimension has no value (shape {:?})",
-                self.dims
+                self.shape()
             )));
         }
-        let storage = self.storage.arg_reduce(max, outer, len, inner)?;
+        let storage = self.dense()?.read().arg_reduce(max, outer, len, inner)?;
         Ok(self.with(storage, dims))
     }
 
@@ -372,50 +385,21 @@ impl Tensor {
         self.arg_reduce(false, Some(dim))
     }
 
-    /// Swaps two dimensions (a copy: tensors here are always contiguous).
-    pub fn transpose(&self, dim0: isize, dim1: isize) -> Result<Tensor> {
-        let (d0, d1) = (
-            resolve_dim(dim0, self.rank())?,
-            resolve_dim(dim1, self.rank())?,
-        );
-        if d0 == d1 {
-            return Ok(self.clone());
-        }
-        let src = strides(&self.dims);
-        let mut dims = self.dims.clone();
-        let mut src_strides = src.clone();
-        dims.swap(d0, d1);
-        src_strides.swap(d0, d1);
-        let storage = self.storage.strided_copy(&dims, &src_strides)?;
-        Ok(self.with(storage, dims))
-    }
-
-    /// The transpose of a 2-D tensor (a 1-D tensor is returned as is, like torch).
-    pub fn t(&self) -> Result<Tensor> {
-        match self.rank() {
-            0 | 1 => Ok(self.clone()),
-            2 => self.transpose(0, 1),
-            r => Err(Error::BadShape(format!(
-                "t() expects a tensor with at most 2 dimensions, got {r}"
-            ))),
-        }
-    }
-
     /// Matrix product of 1-D or 2-D tensors (torch's rules: a 1-D left operand is a row,
     /// a 1-D right operand a column, and that dimension is dropped from the result).
     pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
         self.same_device(rhs)?;
         let bad = || Error::ShapeMismatch {
             op: "matmul",
-            lhs: self.dims.clone(),
-            rhs: rhs.dims.clone(),
+            lhs: self.shape().to_vec(),
+            rhs: rhs.shape().to_vec(),
         };
-        let (m, k, lhs_vec) = match self.dims[..] {
+        let (m, k, lhs_vec) = match self.shape()[..] {
             [k] => (1, k, true),
             [m, k] => (m, k, false),
             _ => return Err(bad()),
         };
-        let (k2, n, rhs_vec) = match rhs.dims[..] {
+        let (k2, n, rhs_vec) = match rhs.shape()[..] {
             [k2] => (k2, 1, true),
             [k2, n] => (k2, n, false),
             _ => return Err(bad()),
@@ -427,13 +411,13 @@ impl Tensor {
             return Err(Error::Invalid(format!(
                 "matmul: both operands need one dtype, got {} (shape {:?}) and {} (shape {:?}) on {}",
                 self.dtype(),
-                self.dims,
+                self.shape(),
                 rhs.dtype(),
-                rhs.dims,
+                rhs.shape(),
                 self.device()
             )));
         }
-        let storage = self.storage.matmul(&rhs.storage, m, k, n)?;
+        let storage = self.dense()?.read().matmul(&rhs.dense()?.read(), m, k, n)?;
         let dims = match (lhs_vec, rhs_vec) {
             (false, false) => vec![m, n],
             (true, false) => vec![n],

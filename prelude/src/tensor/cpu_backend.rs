@@ -7,6 +7,7 @@
 //! a bug reported as an error, not a panic.
 
 use super::dtype::{DType, WithDType};
+use super::layout::Layout;
 use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use super::shape::Broadcast;
 use super::{cpu, matmul};
@@ -119,29 +120,6 @@ fn zip_map<T: WithDType, U: Send>(
             out
         }
     }
-}
-
-/// Element `i` (row-major over `dims`) is `x[sum(coord[d] * src_strides[d])]`: permutes
-/// and broadcasts for every dtype.
-pub(crate) fn strided_copy<T: Copy>(x: &[T], dims: &[usize], src_strides: &[usize]) -> Vec<T> {
-    let n: usize = dims.iter().product();
-    let rank = dims.len();
-    let mut out = Vec::with_capacity(n);
-    let mut idx = vec![0usize; rank];
-    let mut at = 0usize;
-    for _ in 0..n {
-        out.push(x[at]);
-        for d in (0..rank).rev() {
-            idx[d] += 1;
-            at += src_strides[d];
-            if idx[d] < dims[d] {
-                break;
-            }
-            at -= src_strides[d] * dims[d];
-            idx[d] = 0;
-        }
-    }
-    out
 }
 
 /// Integer pow as torch computes it: wrapping, and an error for negative exponents.
@@ -392,12 +370,66 @@ impl CpuStorage {
         Ok(pick!(F32, F64, F16, BF16, I32, I64, U8, Bool))
     }
 
-    /// Permute or broadcast into a fresh contiguous buffer (see [`strided_copy`]).
-    pub(crate) fn strided_copy(&self, dims: &[usize], src_strides: &[usize]) -> CpuStorage {
-        match self {
-            CpuStorage::F32(a) => CpuStorage::F32(cpu::permute(a, dims, src_strides)),
-            s => same_variant!(s, v => strided_copy(v, dims, src_strides)),
+    /// The elements `layout` selects, contiguous. Dense runs are one `to_vec` of a slice;
+    /// the f32 arm keeps cpu.rs's tiled transpose and parallel permute.
+    pub(crate) fn copy_layout(&self, layout: &Layout) -> CpuStorage {
+        let (off, n) = (layout.offset(), layout.numel());
+        if layout.is_contiguous() {
+            return same_variant!(self, v => v[off..off + n].to_vec());
         }
+        match self {
+            CpuStorage::F32(a) if n > 0 => {
+                CpuStorage::F32(cpu::permute(&a[off..], layout.dims(), layout.strides()))
+            }
+            s => same_variant!(s, v => layout.offsets().map(|i| v[i]).collect()),
+        }
+    }
+
+    /// Writes the dense `src` into the elements `layout` selects.
+    pub(crate) fn write_layout(&mut self, layout: &Layout, src: &CpuStorage) -> Result<()> {
+        fn put<T: Copy>(dst: &mut [T], layout: &Layout, src: &[T]) {
+            let (off, n) = (layout.offset(), layout.numel());
+            if layout.is_contiguous() {
+                dst[off..off + n].copy_from_slice(&src[..n]);
+            } else {
+                for (i, &v) in layout.offsets().zip(src) {
+                    dst[i] = v;
+                }
+            }
+        }
+        use CpuStorage as S;
+        match (self, src) {
+            (S::F32(d), S::F32(s)) => put(d, layout, s),
+            (S::F64(d), S::F64(s)) => put(d, layout, s),
+            (S::F16(d), S::F16(s)) => put(d, layout, s),
+            (S::BF16(d), S::BF16(s)) => put(d, layout, s),
+            (S::I32(d), S::I32(s)) => put(d, layout, s),
+            (S::I64(d), S::I64(s)) => put(d, layout, s),
+            (S::U8(d), S::U8(s)) => put(d, layout, s),
+            (S::Bool(d), S::Bool(s)) => put(d, layout, s),
+            (d, s) => return Err(d.mismatch("copy_", s)),
+        }
+        Ok(())
+    }
+
+    /// See `Storage::gather`.
+    pub(crate) fn gather(
+        &self,
+        layout: &Layout,
+        dim: usize,
+        idx: &[i64],
+        idx_strides: &[usize],
+        out_dims: &[usize],
+    ) -> CpuStorage {
+        // The out coordinates walk `out_dims`; the source position is the layout's except
+        // along `dim`, which the index picks.
+        let mut src = layout.strides().to_vec();
+        let step = src[dim];
+        src[dim] = 0;
+        let walk_src = Layout::new(out_dims.to_vec(), src, layout.offset());
+        let walk_idx = Layout::new(out_dims.to_vec(), idx_strides.to_vec(), 0);
+        let at = |(s, i): (usize, usize)| s + idx[i] as usize * step;
+        same_variant!(self, v => walk_src.offsets().zip(walk_idx.offsets()).map(|p| v[at(p)]).collect())
     }
 
     /// Reduces the middle axis of `[outer, len, inner]`. Sums of integers and bools are

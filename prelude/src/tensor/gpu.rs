@@ -115,14 +115,6 @@ pub(crate) fn unary(op: UnaryOp, a: &CudaBuf) -> Result<CudaBuf> {
     })
 }
 
-pub(crate) fn permute(a: &CudaBuf, dims: &[usize], src_strides: &[usize]) -> Result<CudaBuf> {
-    let n: usize = dims.iter().product();
-    let st = strides_arg(dims, src_strides, &[])?;
-    elementwise(&a.gpu, "permute", n, |out| {
-        vec![p(a), out, A::I64(n as i64), st]
-    })
-}
-
 /// A one-element buffer: per-block partials, then one block over the partials.
 pub(crate) fn reduce_all(op: ReduceOp, a: &CudaBuf) -> Result<CudaBuf> {
     let gpu = &a.gpu;

@@ -1,9 +1,30 @@
 //! `Tensor`: an n-dimensional array of one dtype (`DType`, float32 by default) on the CPU or
 //! on one GPU, with torch's names.
 //!
-//! A tensor is always contiguous and row-major; operations return new tensors. On a CUDA
-//! device every operation is queued on the device's stream and returns at once; `to_vec`,
-//! `item` and `cpu` wait for the queue, as in torch.
+//! A tensor is a `Storage` (the numbers) seen through a `Layout` (shape, strides, offset;
+//! layout.rs). Views (`transpose`, `t`, `permute`, `narrow`, `slice`, `select`, `expand`,
+//! `unsqueeze`, `squeeze`, and `reshape`/`view` when strides allow; view.rs) share the
+//! storage and copy nothing. Operations return new tensors; the in-place methods
+//! (`fill_`, `copy_`, `add_`, `sub_`, `mul_`, `div_`) write through the layout into the shared
+//! storage, so, as in torch, a write into `x.narrow(..)` or `x.t()` is visible in `x`.
+//!
+//! Sharing rules: every view and every Rust `clone()` share storage (a clone is torch's
+//! `b = a`, not torch's `a.clone()`, which is [`Tensor::deep_clone`] here); `to(..)` and
+//! `to_dtype` return the tensor itself when nothing changes, as torch does. Storage sits
+//! behind an `RwLock` (`storage::Shared`, which also keeps its dtype, device and length, fixed for
+//! its life, outside the lock) so writes through a shared `&Tensor` are possible; ops take a read lock
+//! for the length of one backend call. A user kernel's `KernelArg::TensorMut` keeps its
+//! copy-on-write rule: when the storage is shared (a clone, a view) or the tensor is not
+//! dense, the tensor first gets a private contiguous copy, so a hand-written kernel never
+//! writes into memory another tensor sees (G13); use the in-place methods to write through
+//! views.
+//!
+//! Non-contiguous inputs: backends receive dense storage only. `Tensor::dense` is the one
+//! place that turns a view into a contiguous copy (a no-op for a dense tensor, so contiguous
+//! tensors take the same fast paths as before); every op reads its operands through it.
+//!
+//! On a CUDA device every operation is queued on the device's stream and returns at once;
+//! `to_vec`, `item` and `cpu` wait for the queue, as in torch.
 //!
 //! Layers: the public methods (here and in arith.rs) check shapes and dtypes and promote;
 //! `Storage` (storage.rs) is the one dispatch point to a backend per device: cpu_backend.rs
@@ -15,11 +36,14 @@ mod cpu_backend;
 mod dtype;
 mod format;
 mod gpu;
+mod gpu_strided;
+mod layout;
 mod matmul;
 mod op;
 mod random;
 mod shape;
 mod storage;
+mod view;
 
 pub use arith::Operand;
 pub use dtype::{promote, DType, WithDType};
@@ -30,13 +54,16 @@ pub use shape::Shape;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use cpu_backend::CpuStorage;
-use std::sync::Arc;
-use storage::Storage;
+use layout::Layout;
+use std::borrow::Cow;
+use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
+use storage::{Shared, Storage};
 
+/// See the module documentation for what `clone()` and views share.
 #[derive(Clone)]
 pub struct Tensor {
-    storage: Arc<Storage>,
-    dims: Vec<usize>,
+    storage: Arc<Shared>,
+    layout: Layout,
 }
 
 /// What `Tensor::to` accepts, as torch's `.to` does: a device, a dtype, or both.
@@ -71,11 +98,54 @@ impl TensorTo for (Device, DType) {
 }
 
 impl Tensor {
+    /// The one constructor of a tensor with fresh storage (contiguous over `dims`).
     fn from_storage(storage: Storage, dims: Vec<usize>) -> Tensor {
         Tensor {
-            storage: Arc::new(storage),
-            dims,
+            storage: Arc::new(Shared::new(storage)),
+            layout: Layout::contiguous(dims),
         }
+    }
+
+    /// The one constructor of a view: this tensor's storage seen through `layout`.
+    fn view_of(&self, layout: Layout) -> Tensor {
+        debug_assert!(
+            layout.end() <= self.storage.len,
+            "{layout:?} overruns its storage"
+        );
+        Tensor {
+            storage: self.storage.clone(),
+            layout,
+        }
+    }
+
+    /// The storage, read-locked (a poisoned lock still holds valid numbers: writers only
+    /// store whole results).
+    fn read(&self) -> RwLockReadGuard<'_, Storage> {
+        self.storage.data.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Storage> {
+        self.storage.data.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True when the elements fill the storage row-major from element 0: what the backends
+    /// take as is.
+    fn is_dense(&self) -> bool {
+        self.layout.offset() == 0 && self.storage.len == self.numel() && self.layout.is_contiguous()
+    }
+
+    /// This tensor when it is dense, else a contiguous copy of its elements: the one place
+    /// where non-contiguous inputs become what every backend op expects.
+    /// Borrowed when dense, so the common case costs one check and no clone.
+    pub(crate) fn dense(&self) -> Result<Cow<'_, Tensor>> {
+        if self.is_dense() {
+            return Ok(Cow::Borrowed(self));
+        }
+        let storage = self.read().copy_layout(&self.layout)?;
+        Ok(Cow::Owned(Tensor::from_storage(
+            storage,
+            self.shape().to_vec(),
+        )))
     }
 
     /// Places host data on `device` (an upload for CUDA devices).
@@ -210,21 +280,21 @@ impl Tensor {
     }
 
     pub fn shape(&self) -> &[usize] {
-        &self.dims
+        self.layout.dims()
     }
 
     /// Number of dimensions (torch's `dim()`).
     pub fn rank(&self) -> usize {
-        self.dims.len()
+        self.shape().len()
     }
 
     /// Number of elements.
     pub fn numel(&self) -> usize {
-        self.dims.iter().product()
+        self.layout.numel()
     }
 
     pub fn device(&self) -> Device {
-        self.storage.device()
+        self.storage.device
     }
 
     pub fn is_cuda(&self) -> bool {
@@ -232,7 +302,7 @@ impl Tensor {
     }
 
     pub fn dtype(&self) -> DType {
-        self.storage.dtype()
+        self.storage.dtype
     }
 
     /// A copy on a device, in a dtype, or both, like torch's `.to`: `t.to(Device::Cuda(0))`,
@@ -246,8 +316,8 @@ impl Tensor {
         if device == self.device() {
             return Ok(self.clone());
         }
-        let storage = self.storage.to_device(device)?;
-        Ok(Tensor::from_storage(storage, self.dims.clone()))
+        let storage = self.dense()?.read().to_device(device)?;
+        Ok(Tensor::from_storage(storage, self.shape().to_vec()))
     }
 
     /// A copy converted to `dtype` (this tensor itself when it already has it). Float to
@@ -256,8 +326,8 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let storage = self.storage.to_dtype(dtype)?;
-        Ok(Tensor::from_storage(storage, self.dims.clone()))
+        let storage = self.dense()?.read().to_dtype(dtype)?;
+        Ok(Tensor::from_storage(storage, self.shape().to_vec()))
     }
 
     /// `to(cuda:0)`.
@@ -287,13 +357,13 @@ impl Tensor {
         if T::DTYPE != self.dtype() {
             return Err(self.wrong_type::<T>("to_vec"));
         }
-        let host = self.storage.to_cpu()?;
+        let host = self.dense()?.read().to_cpu()?;
         Ok(T::cpu_slice(&host).expect("dtype checked above").to_vec())
     }
 
     /// Every element converted to f64, whatever the dtype (for printing and checking).
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
-        Ok(self.storage.to_cpu()?.to_f64_vec())
+        Ok(self.dense()?.read().to_cpu()?.to_f64_vec())
     }
 
     /// The rows of a 2-D tensor.
@@ -301,10 +371,10 @@ impl Tensor {
         if self.rank() != 2 {
             return Err(Error::BadShape(format!(
                 "to_vec2 needs a 2-D tensor, got shape {:?}",
-                self.dims
+                self.shape()
             )));
         }
-        let cols = self.dims[1].max(1);
+        let cols = self.shape()[1].max(1);
         Ok(self
             .to_vec::<T>()?
             .chunks(cols)
@@ -317,7 +387,7 @@ impl Tensor {
         if self.numel() != 1 {
             return Err(Error::BadShape(format!(
                 "item() needs a tensor with one element, this one has shape {:?} ({} elements)",
-                self.dims,
+                self.shape(),
                 self.numel()
             )));
         }
@@ -327,34 +397,21 @@ impl Tensor {
         Ok(self.to_vec::<T>()?[0])
     }
 
-    /// The same data seen with another shape of the same size (no copy).
-    pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
-        let dims = shape.into().0;
-        if dims.iter().product::<usize>() != self.numel() {
-            return Err(Error::BadShape(format!(
-                "cannot reshape a tensor of shape {:?} ({} elements) to {dims:?}",
-                self.dims,
-                self.numel()
+    /// The device address of the data, for kernel arguments.
+    /// A view must be contiguous (an offset is added to the address); a strided one is
+    /// refused, since a kernel indexes its argument row-major.
+    pub(crate) fn device_ptr(&self) -> Result<u64> {
+        if !self.layout.is_contiguous() {
+            return Err(Error::Invalid(format!(
+                "a kernel argument must be contiguous; this tensor is a view with shape {:?} \
+                 and strides {:?}: pass .contiguous()? instead",
+                self.shape(),
+                self.layout.strides()
             )));
         }
-        Ok(Tensor {
-            storage: self.storage.clone(),
-            dims,
-        })
-    }
-
-    /// A 1-D view of all elements.
-    pub fn flatten(&self) -> Tensor {
-        Tensor {
-            storage: self.storage.clone(),
-            dims: vec![self.numel()],
-        }
-    }
-
-    /// The device address of the data, for kernel arguments.
-    pub(crate) fn device_ptr(&self) -> Result<u64> {
-        match &*self.storage {
-            Storage::Cuda(b) => Ok(b.ptr()),
+        let elem = self.dtype().size_in_bytes() as u64;
+        match &*self.read() {
+            Storage::Cuda(b) => Ok(b.ptr() + self.layout.offset() as u64 * elem),
             Storage::Cpu(_) => Err(Error::Invalid("a CPU tensor has no device address".into())),
         }
     }

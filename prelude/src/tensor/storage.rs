@@ -1,29 +1,54 @@
 //! Where a tensor's numbers are: a `CpuStorage` (one `Vec` per dtype) on the host or a
-//! buffer on one GPU. Storage is immutable once built and shared by `Arc`, so `clone`,
-//! `reshape` and `to(same device)` copy nothing.
+//! buffer on one GPU. Storage is shared by `Arc<RwLock<..>>` between a tensor, its clones and
+//! its views, so `clone`, views and `to(same device)` copy nothing; only the in-place
+//! methods (`copy_` and those built on it, through `write_layout`) write into it.
 //!
 //! `impl Storage` below is the one dispatch point between the tensor layer and the backends:
 //! each operation is one method here that sends the CPU case to `cpu_backend` and the CUDA
 //! case to `gpu`, and any other combination (mixed devices, a dtype a backend lacks) becomes
 //! an error naming the op, the dtypes and the device. Storage knows nothing of shapes beyond
-//! what an op needs: a later `Layout { shape, strides, offset }` belongs next to it in
-//! `Tensor`, and the backends would then receive it with the storage.
+//! what an op needs: the `Layout { shape, strides, offset }` lives next to it in `Tensor`,
+//! and the ops here receive dense storage (`Tensor::dense`) except the strided ones
+//! (`copy_layout`, `write_layout`, `gather`), which take the layout.
 
 use super::cpu_backend::{unsupported, CpuStorage};
 use super::dtype::DType;
 use super::gpu;
+use super::gpu_strided;
+use super::layout::Layout;
 use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use super::shape::Broadcast;
 use crate::cuda::{self, Gpu};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaSlice, DevicePtr};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 pub(crate) enum Storage {
     Cpu(CpuStorage),
     /// float32 only in this version: other dtypes are refused when moved to a GPU.
     Cuda(CudaBuf),
+}
+
+/// A storage as tensors share it: the numbers behind a lock (the in-place methods write
+/// them), and what never changes for the storage's life (dtype, device, length) outside it,
+/// so asking a tensor its dtype or device takes no lock.
+pub(crate) struct Shared {
+    pub dtype: DType,
+    pub device: Device,
+    pub len: usize,
+    pub data: RwLock<Storage>,
+}
+
+impl Shared {
+    pub fn new(s: Storage) -> Shared {
+        Shared {
+            dtype: s.dtype(),
+            device: s.device(),
+            len: s.len(),
+            data: RwLock::new(s),
+        }
+    }
 }
 
 pub(crate) struct CudaBuf {
@@ -197,13 +222,12 @@ impl<'a> From<&'a mut super::Tensor> for cuda::KernelArg<'a> {
 impl super::Tensor {
     /// The device address of the data for a kernel that writes it: copy-on-write, so the
     /// write cannot reach clones or reshapes that share the storage (G13).
+    /// A view or a non-dense tensor gets a private contiguous copy too (the kernel indexes
+    /// it row-major and must not write into elements other tensors see).
     pub(crate) fn device_ptr_mut(&mut self) -> Result<u64> {
-        if Arc::get_mut(&mut self.storage).is_none() {
-            let copy = match &*self.storage {
-                Storage::Cuda(b) => Storage::Cuda(duplicate(b)?),
-                Storage::Cpu(v) => Storage::Cpu(v.clone()),
-            };
-            self.storage = Arc::new(copy);
+        if Arc::get_mut(&mut self.storage).is_none() || !self.is_dense() {
+            let copy = self.read().copy_layout(&self.layout)?;
+            *self = super::Tensor::from_storage(copy, self.shape().to_vec());
         }
         self.device_ptr()
     }
@@ -221,6 +245,71 @@ impl Storage {
         match self {
             Storage::Cpu(c) => c.dtype(),
             Storage::Cuda(_) => DType::F32,
+        }
+    }
+
+    /// Number of elements held.
+    pub fn len(&self) -> usize {
+        match self {
+            Storage::Cpu(c) => c.len(),
+            Storage::Cuda(b) => b.len,
+        }
+    }
+
+    /// A contiguous copy of the elements `layout` selects (a plain copy when it is dense).
+    pub fn copy_layout(&self, layout: &Layout) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => Ok(Storage::Cpu(a.copy_layout(layout))),
+            Storage::Cuda(b) => Ok(Storage::Cuda(gpu_strided::copy_layout(
+                b,
+                self.dtype(),
+                layout,
+            )?)),
+        }
+    }
+
+    /// Writes the dense `src` (same dtype and device, `layout.numel()` elements) into the
+    /// elements `layout` selects here: the one write path of the in-place ops.
+    pub fn write_layout(&mut self, layout: &Layout, src: &Storage) -> Result<()> {
+        let dtype = self.dtype();
+        if src.dtype() != dtype {
+            return Err(unsupported("copy_", &[dtype, src.dtype()], self.device()));
+        }
+        match (self, src) {
+            (Storage::Cpu(a), Storage::Cpu(b)) => a.write_layout(layout, b),
+            (Storage::Cuda(a), Storage::Cuda(b)) => gpu_strided::write_layout(a, dtype, layout, b),
+            (a, b) => Err(a.mixed(b)),
+        }
+    }
+
+    /// Output element at coordinates `c` (row-major over `out_dims`) is the element of
+    /// `layout` at `c` with `c[dim]` replaced by `idx[sum(c * idx_strides)]`: index_select
+    /// and gather. The indices are checked against `layout.dims()[dim]` by the caller.
+    pub fn gather(
+        &self,
+        layout: &Layout,
+        dim: usize,
+        idx: &[i64],
+        idx_strides: &[usize],
+        out_dims: &[usize],
+    ) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => Ok(Storage::Cpu(a.gather(
+                layout,
+                dim,
+                idx,
+                idx_strides,
+                out_dims,
+            ))),
+            Storage::Cuda(b) => Ok(Storage::Cuda(gpu_strided::gather(
+                b,
+                self.dtype(),
+                layout,
+                dim,
+                idx,
+                idx_strides,
+                out_dims,
+            )?)),
         }
     }
 
@@ -340,15 +429,6 @@ impl Storage {
             )),
             _ if cond.device() != x.device() => Err(cond.mixed(x)),
             _ => Err(x.mixed(y)),
-        }
-    }
-
-    /// A contiguous copy where output element `i` (row-major over `dims`) is the element at
-    /// `sum(coord[d] * src_strides[d])`: transposes and broadcasts.
-    pub fn strided_copy(&self, dims: &[usize], src_strides: &[usize]) -> Result<Storage> {
-        match self {
-            Storage::Cpu(a) => Ok(Storage::Cpu(a.strided_copy(dims, src_strides))),
-            Storage::Cuda(a) => Ok(Storage::Cuda(gpu::permute(a, dims, src_strides)?)),
         }
     }
 

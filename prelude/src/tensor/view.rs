@@ -1,0 +1,479 @@
+//! Views (new layouts over the same storage), the in-place writes that go through them, and
+//! the copying index ops (`index_select`, `gather`, `cat`, `stack`).
+//!
+//! Views, with torch's names and rules:
+//!
+//! | method | result |
+//! |---|---|
+//! | `transpose(d0, d1)`, `t()`, `permute(&[..])` | dimensions reordered |
+//! | `narrow(dim, start, len)`, `slice(dim, a..b)` | a range of one dimension (`slice` takes any Rust range: `1..3`, `..2`, `1..`, `..`) |
+//! | `select(dim, i)` | one index of a dimension, which disappears (torch's `x[:, i]`) |
+//! | `expand(shape)` / `broadcast_to(shape)` | size-1 and new leading dimensions repeated (stride 0) |
+//! | `unsqueeze(dim)`, `squeeze(dim)`, `squeeze_all()` | size-1 dimensions added or removed |
+//! | `view(shape)` | another shape over the same elements; an error when the strides cannot express it |
+//! | `reshape(shape)`, `flatten()` | a view when possible, else a contiguous copy |
+//!
+//! `contiguous()` returns the tensor itself when it is already contiguous, else a copy;
+//! `is_contiguous()`, `stride()` and `storage_offset()` are torch's. Dimension arguments may
+//! be negative (counted from the end).
+
+use super::dtype::DType;
+use super::layout::{resolve_insert_dim, Layout};
+use super::shape::{resolve_dim, Shape};
+use super::{Operand, Tensor};
+use crate::error::{Error, Result};
+use std::borrow::Borrow;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+/// torch's `can_cast` for in-place results: no float into an integer or bool tensor, no
+/// integer into a bool one.
+fn can_cast(from: DType, to: DType) -> bool {
+    let rank = |d: DType| {
+        if d.is_float() {
+            2
+        } else if d.is_int() {
+            1
+        } else {
+            0
+        }
+    };
+    rank(from) <= rank(to)
+}
+
+impl Tensor {
+    /// torch's `is_contiguous()`: row-major without gaps (a view may still start at an
+    /// offset into its storage).
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+
+    /// Elements to step in the storage per index of each dimension (torch's `stride()`).
+    pub fn stride(&self) -> Vec<usize> {
+        self.layout.strides().to_vec()
+    }
+
+    /// Where the first element sits in the storage (torch's `storage_offset()`).
+    pub fn storage_offset(&self) -> usize {
+        self.layout.offset()
+    }
+
+    /// True when both tensors see one storage (a view and its base, clones).
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// This tensor when it is contiguous, else a contiguous copy (torch's `contiguous()`).
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        let storage = self.read().copy_layout(&self.layout)?;
+        Ok(Tensor::from_storage(storage, self.shape().to_vec()))
+    }
+
+    /// A copy with storage of its own (torch's `clone()`; Rust's `clone()` shares).
+    pub fn deep_clone(&self) -> Result<Tensor> {
+        let storage = self.read().copy_layout(&self.layout)?;
+        Ok(Tensor::from_storage(storage, self.shape().to_vec()))
+    }
+
+    fn dim(&self, op: &str, dim: isize) -> Result<usize> {
+        resolve_dim(dim, self.rank()).map_err(|_| {
+            Error::Invalid(format!(
+                "{op}: dimension {dim} is out of range for shape {:?} (rank {})",
+                self.shape(),
+                self.rank()
+            ))
+        })
+    }
+
+    /// Swaps two dimensions (a view).
+    pub fn transpose(&self, dim0: isize, dim1: isize) -> Result<Tensor> {
+        let (d0, d1) = (self.dim("transpose", dim0)?, self.dim("transpose", dim1)?);
+        Ok(self.view_of(self.layout.transpose(d0, d1)))
+    }
+
+    /// The transpose of a 2-D tensor (a 1-D or 0-D tensor is returned as is, like torch).
+    pub fn t(&self) -> Result<Tensor> {
+        match self.rank() {
+            0 | 1 => Ok(self.clone()),
+            2 => self.transpose(0, 1),
+            r => Err(Error::BadShape(format!(
+                "t() expects a tensor with at most 2 dimensions, got {r} (shape {:?})",
+                self.shape()
+            ))),
+        }
+    }
+
+    /// Dimensions reordered: dimension `i` of the result is dimension `dims[i]` of this one.
+    pub fn permute(&self, dims: &[isize]) -> Result<Tensor> {
+        let rank = self.rank();
+        let perm: Vec<usize> = dims
+            .iter()
+            .map(|&d| {
+                resolve_dim(d, rank).map_err(|_| {
+                    Error::BadShape(format!(
+                        "permute: {dims:?} is not a permutation of the {rank} dimensions of \
+                         shape {:?}",
+                        self.shape()
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(self.view_of(self.layout.permute(&perm)?))
+    }
+
+    /// Elements `start .. start + len` of dimension `dim` (a view).
+    pub fn narrow(&self, dim: isize, start: usize, len: usize) -> Result<Tensor> {
+        let d = self.dim("narrow", dim)?;
+        Ok(self.view_of(self.layout.narrow(d, start, len)?))
+    }
+
+    /// A range of dimension `dim`, as Python's `x[:, 1:3]` is `x.slice(1, 1..3)`; any Rust
+    /// range works (`..2`, `1..`, `..`, `1..=2`). A view.
+    pub fn slice(&self, dim: isize, range: impl RangeBounds<usize>) -> Result<Tensor> {
+        let d = self.dim("slice", dim)?;
+        let size = self.shape()[d];
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s + 1,
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e + 1,
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => size,
+        };
+        if start > end || end > size {
+            return Err(Error::BadShape(format!(
+                "slice: range {start}..{end} does not fit dimension {d} of size {size} \
+                 (shape {:?})",
+                self.shape()
+            )));
+        }
+        self.narrow(d as isize, start, end - start)
+    }
+
+    /// Index `index` of dimension `dim`, which disappears (torch's `select`, `x[i]` for
+    /// dim 0). Negative indices count from the end. A view.
+    pub fn select(&self, dim: isize, index: isize) -> Result<Tensor> {
+        let d = self.dim("select", dim)?;
+        let size = self.shape()[d] as isize;
+        let i = if index < 0 { index + size } else { index };
+        if i < 0 || i >= size {
+            return Err(Error::BadShape(format!(
+                "select: index {index} is out of range for dimension {d} of size {size} \
+                 (shape {:?})",
+                self.shape()
+            )));
+        }
+        Ok(self.view_of(self.layout.select(d, i as usize)?))
+    }
+
+    /// Size-1 dimensions (and new leading ones) repeated to `shape` without copying
+    /// (stride 0), numpy's broadcasting rule.
+    pub fn broadcast_to(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        let dims = shape.into().0;
+        Ok(self.view_of(self.layout.broadcast_to("broadcast_to", &dims)?))
+    }
+
+    /// torch's `expand` (sizes given in full; the same as [`Tensor::broadcast_to`]).
+    pub fn expand(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        let dims = shape.into().0;
+        Ok(self.view_of(self.layout.broadcast_to("expand", &dims)?))
+    }
+
+    /// A size-1 dimension inserted at `dim` (0 ..= rank; negative from the end).
+    pub fn unsqueeze(&self, dim: isize) -> Result<Tensor> {
+        let d = resolve_insert_dim(dim, self.rank()).map_err(|_| {
+            Error::Invalid(format!(
+                "unsqueeze: dimension {dim} is out of range for shape {:?} (a new dimension \
+                 goes at 0..={})",
+                self.shape(),
+                self.rank()
+            ))
+        })?;
+        Ok(self.view_of(self.layout.unsqueeze(d)))
+    }
+
+    /// Dimension `dim` removed if its size is 1, else the tensor unchanged (torch's rule).
+    pub fn squeeze(&self, dim: isize) -> Result<Tensor> {
+        let d = self.dim("squeeze", dim)?;
+        if self.shape()[d] != 1 {
+            return Ok(self.clone());
+        }
+        Ok(self.view_of(self.layout.select(d, 0)?))
+    }
+
+    /// Every size-1 dimension removed (torch's `squeeze()`).
+    pub fn squeeze_all(&self) -> Tensor {
+        let mut l = self.layout.clone();
+        while let Some(d) = l.dims().iter().position(|&s| s == 1) {
+            l = l.select(d, 0).expect("a size-1 dimension has index 0");
+        }
+        self.view_of(l)
+    }
+
+    fn check_numel(&self, op: &str, dims: &[usize]) -> Result<()> {
+        if dims.iter().product::<usize>() != self.numel() {
+            return Err(Error::BadShape(format!(
+                "{op}: cannot make a tensor of shape {:?} ({} elements) into shape {dims:?}",
+                self.shape(),
+                self.numel()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The same elements in shape `shape`, always sharing storage (torch's `view`): an
+    /// error when the strides cannot express it (after a transpose, say); use `reshape`,
+    /// or `contiguous()` first.
+    pub fn view(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        let dims = shape.into().0;
+        self.check_numel("view", &dims)?;
+        match self.layout.view(&dims) {
+            Some(l) => Ok(self.view_of(l)),
+            None => Err(Error::BadShape(format!(
+                "view: shape {:?} with strides {:?} cannot be seen as {dims:?} without a \
+                 copy; use .reshape(..) or .contiguous()? first",
+                self.shape(),
+                self.layout.strides()
+            ))),
+        }
+    }
+
+    /// The same elements in shape `shape`: a view when the strides allow it (always for a
+    /// contiguous tensor), else a contiguous copy, as torch's `reshape`.
+    pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        let dims = shape.into().0;
+        self.check_numel("reshape", &dims)?;
+        match self.layout.view(&dims) {
+            Some(l) => Ok(self.view_of(l)),
+            None => {
+                let c = self.contiguous()?;
+                Ok(c.view_of(Layout::contiguous(dims)))
+            }
+        }
+    }
+
+    /// A 1-D tensor of all elements (a view when possible, as `reshape`).
+    pub fn flatten(&self) -> Result<Tensor> {
+        self.reshape(vec![self.numel()])
+    }
+
+    // ---- in-place writes --------------------------------------------------------------
+
+    /// Copies `src` into this tensor's elements, in place (torch's `copy_`): `src` is
+    /// converted to this dtype and device and broadcast to this shape. Writes through a
+    /// view reach every tensor sharing the storage.
+    pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        if self.layout.has_overlap() {
+            return Err(Error::Invalid(format!(
+                "copy_: this tensor (shape {:?}, strides {:?}) is an expanded view in which \
+                 several elements share one memory location; write into a .contiguous()? \
+                 copy instead",
+                self.shape(),
+                self.layout.strides()
+            )));
+        }
+        let src = src.to_dtype(self.dtype())?.to_device(self.device())?;
+        let src = src
+            .view_of(src.layout.broadcast_to("copy_", self.shape())?)
+            .dense()?
+            .into_owned();
+        // A source that shares this storage would be read while it is written (and its
+        // read lock would wait for our write lock): copy it out first.
+        let src = if src.shares_storage(self) {
+            src.deep_clone()?
+        } else {
+            src
+        };
+        let data = src.read();
+        self.write().write_layout(&self.layout, &data)
+    }
+
+    /// Sets every element to `value` (converted to the dtype), in place.
+    pub fn fill_(&self, value: f64) -> Result<()> {
+        let v = Tensor::full_dtype((), value, self.dtype(), crate::device::Device::Cpu)?;
+        self.copy_(&v)
+    }
+
+    fn inplace(&self, op: &str, result: Result<Tensor>) -> Result<()> {
+        let r = result?;
+        if r.shape() != self.shape() {
+            return Err(Error::BadShape(format!(
+                "{op}: output with shape {:?} doesn't match the broadcast shape {:?}",
+                self.shape(),
+                r.shape()
+            )));
+        }
+        if !can_cast(r.dtype(), self.dtype()) {
+            return Err(Error::Invalid(format!(
+                "{op}: result type {} can't be cast to the desired output type {} \
+                 (shape {:?})",
+                r.dtype(),
+                self.dtype(),
+                self.shape()
+            )));
+        }
+        self.copy_(&r)
+    }
+
+    /// `self += rhs` in place (a tensor broadcasts to this shape, or a scalar).
+    pub fn add_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<()> {
+        self.inplace("add_", self.add(rhs))
+    }
+    pub fn sub_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<()> {
+        self.inplace("sub_", self.sub(rhs))
+    }
+    pub fn mul_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<()> {
+        self.inplace("mul_", self.mul(rhs))
+    }
+    pub fn div_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<()> {
+        self.inplace("div_", self.div(rhs))
+    }
+
+    // ---- index ops (copies) -------------------------------------------------------------
+
+    /// The indices as host i64, each checked against `size`.
+    fn index_values(&self, op: &str, index: &Tensor, size: usize, dim: usize) -> Result<Vec<i64>> {
+        if !matches!(index.dtype(), DType::I64 | DType::I32) {
+            return Err(Error::Invalid(format!(
+                "{op}: the index must be an int64 or int32 tensor, got {} (shape {:?})",
+                index.dtype(),
+                index.shape()
+            )));
+        }
+        // Bounds are checked on the host; a CUDA index tensor is read back for that (a
+        // synchronisation), which is fine for index tensors' sizes.
+        let idx = index.to_dtype(DType::I64)?.to_vec::<i64>()?;
+        if let Some(&bad) = idx.iter().find(|&&i| i < 0 || i as usize >= size) {
+            return Err(Error::BadShape(format!(
+                "{op}: index {bad} is out of range for dimension {dim} of size {size} \
+                 (shape {:?})",
+                self.shape()
+            )));
+        }
+        Ok(idx)
+    }
+
+    /// The entries of `index` (a 1-D int64/int32 tensor) along `dim`, in its order
+    /// (torch's `index_select`; a copy). The index may live on the CPU for a CUDA tensor.
+    pub fn index_select(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+        let d = self.dim("index_select", dim)?;
+        if index.rank() > 1 {
+            return Err(Error::BadShape(format!(
+                "index_select: the index must be 1-D, got shape {:?} (source shape {:?})",
+                index.shape(),
+                self.shape()
+            )));
+        }
+        let idx = self.index_values("index_select", index, self.shape()[d], d)?;
+        let mut dims = self.shape().to_vec();
+        dims[d] = idx.len();
+        let mut idx_strides = vec![0; dims.len()];
+        idx_strides[d] = 1;
+        let storage = self
+            .read()
+            .gather(&self.layout, d, &idx, &idx_strides, &dims)?;
+        Ok(Tensor::from_storage(storage, dims))
+    }
+
+    /// torch's `gather`: `out[i][j] = self[index[i][j]][j]` for `dim = 0` (and so on);
+    /// `index` has this rank and no dimension larger than this tensor's outside `dim`;
+    /// the result has the index's shape.
+    pub fn gather(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+        let d = self.dim("gather", dim)?;
+        let fits = index.rank() == self.rank()
+            && (0..self.rank()).all(|i| i == d || index.shape()[i] <= self.shape()[i]);
+        if !fits {
+            return Err(Error::BadShape(format!(
+                "gather: index of shape {:?} does not fit source of shape {:?} along \
+                 dimension {d} (same rank, no larger size outside dimension {d})",
+                index.shape(),
+                self.shape()
+            )));
+        }
+        let idx = self.index_values("gather", index, self.shape()[d], d)?;
+        let dims = index.shape().to_vec();
+        let idx_strides = Layout::contiguous(dims.clone()).strides().to_vec();
+        let storage = self
+            .read()
+            .gather(&self.layout, d, &idx, &idx_strides, &dims)?;
+        Ok(Tensor::from_storage(storage, dims))
+    }
+
+    /// The tensors joined along `dim` (torch's `cat`): every other dimension, the dtype and
+    /// the device must agree. Takes `&[Tensor]` or `&[&Tensor]`.
+    pub fn cat<T: Borrow<Tensor>>(tensors: &[T], dim: isize) -> Result<Tensor> {
+        let first = match tensors.first() {
+            Some(t) => t.borrow(),
+            None => return Err(Error::Invalid("cat: needs at least one tensor".into())),
+        };
+        let d = first.dim("cat", dim)?;
+        let shapes: Vec<Vec<usize>> = tensors
+            .iter()
+            .map(|t| t.borrow().shape().to_vec())
+            .collect();
+        for t in tensors.iter().map(Borrow::borrow) {
+            let same_rest = t.rank() == first.rank()
+                && (0..t.rank()).all(|i| i == d || t.shape()[i] == first.shape()[i]);
+            if !same_rest {
+                return Err(Error::BadShape(format!(
+                    "cat: shapes {shapes:?} differ outside dimension {d}"
+                )));
+            }
+            if t.dtype() != first.dtype() {
+                return Err(Error::Invalid(format!(
+                    "cat: all tensors need one dtype, got {} and {} (shapes {shapes:?}); \
+                     convert first with .to_dtype(..)",
+                    first.dtype(),
+                    t.dtype()
+                )));
+            }
+            if t.device() != first.device() {
+                return Err(Error::Invalid(format!(
+                    "cat: all tensors need one device, got {} and {} (shapes {shapes:?})",
+                    first.device(),
+                    t.device()
+                )));
+            }
+        }
+        let mut dims = first.shape().to_vec();
+        dims[d] = shapes.iter().map(|s| s[d]).sum();
+        let out = Tensor::zeros_dtype(dims, first.dtype(), first.device())?;
+        let mut at = 0;
+        for t in tensors.iter().map(Borrow::borrow) {
+            let len = t.shape()[d];
+            out.narrow(d as isize, at, len)?.copy_(t)?;
+            at += len;
+        }
+        Ok(out)
+    }
+
+    /// The tensors (all of one shape) joined along a new dimension `dim` (torch's `stack`).
+    pub fn stack<T: Borrow<Tensor>>(tensors: &[T], dim: isize) -> Result<Tensor> {
+        let first = match tensors.first() {
+            Some(t) => t.borrow(),
+            None => return Err(Error::Invalid("stack: needs at least one tensor".into())),
+        };
+        if let Some(t) = tensors
+            .iter()
+            .map(Borrow::borrow)
+            .find(|t| t.shape() != first.shape())
+        {
+            return Err(Error::BadShape(format!(
+                "stack: every tensor needs one shape, got {:?} and {:?}",
+                first.shape(),
+                t.shape()
+            )));
+        }
+        let parts: Vec<Tensor> = tensors
+            .iter()
+            .map(|t| t.borrow().unsqueeze(dim))
+            .collect::<Result<_>>()?;
+        let d = resolve_insert_dim(dim, first.rank())?;
+        Tensor::cat(&parts, d as isize)
+    }
+}
