@@ -424,7 +424,7 @@ fn launch_args(
 pub(crate) fn launch_builtin(
     gpu: &Arc<Gpu>,
     stem: &'static str,
-    kernel: &'static str,
+    kernel: &str,
     cfg: LaunchConfig,
     args: &mut [KernelArg],
 ) -> Result<()> {
@@ -461,9 +461,14 @@ pub(crate) fn raw_launch(
 pub(crate) fn builtin_function(
     gpu: &Arc<Gpu>,
     stem: &'static str,
-    kernel: &'static str,
+    kernel: &str,
 ) -> Result<CudaFunction> {
-    if let Some(f) = gpu.functions.lock().unwrap().get(&(stem, kernel)) {
+    if let Some(f) = gpu
+        .functions
+        .lock()
+        .unwrap()
+        .get(&(stem, kernel.to_string()))
+    {
         return Ok(f.clone());
     }
     let src = builtin_source(stem).expect("builtin kernel file");
@@ -477,7 +482,7 @@ pub(crate) fn builtin_function(
     gpu.functions
         .lock()
         .unwrap()
-        .insert((stem, kernel), f.clone());
+        .insert((stem, kernel.to_string()), f.clone());
     Ok(f)
 }
 
