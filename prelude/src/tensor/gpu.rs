@@ -53,6 +53,65 @@ fn sized_name(kernel: &str, dtype: DType) -> String {
     format!("{kernel}_b{}", dtype.size_in_bytes())
 }
 
+/// Kernels instantiated once per dtype, by file stem (see `launched_kernels`).
+const PER_DTYPE: [(&str, &[&str]); 2] = [
+    (
+        "elementwise",
+        &[
+            "binary_same",
+            "binary_scalar",
+            "binary_bcast",
+            "unary",
+            "cmp_same",
+            "cmp_bcast",
+        ],
+    ),
+    (
+        "reduce",
+        &[
+            "reduce_partial",
+            "reduce_rows",
+            "reduce_strided",
+            "reduce_rows_split",
+            "reduce_strided_split",
+            "arg_rows",
+            "arg_strided",
+        ],
+    ),
+];
+/// elementwise.cu's kernels instantiated per element size.
+const PER_SIZE: [&str; 3] = ["fill", "permute", "where"];
+
+/// Every kernel instance this backend can launch, as (file stem, name): what the NVRTC test
+/// compiles and looks for, so a dtype missing from a `.cu` file fails here, not on a GPU.
+pub(crate) fn launched_kernels() -> Vec<(&'static str, String)> {
+    let mut all = Vec::new();
+    for (stem, kernels) in PER_DTYPE {
+        for k in kernels {
+            for d in DType::ALL {
+                all.push((stem, kernel_name(k, d)));
+            }
+        }
+    }
+    for k in PER_SIZE {
+        for d in DType::ALL {
+            all.push(("elementwise", sized_name(k, d)));
+        }
+    }
+    for from in DType::ALL {
+        for to in DType::ALL {
+            all.push(("elementwise", cast_name(from, to)));
+        }
+    }
+    all.sort();
+    all.dedup();
+    all
+}
+
+fn cast_name(from: DType, to: DType) -> String {
+    format!("cast_{}_{}", from.kernel_suffix(), to.kernel_suffix())
+}
+
 /// The kernels switching on an op code, for [`check_op`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OpFamily {
@@ -638,7 +697,130 @@ pub(crate) fn matmul(a: &CudaBuf, b: &CudaBuf, m: usize, k: usize, n: usize) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::{reduce_plan, ReducePlan};
+    use super::{
+        check_op, gemm_kind, launched_kernels, reduce_plan, DType, OpFamily, ReducePlan, PER_DTYPE,
+        PER_SIZE,
+    };
+    use crate::cuda::{blas, builtin_source, nvrtc};
+    use crate::device::Device;
+
+    /// Every instance the backend launches is an entry of its file's PTX, compiled by the
+    /// NVRTC the prelude uses (with the dtype header), and every kernel this file names at a
+    /// launch is in the list.
+    #[test]
+    fn every_kernel_instance_the_backend_launches_compiles() {
+        let src = include_str!("gpu.rs");
+        let listed: Vec<&str> = PER_DTYPE
+            .iter()
+            .flat_map(|(_, ks)| ks.iter().copied())
+            .chain(PER_SIZE)
+            .collect();
+        for pat in ["kernel_name(\"", "k(\"", "sized_name(\""] {
+            for (i, _) in src.match_indices(pat) {
+                let name = src[i + pat.len()..].split('"').next().unwrap();
+                if name.is_empty() || name.contains('{') {
+                    continue;
+                }
+                assert!(listed.contains(&name), "{name} is launched but not listed");
+            }
+        }
+        let all = launched_kernels();
+        // 6 + 7 per-dtype kernels x 8 dtypes, 3 per-size kernels x 4 sizes, 64 casts.
+        assert_eq!(all.len(), 13 * 8 + 3 * 4 + 64);
+        match nvrtc::version() {
+            Ok(v) => println!("NVRTC {}.{}", v.0, v.1),
+            Err(e) => {
+                println!("skipped: no NVRTC ({e})");
+                return;
+            }
+        }
+        for stem in ["elementwise", "reduce"] {
+            let file = format!("{stem}.cu");
+            let ptx = nvrtc::compile_ptx(builtin_source(stem).unwrap(), &file, "compute_90")
+                .unwrap_or_else(|e| panic!("{e}"));
+            let mut count = 0;
+            for (s, k) in all.iter().filter(|(s, _)| *s == stem) {
+                assert!(
+                    ptx.contains(&format!(".entry {k}(")),
+                    "{s}.cu: no entry {k}"
+                );
+                count += 1;
+            }
+            println!("{file}: all {count} instances in the PTX");
+        }
+    }
+
+    #[test]
+    fn an_unknown_op_code_is_an_error_naming_it() {
+        let dev = Device::Cuda(0);
+        for family in [
+            OpFamily::Binary,
+            OpFamily::Unary,
+            OpFamily::Compare,
+            OpFamily::Reduce,
+        ] {
+            for code in [-1, 8, 99] {
+                let e = check_op(family, code, DType::F16, dev)
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    e.contains(&format!("op code {code}"))
+                        && e.contains("float16")
+                        && e.contains("cuda:0"),
+                    "{e}"
+                );
+            }
+            check_op(family, 0, DType::F32, dev).unwrap();
+        }
+        // Known ops a dtype lacks, as on the CPU: named with the dtype and the device.
+        let e = check_op(OpFamily::Binary, 1, DType::Bool, dev)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("sub") && e.contains("bool") && e.contains("cuda:0"),
+            "{e}"
+        );
+        let e = check_op(OpFamily::Unary, 2, DType::I64, dev)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exp") && e.contains("int64"), "{e}");
+        for code in [0, 2, 4, 5] {
+            check_op(OpFamily::Binary, code, DType::Bool, dev).unwrap();
+        }
+        for code in [0, 1, 4] {
+            check_op(OpFamily::Unary, code, DType::U8, dev).unwrap();
+        }
+        for code in 0..8 {
+            check_op(OpFamily::Unary, code, DType::BF16, dev).unwrap();
+        }
+    }
+
+    /// The switch between sgemm, TF32 and the tensor-core GemmEx paths.
+    #[test]
+    fn matmul_uses_the_tensor_cores_for_halves_and_tf32_only_when_allowed() {
+        assert_eq!(gemm_kind(DType::F32, false), None, "highest: sgemm");
+        assert_eq!(gemm_kind(DType::F64, true), None, "f64: dgemm");
+        assert_eq!(
+            gemm_kind(DType::F32, true),
+            Some((blas::CUDA_R_32F, blas::CUBLAS_COMPUTE_32F_FAST_TF32))
+        );
+        for (d, t) in [
+            (DType::F16, blas::CUDA_R_16F),
+            (DType::BF16, blas::CUDA_R_16BF),
+        ] {
+            assert_eq!(gemm_kind(d, false), Some((t, blas::CUBLAS_COMPUTE_32F)));
+            assert_eq!(gemm_kind(d, true), Some((t, blas::CUBLAS_COMPUTE_32F)));
+        }
+        // cuBLAS's enum values (library_types.h, cublas_api.h).
+        assert_eq!(
+            (blas::CUDA_R_32F, blas::CUDA_R_16F, blas::CUDA_R_16BF),
+            (0, 2, 14)
+        );
+        assert_eq!(
+            (blas::CUBLAS_COMPUTE_32F, blas::CUBLAS_COMPUTE_32F_FAST_TF32),
+            (68, 77)
+        );
+    }
 
     /// H200: 132 SMs.
     const SMS: usize = 132;

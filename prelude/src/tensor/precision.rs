@@ -52,3 +52,28 @@ pub fn allow_tf32() -> bool {
 pub fn set_allow_tf32(on: bool) {
     PRECISION.store(if on { HIGH } else { HIGHEST }, Ordering::Relaxed);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The only test touching the process-wide switch, so no other test sees it change.
+    #[test]
+    fn precision_names_and_the_tf32_switch_agree() {
+        assert_eq!(get_float32_matmul_precision(), "highest");
+        assert!(!allow_tf32(), "torch's default: no TF32 for matmul");
+        set_float32_matmul_precision("high").unwrap();
+        assert!(allow_tf32());
+        set_float32_matmul_precision("medium").unwrap();
+        assert_eq!(get_float32_matmul_precision(), "medium");
+        assert!(allow_tf32());
+        set_allow_tf32(false);
+        assert_eq!(get_float32_matmul_precision(), "highest");
+        set_allow_tf32(true);
+        assert_eq!(get_float32_matmul_precision(), "high");
+        let e = set_float32_matmul_precision("low").unwrap_err().to_string();
+        assert!(e.contains("\"low\"") && e.contains("highest"), "{e}");
+        assert_eq!(get_float32_matmul_precision(), "high", "unchanged by a bad name");
+        set_float32_matmul_precision("highest").unwrap();
+    }
+}
