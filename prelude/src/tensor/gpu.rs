@@ -54,6 +54,7 @@ fn sized_name(kernel: &str, dtype: DType) -> String {
 }
 
 /// Kernels instantiated once per dtype, by file stem (see `launched_kernels`).
+#[cfg(test)]
 const PER_DTYPE: [(&str, &[&str]); 2] = [
     (
         "elementwise",
@@ -80,10 +81,12 @@ const PER_DTYPE: [(&str, &[&str]); 2] = [
     ),
 ];
 /// elementwise.cu's kernels instantiated per element size.
+#[cfg(test)]
 const PER_SIZE: [&str; 3] = ["fill", "permute", "where"];
 
 /// Every kernel instance this backend can launch, as (file stem, name): what the NVRTC test
 /// compiles and looks for, so a dtype missing from a `.cu` file fails here, not on a GPU.
+#[cfg(test)]
 pub(crate) fn launched_kernels() -> Vec<(&'static str, String)> {
     let mut all = Vec::new();
     for (stem, kernels) in PER_DTYPE {
@@ -198,8 +201,7 @@ pub(crate) fn fill(gpu: &Arc<Gpu>, n: usize, dtype: DType, bits: u64) -> Result<
 
 /// `to_dtype` on the device: `cast_<from>_<to>`.
 pub(crate) fn cast(a: &CudaBuf, dtype: DType) -> Result<CudaBuf> {
-    let kernel = format!("cast_{}_{}", a.dtype.kernel_suffix(), dtype.kernel_suffix());
-    elementwise(&a.gpu, &kernel, a.len, dtype, |out| {
+    elementwise(&a.gpu, &cast_name(a.dtype, dtype), a.len, dtype, |out| {
         vec![p(a), out, i64_(a.len)]
     })
 }

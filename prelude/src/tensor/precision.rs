@@ -73,7 +73,11 @@ mod tests {
         assert_eq!(get_float32_matmul_precision(), "high");
         let e = set_float32_matmul_precision("low").unwrap_err().to_string();
         assert!(e.contains("\"low\"") && e.contains("highest"), "{e}");
-        assert_eq!(get_float32_matmul_precision(), "high", "unchanged by a bad name");
+        assert_eq!(
+            get_float32_matmul_precision(),
+            "high",
+            "unchanged by a bad name"
+        );
         set_float32_matmul_precision("highest").unwrap();
     }
 }
