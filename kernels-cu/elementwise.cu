@@ -297,7 +297,9 @@ GPULAB_FOR_EACH_DTYPE(GPULAB_CAST_FROM)
         GPULAB_GRID_STRIDE(i, n) { out[i] = cond[i].x ? x[i] : y[i]; }                        \
     }
 
+#ifdef GPULAB_BYTE_KERNELS
 GPULAB_BY_SIZE(unsigned char, b1)
 GPULAB_BY_SIZE(unsigned short, b2)
 GPULAB_BY_SIZE(unsigned int, b4)
 GPULAB_BY_SIZE(unsigned long long, b8)
+#endif

@@ -421,14 +421,17 @@ fn launch_args(
 }
 
 /// Launches a builtin kernel (what the tensor operations do); pointers go in as `U64`.
+/// `prefix` goes before the file's source (a `#define` choosing which instances to build,
+/// see tensor::gpu::Variant); each distinct prefix is its own module, compiled once.
 pub(crate) fn launch_builtin(
     gpu: &Arc<Gpu>,
     stem: &'static str,
+    prefix: &str,
     kernel: &str,
     cfg: LaunchConfig,
     args: &mut [KernelArg],
 ) -> Result<()> {
-    let f = builtin_function(gpu, stem, kernel)?;
+    let f = builtin_function(gpu, stem, prefix, kernel)?;
     launch_args(gpu, &f, kernel, cfg, args)
 }
 
@@ -461,8 +464,10 @@ pub(crate) fn raw_launch(
 pub(crate) fn builtin_function(
     gpu: &Arc<Gpu>,
     stem: &'static str,
+    prefix: &str,
     kernel: &str,
 ) -> Result<CudaFunction> {
+    // Kernel names are unique across a file's variants, so the name alone keys the cache.
     if let Some(f) = gpu
         .functions
         .lock()
@@ -471,8 +476,11 @@ pub(crate) fn builtin_function(
     {
         return Ok(f.clone());
     }
-    let src = builtin_source(stem).expect("builtin kernel file");
-    let (module, _) = load(gpu, src, &format!("{stem}.cu"))?;
+    let src = format!(
+        "{prefix}{}",
+        builtin_source(stem).expect("builtin kernel file")
+    );
+    let (module, _) = load(gpu, &src, &format!("{stem}.cu"))?;
     gpu.ctx
         .bind_to_thread()
         .map_err(|e| driver_err("cuCtxSetCurrent", e))?;

@@ -87,32 +87,84 @@ const PER_SIZE: [&str; 3] = ["fill", "permute", "where"];
 /// Every kernel instance this backend can launch, as (file stem, name): what the NVRTC test
 /// compiles and looks for, so a dtype missing from a `.cu` file fails here, not on a GPU.
 #[cfg(test)]
-pub(crate) fn launched_kernels() -> Vec<(&'static str, String)> {
+pub(crate) fn launched_kernels() -> Vec<(&'static str, Variant, String)> {
     let mut all = Vec::new();
     for (stem, kernels) in PER_DTYPE {
         for k in kernels {
             for d in DType::ALL {
-                all.push((stem, kernel_name(k, d)));
+                all.push((stem, Variant::Dtype(d), kernel_name(k, d)));
             }
         }
     }
     for k in PER_SIZE {
         for d in DType::ALL {
-            all.push(("elementwise", sized_name(k, d)));
+            // One instance per size: f32 and i32 share `fill_b4`.
+            let entry = ("elementwise", Variant::Bytes, sized_name(k, d));
+            if !all.contains(&entry) {
+                all.push(entry);
+            }
         }
     }
     for from in DType::ALL {
         for to in DType::ALL {
-            all.push(("elementwise", cast_name(from, to)));
+            all.push(("elementwise", Variant::Dtype(from), cast_name(from, to)));
         }
     }
-    all.sort();
-    all.dedup();
     all
 }
 
 fn cast_name(from: DType, to: DType) -> String {
     format!("cast_{}_{}", from.kernel_suffix(), to.kernel_suffix())
+}
+
+/// Which instances of a kernel file one module holds: NVRTC compiles a file per dtype (the
+/// first op on a dtype waits for its 1/8 of the file, not for all of it), plus one module of
+/// elementwise.cu's per-size kernels. See GPULAB_ONLY_DTYPE in gpulab_dtypes.cuh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Variant {
+    Dtype(DType),
+    Bytes,
+}
+
+impl Variant {
+    /// The `#define`s put before the file's source.
+    pub(crate) fn prefix(self) -> String {
+        match self {
+            Variant::Dtype(d) => format!(
+                "#define GPULAB_ONLY_DTYPE(M) M({}, {})\n",
+                c_type(d),
+                d.kernel_suffix()
+            ),
+            Variant::Bytes => {
+                "#define GPULAB_ONLY_DTYPE(M)\n#define GPULAB_BYTE_KERNELS 1\n".into()
+            }
+        }
+    }
+}
+
+/// The element type gpulab_dtypes.cuh uses for `d`.
+fn c_type(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::F16 => "f16_t",
+        DType::BF16 => "bf16_t",
+        DType::I32 => "int",
+        DType::I64 => "long long",
+        DType::U8 => "unsigned char",
+        DType::Bool => "bool_t",
+    }
+}
+
+fn launch(
+    gpu: &Arc<Gpu>,
+    stem: &'static str,
+    variant: Variant,
+    kernel: &str,
+    cfg: LaunchConfig,
+    args: &mut [A],
+) -> Result<()> {
+    launch_builtin(gpu, stem, &variant.prefix(), kernel, cfg, args)
 }
 
 /// The kernels switching on an op code, for [`check_op`].
@@ -180,6 +232,7 @@ fn same_dtype(op: &str, a: &CudaBuf, b: &CudaBuf) -> Result<DType> {
 /// receives the output pointer because each kernel takes it at a different position.
 fn elementwise(
     gpu: &Arc<Gpu>,
+    variant: Variant,
     kernel: &str,
     n: usize,
     dtype: DType,
@@ -187,23 +240,40 @@ fn elementwise(
 ) -> Result<CudaBuf> {
     let out = alloc(gpu, n, dtype)?;
     if n > 0 {
-        launch_builtin(gpu, "elementwise", kernel, cfg(gpu, n), &mut args(p(&out)))?;
+        launch(
+            gpu,
+            "elementwise",
+            variant,
+            kernel,
+            cfg(gpu, n),
+            &mut args(p(&out)),
+        )?;
     }
     Ok(out)
 }
 
 /// `n` copies of the element whose bytes are the low bytes of `bits`.
 pub(crate) fn fill(gpu: &Arc<Gpu>, n: usize, dtype: DType, bits: u64) -> Result<CudaBuf> {
-    elementwise(gpu, &sized_name("fill", dtype), n, dtype, |out| {
-        vec![out, A::U64(bits), i64_(n)]
-    })
+    elementwise(
+        gpu,
+        Variant::Bytes,
+        &sized_name("fill", dtype),
+        n,
+        dtype,
+        |out| vec![out, A::U64(bits), i64_(n)],
+    )
 }
 
 /// `to_dtype` on the device: `cast_<from>_<to>`.
 pub(crate) fn cast(a: &CudaBuf, dtype: DType) -> Result<CudaBuf> {
-    elementwise(&a.gpu, &cast_name(a.dtype, dtype), a.len, dtype, |out| {
-        vec![p(a), out, i64_(a.len)]
-    })
+    elementwise(
+        &a.gpu,
+        Variant::Dtype(a.dtype),
+        &cast_name(a.dtype, dtype),
+        a.len,
+        dtype,
+        |out| vec![p(a), out, i64_(a.len)],
+    )
 }
 
 /// Integer powers with a negative exponent are an error, as on the CPU (torch raises too);
@@ -236,16 +306,26 @@ pub(crate) fn binary(
     match bc {
         None => {
             let n = a.len;
-            elementwise(&a.gpu, &kernel_name("binary_same", dt), n, dt, |out| {
-                vec![A::I32(op as i32), p(a), p(b), out, i64_(n)]
-            })
+            elementwise(
+                &a.gpu,
+                Variant::Dtype(dt),
+                &kernel_name("binary_same", dt),
+                n,
+                dt,
+                |out| vec![A::I32(op as i32), p(a), p(b), out, i64_(n)],
+            )
         }
         Some(bc) => {
             let n: usize = bc.dims.iter().product();
             let st = strides_arg(&bc.dims, &bc.sa, &bc.sb)?;
-            elementwise(&a.gpu, &kernel_name("binary_bcast", dt), n, dt, |out| {
-                vec![A::I32(op as i32), p(a), p(b), out, i64_(n), st]
-            })
+            elementwise(
+                &a.gpu,
+                Variant::Dtype(dt),
+                &kernel_name("binary_bcast", dt),
+                n,
+                dt,
+                |out| vec![A::I32(op as i32), p(a), p(b), out, i64_(n), st],
+            )
         }
     }
 }
@@ -279,16 +359,23 @@ pub(crate) fn binary_scalar(
         )));
     }
     let n = a.len;
-    elementwise(&a.gpu, &kernel_name("binary_scalar", dt), n, dt, |out| {
-        vec![
-            A::I32(op as i32),
-            p(a),
-            scalar_arg(dt, s),
-            A::I32(scalar_first as i32),
-            out,
-            i64_(n),
-        ]
-    })
+    elementwise(
+        &a.gpu,
+        Variant::Dtype(dt),
+        &kernel_name("binary_scalar", dt),
+        n,
+        dt,
+        |out| {
+            vec![
+                A::I32(op as i32),
+                p(a),
+                scalar_arg(dt, s),
+                A::I32(scalar_first as i32),
+                out,
+                i64_(n),
+            ]
+        },
+    )
 }
 
 /// The `Strides` struct of elementwise.cu as 8-byte words: `int ndim` padded to 8, then
@@ -314,9 +401,14 @@ pub(crate) fn unary(op: UnaryOp, a: &CudaBuf) -> Result<CudaBuf> {
     let dt = a.dtype;
     check_op(OpFamily::Unary, op as i32, dt, a.gpu.device())?;
     let n = a.len;
-    elementwise(&a.gpu, &kernel_name("unary", dt), n, dt, |out| {
-        vec![A::I32(op as i32), p(a), out, i64_(n)]
-    })
+    elementwise(
+        &a.gpu,
+        Variant::Dtype(dt),
+        &kernel_name("unary", dt),
+        n,
+        dt,
+        |out| vec![A::I32(op as i32), p(a), out, i64_(n)],
+    )
 }
 
 /// `a op b` as a bool buffer.
@@ -333,6 +425,7 @@ pub(crate) fn cmp(
             let n = a.len;
             elementwise(
                 &a.gpu,
+                Variant::Dtype(dt),
                 &kernel_name("cmp_same", dt),
                 n,
                 DType::Bool,
@@ -344,6 +437,7 @@ pub(crate) fn cmp(
             let st = strides_arg(&bc.dims, &bc.sa, &bc.sb)?;
             elementwise(
                 &a.gpu,
+                Variant::Dtype(dt),
                 &kernel_name("cmp_bcast", dt),
                 n,
                 DType::Bool,
@@ -364,17 +458,27 @@ pub(crate) fn where_(cond: &CudaBuf, x: &CudaBuf, y: &CudaBuf) -> Result<CudaBuf
     }
     let dt = same_dtype("where", x, y)?;
     let n = x.len;
-    elementwise(&x.gpu, &sized_name("where", dt), n, dt, |out| {
-        vec![p(cond), p(x), p(y), out, i64_(n)]
-    })
+    elementwise(
+        &x.gpu,
+        Variant::Bytes,
+        &sized_name("where", dt),
+        n,
+        dt,
+        |out| vec![p(cond), p(x), p(y), out, i64_(n)],
+    )
 }
 
 pub(crate) fn permute(a: &CudaBuf, dims: &[usize], src_strides: &[usize]) -> Result<CudaBuf> {
     let n: usize = dims.iter().product();
     let st = strides_arg(dims, src_strides, &[])?;
-    elementwise(&a.gpu, &sized_name("permute", a.dtype), n, a.dtype, |out| {
-        vec![p(a), out, i64_(n), st]
-    })
+    elementwise(
+        &a.gpu,
+        Variant::Bytes,
+        &sized_name("permute", a.dtype),
+        n,
+        a.dtype,
+        |out| vec![p(a), out, i64_(n), st],
+    )
 }
 
 /// The dtype the reduction kernels accumulate and write for `dtype` (`Ty<T>::acc`).
@@ -414,17 +518,19 @@ pub(crate) fn reduce_all(op: ReduceOp, a: &CudaBuf) -> Result<CudaBuf> {
     let n = a.len;
     let blocks = n.div_ceil(BLOCK as usize).clamp(1, 1024);
     let partial = alloc(gpu, blocks, acc)?;
-    launch_builtin(
+    launch(
         gpu,
         "reduce",
+        Variant::Dtype(a.dtype),
         &kernel_name("reduce_partial", a.dtype),
         linear(blocks as u32, BLOCK),
         &mut [A::I32(op as i32), p(a), p(&partial), i64_(n)],
     )?;
     let out = alloc(gpu, 1, acc)?;
-    launch_builtin(
+    launch(
         gpu,
         "reduce",
+        Variant::Dtype(acc),
         &kernel_name("reduce_partial", acc),
         linear(1, 1024),
         &mut [A::I32(op as i32), p(&partial), p(&out), i64_(blocks)],
@@ -526,9 +632,10 @@ fn reduce_dim_acc(
     match reduce_plan(outer, len, inner, gpu.sms as usize) {
         ReducePlan::Rows => {
             let out = alloc(gpu, outer, acc)?;
-            launch_builtin(
+            launch(
                 gpu,
                 "reduce",
+                Variant::Dtype(a.dtype),
                 &k("reduce_rows"),
                 linear(outer.min(1 << 16) as u32, BLOCK),
                 &mut [A::I32(op as i32), p(a), p(&out), i64_(outer), i64_(len)],
@@ -537,9 +644,10 @@ fn reduce_dim_acc(
         }
         ReducePlan::Strided => {
             let out = alloc(gpu, outer * inner, acc)?;
-            launch_builtin(
+            launch(
                 gpu,
                 "reduce",
+                Variant::Dtype(a.dtype),
                 &k("reduce_strided"),
                 cfg(gpu, outer * inner),
                 &mut [
@@ -555,9 +663,10 @@ fn reduce_dim_acc(
         }
         ReducePlan::SplitRows { chunk, chunks } => {
             let partial = alloc(gpu, outer * chunks, acc)?;
-            launch_builtin(
+            launch(
                 gpu,
                 "reduce",
+                Variant::Dtype(a.dtype),
                 &k("reduce_rows_split"),
                 linear((outer * chunks).min(1 << 16) as u32, BLOCK),
                 &mut [
@@ -574,9 +683,10 @@ fn reduce_dim_acc(
         }
         ReducePlan::SplitStrided { chunk, chunks } => {
             let partial = alloc(gpu, outer * chunks * inner, acc)?;
-            launch_builtin(
+            launch(
                 gpu,
                 "reduce",
+                Variant::Dtype(a.dtype),
                 &k("reduce_strided_split"),
                 cfg(gpu, outer * chunks * inner),
                 &mut [
@@ -611,17 +721,19 @@ pub(crate) fn arg_reduce(
     }
     if inner == 1 && len > 32 {
         // arg_rows's shared arrays are sized for exactly BLOCK threads.
-        launch_builtin(
+        launch(
             gpu,
             "reduce",
+            Variant::Dtype(a.dtype),
             &kernel_name("arg_rows", a.dtype),
             linear(outer.min(1 << 16) as u32, BLOCK),
             &mut [A::I32(max as i32), p(a), p(&out), i64_(outer), i64_(len)],
         )?;
     } else {
-        launch_builtin(
+        launch(
             gpu,
             "reduce",
+            Variant::Dtype(a.dtype),
             &kernel_name("arg_strided", a.dtype),
             cfg(gpu, outer * inner),
             &mut [
@@ -700,8 +812,8 @@ pub(crate) fn matmul(a: &CudaBuf, b: &CudaBuf, m: usize, k: usize, n: usize) -> 
 #[cfg(test)]
 mod tests {
     use super::{
-        check_op, gemm_kind, launched_kernels, reduce_plan, DType, OpFamily, ReducePlan, PER_DTYPE,
-        PER_SIZE,
+        check_op, gemm_kind, launched_kernels, reduce_plan, DType, OpFamily, ReducePlan, Variant,
+        PER_DTYPE, PER_SIZE,
     };
     use crate::cuda::{blas, builtin_source, nvrtc};
     use crate::device::Device;
@@ -736,19 +848,36 @@ mod tests {
                 return;
             }
         }
-        for stem in ["elementwise", "reduce"] {
+        // Each variant module holds its instances and no other dtype's.
+        let mut variants: Vec<(&str, Variant)> = Vec::new();
+        for (s, v, _) in &all {
+            if !variants.contains(&(*s, *v)) {
+                variants.push((*s, *v));
+            }
+        }
+        for (stem, variant) in variants {
             let file = format!("{stem}.cu");
-            let ptx = nvrtc::compile_ptx(builtin_source(stem).unwrap(), &file, "compute_90")
-                .unwrap_or_else(|e| panic!("{e}"));
-            let mut count = 0;
-            for (s, k) in all.iter().filter(|(s, _)| *s == stem) {
+            let src = format!("{}{}", variant.prefix(), builtin_source(stem).unwrap());
+            let ptx = nvrtc::compile_ptx(&src, &file, "compute_90")
+                .unwrap_or_else(|e| panic!("{file} {variant:?}: {e}"));
+            let entries = ptx.matches(".entry ").count();
+            let want: Vec<&String> = all
+                .iter()
+                .filter(|(s, v, _)| *s == stem && *v == variant)
+                .map(|(_, _, k)| k)
+                .collect();
+            for k in &want {
                 assert!(
                     ptx.contains(&format!(".entry {k}(")),
-                    "{s}.cu: no entry {k}"
+                    "{file} {variant:?}: no entry {k}"
                 );
-                count += 1;
             }
-            println!("{file}: all {count} instances in the PTX");
+            assert_eq!(
+                entries,
+                want.len(),
+                "{file} {variant:?}: other instances built too"
+            );
+            println!("{file} {variant:?}: {entries} instances");
         }
     }
 
