@@ -10,7 +10,8 @@ import pytest
 
 from conftest import has_cuda_device
 
-GPU_TESTS = ["tensor_gpu", "mandelbrot_gpu", "cuda_errors", "cuda_reports", "timing_stats"]
+GPU_TESTS = ["tensor_gpu", "tensor_gpu_dtype", "tensor_dtype", "mandelbrot_gpu", "cuda_errors", "cuda_reports",
+             "timing_stats"]
 
 
 @pytest.mark.parametrize("name", GPU_TESTS)
