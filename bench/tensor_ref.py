@@ -7,6 +7,11 @@ about that many elements, with the same caps as the Rust side. On the GPU, `copy
 device-to-device copy of n floats (read 4n bytes, write 4n bytes): the device's measured copy
 bandwidth, against which the element-wise ops are judged (they cannot beat it by much).
 A library that is missing or sees no GPU is reported on stderr and leaves its rows out.
+
+With --gpu-dtypes, torch also times the benchmark's dtype rows (device `cuda`): matmul at
+4096^2 and 8192^2 in float32 (TF32 off), TF32 (`allow_tf32`), float16 and bfloat16, and
+`add` / `div` / `copy` at 2^28 elements per float dtype, named `matmul-f32|tf32|f16|bf16` and
+`add-float16` etc., as the Rust side names them.
 """
 
 import argparse
@@ -85,6 +90,47 @@ def torch_rows(sizes):
     yield "launch", 1, timeit(launches, sync) / 1000
 
 
+DTYPE_MATMUL_SIDES = (4096, 8192)
+DTYPE_ELEMENTWISE_N = 1 << 28
+
+
+def torch_dtype_rows():
+    try:
+        import torch
+    except ImportError as e:
+        print(f"torch: not installed ({e})", file=sys.stderr)
+        return
+    if not torch.cuda.is_available():
+        print("torch: no CUDA device", file=sys.stderr)
+        return
+    dev = torch.device("cuda:0")
+    sync = torch.cuda.synchronize
+    kinds = (("f32", torch.float32, False), ("tf32", torch.float32, True),
+             ("f16", torch.float16, False), ("bf16", torch.bfloat16, False))
+    before = torch.backends.cuda.matmul.allow_tf32
+    try:
+        for m in DTYPE_MATMUL_SIDES:
+            for label, dtype, tf32 in kinds:
+                torch.backends.cuda.matmul.allow_tf32 = tf32
+                x = torch.randn(m, m, device=dev).to(dtype)
+                yield f"matmul-{label}", m * m, timeit(lambda: x @ x, sync)
+                del x
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+    n = DTYPE_ELEMENTWISE_N
+    names = ((torch.float32, "float32"), (torch.float64, "float64"),
+             (torch.float16, "float16"), (torch.bfloat16, "bfloat16"))
+    for dtype, name in names:
+        a = torch.randn(n, device=dev).to(dtype)
+        b = (torch.randn(n, device=dev) + 4).to(dtype)
+        dst = torch.empty_like(a)
+        yield f"copy-{name}", n, timeit(lambda: dst.copy_(a), sync)
+        yield f"add-{name}", n, timeit(lambda: a + b, sync)
+        yield f"div-{name}", n, timeit(lambda: a / b, sync)
+        del a, b, dst
+        torch.cuda.empty_cache()
+
+
 def cupy_rows(sizes):
     try:
         import cupy as cp
@@ -118,11 +164,16 @@ def cupy_rows(sizes):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", required=True, help="comma-separated element counts")
-    sizes = [int(s) for s in p.parse_args().sizes.split(",")]
+    p.add_argument("--gpu-dtypes", action="store_true", help="also torch's dtype rows on the GPU")
+    args = p.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
     for op, n, secs in numpy_rows(sizes):
         print(f"{op} {n} cpu {secs:.9f}", flush=True)
     for op, n, secs in torch_rows(sizes):
         print(f"{op} {n} cuda {secs:.9f}", flush=True)
+    if args.gpu_dtypes:
+        for op, n, secs in torch_dtype_rows():
+            print(f"{op} {n} cuda {secs:.9f}", flush=True)
     try:
         import torch  # CuPy's matmul must not run while torch holds its memory pool
         torch.cuda.empty_cache()

@@ -287,8 +287,11 @@ def run_bench(progs, env, cwd, clock, logs):
 
 def bench_summary(b):
     """The ratios the issue asks for: element-wise ops against the measured copy bandwidth,
-    matmul against torch, Mandelbrot against numba-cuda. Absent figures stay absent."""
-    s = {"elementwise": [], "matmul": [], "mandelbrot": [], "gpu_figures": False}
+    matmul against torch, Mandelbrot against numba-cuda; the dtype rows (matmul in f32, TF32,
+    f16, bf16 against torch with the same settings; element-wise at 2^28 per float dtype against
+    torch's copy of that dtype). Absent figures stay absent."""
+    s = {"elementwise": [], "matmul": [], "mandelbrot": [], "gpu_figures": False,
+         "dtype_matmul": [], "dtype_elementwise": []}
     rows = {}
     for result in (b.get("tensor") or {}).get("results") or []:
         for r in result.get("rows", []):
@@ -315,6 +318,27 @@ def bench_summary(b):
             s["matmul"].append({"side": int(round(m)), "gpulab_GFLOPs": round(2 * m ** 3 / ours / 1e9, 1),
                                 "torch_over_gpulab": _ratio(rows.get(("matmul", n, "torch")), ours),
                                 "cupy_over_gpulab": _ratio(rows.get(("matmul", n, "cupy")), ours)})
+    dtype_bytes = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
+    for (op, n, imp), secs in sorted(rows.items()):
+        if imp != "gpulab-cuda" or "-" not in op:
+            continue
+        s["gpu_figures"] = True
+        kind, dtype = op.split("-", 1)
+        torch_over = _ratio(rows.get((op, n, "torch")), secs)
+        if kind == "matmul":
+            m = n ** 0.5
+            s["dtype_matmul"].append({"dtype": dtype, "side": int(round(m)),
+                                      "gpulab_TFLOPs": round(2 * m ** 3 / secs / 1e12, 2),
+                                      "torch_over_gpulab": torch_over})
+        elif dtype in dtype_bytes:
+            size = dtype_bytes[dtype] * n
+            copy = rows.get((f"copy-{dtype}", n, "torch"))
+            gbs, copy_gbs = 3 * size / secs / 1e9, (2 * size / copy / 1e9 if copy else None)
+            s["dtype_elementwise"].append({
+                "op": kind, "dtype": dtype, "n": n, "gpulab_GBps": round(gbs, 1),
+                "copy_GBps": None if copy_gbs is None else round(copy_gbs, 1),
+                "fraction_of_copy": None if copy_gbs is None else round(gbs / copy_gbs, 3),
+                "torch_over_gpulab": torch_over})
     for case in (b.get("mandelbrot") or {}).get("results") or []:
         by = {r["impl"]: r for r in case["rows"]}
         ours, numba = by.get("gpulab GPU kernel", {}), by.get("numba cuda.jit", {})
@@ -415,6 +439,13 @@ def summary_md(res):
         for e in s["matmul"]:
             lines.append(f"- matmul {e['side']}^2: {e['gpulab_GFLOPs']} GFLOP/s; torch/gpulab time "
                          f"{e['torch_over_gpulab']}, cupy/gpulab {e['cupy_over_gpulab']}")
+        for e in s.get("dtype_matmul", []):
+            lines.append(f"- matmul {e['dtype']} {e['side']}^2: {e['gpulab_TFLOPs']} TFLOP/s; torch/gpulab time "
+                         f"{e['torch_over_gpulab']}")
+        for e in s.get("dtype_elementwise", []):
+            lines.append(f"- {e['op']} {e['dtype']} n={e['n']}: {e['gpulab_GBps']} GB/s = {e['fraction_of_copy']} of "
+                         f"the {e['dtype']} copy bandwidth ({e['copy_GBps']} GB/s); torch/gpulab time "
+                         f"{e['torch_over_gpulab']}")
         for e in s["mandelbrot"]:
             lines.append(f"- Mandelbrot {e['case']}: gpulab GPU kernel {_s(e['gpulab_gpu_s'])}, numba cuda.jit "
                          f"{_s(e['numba_cuda_s'])} (numba/gpulab {e['numba_over_gpulab'] or 'absent'}); CPU parallel: "

@@ -1,15 +1,21 @@
-// Element-wise kernels behind gpulab's Tensor arithmetic on CUDA devices.
+// Element-wise kernels behind gpulab's Tensor arithmetic on CUDA devices, written once as
+// templates and instantiated per dtype (`binary_same_f32`, `binary_same_bf16`, ...; the
+// suffixes are DType::kernel_suffix's). Half types compute in float, integers in long long
+// (see gpulab_dtypes.cuh), as the CPU backend does.
 //
 // The op codes are shared with the Rust side (prelude/src/tensor/op.rs); a switch on a
 // kernel argument costs nothing measurable because every thread takes the same branch, and
-// it keeps one kernel per access pattern instead of one per operation.
+// it keeps one kernel per access pattern instead of one per operation. The host checks
+// every code before launching (tensor::gpu::check_op), so the `default:` branches below
+// are unreachable; they trap, which fails the launch loudly, rather than leave the output
+// unwritten.
 //
 // Every kernel loops with a grid stride, so any grid size covers any n.
 
-#define GPULAB_MAX_DIMS 6
+#include "gpulab_dtypes.cuh"
 
 // Shape of the output and, per input, the stride to step in each output dimension
-// (0 where that input is broadcast). Passed by value; mirrors tensor::cuda_ops::Strides.
+// (0 where that input is broadcast). Passed by value; mirrors tensor::gpu::strides_arg.
 struct Strides {
     int ndim;
     long long dims[GPULAB_MAX_DIMS];
@@ -17,6 +23,7 @@ struct Strides {
     long long sb[GPULAB_MAX_DIMS];
 };
 
+// Binary op codes: 0 add, 1 sub, 2 mul, 3 div, 4 maximum, 5 minimum, 6 pow.
 __device__ __forceinline__ float binary_apply(int op, float a, float b)
 {
     switch (op) {
@@ -26,10 +33,61 @@ __device__ __forceinline__ float binary_apply(int op, float a, float b)
     case 3: return a / b;
     case 4: return fmaxf(a, b);
     case 5: return fminf(a, b);
-    default: return powf(a, b);
+    case 6: return powf(a, b);
+    default: __trap();
     }
+    return a;
 }
 
+__device__ __forceinline__ double binary_apply(int op, double a, double b)
+{
+    switch (op) {
+    case 0: return a + b;
+    case 1: return a - b;
+    case 2: return a * b;
+    case 3: return a / b;
+    case 4: return fmax(a, b);
+    case 5: return fmin(a, b);
+    case 6: return pow(a, b);
+    default: __trap();
+    }
+    return a;
+}
+
+// Wrapping integer arithmetic (through unsigned: signed overflow is undefined in C++), as
+// Rust's wrapping_* on i64. Division never comes here for tensors (torch promotes integer
+// division to float), but is defined as the CPU's checked_div: 0 when it would trap.
+__device__ __forceinline__ long long binary_apply(int op, long long a, long long b)
+{
+    typedef unsigned long long u64;
+    switch (op) {
+    case 0: return (long long)((u64)a + (u64)b);
+    case 1: return (long long)((u64)a - (u64)b);
+    case 2: return (long long)((u64)a * (u64)b);
+    case 3:
+        if (b == 0 || (b == -1 && a == (-9223372036854775807LL - 1))) return 0;
+        return a / b;
+    case 4: return a > b ? a : b;
+    case 5: return a < b ? a : b;
+    case 6: {
+        // Wrapping square-and-multiply; a negative exponent gives 0 as the CPU's int_pow
+        // (the host rejects it for a tensor exponent; `2 ** t` with negative t reaches here).
+        if (b < 0) return 0;
+        u64 base = (u64)a, r = 1;
+        u64 e = b > 0xffffffffLL ? 0xffffffffULL : (u64)b;
+        while (e) {
+            if (e & 1) r *= base;
+            base *= base;
+            e >>= 1;
+        }
+        return (long long)r;
+    }
+    default: __trap();
+    }
+    return a;
+}
+
+// Unary op codes: 0 neg, 1 abs, 2 exp, 3 sqrt, 4 relu, 5 log, 6 tanh, 7 sigmoid.
 __device__ __forceinline__ float unary_apply(int op, float x)
 {
     switch (op) {
@@ -40,67 +98,226 @@ __device__ __forceinline__ float unary_apply(int op, float x)
     case 4: return x > 0.0f ? x : 0.0f;
     case 5: return logf(x);
     case 6: return tanhf(x);
-    default: return 1.0f / (1.0f + expf(-x));
+    case 7: return 1.0f / (1.0f + expf(-x));
+    default: __trap();
+    }
+    return x;
+}
+
+__device__ __forceinline__ double unary_apply(int op, double x)
+{
+    switch (op) {
+    case 0: return -x;
+    case 1: return fabs(x);
+    case 2: return exp(x);
+    case 3: return sqrt(x);
+    case 4: return x > 0.0 ? x : 0.0;
+    case 5: return log(x);
+    case 6: return tanh(x);
+    case 7: return 1.0 / (1.0 + exp(-x));
+    default: __trap();
+    }
+    return x;
+}
+
+// Integers: only neg, abs and relu (the tensor layer converts to float for the others).
+__device__ __forceinline__ long long unary_apply(int op, long long x)
+{
+    switch (op) {
+    case 0: return (long long)(0ULL - (unsigned long long)x);
+    case 1: return x < 0 ? (long long)(0ULL - (unsigned long long)x) : x;
+    case 4: return x > 0 ? x : 0;
+    default: __trap();
+    }
+    return x;
+}
+
+// Comparison op codes: 0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge (NaN compares false but for ne).
+template <class A> __device__ __forceinline__ bool cmp_apply(int op, A a, A b)
+{
+    switch (op) {
+    case 0: return a == b;
+    case 1: return a != b;
+    case 2: return a < b;
+    case 3: return a <= b;
+    case 4: return a > b;
+    case 5: return a >= b;
+    default: __trap();
+    }
+    return false;
+}
+
+__device__ __forceinline__ void bcast_offsets(const Strides& st, long long i, long long& ia,
+                                              long long& ib)
+{
+    long long rest = i;
+    ia = 0;
+    ib = 0;
+    for (int d = st.ndim - 1; d >= 0; --d) {
+        long long c = rest % st.dims[d];
+        rest /= st.dims[d];
+        ia += c * st.sa[d];
+        ib += c * st.sb[d];
     }
 }
 
-#define GRID_STRIDE(i, n) \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
-         i += (long long)blockDim.x * gridDim.x)
-
-extern "C" __global__ void binary_same(int op, const float* __restrict__ a,
-                                       const float* __restrict__ b, float* __restrict__ out,
-                                       long long n)
+// out[i] = f(a[i], b[i]) over contiguous buffers, 16 bytes per thread per step when all
+// three are 16-byte aligned (tensor buffers from the allocator are; a view's offset pointer
+// may not be, and takes the element loop): one 2-byte load per thread would leave the
+// half types short of the memory bandwidth. The element loop also does the tail.
+template <class T, class F>
+__device__ __forceinline__ void zip_map(const T* __restrict__ a, const T* __restrict__ b,
+                                        T* __restrict__ out, long long n, F f)
 {
-    GRID_STRIDE(i, n) { out[i] = binary_apply(op, a[i], b[i]); }
-}
-
-// out = a (op) s, or s (op) a when scalar_first is set (2 - x, 1 / x).
-extern "C" __global__ void binary_scalar(int op, const float* __restrict__ a, float s,
-                                         int scalar_first, float* __restrict__ out, long long n)
-{
-    GRID_STRIDE(i, n) { out[i] = scalar_first ? binary_apply(op, s, a[i]) : binary_apply(op, a[i], s); }
-}
-
-extern "C" __global__ void binary_bcast(int op, const float* __restrict__ a,
-                                        const float* __restrict__ b, float* __restrict__ out,
-                                        long long n, Strides st)
-{
-    GRID_STRIDE(i, n) {
-        long long rest = i, ia = 0, ib = 0;
-        for (int d = st.ndim - 1; d >= 0; --d) {
-            long long c = rest % st.dims[d];
-            rest /= st.dims[d];
-            ia += c * st.sa[d];
-            ib += c * st.sb[d];
+    const int V = 16 / sizeof(T);
+    long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long stride = (long long)blockDim.x * gridDim.x;
+    long long done = 0;
+    if ((((unsigned long long)a | (unsigned long long)b | (unsigned long long)out) & 15) == 0) {
+        long long nv = n / V;
+        const uint4* a4 = reinterpret_cast<const uint4*>(a);
+        const uint4* b4 = reinterpret_cast<const uint4*>(b);
+        uint4* o4 = reinterpret_cast<uint4*>(out);
+        for (long long i = start; i < nv; i += stride) {
+            uint4 va = a4[i], vb = b4[i], vo;
+            const T* ea = reinterpret_cast<const T*>(&va);
+            const T* eb = reinterpret_cast<const T*>(&vb);
+            T* eo = reinterpret_cast<T*>(&vo);
+#pragma unroll
+            for (int k = 0; k < V; ++k) eo[k] = f(ea[k], eb[k]);
+            o4[i] = vo;
         }
-        out[i] = binary_apply(op, a[ia], b[ib]);
+        done = nv * V;
+    }
+    for (long long i = done + start; i < n; i += stride) out[i] = f(a[i], b[i]);
+}
+
+template <class T>
+__device__ void binary_same(int op, const T* __restrict__ a, const T* __restrict__ b,
+                            T* __restrict__ out, long long n)
+{
+    zip_map(a, b, out, n, [op](T x, T y) {
+        return Ty<T>::store(binary_apply(op, Ty<T>::load(x), Ty<T>::load(y)));
+    });
+}
+
+// out = a (op) s, or s (op) a when scalar_first is set (2 - x, 1 / x). The scalar comes in
+// the compute type (float for f32/f16/bf16, double for f64, long long for integers).
+template <class T>
+__device__ void binary_scalar(int op, const T* __restrict__ a, typename Ty<T>::acc s,
+                              int scalar_first, T* __restrict__ out, long long n)
+{
+    zip_map(a, a, out, n, [op, s, scalar_first](T v, T) {
+        typename Ty<T>::acc x = Ty<T>::load(v);
+        return Ty<T>::store(scalar_first ? binary_apply(op, s, x) : binary_apply(op, x, s));
+    });
+}
+
+template <class T>
+__device__ void binary_bcast(int op, const T* __restrict__ a, const T* __restrict__ b,
+                             T* __restrict__ out, long long n, const Strides& st)
+{
+    GPULAB_GRID_STRIDE(i, n)
+    {
+        long long ia, ib;
+        bcast_offsets(st, i, ia, ib);
+        out[i] = Ty<T>::store(binary_apply(op, Ty<T>::load(a[ia]), Ty<T>::load(b[ib])));
     }
 }
 
-extern "C" __global__ void unary(int op, const float* __restrict__ a, float* __restrict__ out,
-                                 long long n)
+template <class T>
+__device__ void unary(int op, const T* __restrict__ a, T* __restrict__ out, long long n)
 {
-    GRID_STRIDE(i, n) { out[i] = unary_apply(op, a[i]); }
+    zip_map(a, a, out, n,
+            [op](T v, T) { return Ty<T>::store(unary_apply(op, Ty<T>::load(v))); });
 }
 
-extern "C" __global__ void fill(float* __restrict__ out, float v, long long n)
+template <class T>
+__device__ void cmp_same(int op, const T* __restrict__ a, const T* __restrict__ b,
+                         bool_t* __restrict__ out, long long n)
 {
-    GRID_STRIDE(i, n) { out[i] = v; }
-}
-
-// Gathers a permuted copy: output element i (row-major over st.dims) comes from the input
-// offset sum(coord[d] * st.sa[d]). Used for transpose; st.sb is unused.
-extern "C" __global__ void permute(const float* __restrict__ in, float* __restrict__ out,
-                                   long long n, Strides st)
-{
-    GRID_STRIDE(i, n) {
-        long long rest = i, src = 0;
-        for (int d = st.ndim - 1; d >= 0; --d) {
-            long long c = rest % st.dims[d];
-            rest /= st.dims[d];
-            src += c * st.sa[d];
-        }
-        out[i] = in[src];
+    GPULAB_GRID_STRIDE(i, n)
+    {
+        out[i].x = cmp_apply(op, Ty<T>::load(a[i]), Ty<T>::load(b[i]));
     }
 }
+
+template <class T>
+__device__ void cmp_bcast(int op, const T* __restrict__ a, const T* __restrict__ b,
+                          bool_t* __restrict__ out, long long n, const Strides& st)
+{
+    GPULAB_GRID_STRIDE(i, n)
+    {
+        long long ia, ib;
+        bcast_offsets(st, i, ia, ib);
+        out[i].x = cmp_apply(op, Ty<T>::load(a[ia]), Ty<T>::load(b[ib]));
+    }
+}
+
+#define GPULAB_ELEMENTWISE(T, S)                                                             \
+    extern "C" __global__ void binary_same_##S(int op, const T* a, const T* b, T* out,      \
+                                               long long n)                                 \
+    {                                                                                        \
+        binary_same<T>(op, a, b, out, n);                                                    \
+    }                                                                                        \
+    extern "C" __global__ void binary_scalar_##S(int op, const T* a, Ty<T>::acc s,          \
+                                                 int scalar_first, T* out, long long n)     \
+    {                                                                                        \
+        binary_scalar<T>(op, a, s, scalar_first, out, n);                                    \
+    }                                                                                        \
+    extern "C" __global__ void binary_bcast_##S(int op, const T* a, const T* b, T* out,     \
+                                                long long n, Strides st)                    \
+    {                                                                                        \
+        binary_bcast<T>(op, a, b, out, n, st);                                               \
+    }                                                                                        \
+    extern "C" __global__ void unary_##S(int op, const T* a, T* out, long long n)           \
+    {                                                                                        \
+        unary<T>(op, a, out, n);                                                             \
+    }                                                                                        \
+    extern "C" __global__ void cmp_same_##S(int op, const T* a, const T* b, bool_t* out,    \
+                                            long long n)                                    \
+    {                                                                                        \
+        cmp_same<T>(op, a, b, out, n);                                                       \
+    }                                                                                        \
+    extern "C" __global__ void cmp_bcast_##S(int op, const T* a, const T* b, bool_t* out,   \
+                                             long long n, Strides st)                       \
+    {                                                                                        \
+        cmp_bcast<T>(op, a, b, out, n, st);                                                  \
+    }
+
+GPULAB_FOR_EACH_DTYPE(GPULAB_ELEMENTWISE)
+
+// cast_<from>_<to>: to_dtype on the device, element by element as the CPU's cast_vec.
+#define GPULAB_CAST(T, S, T2, S2)                                                            \
+    extern "C" __global__ void cast_##S##_##S2(const T* __restrict__ in, T2* __restrict__ out, \
+                                               long long n)                                  \
+    {                                                                                         \
+        GPULAB_GRID_STRIDE(i, n) { out[i] = gpulab_cast<T, T2>(in[i]); }                      \
+    }
+#define GPULAB_CAST_FROM(T, S) GPULAB_FOR_EACH_DTYPE_WITH(GPULAB_CAST, T, S)
+GPULAB_FOR_EACH_DTYPE(GPULAB_CAST_FROM)
+
+// Kernels that only move elements work on their bytes, so they exist per element size
+// (b1, b2, b4, b8) rather than per dtype.
+
+// Every element set to the low `bytes` bytes of v.
+#define GPULAB_BY_SIZE(U, B)                                                                 \
+    extern "C" __global__ void fill_##B(U* __restrict__ out, unsigned long long v,            \
+                                        long long n)                                         \
+    {                                                                                         \
+        GPULAB_GRID_STRIDE(i, n) { out[i] = (U)v; }                                           \
+    }                                                                                         \
+    /* cond ? x : y, all of one shape. */                                                     \
+    extern "C" __global__ void where_##B(const bool_t* __restrict__ cond,                     \
+                                         const U* __restrict__ x, const U* __restrict__ y,    \
+                                         U* __restrict__ out, long long n)                   \
+    {                                                                                         \
+        GPULAB_GRID_STRIDE(i, n) { out[i] = cond[i].x ? x[i] : y[i]; }                        \
+    }
+
+#ifdef GPULAB_BYTE_KERNELS
+GPULAB_BY_SIZE(unsigned char, b1)
+GPULAB_BY_SIZE(unsigned short, b2)
+GPULAB_BY_SIZE(unsigned int, b4)
+GPULAB_BY_SIZE(unsigned long long, b8)
+#endif

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import has_cuda_device
 
-GPU_TESTS = ["tensor_gpu", "tensor_views", "mandelbrot_gpu", "cuda_errors", "cuda_reports", "timing_stats", "memcap_gpu"]
+GPU_TESTS = ["tensor_gpu", "tensor_gpu_dtype", "tensor_dtype", "tensor_views", "mandelbrot_gpu", "cuda_errors",
+             "cuda_reports", "timing_stats", "memcap_gpu"]
 
 
 @pytest.mark.parametrize("name", GPU_TESTS)

@@ -85,6 +85,31 @@ def test_bench_summary_ratios_and_absent_gpu_figures():
 
     cpu_only = run.bench_summary({"tensor": {"results": [{"rows": [
         {"op": "add", "n": n, "impl": "gpulab-cpu", "seconds": 1e-3}]}]}, "mandelbrot": {"results": []}})
-    assert cpu_only == {"elementwise": [], "matmul": [], "mandelbrot": [], "gpu_figures": False}
+    assert cpu_only == {"elementwise": [], "matmul": [], "mandelbrot": [], "gpu_figures": False,
+                        "dtype_matmul": [], "dtype_elementwise": []}
     failed = run.bench_summary({"tensor": {"status": 101, "results": []}, "mandelbrot": {"status": "not run: out of time"}})
     assert not failed["gpu_figures"]
+
+
+def test_bench_summary_dtype_rows():
+    n, m = 1 << 28, 4096
+    rows = [
+        # bf16 add moves 3 * 2n bytes at 2400 GB/s; torch copies bf16 at 4000 GB/s (2 * 2n bytes).
+        {"op": "add-bfloat16", "n": n, "impl": "gpulab-cuda", "seconds": 3 * 2 * n / 2400e9},
+        {"op": "copy-bfloat16", "n": n, "impl": "torch", "seconds": 2 * 2 * n / 4000e9},
+        {"op": "add-bfloat16", "n": n, "impl": "torch", "seconds": 3 * 2 * n / 3000e9},
+        {"op": "div-float64", "n": n, "impl": "gpulab-cuda", "seconds": 1.0},
+        {"op": "matmul-tf32", "n": m * m, "impl": "gpulab-cuda", "seconds": 2 * m ** 3 / 400e12},
+        {"op": "matmul-tf32", "n": m * m, "impl": "torch", "seconds": 2 * m ** 3 / 500e12},
+    ]
+    s = run.bench_summary({"tensor": {"results": [{"rows": rows}]}, "mandelbrot": {"results": []}})
+    assert s["gpu_figures"]
+    bf = next(e for e in s["dtype_elementwise"] if e["dtype"] == "bfloat16")
+    assert (bf["op"], bf["gpulab_GBps"], bf["copy_GBps"], bf["fraction_of_copy"]) == ("add", 2400.0, 4000.0, 0.6)
+    assert bf["torch_over_gpulab"] == 0.8
+    f64 = next(e for e in s["dtype_elementwise"] if e["dtype"] == "float64")
+    assert f64["copy_GBps"] is None and f64["fraction_of_copy"] is None, "no torch copy: absent, not invented"
+    (mm,) = s["dtype_matmul"]
+    assert (mm["dtype"], mm["side"], mm["gpulab_TFLOPs"], mm["torch_over_gpulab"]) == ("tf32", 4096, 400.0, 0.8)
+    # The older rows are untouched by the dtype rows.
+    assert s["elementwise"] == [] and s["matmul"] == []

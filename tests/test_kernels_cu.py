@@ -69,7 +69,9 @@ class Nvrtc:
             "nvrtcCreateProgram",
         )
         try:
-            opts = [f"--gpu-architecture=compute_{arch}".encode(), b"--std=c++17"]
+            # kernels-cu/ for gpulab_dtypes.cuh, which the prelude hands NVRTC as a named header.
+            opts = [f"--gpu-architecture=compute_{arch}".encode(), b"--std=c++17",
+                    f"--include-path={ROOT / 'kernels-cu'}".encode()]
             arr = (ctypes.c_char_p * len(opts))(*opts)
             rc = self.lib.nvrtcCompileProgram(prog, len(opts), arr)
             size = ctypes.c_size_t()
@@ -116,8 +118,22 @@ def test_kernel_compiles_and_assembles(nvrtc, path, tmp_path):
     assert ok, f"NVRTC rejected {path.name}:\n{log}"
     entries = _entries(ptx)
     # extern "C" keeps names unmangled, which is how the prelude looks them up.
-    declared = set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+(\w+)', path.read_text()))
-    assert declared and declared == entries, f"{path.name}: declared {declared}, PTX has {entries}"
+    src = path.read_text()
+    declared = set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(', src))
+    # Templated files declare `<kernel>_##S` inside a macro, once per dtype (or element size).
+    stems = set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+(\w+?)_##', src))
+    literal = {d for d in declared if not d.endswith("_")}
+    assert literal <= entries, f"{path.name}: declared {literal}, PTX has {entries}"
+    for stem in stems:
+        assert any(e.startswith(stem + "_") for e in entries), f"{path.name}: no instance of {stem}"
+    assert entries <= literal | {e for e in entries if any(e.startswith(s + "_") for s in stems)}
+    assert declared or stems, f"{path.name}: no kernels"
+    if stems:
+        # Every dtype for the per-dtype kernels: 8 suffixes.
+        for stem in stems - {"fill", "where", "cast"}:
+            got = {e[len(stem) + 1:] for e in entries if e.startswith(stem + "_")}
+            want = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"}
+            assert want <= got, f"{path.name}: {stem} lacks {want - got}"
     if PTXAS is None:
         pytest.skip("no ptxas: pip install nvidia-cuda-nvcc")
     ptx_file = tmp_path / (path.stem + ".ptx")

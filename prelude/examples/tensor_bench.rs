@@ -9,10 +9,17 @@
 //! our time, so above 1 means we are faster. On a GPU the references are torch and CuPy, and
 //! `copy` (a device-to-device copy, measured by both) is the device's copy bandwidth.
 //!
-//! Besides the table it prints one machine-readable line, `BENCH_JSON {...}`, holding every
-//! figure (seconds, best of the runs), read by gpu-check's runner.
+//! On a GPU a second table holds the dtype rows: matmul at 4096^2 and 8192^2 in f32, TF32
+//! (`set_float32_matmul_precision("high")`), f16 and bf16 (tensor cores, f32 accumulation)
+//! beside torch with the same settings, and add / div at 2^28 elements per float dtype as a
+//! fraction of the device's copy bandwidth for that dtype (torch's device-to-device copy).
+//! Without a GPU that table says it was skipped; it never shows a figure for work that failed.
+//!
+//! Besides the tables it prints one machine-readable line, `BENCH_JSON {...}`, holding every
+//! figure (seconds, best of the runs), read by gpu-check's runner; the dtype rows are ops
+//! `matmul-f32|tf32|f16|bf16` (n = side^2) and `add-<dtype>`, `div-<dtype>`, `copy-<dtype>`.
 
-use gpulab::{cuda, Device, Tensor};
+use gpulab::{cuda, DType, Device, Tensor};
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
@@ -81,6 +88,130 @@ fn ours(sizes: &[usize], dev: Device, out: &mut HashMap<Key, f64>) -> gpulab::er
     Ok(())
 }
 
+/// Matmul sides and the element count of the dtype rows.
+const DTYPE_MATMUL_SIDES: [usize; 2] = [4096, 8192];
+const DTYPE_ELEMENTWISE_N: usize = 1 << 28;
+/// The matmul variants: row label, dtype, TF32 allowed.
+const MATMUL_KINDS: [(&str, DType, bool); 4] = [
+    ("f32", DType::F32, false),
+    ("tf32", DType::F32, true),
+    ("f16", DType::F16, false),
+    ("bf16", DType::BF16, false),
+];
+const FLOAT_DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
+
+/// [`time`] for an op that may fail: one checked run first, so a failure is reported and
+/// leaves its row out instead of panicking or timing nothing.
+fn try_time(dev: Device, what: &str, f: impl Fn() -> gpulab::error::Result<Tensor>) -> Option<f64> {
+    match f().and_then(|t| cuda::synchronize(dev).map(|_| t)) {
+        Ok(_) => Some(time(dev, || drop(f().unwrap()))),
+        Err(e) => {
+            println!("{what}: failed, no figure: {e}");
+            None
+        }
+    }
+}
+
+/// The dtype rows on cuda:0 (see the module comment).
+fn gpu_dtype_rows(out: &mut HashMap<Key, f64>) -> gpulab::error::Result<()> {
+    let dev = Device::Cuda(0);
+    let mut put = |op: String, n: usize, s: Option<f64>| {
+        if let Some(s) = s {
+            out.insert((op, n, "cuda".to_string()), s);
+        }
+    };
+    for m in DTYPE_MATMUL_SIDES {
+        for (label, dtype, tf32) in MATMUL_KINDS {
+            let x = Tensor::randn((m, m), dev)?.to_dtype(dtype)?;
+            gpulab::backends::cuda::matmul::set_allow_tf32(tf32);
+            let s = try_time(dev, &format!("matmul {label} {m}^2"), || x.matmul(&x));
+            gpulab::set_float32_matmul_precision("highest")?;
+            put(format!("matmul-{label}"), m * m, s);
+            eprint!(".");
+        }
+    }
+    let n = DTYPE_ELEMENTWISE_N;
+    for dtype in FLOAT_DTYPES {
+        let a = Tensor::randn(n, dev)?.to_dtype(dtype)?;
+        let b = Tensor::randn(n, dev)?.add(4.0)?.to_dtype(dtype)?;
+        let d = dtype.name();
+        put(
+            format!("add-{d}"),
+            n,
+            try_time(dev, &format!("add {d}"), || a.add(&b)),
+        );
+        put(
+            format!("div-{d}"),
+            n,
+            try_time(dev, &format!("div {d}"), || a.div(&b)),
+        );
+        eprint!(".");
+    }
+    Ok(())
+}
+
+/// The dtype table: ours beside torch, matmul in TFLOP/s and element-wise as a fraction of
+/// the copy bandwidth of the same dtype.
+fn print_dtype_table(t: &HashMap<Key, f64>) {
+    let get = |op: &str, n: usize, d: &str| t.get(&(op.to_string(), n, d.to_string())).copied();
+    println!(
+        "\n{:<12} {:>8} | {:>10} {:>14} | {:>10} {:>14} {:>8}",
+        "dtype row", "size", "gpu", "", "torch", "", "vs torch"
+    );
+    let tflops = |m: usize, s: Option<f64>| {
+        s.map(|s| format!("{:.1} TFLOP/s", 2.0 * (m as f64).powi(3) / s / 1e12))
+            .unwrap_or_else(|| "-".into())
+    };
+    for m in DTYPE_MATMUL_SIDES {
+        for (label, _, _) in MATMUL_KINDS {
+            let op = format!("matmul-{label}");
+            let (g, r) = (get(&op, m * m, "cuda"), get(&op, m * m, "ref-cuda"));
+            println!(
+                "{:<12} {:>8} | {:>10} {:>14} | {:>10} {:>14} {:>8}",
+                op,
+                format!("{m}^2"),
+                fmt_time(g.as_ref()),
+                tflops(m, g),
+                fmt_time(r.as_ref()),
+                tflops(m, r),
+                ratio(r.as_ref(), g.as_ref())
+            );
+        }
+    }
+    let n = DTYPE_ELEMENTWISE_N;
+    println!(
+        "\n{:<12} {:>8} | {:>10} {:>10} | {:>10} {:>10} | {:>12} {:>8}",
+        "element-wise", "size", "gpu", "GB/s", "copy", "GB/s", "of copy", "vs torch"
+    );
+    for dtype in FLOAT_DTYPES {
+        let d = dtype.name();
+        let bytes = dtype.size_in_bytes() as f64 * n as f64;
+        let copy = get(&format!("copy-{d}"), n, "ref-cuda");
+        let copy_gbs = copy.map(|s| 2.0 * bytes / s / 1e9);
+        for op in ["add", "div"] {
+            let key = format!("{op}-{d}");
+            let (g, r) = (get(&key, n, "cuda"), get(&key, n, "ref-cuda"));
+            let gbs = g.map(|s| 3.0 * bytes / s / 1e9);
+            let gb = |x: Option<f64>| x.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
+            let frac = match (gbs, copy_gbs) {
+                (Some(a), Some(c)) => format!("{:.0} %", 100.0 * a / c),
+                _ => "-".into(),
+            };
+            println!(
+                "{:<12} {:>8} | {:>10} {:>10} | {:>10} {:>10} | {:>12} {:>8}",
+                key,
+                "2^28",
+                fmt_time(g.as_ref()),
+                gb(gbs),
+                fmt_time(copy.as_ref()),
+                gb(copy_gbs),
+                frac,
+                ratio(r.as_ref(), g.as_ref())
+            );
+        }
+    }
+}
+
 fn python() -> String {
     if let Ok(p) = std::env::var("GPULAB_PYTHON") {
         return p;
@@ -99,14 +230,17 @@ fn bench_dir() -> std::path::PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench"))
 }
 
-fn reference(sizes: &[usize], out: &mut HashMap<Key, f64>) -> Result<(), String> {
+fn reference(sizes: &[usize], gpu: bool, out: &mut HashMap<Key, f64>) -> Result<(), String> {
     let script = bench_dir().join("tensor_ref.py");
     let list: Vec<String> = sizes.iter().map(|n| n.to_string()).collect();
     let py = python();
-    let o = Command::new(&py)
-        .arg(&script)
-        .arg("--sizes")
-        .arg(list.join(","))
+    let mut cmd = Command::new(&py);
+    cmd.arg(&script).arg("--sizes").arg(list.join(","));
+    if gpu {
+        // torch's figures for the dtype rows, with the same sides, sizes and TF32 settings.
+        cmd.arg("--gpu-dtypes");
+    }
+    let o = cmd
         .output()
         .map_err(|e| format!("could not run {py}: {e}"))?;
     if !o.status.success() {
@@ -183,10 +317,14 @@ fn main() {
     if gpu {
         eprint!(" / cuda");
         ours(&sizes, Device::Cuda(0), &mut t).expect("gpu benchmark");
+        eprint!(" / cuda dtypes");
+        if let Err(e) = gpu_dtype_rows(&mut t) {
+            println!("GPU dtype rows stopped: {e}");
+        }
     }
     eprintln!();
     if !args.iter().any(|a| a == "--no-ref") {
-        if let Err(e) = reference(&sizes, &mut t) {
+        if let Err(e) = reference(&sizes, gpu, &mut t) {
             println!("reference skipped: {e}");
         }
     }
@@ -207,7 +345,11 @@ fn main() {
         "vs cupy",
         "gpu/cpu"
     );
-    let mut keys: Vec<(String, usize)> = t.keys().map(|(op, n, _)| (op.clone(), *n)).collect();
+    let mut keys: Vec<(String, usize)> = t
+        .keys()
+        .filter(|(op, _, _)| !op.contains('-'))
+        .map(|(op, n, _)| (op.clone(), *n))
+        .collect();
     let order = [
         "copy", "div", "add", "sum", "matmul", "h2d", "d2h", "launch",
     ];
@@ -240,6 +382,14 @@ fn main() {
             fmt_time(rp),
             ratio(rp, g),
             ratio(c, g),
+        );
+    }
+    if gpu {
+        print_dtype_table(&t);
+    } else {
+        println!(
+            "\nGPU dtype rows (f32 / TF32 / f16 / bf16 matmul at 4096^2 and 8192^2, element-wise \
+             at 2^28 per float dtype against the copy bandwidth): skipped: no CUDA device"
         );
     }
     println!("{}", json_line(&t));

@@ -19,7 +19,19 @@ pub use cuda::{Event, KernelArg, LaunchConfig};
 pub use device::Device;
 pub use error::Error;
 pub use smi::{nvidia_smi, SmiReport};
-pub use tensor::{manual_seed, DType, Shape, Tensor, WithDType};
+pub use tensor::{
+    get_float32_matmul_precision, manual_seed, set_float32_matmul_precision, DType, Shape, Tensor,
+    WithDType,
+};
+
+/// torch's `torch.backends` switches: `backends::cuda::matmul::set_allow_tf32(true)`.
+pub mod backends {
+    pub mod cuda {
+        pub mod matmul {
+            pub use crate::tensor::precision::{allow_tf32, set_allow_tf32};
+        }
+    }
+}
 // --- end devices & tensors ---
 
 // --- display & teaching -------------------------------------------------------------------

@@ -1,9 +1,13 @@
-//! Dtypes on the CPU: torch's promotion table, every op for every dtype against plain f64
-//! loops, conversions, generic `to_vec`/`item`, printing, and the errors.
+//! Dtypes: torch's promotion table, every op for every dtype against plain f64 loops,
+//! conversions, generic `to_vec`/`item`, printing, and the errors. The op tests run on the
+//! CPU and, as `#[ignore]`d tests in `mod gpu` (a CUDA device needed), on cuda:0 against
+//! the same f64 loops; tests/tensor_gpu_dtype.rs compares the two backends at larger sizes.
 
 use gpulab::tensor::promote;
 use gpulab::tensor::{bf16, f16};
 use gpulab::{DType, Device, Tensor};
+
+const GPU: Device = Device::Cuda(0);
 
 const CPU: Device = Device::Cpu;
 use DType::*;
@@ -74,7 +78,7 @@ fn scalars_promote_like_python_numbers() {
 }
 
 /// Sample data of each dtype: 6 values, shaped (2, 3) by the tests.
-fn sample(d: DType, seed: usize) -> Tensor {
+fn sample(d: DType, seed: usize, dev: Device) -> Tensor {
     let base: [f64; 6] = match (d, seed) {
         (U8, 0) => [0., 1., 2., 3., 5., 7.],
         (U8, _) => [1., 0., 3., 2., 2., 1.],
@@ -85,7 +89,8 @@ fn sample(d: DType, seed: usize) -> Tensor {
         (_, 0) => [-3., -1.5, 0., 0.5, 2., 7.25],
         (_, _) => [2., -1.25, 0.5, 3., 1., -2.],
     };
-    Tensor::from_vec(base.to_vec(), (2, 3), CPU)
+    // Made as f64 on `dev` and converted there (the device's cast kernels on a GPU).
+    Tensor::from_vec(base.to_vec(), (2, 3), dev)
         .unwrap()
         .to_dtype(d)
         .unwrap()
@@ -130,6 +135,10 @@ fn check(what: &str, got: &Tensor, want_dtype: DType, want: &[f64]) {
 
 #[test]
 fn binary_ops_for_every_dtype_match_f64_loops() {
+    binary_ops_for_every_dtype_match_f64_loops_on(CPU);
+}
+
+fn binary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
     type F = fn(f64, f64) -> f64;
     let ops: [(&str, F); 6] = [
         ("add", |x, y| x + y),
@@ -140,10 +149,10 @@ fn binary_ops_for_every_dtype_match_f64_loops() {
         ("minimum", f64::min),
     ];
     for d in DType::ALL {
-        let (a, b) = (sample(d, 0), sample(d, 1));
+        let (a, b) = (sample(d, 0, dev), sample(d, 1, dev));
         let (av, bv) = (a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap());
         // A broadcast row: the last 3 values of b, shape (3,).
-        let row = Tensor::from_vec(bv[3..].to_vec(), 3, CPU)
+        let row = Tensor::from_vec(bv[3..].to_vec(), 3, dev)
             .unwrap()
             .to_dtype(d)
             .unwrap();
@@ -165,7 +174,7 @@ fn binary_ops_for_every_dtype_match_f64_loops() {
             if d == Bool && name == "sub" {
                 let e = r.unwrap_err().to_string();
                 assert!(
-                    e.contains("sub") && e.contains("bool") && e.contains("cpu"),
+                    e.contains("sub") && e.contains("bool") && e.contains(&dev.to_string()),
                     "{e}"
                 );
                 continue;
@@ -200,7 +209,7 @@ fn binary_ops_for_every_dtype_match_f64_loops() {
         }
         // pow with small non-negative exponents (integers reject negative ones).
         if d != Bool {
-            let e = Tensor::from_vec(vec![0.0, 1.0, 2.0, 3.0, 1.0, 2.0], (2, 3), CPU)
+            let e = Tensor::from_vec(vec![0.0, 1.0, 2.0, 3.0, 1.0, 2.0], (2, 3), dev)
                 .unwrap()
                 .to_dtype(d)
                 .unwrap();
@@ -223,6 +232,10 @@ fn want_bool(name: &str, x: f64, y: f64) -> f64 {
 
 #[test]
 fn unary_ops_for_every_dtype_match_f64_loops() {
+    unary_ops_for_every_dtype_match_f64_loops_on(CPU);
+}
+
+fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
     type F = fn(f64) -> f64;
     let ops: [(&str, F); 8] = [
         ("neg", |x| -x),
@@ -235,7 +248,7 @@ fn unary_ops_for_every_dtype_match_f64_loops() {
         ("sigmoid", |x| 1.0 / (1.0 + (-x).exp())),
     ];
     for d in DType::ALL {
-        let a = sample(d, 0);
+        let a = sample(d, 0, dev);
         let av = a.to_f64_vec().unwrap();
         for (name, f) in ops {
             let r = match name {
@@ -264,8 +277,12 @@ fn unary_ops_for_every_dtype_match_f64_loops() {
 
 #[test]
 fn reductions_for_every_dtype_match_f64_loops() {
+    reductions_for_every_dtype_match_f64_loops_on(CPU);
+}
+
+fn reductions_for_every_dtype_match_f64_loops_on(dev: Device) {
     for d in DType::ALL {
-        let a = sample(d, 0);
+        let a = sample(d, 0, dev);
         let av = a.to_f64_vec().unwrap();
         // Sums of integers and bools are int64 (torch's rule).
         let sum_dtype = if d.is_float() { d } else { I64 };
@@ -335,12 +352,16 @@ fn reductions_for_every_dtype_match_f64_loops() {
         }
     }
     // NaN counts as the largest for argmax, as in torch.
-    let n = Tensor::from_vec(vec![1.0f32, f32::NAN, 5.0], 3, CPU).unwrap();
+    let n = Tensor::from_vec(vec![1.0f32, f32::NAN, 5.0], 3, dev).unwrap();
     assert_eq!(n.argmax().unwrap().item::<i64>().unwrap(), 1);
 }
 
 #[test]
 fn comparisons_give_bool_and_where_picks() {
+    comparisons_give_bool_and_where_picks_on(CPU);
+}
+
+fn comparisons_give_bool_and_where_picks_on(dev: Device) {
     type F = fn(&f64, &f64) -> bool;
     let ops: [(&str, F); 6] = [
         ("eq", |x, y| x == y),
@@ -351,7 +372,7 @@ fn comparisons_give_bool_and_where_picks() {
         ("ge", |x, y| x >= y),
     ];
     for d in DType::ALL {
-        let (a, b) = (sample(d, 0), sample(d, 1));
+        let (a, b) = (sample(d, 0, dev), sample(d, 1, dev));
         let (av, bv) = (a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap());
         for (name, f) in ops {
             let r = match name {
@@ -381,9 +402,13 @@ fn comparisons_give_bool_and_where_picks() {
         // matmul (2x3 @ 3x2) for every dtype but bool.
         let bt = b.transpose(0, 1).unwrap();
         assert_eq!(bt.dtype(), d);
-        if d == Bool {
+        // As torch: no bool matmul anywhere, and no integer matmul on CUDA (cuBLAS has none).
+        if d == Bool || (dev.is_cuda() && !d.is_float()) {
             let e = a.matmul(&bt).unwrap_err().to_string();
-            assert!(e.contains("matmul") && e.contains("bool"), "{e}");
+            assert!(
+                e.contains("matmul") && e.contains(d.name()) && e.contains(&dev.to_string()),
+                "{e}"
+            );
             continue;
         }
         let mut want = vec![0.0; 4];
@@ -395,7 +420,7 @@ fn comparisons_give_bool_and_where_picks() {
         check(&format!("matmul {d}"), &a.matmul(&bt).unwrap(), d, &want);
     }
     // Scalars and broadcasting in comparisons; where_ broadcasts all three.
-    let x = Tensor::from_vec(vec![1i64, 5, 3], 3, CPU).unwrap();
+    let x = Tensor::from_vec(vec![1i64, 5, 3], 3, dev).unwrap();
     assert_eq!(
         x.gt(2).unwrap().to_vec::<bool>().unwrap(),
         vec![false, true, true]
@@ -404,8 +429,8 @@ fn comparisons_give_bool_and_where_picks() {
         x.lt(2.5).unwrap().to_vec::<bool>().unwrap(),
         vec![true, false, false]
     );
-    let cond = Tensor::from_vec(vec![true, false], (2, 1), CPU).unwrap();
-    let zero = Tensor::zeros((), CPU).unwrap();
+    let cond = Tensor::from_vec(vec![true, false], (2, 1), dev).unwrap();
+    let zero = Tensor::zeros((), dev).unwrap();
     let w = x.where_(&cond, &zero).unwrap();
     assert_eq!(w.shape(), &[2, 3]);
     assert_eq!(w.dtype(), F32, "int64 with float32 gives float32");
@@ -414,7 +439,11 @@ fn comparisons_give_bool_and_where_picks() {
 
 #[test]
 fn conversions_and_generic_access() {
-    let t = Tensor::from_vec(vec![1i64, 2, 3], 3, CPU).unwrap();
+    conversions_and_generic_access_on(CPU);
+}
+
+fn conversions_and_generic_access_on(dev: Device) {
+    let t = Tensor::from_vec(vec![1i64, 2, 3], 3, dev).unwrap();
     assert_eq!(t.dtype(), I64);
     assert_eq!(t.to_vec::<i64>().unwrap(), vec![1, 2, 3]);
     let e = t.to_vec::<f32>().unwrap_err().to_string();
@@ -424,29 +453,29 @@ fn conversions_and_generic_access() {
     assert_eq!(s.item::<i64>().unwrap(), 6);
     assert!(s.item::<i32>().unwrap_err().to_string().contains("int32"));
     // to(DType), to(Device), to((Device, DType)), to_dtype; float -> int truncates.
-    let f = Tensor::from_vec(vec![1.7f32, -2.7, 0.0], 3, CPU).unwrap();
+    let f = Tensor::from_vec(vec![1.7f32, -2.7, 0.0], 3, dev).unwrap();
     assert_eq!(f.to(I32).unwrap().to_vec::<i32>().unwrap(), vec![1, -2, 0]);
     assert_eq!(
         f.to(Bool).unwrap().to_vec::<bool>().unwrap(),
         vec![true, true, false]
     );
-    assert_eq!(f.to((CPU, F64)).unwrap().dtype(), F64);
-    assert_eq!(f.to(CPU).unwrap().dtype(), F32);
+    assert_eq!(f.to((dev, F64)).unwrap().dtype(), F64);
+    assert_eq!(f.to(dev).unwrap().dtype(), F32);
     let h = f.to_dtype(F16).unwrap();
     assert_eq!(h.to_vec::<f16>().unwrap()[0], f16::from_f32(1.7));
     let bf = f.to_dtype(BF16).unwrap().to_dtype(F32).unwrap();
     assert!((bf.to_vec::<f32>().unwrap()[0] - 1.7).abs() < 0.01);
     // i64 beyond 2^53 survives int conversions exactly.
-    let big = Tensor::from_vec(vec![(1i64 << 60) + 1], 1, CPU).unwrap();
+    let big = Tensor::from_vec(vec![(1i64 << 60) + 1], 1, dev).unwrap();
     assert_eq!(
         big.to_dtype(I64).unwrap().item::<i64>().unwrap(),
         (1 << 60) + 1
     );
     assert_eq!(Tensor::from(vec![1u8, 2]).dtype(), U8);
-    assert_eq!(Tensor::zeros_dtype((2, 2), I32, CPU).unwrap().dtype(), I32);
+    assert_eq!(Tensor::zeros_dtype((2, 2), I32, dev).unwrap().dtype(), I32);
     // An unsuffixed Rust float literal is f64, as Rust infers it.
     assert_eq!(
-        Tensor::from_slice(&[1.0, 2.0], 2, CPU).unwrap().dtype(),
+        Tensor::from_slice(&[1.0, 2.0], 2, dev).unwrap().dtype(),
         F64
     );
 }
@@ -477,8 +506,12 @@ fn printing_follows_torch() {
 
 #[test]
 fn errors_name_the_op_dtypes_shapes_and_device() {
-    let a = Tensor::from_vec(vec![1i64, 2, 3, 4], (2, 2), CPU).unwrap();
-    let b = Tensor::from_vec(vec![1.0f32; 6], (2, 3), CPU).unwrap();
+    errors_name_the_op_dtypes_shapes_and_device_on(CPU);
+}
+
+fn errors_name_the_op_dtypes_shapes_and_device_on(dev: Device) {
+    let a = Tensor::from_vec(vec![1i64, 2, 3, 4], (2, 2), dev).unwrap();
+    let b = Tensor::from_vec(vec![1.0f32; 6], (2, 3), dev).unwrap();
     let e = a.matmul(&b).unwrap_err().to_string();
     for part in ["matmul", "int64", "float32", "[2, 2]", "[2, 3]", "cpu"] {
         assert!(e.contains(part), "{part:?} missing from {e:?}");
@@ -495,10 +528,10 @@ fn errors_name_the_op_dtypes_shapes_and_device() {
     );
     let e = a.pow(-1).unwrap_err().to_string();
     assert!(e.contains("pow") && e.contains("negative"), "{e}");
-    let bools = Tensor::from_vec(vec![true], 1, CPU).unwrap();
+    let bools = Tensor::from_vec(vec![true], 1, dev).unwrap();
     let e = bools.neg().unwrap_err().to_string();
     assert!(
-        e.contains("neg") && e.contains("bool") && e.contains("cpu"),
+        e.contains("neg") && e.contains("bool") && e.contains(&dev.to_string()),
         "{e}"
     );
 }
@@ -531,4 +564,39 @@ fn f64_matmul_packed_path_matches_a_plain_loop() {
             }
         }
     }
+}
+
+/// The op tests above on cuda:0: `cargo test --release -p gpulab --test tensor_dtype --
+/// --ignored` on a GPU machine (tests/test_gpu.py); without one they say so.
+mod gpu {
+    use super::*;
+
+    fn have_gpu() -> bool {
+        if gpulab::cuda::is_available() {
+            return true;
+        }
+        let why = gpulab::cuda::unavailable_reason().unwrap_or_default();
+        println!("skipped: no CUDA device ({why})");
+        false
+    }
+
+    macro_rules! on_gpu {
+        ($($name:ident => $body:ident),* $(,)?) => {$(
+            #[test]
+            #[ignore = "needs a CUDA device"]
+            fn $name() {
+                if have_gpu() {
+                    $body(GPU);
+                }
+            }
+        )*};
+    }
+    on_gpu!(
+        binary_ops_for_every_dtype_match_f64_loops => binary_ops_for_every_dtype_match_f64_loops_on,
+        unary_ops_for_every_dtype_match_f64_loops => unary_ops_for_every_dtype_match_f64_loops_on,
+        reductions_for_every_dtype_match_f64_loops => reductions_for_every_dtype_match_f64_loops_on,
+        comparisons_give_bool_and_where_picks => comparisons_give_bool_and_where_picks_on,
+        conversions_and_generic_access => conversions_and_generic_access_on,
+        errors_name_the_op_dtypes_shapes_and_device => errors_name_the_op_dtypes_shapes_and_device_on,
+    );
 }

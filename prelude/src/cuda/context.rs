@@ -24,8 +24,9 @@ pub(crate) struct Gpu {
     blas: OnceLock<std::result::Result<Arc<Mutex<Blas>>, Error>>,
     /// Compiled modules, keyed by a hash of their source and options.
     pub(crate) modules: Mutex<HashMap<u64, Arc<CudaModule>>>,
-    /// The builtin kernels the tensor operations launch, by (file stem, kernel name).
-    pub(crate) functions: Mutex<HashMap<(&'static str, &'static str), CudaFunction>>,
+    /// The builtin kernels the tensor operations launch, by (file stem, kernel name such as
+    /// `binary_same_f16`).
+    pub(crate) functions: Mutex<HashMap<(&'static str, String), CudaFunction>>,
 }
 
 impl Gpu {

@@ -7,7 +7,7 @@
 //! compiles CUDA C++, and `module` / `event` / `props` are the safe API on top. Nothing here
 //! depends on `tensor/`: kernel arguments take any [`DeviceBuffer`], which `Tensor` implements.
 
-mod blas;
+pub(crate) mod blas;
 mod cells;
 pub use cells::{cell_kernel, cell_kernel_on, cell_kernels, compile_cell, CellReport};
 mod context;

@@ -422,14 +422,17 @@ fn launch_args(
 }
 
 /// Launches a builtin kernel (what the tensor operations do); pointers go in as `U64`.
+/// `prefix` goes before the file's source (a `#define` choosing which instances to build,
+/// see tensor::gpu::Variant); each distinct prefix is its own module, compiled once.
 pub(crate) fn launch_builtin(
     gpu: &Arc<Gpu>,
     stem: &'static str,
-    kernel: &'static str,
+    prefix: &str,
+    kernel: &str,
     cfg: LaunchConfig,
     args: &mut [KernelArg],
 ) -> Result<()> {
-    let f = builtin_function(gpu, stem, kernel)?;
+    let f = builtin_function(gpu, stem, prefix, kernel)?;
     launch_args(gpu, &f, kernel, cfg, args)
 }
 
@@ -462,13 +465,23 @@ pub(crate) fn raw_launch(
 pub(crate) fn builtin_function(
     gpu: &Arc<Gpu>,
     stem: &'static str,
-    kernel: &'static str,
+    prefix: &str,
+    kernel: &str,
 ) -> Result<CudaFunction> {
-    if let Some(f) = gpu.functions.lock().unwrap().get(&(stem, kernel)) {
+    // Kernel names are unique across a file's variants, so the name alone keys the cache.
+    if let Some(f) = gpu
+        .functions
+        .lock()
+        .unwrap()
+        .get(&(stem, kernel.to_string()))
+    {
         return Ok(f.clone());
     }
-    let src = builtin_source(stem).expect("builtin kernel file");
-    let (module, _) = load(gpu, src, &format!("{stem}.cu"))?;
+    let src = format!(
+        "{prefix}{}",
+        builtin_source(stem).expect("builtin kernel file")
+    );
+    let (module, _) = load(gpu, &src, &format!("{stem}.cu"))?;
     gpu.ctx
         .bind_to_thread()
         .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
@@ -478,7 +491,7 @@ pub(crate) fn builtin_function(
     gpu.functions
         .lock()
         .unwrap()
-        .insert((stem, kernel), f.clone());
+        .insert((stem, kernel.to_string()), f.clone());
     Ok(f)
 }
 

@@ -92,6 +92,10 @@ pub fn arch_for(cc: (i32, i32)) -> Result<String> {
     }
 }
 
+/// The element-type header every builtin kernel file includes (`#include "gpulab_dtypes.cuh"`).
+pub const DTYPES_HEADER_NAME: &str = "gpulab_dtypes.cuh";
+pub const DTYPES_HEADER: &str = include_str!("../../../kernels-cu/gpulab_dtypes.cuh");
+
 /// Compiles `src` for `arch` (`sm_XY` gives a CUBIN, `compute_XY` PTX). `name` appears in
 /// NVRTC's messages, so pass the file name.
 pub fn compile(src: &str, name: &str, arch: &str) -> Result<Compiled> {
@@ -104,8 +108,29 @@ pub fn compile(src: &str, name: &str, arch: &str) -> Result<Compiled> {
         op: format!("{op} ({name})"),
         detail: format!("{e:?}"),
     };
-    let prog =
-        result::create_program(&csrc, Some(&cname)).map_err(|e| err("nvrtcCreateProgram", e))?;
+    // gpulab's own header, so kernel files (builtin or a user's) can `#include` it without an
+    // include path: NVRTC resolves a named header before searching any directory.
+    let header_src = CString::new(DTYPES_HEADER).expect("no NUL in the header");
+    let header_name = CString::new(DTYPES_HEADER_NAME).expect("no NUL in the name");
+    let headers = [header_src.as_ptr()];
+    let header_names = [header_name.as_ptr()];
+    let mut raw_prog = std::mem::MaybeUninit::uninit();
+    // SAFETY: every pointer is a live NUL-terminated string for the duration of the call,
+    // and the two arrays hold one entry each, as the count says.
+    unsafe {
+        sys::nvrtcCreateProgram(
+            raw_prog.as_mut_ptr(),
+            csrc.as_ptr(),
+            cname.as_ptr(),
+            1,
+            headers.as_ptr(),
+            header_names.as_ptr(),
+        )
+    }
+    .result()
+    .map_err(|e| err("nvrtcCreateProgram", e))?;
+    // SAFETY: nvrtcCreateProgram succeeded, so it wrote the program handle.
+    let prog = unsafe { raw_prog.assume_init() };
     struct Prog(sys::nvrtcProgram);
     impl Drop for Prog {
         fn drop(&mut self) {

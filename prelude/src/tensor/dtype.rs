@@ -51,6 +51,21 @@ impl DType {
         }
     }
 
+    /// The suffix of this dtype's kernel instances in kernels-cu/ (`binary_same_bf16`): the
+    /// second argument of GPULAB_FOR_EACH_DTYPE in gpulab_dtypes.cuh.
+    pub(crate) fn kernel_suffix(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
+            DType::Bool => "bool",
+        }
+    }
+
     pub fn size_in_bytes(self) -> usize {
         match self {
             DType::F64 | DType::I64 => 8,

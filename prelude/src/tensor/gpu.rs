@@ -1,15 +1,23 @@
-//! The CUDA backend: launches of the kernels in kernels-cu/ (elementwise.cu, reduce.cu) and
-//! cuBLAS for matmul, all queued on the device's stream.
+//! The CUDA backend: launches of the kernels in kernels-cu/ (elementwise.cu, reduce.cu),
+//! each instantiated once per dtype as `<kernel>_<suffix>` (`binary_same_bf16`), and cuBLAS
+//! for matmul, all queued on the device's stream.
+//!
+//! Every op code is checked here before a launch ([`check_op`]): the kernels' switches have
+//! no silent default, and an op a dtype lacks (bool subtraction, integer exp) is an error
+//! naming the op, the dtype and the device, as on the CPU.
 
+use super::dtype::DType;
 use super::op::{BinaryOp, ReduceOp, UnaryOp};
 use super::shape::Broadcast;
-use super::storage::{alloc, CudaBuf};
+use super::storage::{alloc, zeros, CudaBuf};
+use crate::cuda::blas;
 use crate::cuda::{launch_builtin, Gpu, KernelArg as A, LaunchConfig};
+use crate::device::Device;
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
 const BLOCK: u32 = 256;
-/// Must match GPULAB_MAX_DIMS in elementwise.cu.
+/// Must match GPULAB_MAX_DIMS in gpulab_dtypes.cuh.
 pub(crate) const MAX_DIMS: usize = 6;
 
 /// Enough blocks to cover `n` elements, capped at a few waves: the kernels loop with a grid
@@ -31,49 +39,343 @@ fn p(b: &CudaBuf) -> A<'static> {
     A::U64(b.ptr())
 }
 
-/// A fresh `n`-element buffer written by one elementwise.cu kernel. `args` receives the output
-/// pointer because each kernel takes it at a different position.
+fn i64_(x: usize) -> A<'static> {
+    A::I64(x as i64)
+}
+
+/// The instance of `kernel` for `dtype`: `binary_same` + bf16 is `binary_same_bf16`.
+pub(crate) fn kernel_name(kernel: &str, dtype: DType) -> String {
+    format!("{kernel}_{}", dtype.kernel_suffix())
+}
+
+/// The instance of a byte-moving kernel (fill, where) for `dtype`'s element size.
+fn sized_name(kernel: &str, dtype: DType) -> String {
+    format!("{kernel}_b{}", dtype.size_in_bytes())
+}
+
+/// Kernels instantiated once per dtype, by file stem (see `launched_kernels`).
+#[cfg(test)]
+const PER_DTYPE: [(&str, &[&str]); 2] = [
+    (
+        "elementwise",
+        &[
+            "binary_same",
+            "binary_scalar",
+            "binary_bcast",
+            "unary",
+            "cmp_same",
+            "cmp_bcast",
+        ],
+    ),
+    (
+        "reduce",
+        &[
+            "reduce_partial",
+            "reduce_rows",
+            "reduce_strided",
+            "reduce_rows_split",
+            "reduce_strided_split",
+            "arg_rows",
+            "arg_strided",
+        ],
+    ),
+];
+/// elementwise.cu's kernels instantiated per element size.
+#[cfg(test)]
+const PER_SIZE: [&str; 2] = ["fill", "where"];
+
+/// Every kernel instance this backend can launch, as (file stem, name): what the NVRTC test
+/// compiles and looks for, so a dtype missing from a `.cu` file fails here, not on a GPU.
+#[cfg(test)]
+pub(crate) fn launched_kernels() -> Vec<(&'static str, Variant, String)> {
+    let mut all = Vec::new();
+    for (stem, kernels) in PER_DTYPE {
+        for k in kernels {
+            for d in DType::ALL {
+                all.push((stem, Variant::Dtype(d), kernel_name(k, d)));
+            }
+        }
+    }
+    for k in PER_SIZE {
+        for d in DType::ALL {
+            // One instance per size: f32 and i32 share `fill_b4`.
+            let entry = ("elementwise", Variant::Bytes, sized_name(k, d));
+            if !all.contains(&entry) {
+                all.push(entry);
+            }
+        }
+    }
+    for from in DType::ALL {
+        for to in DType::ALL {
+            all.push(("elementwise", Variant::Dtype(from), cast_name(from, to)));
+        }
+    }
+    all
+}
+
+fn cast_name(from: DType, to: DType) -> String {
+    format!("cast_{}_{}", from.kernel_suffix(), to.kernel_suffix())
+}
+
+/// Which instances of a kernel file one module holds: NVRTC compiles a file per dtype (the
+/// first op on a dtype waits for its 1/8 of the file, not for all of it), plus one module of
+/// elementwise.cu's per-size kernels. See GPULAB_ONLY_DTYPE in gpulab_dtypes.cuh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Variant {
+    Dtype(DType),
+    Bytes,
+}
+
+impl Variant {
+    /// The `#define`s put before the file's source.
+    pub(crate) fn prefix(self) -> String {
+        match self {
+            Variant::Dtype(d) => format!(
+                "#define GPULAB_ONLY_DTYPE(M) M({}, {})\n",
+                c_type(d),
+                d.kernel_suffix()
+            ),
+            Variant::Bytes => {
+                "#define GPULAB_ONLY_DTYPE(M)\n#define GPULAB_BYTE_KERNELS 1\n".into()
+            }
+        }
+    }
+}
+
+/// The element type gpulab_dtypes.cuh uses for `d`.
+fn c_type(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::F16 => "f16_t",
+        DType::BF16 => "bf16_t",
+        DType::I32 => "int",
+        DType::I64 => "long long",
+        DType::U8 => "unsigned char",
+        DType::Bool => "bool_t",
+    }
+}
+
+fn launch(
+    gpu: &Arc<Gpu>,
+    stem: &'static str,
+    variant: Variant,
+    kernel: &str,
+    cfg: LaunchConfig,
+    args: &mut [A],
+) -> Result<()> {
+    launch_builtin(gpu, stem, &variant.prefix(), kernel, cfg, args)
+}
+
+/// The kernels switching on an op code, for [`check_op`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpFamily {
+    Binary,
+    Unary,
+    Compare,
+    Reduce,
+}
+
+const BINARY_NAMES: [&str; 7] = ["add", "sub", "mul", "div", "maximum", "minimum", "pow"];
+const UNARY_NAMES: [&str; 8] = [
+    "neg", "abs", "exp", "sqrt", "relu", "log", "tanh", "sigmoid",
+];
+const COMPARE_NAMES: [&str; 6] = ["eq", "ne", "lt", "le", "gt", "ge"];
+const REDUCE_NAMES: [&str; 3] = ["sum", "max", "min"];
+
+/// Whether the kernels of `family` implement op `code` for `dtype` (an error naming the op,
+/// dtype and device if not, and the code itself if no op has it). The device code traps on
+/// a code it does not know, so this is what makes a bad code an error instead of a broken
+/// context; it mirrors the CPU backend's dtype rules.
+pub(crate) fn check_op(family: OpFamily, code: i32, dtype: DType, device: Device) -> Result<()> {
+    let names: &[&str] = match family {
+        OpFamily::Binary => &BINARY_NAMES,
+        OpFamily::Unary => &UNARY_NAMES,
+        OpFamily::Compare => &COMPARE_NAMES,
+        OpFamily::Reduce => &REDUCE_NAMES,
+    };
+    let Some(name) = usize::try_from(code).ok().and_then(|i| names.get(i)) else {
+        return Err(Error::Invalid(format!(
+            "unknown {family:?} op code {code} for a {dtype} tensor on {device} \
+             (the kernels know codes 0..{})",
+            names.len()
+        )));
+    };
+    let ok = match (family, dtype) {
+        // torch's bool arithmetic: + and max are "or", * and min "and".
+        (OpFamily::Binary, DType::Bool) => matches!(code, 0 | 2 | 4 | 5),
+        (OpFamily::Unary, DType::Bool) => false,
+        // Integers: only neg, abs, relu (the tensor layer converts to float for the rest).
+        (OpFamily::Unary, d) if !d.is_float() => matches!(code, 0 | 1 | 4),
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(super::cpu_backend::unsupported(name, &[dtype], device))
+    }
+}
+
+/// `op` needs both operands of one dtype (the tensor layer promotes them first).
+fn same_dtype(op: &str, a: &CudaBuf, b: &CudaBuf) -> Result<DType> {
+    if a.dtype != b.dtype {
+        return Err(super::cpu_backend::unsupported(
+            op,
+            &[a.dtype, b.dtype],
+            a.gpu.device(),
+        ));
+    }
+    Ok(a.dtype)
+}
+
+/// A fresh `n`-element buffer of `dtype` written by one elementwise.cu kernel. `args`
+/// receives the output pointer because each kernel takes it at a different position.
 fn elementwise(
     gpu: &Arc<Gpu>,
-    kernel: &'static str,
+    variant: Variant,
+    kernel: &str,
     n: usize,
+    dtype: DType,
     args: impl FnOnce(A<'static>) -> Vec<A<'static>>,
 ) -> Result<CudaBuf> {
-    let out = alloc(gpu, n)?;
+    let out = alloc(gpu, n, dtype)?;
     if n > 0 {
-        launch_builtin(gpu, "elementwise", kernel, cfg(gpu, n), &mut args(p(&out)))?;
+        launch(
+            gpu,
+            "elementwise",
+            variant,
+            kernel,
+            cfg(gpu, n),
+            &mut args(p(&out)),
+        )?;
     }
     Ok(out)
 }
 
-pub(crate) fn full(gpu: &Arc<Gpu>, n: usize, v: f32) -> Result<CudaBuf> {
-    elementwise(gpu, "fill", n, |out| vec![out, A::F32(v), A::I64(n as i64)])
+/// `n` copies of the element whose bytes are the low bytes of `bits`.
+pub(crate) fn fill(gpu: &Arc<Gpu>, n: usize, dtype: DType, bits: u64) -> Result<CudaBuf> {
+    elementwise(
+        gpu,
+        Variant::Bytes,
+        &sized_name("fill", dtype),
+        n,
+        dtype,
+        |out| vec![out, A::U64(bits), i64_(n)],
+    )
 }
 
-pub(crate) fn binary_same(op: BinaryOp, a: &CudaBuf, b: &CudaBuf) -> Result<CudaBuf> {
-    let n = a.len;
-    elementwise(&a.gpu, "binary_same", n, |out| {
-        vec![A::I32(op as i32), p(a), p(b), out, A::I64(n as i64)]
-    })
+/// `to_dtype` on the device: `cast_<from>_<to>`.
+pub(crate) fn cast(a: &CudaBuf, dtype: DType) -> Result<CudaBuf> {
+    elementwise(
+        &a.gpu,
+        Variant::Dtype(a.dtype),
+        &cast_name(a.dtype, dtype),
+        a.len,
+        dtype,
+        |out| vec![p(a), out, i64_(a.len)],
+    )
+}
+
+/// Integer powers with a negative exponent are an error, as on the CPU (torch raises too);
+/// finding one costs a min-reduction and a one-element read.
+fn check_exponents(op: BinaryOp, b: &CudaBuf) -> Result<()> {
+    if op != BinaryOp::Pow || !b.dtype.is_int() || b.len == 0 {
+        return Ok(());
+    }
+    let min = super::storage::download(&reduce_all(ReduceOp::Min, b)?)?.to_f64_vec()[0];
+    if min < 0.0 {
+        return Err(Error::Invalid(format!(
+            "pow: integers to negative integer powers are not allowed ({} tensors on {})",
+            b.dtype,
+            b.gpu.device()
+        )));
+    }
+    Ok(())
+}
+
+/// `a op b`, of one shape (`bc` None) or broadcast.
+pub(crate) fn binary(
+    op: BinaryOp,
+    a: &CudaBuf,
+    b: &CudaBuf,
+    bc: Option<&Broadcast>,
+) -> Result<CudaBuf> {
+    let dt = same_dtype(op.name(), a, b)?;
+    check_op(OpFamily::Binary, op as i32, dt, a.gpu.device())?;
+    check_exponents(op, b)?;
+    match bc {
+        None => {
+            let n = a.len;
+            elementwise(
+                &a.gpu,
+                Variant::Dtype(dt),
+                &kernel_name("binary_same", dt),
+                n,
+                dt,
+                |out| vec![A::I32(op as i32), p(a), p(b), out, i64_(n)],
+            )
+        }
+        Some(bc) => {
+            let n: usize = bc.dims.iter().product();
+            let st = strides_arg(&bc.dims, &bc.sa, &bc.sb)?;
+            elementwise(
+                &a.gpu,
+                Variant::Dtype(dt),
+                &kernel_name("binary_bcast", dt),
+                n,
+                dt,
+                |out| vec![A::I32(op as i32), p(a), p(b), out, i64_(n), st],
+            )
+        }
+    }
+}
+
+/// The scalar in the kernel's compute type: float for f32/f16/bf16 (as the CPU rounds it),
+/// double for f64, and for the integers Rust's saturating `as i64`.
+fn scalar_arg(dtype: DType, s: f64) -> A<'static> {
+    match dtype {
+        DType::F32 | DType::F16 | DType::BF16 => A::F32(s as f32),
+        DType::F64 => A::F64(s),
+        _ => A::I64(s as i64),
+    }
 }
 
 pub(crate) fn binary_scalar(
     op: BinaryOp,
     a: &CudaBuf,
-    s: f32,
+    s: f64,
     scalar_first: bool,
 ) -> Result<CudaBuf> {
+    let dt = a.dtype;
+    let device = a.gpu.device();
+    // A scalar with a bool tensor is promoted by the tensor layer; here it is a bug.
+    if dt == DType::Bool {
+        return Err(super::cpu_backend::unsupported(op.name(), &[dt], device));
+    }
+    check_op(OpFamily::Binary, op as i32, dt, device)?;
+    if op == BinaryOp::Pow && dt.is_int() && !scalar_first && s < 0.0 {
+        return Err(Error::Invalid(format!(
+            "pow: integers to negative integer powers are not allowed ({dt} tensor, exponent {s})"
+        )));
+    }
     let n = a.len;
-    elementwise(&a.gpu, "binary_scalar", n, |out| {
-        vec![
-            A::I32(op as i32),
-            p(a),
-            A::F32(s),
-            A::I32(scalar_first as i32),
-            out,
-            A::I64(n as i64),
-        ]
-    })
+    elementwise(
+        &a.gpu,
+        Variant::Dtype(dt),
+        &kernel_name("binary_scalar", dt),
+        n,
+        dt,
+        |out| {
+            vec![
+                A::I32(op as i32),
+                p(a),
+                scalar_arg(dt, s),
+                A::I32(scalar_first as i32),
+                out,
+                i64_(n),
+            ]
+        },
+    )
 }
 
 /// The `Strides` struct of elementwise.cu as 8-byte words: `int ndim` padded to 8, then
@@ -95,53 +397,132 @@ fn strides_arg(dims: &[usize], sa: &[usize], sb: &[usize]) -> Result<A<'static>>
     Ok(A::Struct(w))
 }
 
-pub(crate) fn binary_bcast(
-    op: BinaryOp,
-    a: &CudaBuf,
-    b: &CudaBuf,
-    bc: &Broadcast,
-) -> Result<CudaBuf> {
-    let n: usize = bc.dims.iter().product();
-    let st = strides_arg(&bc.dims, &bc.sa, &bc.sb)?;
-    elementwise(&a.gpu, "binary_bcast", n, |out| {
-        vec![A::I32(op as i32), p(a), p(b), out, A::I64(n as i64), st]
-    })
+pub(crate) fn unary(op: UnaryOp, a: &CudaBuf) -> Result<CudaBuf> {
+    let dt = a.dtype;
+    check_op(OpFamily::Unary, op as i32, dt, a.gpu.device())?;
+    let n = a.len;
+    elementwise(
+        &a.gpu,
+        Variant::Dtype(dt),
+        &kernel_name("unary", dt),
+        n,
+        dt,
+        |out| vec![A::I32(op as i32), p(a), out, i64_(n)],
+    )
 }
 
-pub(crate) fn unary(op: UnaryOp, a: &CudaBuf) -> Result<CudaBuf> {
-    let n = a.len;
-    elementwise(&a.gpu, "unary", n, |out| {
-        vec![A::I32(op as i32), p(a), out, A::I64(n as i64)]
-    })
+/// `a op b` as a bool buffer.
+pub(crate) fn cmp(
+    op: super::op::CmpOp,
+    a: &CudaBuf,
+    b: &CudaBuf,
+    bc: Option<&Broadcast>,
+) -> Result<CudaBuf> {
+    let dt = same_dtype(op.name(), a, b)?;
+    check_op(OpFamily::Compare, op as i32, dt, a.gpu.device())?;
+    match bc {
+        None => {
+            let n = a.len;
+            elementwise(
+                &a.gpu,
+                Variant::Dtype(dt),
+                &kernel_name("cmp_same", dt),
+                n,
+                DType::Bool,
+                |out| vec![A::I32(op as i32), p(a), p(b), out, i64_(n)],
+            )
+        }
+        Some(bc) => {
+            let n: usize = bc.dims.iter().product();
+            let st = strides_arg(&bc.dims, &bc.sa, &bc.sb)?;
+            elementwise(
+                &a.gpu,
+                Variant::Dtype(dt),
+                &kernel_name("cmp_bcast", dt),
+                n,
+                DType::Bool,
+                |out| vec![A::I32(op as i32), p(a), p(b), out, i64_(n), st],
+            )
+        }
+    }
+}
+
+/// `cond ? x : y`, all three of one length.
+pub(crate) fn where_(cond: &CudaBuf, x: &CudaBuf, y: &CudaBuf) -> Result<CudaBuf> {
+    if cond.dtype != DType::Bool {
+        return Err(Error::Invalid(format!(
+            "where: the condition must be a bool tensor, got {} (on {})",
+            cond.dtype,
+            cond.gpu.device()
+        )));
+    }
+    let dt = same_dtype("where", x, y)?;
+    let n = x.len;
+    elementwise(
+        &x.gpu,
+        Variant::Bytes,
+        &sized_name("where", dt),
+        n,
+        dt,
+        |out| vec![p(cond), p(x), p(y), out, i64_(n)],
+    )
+}
+
+/// The dtype the reduction kernels accumulate and write for `dtype` (`Ty<T>::acc`).
+pub(crate) fn acc_dtype(dtype: DType) -> DType {
+    match dtype {
+        DType::F32 | DType::F16 | DType::BF16 => DType::F32,
+        DType::F64 => DType::F64,
+        _ => DType::I64,
+    }
+}
+
+/// The dtype of a reduction's result, as the CPU backend (and torch) gives it: floats keep
+/// their dtype, integer and bool sums are int64, integer max/min keep the dtype.
+pub(crate) fn reduce_out_dtype(op: ReduceOp, dtype: DType) -> DType {
+    if !dtype.is_float() && op == ReduceOp::Sum {
+        DType::I64
+    } else {
+        dtype
+    }
+}
+
+/// The accumulator-typed result of a reduction, cast to the result dtype when they differ.
+fn finish(op: ReduceOp, dtype: DType, acc: CudaBuf) -> Result<CudaBuf> {
+    let want = reduce_out_dtype(op, dtype);
+    if acc.dtype == want {
+        Ok(acc)
+    } else {
+        cast(&acc, want)
+    }
 }
 
 /// A one-element buffer: per-block partials, then one block over the partials.
 pub(crate) fn reduce_all(op: ReduceOp, a: &CudaBuf) -> Result<CudaBuf> {
     let gpu = &a.gpu;
+    check_op(OpFamily::Reduce, op as i32, a.dtype, gpu.device())?;
+    let acc = acc_dtype(a.dtype);
     let n = a.len;
     let blocks = n.div_ceil(BLOCK as usize).clamp(1, 1024);
-    let partial = alloc(gpu, blocks)?;
-    launch_builtin(
+    let partial = alloc(gpu, blocks, acc)?;
+    launch(
         gpu,
         "reduce",
-        "reduce_partial",
+        Variant::Dtype(a.dtype),
+        &kernel_name("reduce_partial", a.dtype),
         linear(blocks as u32, BLOCK),
-        &mut [A::I32(op as i32), p(a), p(&partial), A::I64(n as i64)],
+        &mut [A::I32(op as i32), p(a), p(&partial), i64_(n)],
     )?;
-    let out = alloc(gpu, 1)?;
-    launch_builtin(
+    let out = alloc(gpu, 1, acc)?;
+    launch(
         gpu,
         "reduce",
-        "reduce_partial",
+        Variant::Dtype(acc),
+        &kernel_name("reduce_partial", acc),
         linear(1, 1024),
-        &mut [
-            A::I32(op as i32),
-            p(&partial),
-            p(&out),
-            A::I64(blocks as i64),
-        ],
+        &mut [A::I32(op as i32), p(&partial), p(&out), i64_(blocks)],
     )?;
-    Ok(out)
+    finish(op, a.dtype, out)
 }
 
 /// How `reduce_dim` runs on a device with `sms` multiprocessors (G5): the one-block-per-row
@@ -215,28 +596,46 @@ pub(crate) fn reduce_dim(
     inner: usize,
 ) -> Result<CudaBuf> {
     let gpu = &a.gpu;
+    check_op(OpFamily::Reduce, op as i32, a.dtype, gpu.device())?;
     if outer * inner == 0 {
-        return alloc(gpu, 0);
+        return alloc(gpu, 0, reduce_out_dtype(op, a.dtype));
     }
-    let i64_ = |x: usize| A::I64(x as i64);
+    let acc = reduce_dim_acc(op, a, outer, len, inner)?;
+    finish(op, a.dtype, acc)
+}
+
+/// [`reduce_dim`] into the accumulator dtype; partial passes recurse on their f32, f64 or
+/// i64 partials.
+fn reduce_dim_acc(
+    op: ReduceOp,
+    a: &CudaBuf,
+    outer: usize,
+    len: usize,
+    inner: usize,
+) -> Result<CudaBuf> {
+    let gpu = &a.gpu;
+    let acc = acc_dtype(a.dtype);
+    let k = |name: &str| kernel_name(name, a.dtype);
     match reduce_plan(outer, len, inner, gpu.sms as usize) {
         ReducePlan::Rows => {
-            let out = alloc(gpu, outer)?;
-            launch_builtin(
+            let out = alloc(gpu, outer, acc)?;
+            launch(
                 gpu,
                 "reduce",
-                "reduce_rows",
+                Variant::Dtype(a.dtype),
+                &k("reduce_rows"),
                 linear(outer.min(1 << 16) as u32, BLOCK),
                 &mut [A::I32(op as i32), p(a), p(&out), i64_(outer), i64_(len)],
             )?;
             Ok(out)
         }
         ReducePlan::Strided => {
-            let out = alloc(gpu, outer * inner)?;
-            launch_builtin(
+            let out = alloc(gpu, outer * inner, acc)?;
+            launch(
                 gpu,
                 "reduce",
-                "reduce_strided",
+                Variant::Dtype(a.dtype),
+                &k("reduce_strided"),
                 cfg(gpu, outer * inner),
                 &mut [
                     A::I32(op as i32),
@@ -250,11 +649,12 @@ pub(crate) fn reduce_dim(
             Ok(out)
         }
         ReducePlan::SplitRows { chunk, chunks } => {
-            let partial = alloc(gpu, outer * chunks)?;
-            launch_builtin(
+            let partial = alloc(gpu, outer * chunks, acc)?;
+            launch(
                 gpu,
                 "reduce",
-                "reduce_rows_split",
+                Variant::Dtype(a.dtype),
+                &k("reduce_rows_split"),
                 linear((outer * chunks).min(1 << 16) as u32, BLOCK),
                 &mut [
                     A::I32(op as i32),
@@ -266,14 +666,15 @@ pub(crate) fn reduce_dim(
                     i64_(chunks),
                 ],
             )?;
-            reduce_dim(op, &partial, outer, chunks, 1)
+            reduce_dim_acc(op, &partial, outer, chunks, 1)
         }
         ReducePlan::SplitStrided { chunk, chunks } => {
-            let partial = alloc(gpu, outer * chunks * inner)?;
-            launch_builtin(
+            let partial = alloc(gpu, outer * chunks * inner, acc)?;
+            launch(
                 gpu,
                 "reduce",
-                "reduce_strided_split",
+                Variant::Dtype(a.dtype),
+                &k("reduce_strided_split"),
                 cfg(gpu, outer * chunks * inner),
                 &mut [
                     A::I32(op as i32),
@@ -286,19 +687,84 @@ pub(crate) fn reduce_dim(
                     i64_(chunks),
                 ],
             )?;
-            reduce_dim(op, &partial, outer, chunks, inner)
+            reduce_dim_acc(op, &partial, outer, chunks, inner)
         }
     }
 }
 
+/// argmax (`max`) or argmin along the middle axis of `[outer, len, inner]`, as int64: a
+/// block per row for long contiguous rows, else a thread per output.
+pub(crate) fn arg_reduce(
+    max: bool,
+    a: &CudaBuf,
+    outer: usize,
+    len: usize,
+    inner: usize,
+) -> Result<CudaBuf> {
+    let gpu = &a.gpu;
+    let out = alloc(gpu, outer * inner, DType::I64)?;
+    if outer * inner == 0 {
+        return Ok(out);
+    }
+    if inner == 1 && len > 32 {
+        // arg_rows's shared arrays are sized for exactly BLOCK threads.
+        launch(
+            gpu,
+            "reduce",
+            Variant::Dtype(a.dtype),
+            &kernel_name("arg_rows", a.dtype),
+            linear(outer.min(1 << 16) as u32, BLOCK),
+            &mut [A::I32(max as i32), p(a), p(&out), i64_(outer), i64_(len)],
+        )?;
+    } else {
+        launch(
+            gpu,
+            "reduce",
+            Variant::Dtype(a.dtype),
+            &kernel_name("arg_strided", a.dtype),
+            cfg(gpu, outer * inner),
+            &mut [
+                A::I32(max as i32),
+                p(a),
+                p(&out),
+                i64_(outer),
+                i64_(len),
+                i64_(inner),
+            ],
+        )?;
+    }
+    Ok(out)
+}
+
+/// How cuBLAS computes a product of `dtype`: `None` for plain `sgemm`/`dgemm`, else the
+/// `cublasGemmEx` data and compute types (f16/bf16 on the tensor cores with f32
+/// accumulation; f32 as TF32 when `set_float32_matmul_precision` allows it).
+pub(crate) fn gemm_kind(dtype: DType, allow_tf32: bool) -> Option<(i32, i32)> {
+    match dtype {
+        DType::F16 => Some((blas::CUDA_R_16F, blas::CUBLAS_COMPUTE_32F)),
+        DType::BF16 => Some((blas::CUDA_R_16BF, blas::CUBLAS_COMPUTE_32F)),
+        DType::F32 if allow_tf32 => Some((blas::CUDA_R_32F, blas::CUBLAS_COMPUTE_32F_FAST_TF32)),
+        _ => None,
+    }
+}
+
 /// Row-major `[m, k] x [k, n]` with cuBLAS, which is column-major: a row-major matrix is its
-/// own transpose in column-major, so C^T = B^T A^T is one sgemm with the operands swapped.
+/// own transpose in column-major, so C^T = B^T A^T is one gemm with the operands swapped.
 pub(crate) fn matmul(a: &CudaBuf, b: &CudaBuf, m: usize, k: usize, n: usize) -> Result<CudaBuf> {
     let gpu = &a.gpu;
+    let dt = same_dtype("matmul", a, b)?;
+    if !dt.is_float() {
+        // As torch: cuBLAS has no integer GEMM for these types.
+        return Err(super::cpu_backend::unsupported(
+            "matmul",
+            &[a.dtype, b.dtype],
+            gpu.device(),
+        ));
+    }
     let out = if k == 0 {
-        super::storage::zeros(gpu, m * n)?
+        zeros(gpu, m * n, dt)?
     } else {
-        alloc(gpu, m * n)?
+        alloc(gpu, m * n, dt)?
     };
     if m * n == 0 || k == 0 {
         return Ok(out);
@@ -315,19 +781,164 @@ pub(crate) fn matmul(a: &CudaBuf, b: &CudaBuf, m: usize, k: usize, n: usize) -> 
         .bind_to_thread()
         .map_err(|e| crate::cuda::driver_err("cuCtxSetCurrent", e))?;
     let (m, k, n) = (m as i32, k as i32, n as i32);
-    // SAFETY: the buffers hold k*n, m*k and m*n floats, matching the sizes and leading
-    // dimensions: B^T (n x k, ld n) times A^T (k x m, ld k) into C^T (n x m, ld n).
+    let blas = blas.lock().unwrap();
+    // SAFETY: the buffers hold k*n, m*k and m*n elements of `dt`, matching the sizes and
+    // leading dimensions: B^T (n x k, ld n) times A^T (k x m, ld k) into C^T (n x m, ld n).
     unsafe {
-        blas.lock()
-            .unwrap()
-            .sgemm(n, m, k, b.ptr(), n, a.ptr(), k, out.ptr(), n)
+        match (dt, gemm_kind(dt, super::precision::allow_tf32())) {
+            (_, Some((data, compute))) => {
+                blas.gemm_ex(data, compute, n, m, k, b.ptr(), n, a.ptr(), k, out.ptr(), n)
+            }
+            (DType::F64, None) => blas.dgemm(n, m, k, b.ptr(), n, a.ptr(), k, out.ptr(), n),
+            _ => blas.sgemm(n, m, k, b.ptr(), n, a.ptr(), k, out.ptr(), n),
+        }
     }?;
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{reduce_plan, ReducePlan};
+    use super::{
+        check_op, gemm_kind, launched_kernels, reduce_plan, DType, OpFamily, ReducePlan, Variant,
+        PER_DTYPE, PER_SIZE,
+    };
+    use crate::cuda::{blas, builtin_source, nvrtc};
+    use crate::device::Device;
+
+    /// Every instance the backend launches is an entry of its file's PTX, compiled by the
+    /// NVRTC the prelude uses (with the dtype header), and every kernel this file names at a
+    /// launch is in the list.
+    #[test]
+    fn every_kernel_instance_the_backend_launches_compiles() {
+        let src = include_str!("gpu.rs");
+        let listed: Vec<&str> = PER_DTYPE
+            .iter()
+            .flat_map(|(_, ks)| ks.iter().copied())
+            .chain(PER_SIZE)
+            .collect();
+        for pat in ["kernel_name(\"", "k(\"", "sized_name(\""] {
+            for (i, _) in src.match_indices(pat) {
+                let name = src[i + pat.len()..].split('"').next().unwrap();
+                if name.is_empty() || name.contains('{') {
+                    continue;
+                }
+                assert!(listed.contains(&name), "{name} is launched but not listed");
+            }
+        }
+        let all = launched_kernels();
+        // 6 + 7 per-dtype kernels x 8 dtypes, 3 per-size kernels x 4 sizes, 64 casts.
+        assert_eq!(all.len(), 13 * 8 + 3 * 4 + 64);
+        match nvrtc::version() {
+            Ok(v) => println!("NVRTC {}.{}", v.0, v.1),
+            Err(e) => {
+                println!("skipped: no NVRTC ({e})");
+                return;
+            }
+        }
+        // Each variant module holds its instances and no other dtype's.
+        let mut variants: Vec<(&str, Variant)> = Vec::new();
+        for (s, v, _) in &all {
+            if !variants.contains(&(*s, *v)) {
+                variants.push((*s, *v));
+            }
+        }
+        for (stem, variant) in variants {
+            let file = format!("{stem}.cu");
+            let src = format!("{}{}", variant.prefix(), builtin_source(stem).unwrap());
+            let ptx = nvrtc::compile_ptx(&src, &file, "compute_90")
+                .unwrap_or_else(|e| panic!("{file} {variant:?}: {e}"));
+            let entries = ptx.matches(".entry ").count();
+            let want: Vec<&String> = all
+                .iter()
+                .filter(|(s, v, _)| *s == stem && *v == variant)
+                .map(|(_, _, k)| k)
+                .collect();
+            for k in &want {
+                assert!(
+                    ptx.contains(&format!(".entry {k}(")),
+                    "{file} {variant:?}: no entry {k}"
+                );
+            }
+            assert_eq!(
+                entries,
+                want.len(),
+                "{file} {variant:?}: other instances built too"
+            );
+            println!("{file} {variant:?}: {entries} instances");
+        }
+    }
+
+    #[test]
+    fn an_unknown_op_code_is_an_error_naming_it() {
+        let dev = Device::Cuda(0);
+        for family in [
+            OpFamily::Binary,
+            OpFamily::Unary,
+            OpFamily::Compare,
+            OpFamily::Reduce,
+        ] {
+            for code in [-1, 8, 99] {
+                let e = check_op(family, code, DType::F16, dev)
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    e.contains(&format!("op code {code}"))
+                        && e.contains("float16")
+                        && e.contains("cuda:0"),
+                    "{e}"
+                );
+            }
+            check_op(family, 0, DType::F32, dev).unwrap();
+        }
+        // Known ops a dtype lacks, as on the CPU: named with the dtype and the device.
+        let e = check_op(OpFamily::Binary, 1, DType::Bool, dev)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("sub") && e.contains("bool") && e.contains("cuda:0"),
+            "{e}"
+        );
+        let e = check_op(OpFamily::Unary, 2, DType::I64, dev)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exp") && e.contains("int64"), "{e}");
+        for code in [0, 2, 4, 5] {
+            check_op(OpFamily::Binary, code, DType::Bool, dev).unwrap();
+        }
+        for code in [0, 1, 4] {
+            check_op(OpFamily::Unary, code, DType::U8, dev).unwrap();
+        }
+        for code in 0..8 {
+            check_op(OpFamily::Unary, code, DType::BF16, dev).unwrap();
+        }
+    }
+
+    /// The switch between sgemm, TF32 and the tensor-core GemmEx paths.
+    #[test]
+    fn matmul_uses_the_tensor_cores_for_halves_and_tf32_only_when_allowed() {
+        assert_eq!(gemm_kind(DType::F32, false), None, "highest: sgemm");
+        assert_eq!(gemm_kind(DType::F64, true), None, "f64: dgemm");
+        assert_eq!(
+            gemm_kind(DType::F32, true),
+            Some((blas::CUDA_R_32F, blas::CUBLAS_COMPUTE_32F_FAST_TF32))
+        );
+        for (d, t) in [
+            (DType::F16, blas::CUDA_R_16F),
+            (DType::BF16, blas::CUDA_R_16BF),
+        ] {
+            assert_eq!(gemm_kind(d, false), Some((t, blas::CUBLAS_COMPUTE_32F)));
+            assert_eq!(gemm_kind(d, true), Some((t, blas::CUBLAS_COMPUTE_32F)));
+        }
+        // cuBLAS's enum values (library_types.h, cublas_api.h).
+        assert_eq!(
+            (blas::CUDA_R_32F, blas::CUDA_R_16F, blas::CUDA_R_16BF),
+            (0, 2, 14)
+        );
+        assert_eq!(
+            (blas::CUBLAS_COMPUTE_32F, blas::CUBLAS_COMPUTE_32F_FAST_TF32),
+            (68, 77)
+        );
+    }
 
     /// H200: 132 SMs.
     const SMS: usize = 132;

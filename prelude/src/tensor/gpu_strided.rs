@@ -3,9 +3,8 @@
 //! `gather`). Kernels are picked by element size, so one instance serves every dtype of
 //! that size; a size without an instance is an error.
 //!
-//! Kept apart from gpu.rs on purpose (that file is rewritten for dtypes): the only thing used
-//! from the buffer type is its address, `len` and `alloc`, whose element type is float32 in
-//! this version (`CudaBuf` holds `f32`); with dtype-aware buffers `alloc` takes the dtype.
+//! Kept apart from gpu.rs, whose kernels are instantiated per dtype: these only move bytes,
+//! so they need no `#define` prefix (`""`) and one instance per element size.
 
 use super::dtype::DType;
 use super::layout::Layout;
@@ -78,12 +77,13 @@ fn p(b: &CudaBuf) -> A<'static> {
 pub(crate) fn copy_layout(src: &CudaBuf, dtype: DType, layout: &Layout) -> Result<CudaBuf> {
     let gpu = &src.gpu;
     let n = layout.numel();
-    let out = alloc(gpu, n)?;
+    let out = alloc(gpu, n, dtype)?;
     if n > 0 {
         let st = strided_arg("contiguous", layout.dims(), layout.strides(), &[])?;
         launch_builtin(
             gpu,
             "strided",
+            "",
             kernel("copy", dtype)?,
             cfg(gpu, n),
             &mut [
@@ -120,6 +120,7 @@ pub(crate) fn write_layout(
     launch_builtin(
         &gpu,
         "strided",
+        "",
         kernel("write", dtype)?,
         cfg(&gpu, n),
         &mut [
@@ -145,7 +146,7 @@ pub(crate) fn gather(
 ) -> Result<CudaBuf> {
     let gpu = &src.gpu;
     let n: usize = out_dims.iter().product();
-    let out = alloc(gpu, n)?;
+    let out = alloc(gpu, n, dtype)?;
     if n == 0 {
         return Ok(out);
     }
@@ -161,6 +162,7 @@ pub(crate) fn gather(
     launch_builtin(
         gpu,
         "strided",
+        "",
         kernel("gather", dtype)?,
         cfg(gpu, n),
         &mut [

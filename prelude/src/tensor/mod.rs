@@ -28,7 +28,8 @@
 //!
 //! Layers: the public methods (here and in arith.rs) check shapes and dtypes and promote;
 //! `Storage` (storage.rs) is the one dispatch point to a backend per device: cpu_backend.rs
-//! (with the f32 kernels of cpu.rs and matmul.rs) and gpu.rs (CUDA, float32 only for now).
+//! (with the f32 kernels of cpu.rs and matmul.rs) and gpu.rs (CUDA: kernels-cu/ instantiated
+//! per dtype, cuBLAS for matmul).
 
 mod arith;
 mod cpu;
@@ -40,6 +41,7 @@ mod gpu_strided;
 mod layout;
 mod matmul;
 mod op;
+pub(crate) mod precision;
 mod random;
 mod shape;
 mod storage;
@@ -48,6 +50,7 @@ mod view;
 pub use arith::Operand;
 pub use dtype::{promote, DType, WithDType};
 pub use half::{bf16, f16};
+pub use precision::{get_float32_matmul_precision, set_float32_matmul_precision};
 pub use random::manual_seed;
 pub use shape::Shape;
 
@@ -88,8 +91,9 @@ impl TensorTo for DType {
 }
 impl TensorTo for (Device, DType) {
     fn convert(self, t: &Tensor) -> Result<Tensor> {
-        // Convert where it is cheaper to do so: on the host (the CUDA backend is f32-only).
-        if self.0.is_cuda() {
+        // Both backends convert every dtype; convert on the side where the data is smaller,
+        // so the copy between host and device moves the fewer bytes.
+        if self.1.size_in_bytes() < t.dtype().size_in_bytes() {
             t.to_dtype(self.1)?.to_device(self.0)
         } else {
             t.to_device(self.0)?.to_dtype(self.1)
@@ -233,13 +237,9 @@ impl Tensor {
         device: impl Into<Device>,
     ) -> Result<Tensor> {
         let dims = shape.into().0;
-        let device = device.into();
-        if dtype == DType::F32 {
-            return Tensor::full(dims, value as f32, device);
-        }
         let n = dims.iter().product();
-        let data = CpuStorage::F64(vec![value; n]).to_dtype(dtype);
-        Tensor::from_cpu(data, dims, device)
+        let storage = Storage::full(n, value, dtype, device.into())?;
+        Ok(Tensor::from_storage(storage, dims))
     }
 
     /// `start, start + 1, ...` up to but not including `end`, like `torch.arange(start, end)`.

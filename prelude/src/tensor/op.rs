@@ -167,12 +167,12 @@ impl ReduceOp {
 /// Element-wise comparisons; their results are bool tensors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CmpOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
+    Eq = 0,
+    Ne = 1,
+    Lt = 2,
+    Le = 3,
+    Gt = 4,
+    Ge = 5,
 }
 
 impl CmpOp {

@@ -26,7 +26,7 @@ use std::sync::{Arc, RwLock};
 
 pub(crate) enum Storage {
     Cpu(CpuStorage),
-    /// float32 only in this version: other dtypes are refused when moved to a GPU.
+    /// Any dtype: a byte buffer and the dtype of its elements.
     Cuda(CudaBuf),
 }
 
@@ -53,10 +53,11 @@ impl Shared {
 
 pub(crate) struct CudaBuf {
     pub gpu: Arc<Gpu>,
-    /// At least one element even for an empty tensor (see [`alloc`]); `len` is the tensor's.
-    pub slice: CudaSlice<f32>,
-    /// The number of floats the tensor holds (0 for an empty tensor, whose `slice` has 1).
+    /// The elements' bytes; at least one element even for an empty tensor (see [`alloc`]).
+    pub slice: CudaSlice<u8>,
+    /// The number of elements the tensor holds (0 for an empty tensor, whose `slice` has 1).
     pub len: usize,
+    pub dtype: DType,
 }
 
 impl CudaBuf {
@@ -77,23 +78,24 @@ impl Drop for CudaBuf {
     }
 }
 
-/// How many floats to ask the driver for: never 0. A zero-byte `cuMemAllocAsync` is
+/// How many elements to ask the driver for: never 0. A zero-byte `cuMemAllocAsync` is
 /// undocumented (some drivers return success without writing the pointer, which cudarc
 /// would then free), and `cuMemAlloc(0)` is an error (G2).
 pub(crate) fn physical_len(n: usize) -> usize {
     n.max(1)
 }
 
-/// An uninitialised buffer of `n` floats on `gpu` (stream-ordered).
-pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
+/// An uninitialised buffer of `n` elements of `dtype` on `gpu` (stream-ordered).
+pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize, dtype: DType) -> Result<CudaBuf> {
+    let bytes = physical_len(n) * dtype.size_in_bytes();
     // The kernel's GPU memory cap (cuda/memcap.rs); released by `CudaBuf`'s Drop once kept.
-    let charge = cuda::memcap::Charge::new(gpu.ordinal, physical_len(n) as u64 * 4, || {
+    let charge = cuda::memcap::Charge::new(gpu.ordinal, bytes as u64, || {
         Ok(cuda::get_device_properties(gpu.ordinal)?.total_memory)
     })?;
     let try_alloc = || {
         // SAFETY: every caller writes all n elements (a kernel, a copy or a memset) before
         // the buffer is read; the extra element of an empty buffer is never read.
-        unsafe { gpu.stream.alloc::<f32>(physical_len(n)) }
+        unsafe { gpu.stream.alloc::<u8>(bytes) }
     };
     let slice = match try_alloc() {
         // Freed tensors may still sit in the memory pool (it keeps them for reuse): give
@@ -108,7 +110,7 @@ pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
         if cuda::is_oom(&e) {
             Error::OutOfMemory {
                 device: gpu.device(),
-                bytes: n * 4,
+                bytes: n * dtype.size_in_bytes(),
             }
         } else {
             cuda::driver_err("cuMemAlloc", e)
@@ -119,11 +121,13 @@ pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
         gpu: gpu.clone(),
         slice,
         len: n,
+        dtype,
     })
 }
 
-pub(crate) fn zeros(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
-    let mut b = alloc(gpu, n)?;
+/// All bits zero: 0 of every dtype (and false).
+pub(crate) fn zeros(gpu: &Arc<Gpu>, n: usize, dtype: DType) -> Result<CudaBuf> {
+    let mut b = alloc(gpu, n, dtype)?;
     if n > 0 {
         gpu.stream
             .memset_zeros(&mut b.slice)
@@ -132,13 +136,32 @@ pub(crate) fn zeros(gpu: &Arc<Gpu>, n: usize) -> Result<CudaBuf> {
     Ok(b)
 }
 
+/// The bytes of a host vector of any dtype.
+fn host_bytes(c: &CpuStorage) -> &[u8] {
+    fn bytes<T: Copy>(v: &[T]) -> &[u8] {
+        // SAFETY: every dtype's element is plain data without padding (f16/bf16 are
+        // transparent u16s, bool one byte of 0 or 1); the slice covers exactly `v`.
+        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+    }
+    match c {
+        CpuStorage::F32(v) => bytes(v),
+        CpuStorage::F64(v) => bytes(v),
+        CpuStorage::F16(v) => bytes(v),
+        CpuStorage::BF16(v) => bytes(v),
+        CpuStorage::I32(v) => bytes(v),
+        CpuStorage::I64(v) => bytes(v),
+        CpuStorage::U8(v) => bytes(v),
+        CpuStorage::Bool(v) => bytes(v),
+    }
+}
+
 /// Host to device. The driver copies pageable memory through a staging buffer before this
 /// returns, so `data` may be dropped at once; the transfer to the device is stream-ordered.
-pub(crate) fn upload(gpu: &Arc<Gpu>, data: &[f32]) -> Result<CudaBuf> {
-    let mut b = alloc(gpu, data.len())?;
-    if !data.is_empty() {
+pub(crate) fn upload(gpu: &Arc<Gpu>, data: &CpuStorage) -> Result<CudaBuf> {
+    let mut b = alloc(gpu, data.len(), data.dtype())?;
+    if data.len() > 0 {
         gpu.stream
-            .memcpy_htod(data, &mut b.slice)
+            .memcpy_htod(host_bytes(data), &mut b.slice)
             .map_err(|e| cuda::driver_err("cuMemcpyHtoD", e))?;
     }
     Ok(b)
@@ -146,7 +169,7 @@ pub(crate) fn upload(gpu: &Arc<Gpu>, data: &[f32]) -> Result<CudaBuf> {
 
 /// A device-side copy of `b` (what copy-on-write makes before a kernel may write).
 pub(crate) fn duplicate(b: &CudaBuf) -> Result<CudaBuf> {
-    let mut out = alloc(&b.gpu, b.len)?;
+    let mut out = alloc(&b.gpu, b.len, b.dtype)?;
     if b.len > 0 {
         b.gpu
             .stream
@@ -156,12 +179,14 @@ pub(crate) fn duplicate(b: &CudaBuf) -> Result<CudaBuf> {
     Ok(out)
 }
 
-/// Device to host; waits for everything queued before it, like torch's `.cpu()`.
-pub(crate) fn download(b: &CudaBuf) -> Result<Vec<f32>> {
+/// Device to host as `T` (which must be `b`'s element type, or u8 for bool); waits for
+/// everything queued before it, like torch's `.cpu()`.
+fn download_as<T: Copy>(b: &CudaBuf) -> Result<Vec<T>> {
+    debug_assert_eq!(std::mem::size_of::<T>(), b.dtype.size_in_bytes());
     let n = b.len;
     // Not zero-filled first (G16): the copy writes every element, and for a multi-GB tensor
     // the fill would be a second full pass over host memory.
-    let mut out: Vec<f32> = Vec::with_capacity(n);
+    let mut out: Vec<T> = Vec::with_capacity(n);
     let sync = |op: &str| {
         b.gpu
             .stream
@@ -173,26 +198,46 @@ pub(crate) fn download(b: &CudaBuf) -> Result<Vec<f32>> {
             .ctx
             .bind_to_thread()
             .map_err(|e| cuda::driver_err("cuCtxSetCurrent", e))?;
-        // SAFETY: `out` has room for n floats and the buffer holds n; the copy is queued on
-        // the buffer's stream after the work that writes it, and the stream is synchronised
-        // before the length is set, so no element is read before the driver wrote it.
+        // SAFETY: `out` has room for n elements and the buffer holds n of the same size; the
+        // copy is queued on the buffer's stream after the work that writes it, and the
+        // stream is synchronised before the length is set, so no element is read before
+        // the driver wrote it.
         unsafe {
             cudarc::driver::sys::cuMemcpyDtoHAsync_v2(
                 out.as_mut_ptr() as *mut std::ffi::c_void,
                 b.ptr(),
-                n * 4,
+                n * std::mem::size_of::<T>(),
                 b.gpu.stream.cu_stream(),
             )
         }
         .result()
         .map_err(|e| cuda::driver_err("cuMemcpyDtoH", e))?;
         sync("cuStreamSynchronize")?;
-        // SAFETY: the synchronised copy above initialised all n elements.
+        // SAFETY: the synchronised copy above initialised all n elements, and every bit
+        // pattern is a valid T (T is never bool here).
         unsafe { out.set_len(n) };
     } else {
         sync("cuStreamSynchronize")?;
     }
     Ok(out)
+}
+
+/// Device to host, any dtype.
+pub(crate) fn download(b: &CudaBuf) -> Result<CpuStorage> {
+    Ok(match b.dtype {
+        DType::F32 => CpuStorage::F32(download_as(b)?),
+        DType::F64 => CpuStorage::F64(download_as(b)?),
+        DType::F16 => CpuStorage::F16(download_as(b)?),
+        DType::BF16 => CpuStorage::BF16(download_as(b)?),
+        DType::I32 => CpuStorage::I32(download_as(b)?),
+        DType::I64 => CpuStorage::I64(download_as(b)?),
+        DType::U8 => CpuStorage::U8(download_as(b)?),
+        // Read as bytes: a user's kernel (KernelArg::TensorMut) may have written any byte,
+        // and only 0 and 1 are valid Rust bools.
+        DType::Bool => {
+            CpuStorage::Bool(download_as::<u8>(b)?.into_iter().map(|x| x != 0).collect())
+        }
+    })
 }
 
 impl cuda::DeviceBuffer for super::Tensor {
@@ -244,7 +289,7 @@ impl Storage {
     pub fn dtype(&self) -> DType {
         match self {
             Storage::Cpu(c) => c.dtype(),
-            Storage::Cuda(_) => DType::F32,
+            Storage::Cuda(b) => b.dtype,
         }
     }
 
@@ -315,12 +360,31 @@ impl Storage {
 
     /// `n` float32 values equal to `value` (a memset for zeros on a GPU).
     pub fn full_f32(n: usize, value: f32, device: Device) -> Result<Storage> {
+        Storage::full(n, value as f64, DType::F32, device)
+    }
+
+    /// `n` values equal to `value` converted to `dtype` (as `to_dtype` converts).
+    pub fn full(n: usize, value: f64, dtype: DType, device: Device) -> Result<Storage> {
         Ok(match device {
-            Device::Cpu => Storage::Cpu(CpuStorage::F32(vec![value; n])),
-            Device::Cuda(i) if value == 0.0 && value.is_sign_positive() => {
-                Storage::Cuda(zeros(&cuda::gpu(i)?, n)?)
+            Device::Cpu => Storage::Cpu(match dtype {
+                DType::F32 => CpuStorage::F32(vec![value as f32; n]),
+                _ => CpuStorage::F64(vec![value; n]).to_dtype(dtype),
+            }),
+            Device::Cuda(i) => {
+                let one = CpuStorage::F64(vec![value]).to_dtype(dtype);
+                let gpu = cuda::gpu(i)?;
+                // The element's bit pattern, widened: a memset when it is all zeros (+0.0,
+                // 0, false), else the fill kernel for its size.
+                let mut bits = [0u8; 8];
+                let b = host_bytes(&one);
+                bits[..b.len()].copy_from_slice(b);
+                let bits = u64::from_le_bytes(bits);
+                if bits == 0 {
+                    Storage::Cuda(zeros(&gpu, n, dtype)?)
+                } else {
+                    Storage::Cuda(gpu::fill(&gpu, n, dtype, bits)?)
+                }
             }
-            Device::Cuda(i) => Storage::Cuda(gpu::full(&cuda::gpu(i)?, n, value)?),
         })
     }
 
@@ -336,17 +400,8 @@ impl Storage {
     pub fn to_device(&self, device: Device) -> Result<Storage> {
         Ok(match (self, device) {
             (Storage::Cpu(c), Device::Cpu) => Storage::Cpu(c.clone()),
-            (Storage::Cpu(CpuStorage::F32(v)), Device::Cuda(i)) => {
-                Storage::Cuda(upload(&cuda::gpu(i)?, v)?)
-            }
-            (Storage::Cpu(c), Device::Cuda(_)) => {
-                return Err(Error::Invalid(format!(
-                    "to({device}): {} tensors are not supported on CUDA yet (only float32); \
-                     convert first with .to_dtype(DType::F32)",
-                    c.dtype()
-                )))
-            }
-            (Storage::Cuda(b), Device::Cpu) => Storage::Cpu(CpuStorage::F32(download(b)?)),
+            (Storage::Cpu(c), Device::Cuda(i)) => Storage::Cuda(upload(&cuda::gpu(i)?, c)?),
+            (Storage::Cuda(b), Device::Cpu) => Storage::Cpu(download(b)?),
             (Storage::Cuda(b), Device::Cuda(i)) => {
                 Storage::Cuda(upload(&cuda::gpu(i)?, &download(b)?)?)
             }
@@ -357,29 +412,22 @@ impl Storage {
     pub fn to_cpu(&self) -> Result<CpuStorage> {
         match self {
             Storage::Cpu(c) => Ok(c.clone()),
-            Storage::Cuda(b) => Ok(CpuStorage::F32(download(b)?)),
+            Storage::Cuda(b) => download(b),
         }
     }
 
     pub fn to_dtype(&self, dtype: DType) -> Result<Storage> {
         match self {
             Storage::Cpu(c) => Ok(Storage::Cpu(c.to_dtype(dtype))),
-            Storage::Cuda(b) if dtype == DType::F32 => Ok(Storage::Cuda(duplicate(b)?)),
-            Storage::Cuda(_) => Err(unsupported(
-                &format!("to_dtype({dtype})"),
-                &[self.dtype()],
-                self.device(),
-            )),
+            Storage::Cuda(b) if dtype == b.dtype => Ok(Storage::Cuda(duplicate(b)?)),
+            Storage::Cuda(b) => Ok(Storage::Cuda(gpu::cast(b, dtype)?)),
         }
     }
 
     pub fn binary(&self, rhs: &Storage, op: BinaryOp, bc: Option<&Broadcast>) -> Result<Storage> {
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(a.binary(b, op, bc)?)),
-            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(match bc {
-                None => gpu::binary_same(op, a, b)?,
-                Some(bc) => gpu::binary_bcast(op, a, b, bc)?,
-            })),
+            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(gpu::binary(op, a, b, bc)?)),
             _ => Err(self.mixed(rhs)),
         }
     }
@@ -387,12 +435,7 @@ impl Storage {
     pub fn binary_scalar(&self, op: BinaryOp, s: f64, scalar_first: bool) -> Result<Storage> {
         match self {
             Storage::Cpu(a) => Ok(Storage::Cpu(a.binary_scalar(op, s, scalar_first)?)),
-            Storage::Cuda(a) => Ok(Storage::Cuda(gpu::binary_scalar(
-                op,
-                a,
-                s as f32,
-                scalar_first,
-            )?)),
+            Storage::Cuda(a) => Ok(Storage::Cuda(gpu::binary_scalar(op, a, s, scalar_first)?)),
         }
     }
 
@@ -406,12 +449,7 @@ impl Storage {
     pub fn cmp(&self, rhs: &Storage, op: CmpOp, bc: Option<&Broadcast>) -> Result<Storage> {
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(a.cmp(b, op, bc)?)),
-            // No comparison kernels yet (they need a bool output buffer).
-            (Storage::Cuda(_), Storage::Cuda(_)) => Err(unsupported(
-                op.name(),
-                &[self.dtype(), rhs.dtype()],
-                self.device(),
-            )),
+            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(gpu::cmp(op, a, b, bc)?)),
             _ => Err(self.mixed(rhs)),
         }
     }
@@ -422,11 +460,9 @@ impl Storage {
             (Storage::Cpu(c), Storage::Cpu(a), Storage::Cpu(b)) => {
                 Ok(Storage::Cpu(CpuStorage::where_(c, a, b)?))
             }
-            (Storage::Cuda(_), Storage::Cuda(_), Storage::Cuda(_)) => Err(unsupported(
-                "where",
-                &[cond.dtype(), x.dtype(), y.dtype()],
-                x.device(),
-            )),
+            (Storage::Cuda(c), Storage::Cuda(a), Storage::Cuda(b)) => {
+                Ok(Storage::Cuda(gpu::where_(c, a, b)?))
+            }
             _ if cond.device() != x.device() => Err(cond.mixed(x)),
             _ => Err(x.mixed(y)),
         }
@@ -456,11 +492,7 @@ impl Storage {
     pub fn arg_reduce(&self, max: bool, outer: usize, len: usize, inner: usize) -> Result<Storage> {
         match self {
             Storage::Cpu(a) => Ok(Storage::Cpu(a.arg_reduce(max, outer, len, inner))),
-            Storage::Cuda(_) => Err(unsupported(
-                if max { "argmax" } else { "argmin" },
-                &[self.dtype()],
-                self.device(),
-            )),
+            Storage::Cuda(a) => Ok(Storage::Cuda(gpu::arg_reduce(max, a, outer, len, inner)?)),
         }
     }
 
