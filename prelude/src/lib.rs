@@ -22,6 +22,14 @@ pub use smi::{nvidia_smi, SmiReport};
 pub use tensor::{manual_seed, DType, Shape, Tensor, WithDType};
 // --- end devices & tensors ---
 
+// --- training: autograd, nn, optim ---
+pub mod autograd;
+pub mod nn;
+pub mod optim;
+pub use autograd::{is_grad_enabled, no_grad, set_grad_enabled};
+pub use nn::{functional as F, Module};
+// --- end training ---
+
 // --- display & teaching -------------------------------------------------------------------
 pub mod display;
 mod image;

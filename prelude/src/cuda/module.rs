@@ -38,6 +38,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../kernels-cu/elementwise.cu"),
     ),
     ("reduce", include_str!("../../../kernels-cu/reduce.cu")),
+    ("conv", include_str!("../../../kernels-cu/conv.cu")),
     (
         "mandelbrot",
         include_str!("../../../kernels-cu/mandelbrot.cu"),

@@ -9,6 +9,7 @@ use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use super::shape::{broadcast, resolve_dim, strides, Broadcast};
 use super::storage::Storage;
 use super::Tensor;
+use crate::autograd::rules;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use std::ops;
@@ -92,7 +93,7 @@ impl Tensor {
         let (a, b, bc) = self.promoted(rhs, op.name(), float_div)?;
         let storage = a.storage.binary(&b.storage, op, bc.as_ref())?;
         let dims = bc.map_or_else(|| self.dims.clone(), |bc| bc.dims);
-        Ok(self.with(storage, dims))
+        Ok(rules::binary(op, &a, &b, self.with(storage, dims)))
     }
 
     fn scalar_op(
@@ -108,7 +109,8 @@ impl Tensor {
         }
         let a = self.to_dtype(dt)?;
         let storage = a.storage.binary_scalar(op, s, scalar_first)?;
-        Ok(self.with(storage, self.dims.clone()))
+        let out = self.with(storage, self.dims.clone());
+        Ok(rules::scalar(op, s, scalar_first, &a, out))
     }
 
     fn unary(&self, op: UnaryOp) -> Result<Tensor> {
@@ -118,7 +120,7 @@ impl Tensor {
             self.clone()
         };
         let storage = a.storage.unary(op)?;
-        Ok(self.with(storage, self.dims.clone()))
+        Ok(rules::unary(op, &a, self.with(storage, self.dims.clone())))
     }
 
     fn compare(&self, rhs: Operand, op: CmpOp) -> Result<Tensor> {
@@ -185,7 +187,7 @@ impl Tensor {
         };
         let (x, y) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
         let storage = Storage::where_(&expand(condition)?, &expand(&x)?, &expand(&y)?)?;
-        Ok(self.with(storage, dims))
+        Ok(rules::where_(&x, condition, &y, self.with(storage, dims)))
     }
 
     /// Element-wise sum; a tensor operand broadcasts (numpy's rule), a scalar applies to all.
@@ -245,7 +247,7 @@ impl Tensor {
             )));
         }
         let storage = self.storage.reduce_all(op)?;
-        Ok(self.with(storage, vec![]))
+        Ok(rules::reduce(op, self, None, self.with(storage, vec![])))
     }
 
     fn reduce_dim(&self, op: ReduceOp, dim: isize, keepdim: bool) -> Result<Tensor> {
@@ -266,7 +268,7 @@ impl Tensor {
         } else {
             dims.remove(d);
         }
-        Ok(self.with(storage, dims))
+        Ok(rules::reduce(op, self, Some(d), self.with(storage, dims)))
     }
 
     /// Sum of all elements, as a 0-dimensional tensor (`.item()` gives the number).
@@ -387,7 +389,7 @@ impl Tensor {
         dims.swap(d0, d1);
         src_strides.swap(d0, d1);
         let storage = self.storage.strided_copy(&dims, &src_strides)?;
-        Ok(self.with(storage, dims))
+        Ok(rules::transpose(self, dim0, dim1, self.with(storage, dims)))
     }
 
     /// The transpose of a 2-D tensor (a 1-D tensor is returned as is, like torch).
@@ -440,7 +442,7 @@ impl Tensor {
             (false, true) => vec![m],
             (true, true) => vec![],
         };
-        Ok(self.with(storage, dims))
+        Ok(rules::matmul(self, rhs, self.with(storage, dims)))
     }
 }
 

@@ -14,9 +14,11 @@ mod cpu;
 mod cpu_backend;
 mod dtype;
 mod format;
+mod gather;
 mod gpu;
+mod grad;
 mod matmul;
-mod op;
+pub(crate) mod op;
 mod random;
 mod shape;
 mod storage;
@@ -37,6 +39,9 @@ use storage::Storage;
 pub struct Tensor {
     storage: Arc<Storage>,
     dims: Vec<usize>,
+    /// Autograd's record for this tensor (`crate::autograd`): `None` for a tensor that does
+    /// not require grad; shared by clones, so a clone is the same variable, as in torch.
+    grad_meta: Option<Arc<crate::autograd::Meta>>,
 }
 
 /// What `Tensor::to` accepts, as torch's `.to` does: a device, a dtype, or both.
@@ -72,9 +77,16 @@ impl TensorTo for (Device, DType) {
 
 impl Tensor {
     fn from_storage(storage: Storage, dims: Vec<usize>) -> Tensor {
+        Tensor::from_arc(Arc::new(storage), dims)
+    }
+
+    /// The one constructor: every tensor is built here, without autograd history
+    /// (`autograd::record` attaches it afterwards).
+    fn from_arc(storage: Arc<Storage>, dims: Vec<usize>) -> Tensor {
         Tensor {
-            storage: Arc::new(storage),
+            storage,
             dims,
+            grad_meta: None,
         }
     }
 
@@ -247,7 +259,8 @@ impl Tensor {
             return Ok(self.clone());
         }
         let storage = self.storage.to_device(device)?;
-        Ok(Tensor::from_storage(storage, self.dims.clone()))
+        let out = Tensor::from_storage(storage, self.dims.clone());
+        Ok(crate::autograd::rules::cast(self, out))
     }
 
     /// A copy converted to `dtype` (this tensor itself when it already has it). Float to
@@ -257,7 +270,8 @@ impl Tensor {
             return Ok(self.clone());
         }
         let storage = self.storage.to_dtype(dtype)?;
-        Ok(Tensor::from_storage(storage, self.dims.clone()))
+        let out = Tensor::from_storage(storage, self.dims.clone());
+        Ok(crate::autograd::rules::cast(self, out))
     }
 
     /// `to(cuda:0)`.
@@ -337,18 +351,14 @@ impl Tensor {
                 self.numel()
             )));
         }
-        Ok(Tensor {
-            storage: self.storage.clone(),
-            dims,
-        })
+        let out = Tensor::from_arc(self.storage.clone(), dims);
+        Ok(crate::autograd::rules::reshape(self, out))
     }
 
     /// A 1-D view of all elements.
     pub fn flatten(&self) -> Tensor {
-        Tensor {
-            storage: self.storage.clone(),
-            dims: vec![self.numel()],
-        }
+        let out = Tensor::from_arc(self.storage.clone(), vec![self.numel()]);
+        crate::autograd::rules::reshape(self, out)
     }
 
     /// The device address of the data, for kernel arguments.
