@@ -147,16 +147,20 @@ fn topo_order(root: &Arc<Meta>) -> Vec<Arc<Meta>> {
     // (meta, inputs already pushed): a meta is emitted after its inputs, without recursion,
     // so a long chain of ops cannot overflow the stack.
     let mut stack = vec![(root.clone(), false)];
-    seen.insert(key(root));
     while let Some((m, expanded)) = stack.pop() {
         if expanded {
             order.push(m);
             continue;
         }
+        // Marked when expanded, not when pushed: a meta reached again later must still be
+        // emitted before every meta that uses it.
+        if !seen.insert(key(&m)) {
+            continue;
+        }
         stack.push((m.clone(), true));
         if let Some(node) = &m.node {
             for inp in node.inputs.iter().flatten() {
-                if seen.insert(key(&inp.meta)) {
+                if !seen.contains(&key(&inp.meta)) {
                     stack.push((inp.meta.clone(), false));
                 }
             }
