@@ -68,6 +68,25 @@ impl Meta {
     }
 }
 
+impl Drop for Meta {
+    /// Frees the graph behind this tensor iteratively: the default recursive drop of a long
+    /// chain of nodes (a loop of 20,000 ops) would overflow the stack.
+    fn drop(&mut self) {
+        let Some(node) = self.node.as_mut() else {
+            return;
+        };
+        let mut stack: Vec<Arc<Meta>> = node.inputs.drain(..).flatten().map(|i| i.meta).collect();
+        while let Some(m) = stack.pop() {
+            // Only the last owner takes the inputs out; dropping `inner` then recurses no further.
+            if let Ok(mut inner) = Arc::try_unwrap(m) {
+                if let Some(n) = inner.node.as_mut() {
+                    stack.extend(n.inputs.drain(..).flatten().map(|i| i.meta));
+                }
+            }
+        }
+    }
+}
+
 thread_local! {
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
 }
