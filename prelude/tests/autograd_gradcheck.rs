@@ -322,14 +322,14 @@ fn layer_check(name: &str, layer: &dyn Module, x: Tensor) {
         .unwrap();
     let fwd = |x: &Tensor| -> f64 {
         no_grad(|| {
-            loss_of(&|xs| layer.forward(&xs[0]), &[x.clone()])
+            loss_of(&|xs| layer.forward(&xs[0]), std::slice::from_ref(x))
                 .unwrap()
                 .item::<f64>()
                 .unwrap()
         })
     };
     layer.zero_grad();
-    loss_of(&|xs| layer.forward(&xs[0]), &[x.clone()])
+    loss_of(&|xs| layer.forward(&xs[0]), std::slice::from_ref(&x))
         .unwrap()
         .backward()
         .unwrap();

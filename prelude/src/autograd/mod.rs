@@ -68,6 +68,13 @@ impl Meta {
     }
 }
 
+// A tensor stays unwind-safe, as it was before autograd (user code and tests catch panics
+// around tensor operators): the closures in a node only read what they captured, and the
+// gradient slot is behind a Mutex, so a panic can at worst leave a gradient half accumulated,
+// which the next zero_grad clears.
+impl std::panic::RefUnwindSafe for Meta {}
+impl std::panic::UnwindSafe for Meta {}
+
 impl Drop for Meta {
     /// Frees the graph behind this tensor iteratively: the default recursive drop of a long
     /// chain of nodes (a loop of 20,000 ops) would overflow the stack.
