@@ -6,6 +6,7 @@
 //! Module ownership while the crate is being built (keep edits inside your own files):
 //! - devices & tensors: `error`, `device`, `cuda`, `tensor`, `smi`, `cpu`
 //! - display & teaching: `display`, `interrupt`, `image`, `mandelbrot`, `timing`, `plot`, `progress`
+//! - training: `autograd`, `nn`, `optim` (and `tensor/grad.rs`, `tensor/gather.rs`)
 
 // --- devices & tensors (error, device, cuda, tensor, smi, cpu) ---
 pub mod cpu;

@@ -83,8 +83,15 @@ fn cnn_gradients_on_cuda_equal_the_cpus() {
         .zip(gpu_model.parameters())
         .enumerate()
     {
-        assert!(pg.grad().unwrap().is_cuda(), "parameter {i}: grad on the device");
-        close(&format!("parameter {i} grad"), &pc.grad().unwrap(), &pg.grad().unwrap());
+        assert!(
+            pg.grad().unwrap().is_cuda(),
+            "parameter {i}: grad on the device"
+        );
+        close(
+            &format!("parameter {i} grad"),
+            &pc.grad().unwrap(),
+            &pg.grad().unwrap(),
+        );
     }
 }
 
@@ -149,7 +156,10 @@ fn a_seeded_training_run_gives_the_same_loss_curve_on_cuda() {
     let a = curve(&cpu_model, &x);
     let b = curve(&gpu_model, &xg);
     for (i, (p, q)) in a.iter().zip(&b).enumerate() {
-        assert!((p - q).abs() <= 1e-2 * (1.0 + p.abs()), "step {i}: cpu {p}, cuda {q}");
+        assert!(
+            (p - q).abs() <= 1e-2 * (1.0 + p.abs()),
+            "step {i}: cpu {p}, cuda {q}"
+        );
     }
     assert!(a[19] < a[0], "the loss fell: {a:?}");
 }

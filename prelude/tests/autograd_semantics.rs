@@ -54,6 +54,8 @@ fn no_grad_records_nothing_and_restores_the_mode() {
     assert!(z.requires_grad());
     assert!(!z.is_leaf());
     assert_eq!(z.grad_fn(), Some("mul"));
+    assert_eq!(format!("{z:?}"), "tensor([2., 4.], grad_fn=<mul>)");
+    assert_eq!(format!("{x:?}"), "tensor([1., 2.], requires_grad=True)");
     assert!(x.is_leaf());
     // A panic inside no_grad still restores grad mode.
     let _ = std::panic::catch_unwind(|| no_grad(|| panic!("inside")));
