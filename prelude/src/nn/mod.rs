@@ -15,6 +15,8 @@
 //! generator ([`crate::manual_seed`]).
 
 pub mod functional;
+pub mod safetensors;
+pub use safetensors::{load_safetensors, save_safetensors};
 
 use crate::autograd::no_grad;
 use crate::device::Device;
@@ -94,6 +96,16 @@ pub trait Module: Send + Sync {
         Vec::new()
     }
 
+    /// The parameters under torch's `state_dict` names (`weight`, `0.bias`, ...), for
+    /// saving and loading; by default `param0`, `param1`, ... in `parameters()` order.
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        self.parameters()
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| (format!("param{i}"), p))
+            .collect()
+    }
+
     /// One line naming the layer and its settings, as torch prints it.
     fn describe(&self) -> String;
 
@@ -152,6 +164,12 @@ fn uniform(dims: Vec<usize>, bound: f64) -> Tensor {
 fn init_param(dims: Vec<usize>, fan_in: usize) -> Parameter {
     let bound = 1.0 / (fan_in.max(1) as f64).sqrt();
     Parameter::new(uniform(dims, bound)).expect("a float32 tensor can require grad")
+}
+
+fn weight_and_bias(w: &Parameter, b: &Option<Parameter>) -> Vec<(String, Parameter)> {
+    std::iter::once(("weight".to_string(), w.clone()))
+        .chain(b.clone().map(|b| ("bias".to_string(), b)))
+        .collect()
 }
 
 /// `y = x W^T + b` over the last dimension (torch's `nn.Linear`); weight `[out, in]`.
@@ -213,6 +231,9 @@ impl Module for Linear {
         std::iter::once(self.weight.clone())
             .chain(self.bias.clone())
             .collect()
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        weight_and_bias(&self.weight, &self.bias)
     }
     fn describe(&self) -> String {
         format!(
@@ -284,6 +305,9 @@ impl Module for Conv2d {
         std::iter::once(self.weight.clone())
             .chain(self.bias.clone())
             .collect()
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        weight_and_bias(&self.weight, &self.bias)
     }
     fn describe(&self) -> String {
         let k = self.kernel_size;
@@ -513,6 +537,15 @@ impl Module for Sequential {
     }
     fn parameters(&self) -> Vec<Parameter> {
         self.layers.iter().flat_map(|l| l.parameters()).collect()
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        let mut out = Vec::new();
+        for (i, l) in self.layers.iter().enumerate() {
+            for (name, p) in l.named_parameters() {
+                out.push((format!("{i}.{name}"), p));
+            }
+        }
+        out
     }
     fn set_training(&mut self, training: bool) {
         for l in &mut self.layers {
