@@ -29,6 +29,7 @@ pub mod nn;
 pub mod optim;
 pub use autograd::{is_grad_enabled, no_grad, set_grad_enabled};
 pub use nn::{functional as F, Module};
+pub use optim::Optimizer;
 // --- end training ---
 
 // --- display & teaching -------------------------------------------------------------------

@@ -9,7 +9,7 @@
 
 use gpulab::cuda;
 use gpulab::nn::{self, Module};
-use gpulab::optim::{Adam, Optimizer};
+use gpulab::optim::Adam;
 use gpulab::{manual_seed, Device, Tensor, F};
 
 const CPU: Device = Device::Cpu;

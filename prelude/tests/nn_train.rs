@@ -1,7 +1,7 @@
 //! Learning for real, on the CPU with fixed seeds: each test states the bar it must clear.
 
 use gpulab::nn::{self, Module};
-use gpulab::optim::{Adam, Optimizer, SGD};
+use gpulab::optim::{Adam, SGD};
 use gpulab::{manual_seed, no_grad, Device, Tensor, F};
 
 const CPU: Device = Device::Cpu;

@@ -54,6 +54,17 @@ impl SGD {
 
 impl Optimizer for SGD {
     fn step(&mut self) -> Result<()> {
+        SGD::step(self)
+    }
+    fn zero_grad(&self) {
+        SGD::zero_grad(self)
+    }
+}
+
+// Inherent as well as the trait's, so `opt.step()` works with only `use gpulab::*` in scope.
+impl SGD {
+    /// One update of every parameter that has a gradient.
+    pub fn step(&mut self) -> Result<()> {
         no_grad(|| {
             for (p, buf) in self.params.iter().zip(&mut self.buffers) {
                 let Some(mut g) = p.grad() else { continue };
@@ -74,7 +85,8 @@ impl Optimizer for SGD {
             Ok(())
         })
     }
-    fn zero_grad(&self) {
+    /// Clears every parameter's gradient.
+    pub fn zero_grad(&self) {
         for p in &self.params {
             p.zero_grad();
         }
@@ -130,6 +142,16 @@ impl Adam {
 
 impl Optimizer for Adam {
     fn step(&mut self) -> Result<()> {
+        Adam::step(self)
+    }
+    fn zero_grad(&self) {
+        Adam::zero_grad(self)
+    }
+}
+
+impl Adam {
+    /// One update of every parameter that has a gradient.
+    pub fn step(&mut self) -> Result<()> {
         self.t += 1;
         let (b1, b2) = self.betas;
         let bc1 = 1.0 - b1.powi(self.t);
@@ -160,7 +182,8 @@ impl Optimizer for Adam {
             Ok(())
         })
     }
-    fn zero_grad(&self) {
+    /// Clears every parameter's gradient.
+    pub fn zero_grad(&self) {
         for p in &self.params {
             p.zero_grad();
         }
