@@ -8,7 +8,29 @@
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor};
 use crate::Device;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// What determines a window gather's indices: (conv or pool, input dims, kernel, stride, pad).
+type WindowKey = (bool, [usize; 4], [usize; 2], usize, usize);
+
+/// The last few window index tables: a training loop runs the same shapes every step, and
+/// building a table (one entry per element of the unfolded input, tens of millions for a
+/// CNN batch) costs about as much as the matmul that follows it.
+static WINDOWS: Mutex<Vec<(WindowKey, Arc<Vec<i32>>)>> = Mutex::new(Vec::new());
+const WINDOWS_KEPT: usize = 8;
+
+fn window_indices(key: WindowKey, build: impl FnOnce() -> Vec<i32>) -> Arc<Vec<i32>> {
+    if let Some((_, idx)) = WINDOWS.lock().unwrap().iter().find(|(k, _)| *k == key) {
+        return idx.clone();
+    }
+    let idx = Arc::new(build());
+    let mut cache = WINDOWS.lock().unwrap();
+    if cache.len() >= WINDOWS_KEPT {
+        cache.remove(0);
+    }
+    cache.push((key, idx.clone()));
+    idx
+}
 
 fn resolve(dim: isize, rank: usize, op: &str) -> Result<usize> {
     let d = if dim < 0 { dim + rank as isize } else { dim };
@@ -245,29 +267,34 @@ pub fn conv2d(
     let oh = out_size(h, kh, stride, padding, "conv2d")?;
     let ow = out_size(w, kw, stride, padding, "conv2d")?;
     let (p, s) = (padding as isize, stride as isize);
-    let mut idx = Vec::with_capacity(n * oh * ow * c * kh * kw);
-    for b in 0..n {
-        for y in 0..oh {
-            for xo in 0..ow {
-                for ch in 0..c {
-                    let base = ((b * c + ch) * h * w) as isize;
-                    for i in 0..kh {
-                        let iy = y as isize * s - p + i as isize;
-                        for j in 0..kw {
-                            let ix = xo as isize * s - p + j as isize;
-                            let inside = iy >= 0 && iy < h as isize && ix >= 0 && ix < w as isize;
-                            idx.push(if inside {
-                                (base + iy * w as isize + ix) as i32
-                            } else {
-                                -1
-                            });
+    let key = (true, [n, c, h, w], [kh, kw], stride, padding);
+    let idx = window_indices(key, || {
+        let mut idx = Vec::with_capacity(n * oh * ow * c * kh * kw);
+        for b in 0..n {
+            for y in 0..oh {
+                for xo in 0..ow {
+                    for ch in 0..c {
+                        let base = ((b * c + ch) * h * w) as isize;
+                        for i in 0..kh {
+                            let iy = y as isize * s - p + i as isize;
+                            for j in 0..kw {
+                                let ix = xo as isize * s - p + j as isize;
+                                let inside =
+                                    iy >= 0 && iy < h as isize && ix >= 0 && ix < w as isize;
+                                idx.push(if inside {
+                                    (base + iy * w as isize + ix) as i32
+                                } else {
+                                    -1
+                                });
+                            }
                         }
                     }
                 }
             }
         }
-    }
-    let cols = x.gather_flat(Arc::new(idx), vec![n * oh * ow, c * kh * kw])?;
+        idx
+    });
+    let cols = x.gather_flat(idx, vec![n * oh * ow, c * kh * kw])?;
     let w2 = weight.reshape((o, c * kh * kw))?;
     let out = cols
         .matmul(&w2.t()?)?
@@ -287,19 +314,23 @@ pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
     let [n, c, h, w] = nchw(x, "max_pool2d")?;
     let oh = out_size(h, kernel, stride, 0, "max_pool2d")?;
     let ow = out_size(w, kernel, stride, 0, "max_pool2d")?;
-    let mut idx = Vec::with_capacity(n * c * oh * ow * kernel * kernel);
-    for plane in 0..n * c {
-        let base = plane * h * w;
-        for y in 0..oh {
-            for xo in 0..ow {
-                for i in 0..kernel {
-                    for j in 0..kernel {
-                        idx.push((base + (y * stride + i) * w + xo * stride + j) as i32);
+    let key = (false, [n, c, h, w], [kernel, kernel], stride, 0);
+    let idx = window_indices(key, || {
+        let mut idx = Vec::with_capacity(n * c * oh * ow * kernel * kernel);
+        for plane in 0..n * c {
+            let base = plane * h * w;
+            for y in 0..oh {
+                for xo in 0..ow {
+                    for i in 0..kernel {
+                        for j in 0..kernel {
+                            idx.push((base + (y * stride + i) * w + xo * stride + j) as i32);
+                        }
                     }
                 }
             }
         }
-    }
-    let windows = x.gather_flat(Arc::new(idx), vec![n * c * oh * ow, kernel * kernel])?;
+        idx
+    });
+    let windows = x.gather_flat(idx, vec![n * c * oh * ow, kernel * kernel])?;
     windows.max_dim(1)?.reshape((n, c, oh, ow))
 }
