@@ -163,3 +163,20 @@ fn a_seeded_training_run_gives_the_same_loss_curve_on_cuda() {
     }
     assert!(a[19] < a[0], "the loss fell: {a:?}");
 }
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_batch_on_another_device_than_the_model_says_how_to_fix_it() {
+    if !have_gpu() {
+        return;
+    }
+    let model = cnn();
+    let x = Tensor::zeros((1, 1, 8, 8), GPU).unwrap();
+    let err = model.forward(&x).unwrap_err().to_string();
+    assert!(
+        err.contains("Conv2d(1, 4")
+            && err.contains("cuda:0")
+            && err.contains("model.to(Device::Cuda(0))"),
+        "{err}"
+    );
+}

@@ -166,6 +166,29 @@ fn init_param(dims: Vec<usize>, fan_in: usize) -> Parameter {
     Parameter::new(uniform(dims, bound)).expect("a float32 tensor can require grad")
 }
 
+/// The error for a batch on another device than the layer's parameters, saying how to fix it.
+fn same_device(layer: &dyn Module, w: &Parameter, x: &Tensor) -> Result<()> {
+    let (pd, xd) = (w.device(), x.device());
+    if pd != xd {
+        return Err(Error::Invalid(format!(
+            "{}: the input is on {xd} but the layer's parameters are on {pd}; move the model \
+             with model.to({}) (before building the optimiser) or the batch with x.to({})",
+            layer.describe(),
+            rust_name(xd),
+            rust_name(pd)
+        )));
+    }
+    Ok(())
+}
+
+/// How a device is written in a cell.
+fn rust_name(d: Device) -> String {
+    match d {
+        Device::Cpu => "Device::Cpu".into(),
+        Device::Cuda(i) => format!("Device::Cuda({i})"),
+    }
+}
+
 fn weight_and_bias(w: &Parameter, b: &Option<Parameter>) -> Vec<(String, Parameter)> {
     std::iter::once(("weight".to_string(), w.clone()))
         .chain(b.clone().map(|b| ("bias".to_string(), b)))
@@ -210,6 +233,7 @@ impl Module for Linear {
                 dims
             )));
         }
+        same_device(self, &self.weight, x)?;
         let w = self.weight.tensor();
         let flat = if dims.len() > 2 {
             x.reshape((x.numel() / self.in_features, self.in_features))?
@@ -292,6 +316,7 @@ impl Module for Conv2d {
                 x.shape()
             )));
         }
+        same_device(self, &self.weight, x)?;
         let b = self.bias.as_ref().map(Parameter::tensor);
         functional::conv2d(
             x,
