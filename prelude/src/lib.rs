@@ -6,6 +6,7 @@
 //! Module ownership while the crate is being built (keep edits inside your own files):
 //! - devices & tensors: `error`, `device`, `cuda`, `tensor`, `smi`, `cpu`
 //! - display & teaching: `display`, `interrupt`, `image`, `mandelbrot`, `timing`, `plot`, `progress`
+//! - training: `autograd`, `nn`, `optim` (and `tensor/grad.rs`, `tensor/gather.rs`)
 
 // --- devices & tensors (error, device, cuda, tensor, smi, cpu) ---
 pub mod cpu;
@@ -33,6 +34,15 @@ pub mod backends {
     }
 }
 // --- end devices & tensors ---
+
+// --- training: autograd, nn, optim ---
+pub mod autograd;
+pub mod nn;
+pub mod optim;
+pub use autograd::{is_grad_enabled, no_grad, set_grad_enabled};
+pub use nn::{functional as F, Module};
+pub use optim::Optimizer;
+// --- end training ---
 
 // --- display & teaching -------------------------------------------------------------------
 pub mod display;

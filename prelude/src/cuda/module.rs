@@ -39,6 +39,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     ("reduce", include_str!("../../../kernels-cu/reduce.cu")),
     ("strided", include_str!("../../../kernels-cu/strided.cu")),
+    ("conv", include_str!("../../../kernels-cu/conv.cu")),
     (
         "mandelbrot",
         include_str!("../../../kernels-cu/mandelbrot.cu"),

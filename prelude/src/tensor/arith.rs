@@ -9,6 +9,7 @@ use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use super::shape::{broadcast, resolve_dim, Broadcast};
 use super::storage::Storage;
 use super::Tensor;
+use crate::autograd::rules;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use std::borrow::Cow;
@@ -105,7 +106,7 @@ impl Tensor {
             .read()
             .binary(&b.dense()?.read(), op, bc.as_ref())?;
         let dims = bc.map_or_else(|| self.shape().to_vec(), |bc| bc.dims);
-        Ok(self.with(storage, dims))
+        Ok(rules::binary(op, &a, &b, self.with(storage, dims)))
     }
 
     fn scalar_op(
@@ -121,7 +122,8 @@ impl Tensor {
         }
         let a = self.cast(dt)?;
         let storage = a.dense()?.read().binary_scalar(op, s, scalar_first)?;
-        Ok(self.with(storage, self.shape().to_vec()))
+        let out = self.with(storage, self.shape().to_vec());
+        Ok(rules::scalar(op, s, scalar_first, &a, out))
     }
 
     fn unary(&self, op: UnaryOp) -> Result<Tensor> {
@@ -131,7 +133,11 @@ impl Tensor {
             Cow::Borrowed(self)
         };
         let storage = a.dense()?.read().unary(op)?;
-        Ok(self.with(storage, self.shape().to_vec()))
+        Ok(rules::unary(
+            op,
+            &a,
+            self.with(storage, self.shape().to_vec()),
+        ))
     }
 
     fn compare(&self, rhs: Operand, op: CmpOp) -> Result<Tensor> {
@@ -198,7 +204,7 @@ impl Tensor {
             &expand(&x)?.read(),
             &expand(&y)?.read(),
         )?;
-        Ok(self.with(storage, dims))
+        Ok(rules::where_(&x, condition, &y, self.with(storage, dims)))
     }
 
     /// Element-wise sum; a tensor operand broadcasts (numpy's rule), a scalar applies to all.
@@ -258,7 +264,7 @@ impl Tensor {
             )));
         }
         let storage = self.dense()?.read().reduce_all(op)?;
-        Ok(self.with(storage, vec![]))
+        Ok(rules::reduce(op, self, None, self.with(storage, vec![])))
     }
 
     fn reduce_dim(&self, op: ReduceOp, dim: isize, keepdim: bool) -> Result<Tensor> {
@@ -279,7 +285,7 @@ impl Tensor {
         } else {
             dims.remove(d);
         }
-        Ok(self.with(storage, dims))
+        Ok(rules::reduce(op, self, Some(d), self.with(storage, dims)))
     }
 
     /// Sum of all elements, as a 0-dimensional tensor (`.item()` gives the number).
@@ -424,7 +430,7 @@ impl Tensor {
             (false, true) => vec![m],
             (true, true) => vec![],
         };
-        Ok(self.with(storage, dims))
+        Ok(rules::matmul(self, rhs, self.with(storage, dims)))
     }
 }
 

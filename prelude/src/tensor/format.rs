@@ -181,6 +181,12 @@ impl fmt::Display for Tensor {
         if !matches!(dtype, DType::F32 | DType::I64 | DType::Bool) {
             suffix += &format!(", dtype=torch.{}", dtype.name());
         }
+        // torch shows autograd state last: `grad_fn=<MulBackward0>` or `requires_grad=True`.
+        match self.grad_fn() {
+            Some(op) => suffix += &format!(", grad_fn=<{op}>"),
+            None if self.requires_grad() => suffix += ", requires_grad=True",
+            None => {}
+        }
         let dims = self.shape();
         if dims.is_empty() {
             let st = style(&data, dtype);

@@ -826,8 +826,8 @@ mod tests {
             }
         }
         let all = launched_kernels();
-        // 6 + 7 per-dtype kernels x 8 dtypes, 3 per-size kernels x 4 sizes, 64 casts.
-        assert_eq!(all.len(), 13 * 8 + 3 * 4 + 64);
+        // 6 + 7 per-dtype kernels x 8 dtypes, 2 per-size kernels x 4 sizes, 64 casts.
+        assert_eq!(all.len(), 13 * 8 + 2 * 4 + 64);
         match nvrtc::version() {
             Ok(v) => println!("NVRTC {}.{}", v.0, v.1),
             Err(e) => {

@@ -36,11 +36,13 @@ mod cpu;
 mod cpu_backend;
 mod dtype;
 mod format;
+mod gather;
 mod gpu;
 mod gpu_strided;
+mod grad;
 mod layout;
 mod matmul;
-mod op;
+pub(crate) mod op;
 pub(crate) mod precision;
 mod random;
 mod shape;
@@ -67,6 +69,9 @@ use storage::{Shared, Storage};
 pub struct Tensor {
     storage: Arc<Shared>,
     layout: Layout,
+    /// Autograd's record for this tensor (`crate::autograd`): `None` for a tensor that does
+    /// not require grad; shared by clones, so a clone is the same variable, as in torch.
+    grad_meta: Option<Arc<crate::autograd::Meta>>,
 }
 
 /// What `Tensor::to` accepts, as torch's `.to` does: a device, a dtype, or both.
@@ -103,10 +108,12 @@ impl TensorTo for (Device, DType) {
 
 impl Tensor {
     /// The one constructor of a tensor with fresh storage (contiguous over `dims`).
+    /// Built without autograd history (`autograd::record` attaches it afterwards).
     fn from_storage(storage: Storage, dims: Vec<usize>) -> Tensor {
         Tensor {
             storage: Arc::new(Shared::new(storage)),
             layout: Layout::contiguous(dims),
+            grad_meta: None,
         }
     }
 
@@ -119,6 +126,7 @@ impl Tensor {
         Tensor {
             storage: self.storage.clone(),
             layout,
+            grad_meta: None,
         }
     }
 
@@ -317,7 +325,8 @@ impl Tensor {
             return Ok(self.clone());
         }
         let storage = self.dense()?.read().to_device(device)?;
-        Ok(Tensor::from_storage(storage, self.shape().to_vec()))
+        let out = Tensor::from_storage(storage, self.shape().to_vec());
+        Ok(crate::autograd::rules::cast(self, out))
     }
 
     /// A copy converted to `dtype` (this tensor itself when it already has it). Float to
@@ -327,7 +336,8 @@ impl Tensor {
             return Ok(self.clone());
         }
         let storage = self.dense()?.read().to_dtype(dtype)?;
-        Ok(Tensor::from_storage(storage, self.shape().to_vec()))
+        let out = Tensor::from_storage(storage, self.shape().to_vec());
+        Ok(crate::autograd::rules::cast(self, out))
     }
 
     /// `to(cuda:0)`.

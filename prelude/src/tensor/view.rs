@@ -21,6 +21,7 @@ use super::dtype::DType;
 use super::layout::{resolve_insert_dim, Layout};
 use super::shape::{resolve_dim, Shape};
 use super::{Operand, Tensor};
+use crate::autograd::rules;
 use crate::error::{Error, Result};
 use std::borrow::Borrow;
 use std::ops::{Bound, RangeBounds};
@@ -69,13 +70,15 @@ impl Tensor {
             return Ok(self.clone());
         }
         let storage = self.read().copy_layout(&self.layout)?;
-        Ok(Tensor::from_storage(storage, self.shape().to_vec()))
+        let out = Tensor::from_storage(storage, self.shape().to_vec());
+        Ok(rules::identity("contiguous", self, out))
     }
 
     /// A copy with storage of its own (torch's `clone()`; Rust's `clone()` shares).
     pub fn deep_clone(&self) -> Result<Tensor> {
         let storage = self.read().copy_layout(&self.layout)?;
-        Ok(Tensor::from_storage(storage, self.shape().to_vec()))
+        let out = Tensor::from_storage(storage, self.shape().to_vec());
+        Ok(rules::identity("clone", self, out))
     }
 
     fn dim(&self, op: &str, dim: isize) -> Result<usize> {
@@ -91,7 +94,8 @@ impl Tensor {
     /// Swaps two dimensions (a view).
     pub fn transpose(&self, dim0: isize, dim1: isize) -> Result<Tensor> {
         let (d0, d1) = (self.dim("transpose", dim0)?, self.dim("transpose", dim1)?);
-        Ok(self.view_of(self.layout.transpose(d0, d1)))
+        let out = self.view_of(self.layout.transpose(d0, d1));
+        Ok(rules::transpose(self, dim0, dim1, out))
     }
 
     /// The transpose of a 2-D tensor (a 1-D or 0-D tensor is returned as is, like torch).
@@ -121,13 +125,18 @@ impl Tensor {
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(self.view_of(self.layout.permute(&perm)?))
+        let out = self.view_of(self.layout.permute(&perm)?);
+        let dims = dims.to_vec();
+        Ok(rules::view("permute", self, out, move |z| z.permute(&dims)))
     }
 
     /// Elements `start .. start + len` of dimension `dim` (a view).
     pub fn narrow(&self, dim: isize, start: usize, len: usize) -> Result<Tensor> {
         let d = self.dim("narrow", dim)?;
-        Ok(self.view_of(self.layout.narrow(d, start, len)?))
+        let out = self.view_of(self.layout.narrow(d, start, len)?);
+        Ok(rules::view("narrow", self, out, move |z| {
+            z.narrow(d as isize, start, len)
+        }))
     }
 
     /// A range of dimension `dim`, as Python's `x[:, 1:3]` is `x.slice(1, 1..3)`; any Rust
@@ -168,20 +177,25 @@ impl Tensor {
                 self.shape()
             )));
         }
-        Ok(self.view_of(self.layout.select(d, i as usize)?))
+        let out = self.view_of(self.layout.select(d, i as usize)?);
+        Ok(rules::view("select", self, out, move |z| {
+            z.select(d as isize, i)
+        }))
     }
 
     /// Size-1 dimensions (and new leading ones) repeated to `shape` without copying
     /// (stride 0), numpy's broadcasting rule.
     pub fn broadcast_to(&self, shape: impl Into<Shape>) -> Result<Tensor> {
         let dims = shape.into().0;
-        Ok(self.view_of(self.layout.broadcast_to("broadcast_to", &dims)?))
+        let out = self.view_of(self.layout.broadcast_to("broadcast_to", &dims)?);
+        Ok(rules::identity("expand", self, out))
     }
 
     /// torch's `expand` (sizes given in full; the same as [`Tensor::broadcast_to`]).
     pub fn expand(&self, shape: impl Into<Shape>) -> Result<Tensor> {
         let dims = shape.into().0;
-        Ok(self.view_of(self.layout.broadcast_to("expand", &dims)?))
+        let out = self.view_of(self.layout.broadcast_to("expand", &dims)?);
+        Ok(rules::identity("expand", self, out))
     }
 
     /// A size-1 dimension inserted at `dim` (0 ..= rank; negative from the end).
@@ -194,7 +208,7 @@ impl Tensor {
                 self.rank()
             ))
         })?;
-        Ok(self.view_of(self.layout.unsqueeze(d)))
+        Ok(rules::reshape(self, self.view_of(self.layout.unsqueeze(d))))
     }
 
     /// Dimension `dim` removed if its size is 1, else the tensor unchanged (torch's rule).
@@ -203,7 +217,10 @@ impl Tensor {
         if self.shape()[d] != 1 {
             return Ok(self.clone());
         }
-        Ok(self.view_of(self.layout.select(d, 0)?))
+        Ok(rules::reshape(
+            self,
+            self.view_of(self.layout.select(d, 0)?),
+        ))
     }
 
     /// Every size-1 dimension removed (torch's `squeeze()`).
@@ -212,7 +229,7 @@ impl Tensor {
         while let Some(d) = l.dims().iter().position(|&s| s == 1) {
             l = l.select(d, 0).expect("a size-1 dimension has index 0");
         }
-        self.view_of(l)
+        rules::reshape(self, self.view_of(l))
     }
 
     fn check_numel(&self, op: &str, dims: &[usize]) -> Result<()> {
@@ -233,7 +250,7 @@ impl Tensor {
         let dims = shape.into().0;
         self.check_numel("view", &dims)?;
         match self.layout.view(&dims) {
-            Some(l) => Ok(self.view_of(l)),
+            Some(l) => Ok(rules::reshape(self, self.view_of(l))),
             None => Err(Error::BadShape(format!(
                 "view: shape {:?} with strides {:?} cannot be seen as {dims:?} without a \
                  copy; use .reshape(..) or .contiguous()? first",
@@ -249,10 +266,10 @@ impl Tensor {
         let dims = shape.into().0;
         self.check_numel("reshape", &dims)?;
         match self.layout.view(&dims) {
-            Some(l) => Ok(self.view_of(l)),
+            Some(l) => Ok(rules::reshape(self, self.view_of(l))),
             None => {
                 let c = self.contiguous()?;
-                Ok(c.view_of(Layout::contiguous(dims)))
+                Ok(rules::reshape(self, c.view_of(Layout::contiguous(dims))))
             }
         }
     }
@@ -377,7 +394,8 @@ impl Tensor {
         let storage = self
             .read()
             .gather(&self.layout, d, &idx, &idx_strides, &dims)?;
-        Ok(Tensor::from_storage(storage, dims))
+        let out = Tensor::from_storage(storage, dims);
+        Ok(rules::index_select(self, d, idx, out))
     }
 
     /// torch's `gather`: `out[i][j] = self[index[i][j]][j]` for `dim = 0` (and so on);
@@ -401,7 +419,8 @@ impl Tensor {
         let storage = self
             .read()
             .gather(&self.layout, d, &idx, &idx_strides, &dims)?;
-        Ok(Tensor::from_storage(storage, dims))
+        let out = Tensor::from_storage(storage, dims);
+        Ok(rules::gather_unsupported(self, out))
     }
 
     /// The tensors joined along `dim` (torch's `cat`): every other dimension, the dtype and
@@ -446,10 +465,13 @@ impl Tensor {
         let mut at = 0;
         for t in tensors.iter().map(Borrow::borrow) {
             let len = t.shape()[d];
-            out.narrow(d as isize, at, len)?.copy_(t)?;
+            // The copies themselves are not recorded: `rules::cat` below is the op's rule.
+            crate::autograd::no_grad(|| out.narrow(d as isize, at, len)?.copy_(t))?;
             at += len;
         }
-        Ok(out)
+        let xs: Vec<&Tensor> = tensors.iter().map(Borrow::borrow).collect();
+        let lens = xs.iter().map(|t| t.shape()[d]).collect();
+        Ok(rules::cat(&xs, d, lens, out))
     }
 
     /// The tensors (all of one shape) joined along a new dimension `dim` (torch's `stack`).

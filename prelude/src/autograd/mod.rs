@@ -1,0 +1,282 @@
+//! Reverse-mode automatic differentiation, with torch's names and semantics.
+//!
+//! A tensor that requires grad carries an `Arc<Meta>` (`Tensor::grad_meta`, shared by its
+//! clones). A leaf (made by `requires_grad_(true)`) has no `Node`; its `grad` accumulates
+//! what `backward` sends it. A tensor computed from tensors that require grad (while grad
+//! mode is on, see [`no_grad`]) gets a `Node`: the op's name, the metas of its inputs and a
+//! closure that turns the output's gradient into one gradient per input (`rules.rs`).
+//!
+//! `backward` sorts the nodes reachable from the root topologically (depth first, no
+//! recursion), then walks them from the root, summing the gradients that reach each tensor
+//! before passing them on, so every node runs once. The closures run under `no_grad`: the
+//! backward pass is not itself recorded (no higher-order gradients yet). The engine fits each
+//! gradient to its input (sums broadcast dimensions away, casts back to the input's dtype and
+//! device), so the rules never deal with broadcasting or promotion themselves.
+//!
+//! The graph lives as long as the tensors that hold it: dropping the loss frees it. Unlike
+//! torch, `backward` does not free it, so calling it twice accumulates twice.
+
+pub(crate) mod rules;
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Tensor};
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+type BackwardFn = Box<dyn Fn(&Tensor) -> Result<Vec<Option<Tensor>>> + Send + Sync>;
+
+/// What autograd knows about one tensor that requires grad.
+pub struct Meta {
+    grad: Mutex<Option<Tensor>>,
+    node: Option<Node>,
+}
+
+struct Node {
+    name: &'static str,
+    inputs: Vec<Option<Input>>,
+    backward: BackwardFn,
+}
+
+/// An input of a node that requires grad, and what its gradient must look like.
+struct Input {
+    meta: Arc<Meta>,
+    dims: Vec<usize>,
+    dtype: DType,
+    device: Device,
+}
+
+impl Meta {
+    pub(crate) fn leaf() -> Arc<Meta> {
+        Arc::new(Meta {
+            grad: Mutex::new(None),
+            node: None,
+        })
+    }
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.node.is_none()
+    }
+    pub(crate) fn grad(&self) -> Option<Tensor> {
+        self.grad.lock().unwrap().clone()
+    }
+    pub(crate) fn set_grad(&self, g: Option<Tensor>) {
+        *self.grad.lock().unwrap() = g;
+    }
+    pub(crate) fn op_name(&self) -> Option<&'static str> {
+        self.node.as_ref().map(|n| n.name)
+    }
+}
+
+// A tensor stays unwind-safe, as it was before autograd (user code and tests catch panics
+// around tensor operators): the closures in a node only read what they captured, and the
+// gradient slot is behind a Mutex, so a panic can at worst leave a gradient half accumulated,
+// which the next zero_grad clears.
+impl std::panic::RefUnwindSafe for Meta {}
+impl std::panic::UnwindSafe for Meta {}
+
+impl Drop for Meta {
+    /// Frees the graph behind this tensor iteratively: the default recursive drop of a long
+    /// chain of nodes (a loop of 20,000 ops) would overflow the stack.
+    fn drop(&mut self) {
+        let Some(node) = self.node.as_mut() else {
+            return;
+        };
+        let mut stack: Vec<Arc<Meta>> = node.inputs.drain(..).flatten().map(|i| i.meta).collect();
+        while let Some(m) = stack.pop() {
+            // Only the last owner takes the inputs out; dropping `inner` then recurses no further.
+            if let Ok(mut inner) = Arc::try_unwrap(m) {
+                if let Some(n) = inner.node.as_mut() {
+                    stack.extend(n.inputs.drain(..).flatten().map(|i| i.meta));
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Whether operations are being recorded for `backward` on this thread (torch's
+/// `torch.is_grad_enabled()`).
+pub fn is_grad_enabled() -> bool {
+    GRAD_ENABLED.with(|g| g.get())
+}
+
+/// Turns recording on or off for this thread; returns the previous setting.
+pub fn set_grad_enabled(on: bool) -> bool {
+    GRAD_ENABLED.with(|g| g.replace(on))
+}
+
+/// Runs `f` without recording operations for `backward` (torch's `with torch.no_grad():`):
+/// what `f` computes does not require grad. For evaluation and for optimiser updates.
+/// The setting is per thread and restored when `f` returns or panics.
+pub fn no_grad<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_grad_enabled(self.0);
+        }
+    }
+    let _restore = Restore(set_grad_enabled(false));
+    f()
+}
+
+/// Whether an op over `inputs` is recorded: grad mode is on and one input requires grad.
+pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
+    is_grad_enabled() && inputs.iter().any(|t| t.grad_meta().is_some())
+}
+
+/// Attaches a node to `out`, computed by the op `name` from `inputs`, when it needs one;
+/// `backward` receives the gradient of `out` and returns one gradient (or `None`) per input,
+/// in any shape that broadcasts to the input's (the engine sums it back).
+pub(crate) fn record(
+    out: Tensor,
+    name: &'static str,
+    inputs: &[&Tensor],
+    backward: impl Fn(&Tensor) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+) -> Tensor {
+    if !needs_grad(inputs) || !out.dtype().is_float() {
+        return out;
+    }
+    let inputs = inputs
+        .iter()
+        .map(|t| {
+            t.grad_meta().map(|m| Input {
+                meta: m.clone(),
+                dims: t.shape().to_vec(),
+                dtype: t.dtype(),
+                device: t.device(),
+            })
+        })
+        .collect();
+    let meta = Arc::new(Meta {
+        grad: Mutex::new(None),
+        node: Some(Node {
+            name,
+            inputs,
+            backward: Box::new(backward),
+        }),
+    });
+    out.with_grad_meta(Some(meta))
+}
+
+fn key(m: &Arc<Meta>) -> *const Meta {
+    Arc::as_ptr(m)
+}
+
+/// Every meta reachable from `root`, each after all metas that feed into it.
+fn topo_order(root: &Arc<Meta>) -> Vec<Arc<Meta>> {
+    let mut order = Vec::new();
+    let mut seen = HashSet::new();
+    // (meta, inputs already pushed): a meta is emitted after its inputs, without recursion,
+    // so a long chain of ops cannot overflow the stack.
+    let mut stack = vec![(root.clone(), false)];
+    while let Some((m, expanded)) = stack.pop() {
+        if expanded {
+            order.push(m);
+            continue;
+        }
+        // Marked when expanded, not when pushed: a meta reached again later must still be
+        // emitted before every meta that uses it.
+        if !seen.insert(key(&m)) {
+            continue;
+        }
+        stack.push((m.clone(), true));
+        if let Some(node) = &m.node {
+            for inp in node.inputs.iter().flatten() {
+                if !seen.contains(&key(&inp.meta)) {
+                    stack.push((inp.meta.clone(), false));
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Sums `g` over the dimensions that broadcasting added or stretched, so it has `dims`.
+pub(crate) fn sum_to(g: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    if g.shape() == dims {
+        return Ok(g.clone());
+    }
+    let mut g = g.clone();
+    while g.rank() > dims.len() {
+        g = g.sum_dim(0)?;
+    }
+    for (i, &d) in dims.iter().enumerate() {
+        if d == 1 && g.shape()[i] != 1 {
+            g = g.sum_keepdim(i as isize)?;
+        }
+    }
+    g.reshape(dims)
+}
+
+fn fit(g: Tensor, inp: &Input) -> Result<Tensor> {
+    let mut g = if g.shape() == inp.dims.as_slice() {
+        g
+    } else if g.numel() == 1 && inp.dims.iter().product::<usize>() != 1 {
+        g.expand_to(&inp.dims)?
+    } else {
+        sum_to(&g, &inp.dims)?
+    };
+    if g.dtype() != inp.dtype {
+        g = g.to_dtype(inp.dtype)?;
+    }
+    if g.device() != inp.device {
+        g = g.to(inp.device)?;
+    }
+    Ok(g)
+}
+
+/// The backward pass from `root`, whose gradient is `seed`.
+pub(crate) fn backward(root: &Tensor, seed: Tensor) -> Result<()> {
+    let Some(root_meta) = root.grad_meta() else {
+        return Err(Error::Invalid(format!(
+            "backward(): this tensor (shape {:?}) does not require grad and has no grad_fn: \
+             call .requires_grad_(true) on the leaf tensors you want gradients for \
+             (or on a model's parameters), and compute it outside no_grad",
+            root.shape()
+        )));
+    };
+    if seed.shape() != root.shape() {
+        return Err(Error::BadShape(format!(
+            "backward_with: the gradient has shape {:?} but the tensor has shape {:?}",
+            seed.shape(),
+            root.shape()
+        )));
+    }
+    let order = topo_order(root_meta);
+    let mut grads: HashMap<*const Meta, Tensor> = HashMap::new();
+    grads.insert(key(root_meta), seed);
+    no_grad(|| {
+        for m in order.iter().rev() {
+            let Some(g) = grads.remove(&key(m)) else {
+                continue;
+            };
+            let Some(node) = &m.node else {
+                let mut slot = m.grad.lock().unwrap();
+                *slot = Some(match slot.take() {
+                    Some(old) => old.add(&g)?,
+                    None => g,
+                });
+                continue;
+            };
+            let gs = (node.backward)(&g)
+                .map_err(|e| Error::Invalid(format!("backward of {}: {e}", node.name)))?;
+            for (inp, gi) in node.inputs.iter().zip(gs) {
+                let (Some(inp), Some(gi)) = (inp, gi) else {
+                    continue;
+                };
+                let gi = fit(gi, inp)?;
+                let k = key(&inp.meta);
+                let sum = match grads.remove(&k) {
+                    Some(old) => old.add(&gi)?,
+                    None => gi,
+                };
+                grads.insert(k, sum);
+            }
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,282 @@
+//! The backward rule of every differentiable op. Each function takes the op's (already
+//! promoted) inputs and its freshly computed output, and returns the output with a node
+//! attached when one is needed (see `record`). The tensor methods call them as their last
+//! step, so an op's forward code and its rule stay independent.
+//!
+//! Rules are written with tensor ops only, so one rule serves every device and dtype. The
+//! CUDA backend has no comparison kernels yet, so the masks that ReLU, abs, max and maximum
+//! need are built there from `relu` and `minimum` (see [`pos_mask`]).
+
+use super::record;
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+pub(crate) use crate::tensor::op::{BinaryOp, ReduceOp, UnaryOp};
+
+/// 1 where `x > 0`, else 0, in `x`'s dtype. On the CPU an exact comparison; on CUDA
+/// `min(relu(x) * 1e30, 1)`, exact for every `x` above 1e-30 (smaller positive values,
+/// denormal-sized, get a fraction of the gradient).
+pub(crate) fn pos_mask(x: &Tensor) -> Result<Tensor> {
+    if x.is_cuda() {
+        x.relu()?.mul(1e30)?.minimum(1.0)
+    } else {
+        x.gt(0.0)?.to_dtype(x.dtype())
+    }
+}
+
+/// 1 where `a >= b` (broadcast), else 0.
+fn ge_mask(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    pos_mask(&b.sub(a)?)?.neg()?.add(1.0)
+}
+
+pub(crate) fn reshape(x: &Tensor, out: Tensor) -> Tensor {
+    let dims = x.shape().to_vec();
+    record(out, "reshape", &[x], move |g| {
+        Ok(vec![Some(g.reshape(&dims)?)])
+    })
+}
+
+/// to_dtype / to_device: the engine converts the gradient back to the input's dtype/device.
+pub(crate) fn cast(x: &Tensor, out: Tensor) -> Tensor {
+    record(out, "to", &[x], |g| Ok(vec![Some(g.clone())]))
+}
+
+pub(crate) fn transpose(x: &Tensor, d0: isize, d1: isize, out: Tensor) -> Tensor {
+    record(out, "transpose", &[x], move |g| {
+        Ok(vec![Some(g.transpose(d0, d1)?)])
+    })
+}
+
+pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Tensor) -> Tensor {
+    if !super::needs_grad(&[a, b]) {
+        return out;
+    }
+    let (x, y) = (a.detach(), b.detach());
+    let y_out = out.detach();
+    record(out, op.name(), &[a, b], move |g| {
+        Ok(match op {
+            BinaryOp::Add => vec![Some(g.clone()), Some(g.clone())],
+            BinaryOp::Sub => vec![Some(g.clone()), Some(g.neg()?)],
+            BinaryOp::Mul => vec![Some(g.mul(&y)?), Some(g.mul(&x)?)],
+            BinaryOp::Div => {
+                let gx = g.div(&y)?;
+                let gy = gx.mul(&y_out)?.neg()?;
+                vec![Some(gx), Some(gy)]
+            }
+            BinaryOp::Maximum | BinaryOp::Minimum => {
+                // Ties go to the left operand.
+                let m = if op == BinaryOp::Maximum {
+                    ge_mask(&x, &y)?
+                } else {
+                    ge_mask(&y, &x)?
+                };
+                let gx = g.mul(&m)?;
+                let gy = g.sub(&gx)?;
+                vec![Some(gx), Some(gy)]
+            }
+            BinaryOp::Pow => {
+                // d/dx x^y = y x^(y-1); d/dy x^y = x^y ln x.
+                let gx = g.mul(&y)?.mul(&x.pow(&y.sub(1.0)?)?)?;
+                let gy = g.mul(&y_out)?.mul(&x.log()?)?;
+                vec![Some(gx), Some(gy)]
+            }
+        })
+    })
+}
+
+/// `x op s` (or `s op x` when `scalar_first`).
+pub(crate) fn scalar(op: BinaryOp, s: f64, scalar_first: bool, x: &Tensor, out: Tensor) -> Tensor {
+    if !super::needs_grad(&[x]) {
+        return out;
+    }
+    let xd = x.detach();
+    let y = out.detach();
+    record(out, op.name(), &[x], move |g| {
+        let gx = match (op, scalar_first) {
+            (BinaryOp::Add, _) | (BinaryOp::Sub, false) => g.clone(),
+            (BinaryOp::Sub, true) => g.neg()?,
+            (BinaryOp::Mul, _) => g.mul(s)?,
+            (BinaryOp::Div, false) => g.mul(1.0 / s)?,
+            // d/dx s/x = -s/x^2 = -y/x
+            (BinaryOp::Div, true) => g.mul(&y)?.div(&xd)?.neg()?,
+            (BinaryOp::Maximum, _) => g.mul(&pos_mask(&xd.sub(s)?)?)?,
+            (BinaryOp::Minimum, _) => g.mul(&pos_mask(&xd.sub(s)?.neg()?)?)?,
+            (BinaryOp::Pow, false) => g.mul(&xd.pow(s - 1.0)?)?.mul(s)?,
+            (BinaryOp::Pow, true) => g.mul(&y)?.mul(s.ln())?,
+        };
+        Ok(vec![Some(gx)])
+    })
+}
+
+pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
+    if !super::needs_grad(&[x]) {
+        return out;
+    }
+    let xd = x.detach();
+    let y = out.detach();
+    record(out, op.name(), &[x], move |g| {
+        let gx = match op {
+            UnaryOp::Neg => g.neg()?,
+            UnaryOp::Abs => g.mul(&pos_mask(&xd)?.sub(&pos_mask(&xd.neg()?)?)?)?,
+            UnaryOp::Exp => g.mul(&y)?,
+            UnaryOp::Sqrt => g.div(&y.mul(2.0)?)?,
+            UnaryOp::Relu => g.mul(&pos_mask(&xd)?)?,
+            UnaryOp::Log => g.div(&xd)?,
+            UnaryOp::Tanh => g.mul(&y.mul(&y)?.neg()?.add(1.0)?)?,
+            UnaryOp::Sigmoid => g.mul(&y.mul(&y.neg()?.add(1.0)?)?)?,
+        };
+        Ok(vec![Some(gx)])
+    })
+}
+
+/// A reduction over all elements (`dim` None) or over one dimension.
+pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: Option<usize>, out: Tensor) -> Tensor {
+    if !super::needs_grad(&[x]) {
+        return out;
+    }
+    let dims = x.shape().to_vec();
+    // The output's shape with the reduced dimension kept as 1, so it broadcasts over x.
+    let kept: Vec<usize> = match dim {
+        None => vec![1; dims.len()],
+        Some(d) => {
+            let mut k = dims.clone();
+            k[d] = 1;
+            k
+        }
+    };
+    let xd = x.detach();
+    let y = out.detach();
+    record(out, op.name(), &[x], move |g| {
+        let g = g.reshape(&kept)?;
+        let gx = match op {
+            ReduceOp::Sum => g.expand_to(&dims)?,
+            ReduceOp::Max | ReduceOp::Min => {
+                // The gradient is shared evenly between tied extremes (torch's rule for
+                // max() over all elements; torch's max(dim) gives it to one index).
+                let y = y.reshape(&kept)?;
+                let mask = if op == ReduceOp::Max {
+                    ge_mask(&xd, &y)?
+                } else {
+                    ge_mask(&y, &xd)?
+                };
+                let count = match dim {
+                    None => mask.sum()?,
+                    Some(d) => mask.sum_keepdim(d as isize)?,
+                };
+                mask.mul(&g.div(&count)?)?
+            }
+        };
+        Ok(vec![Some(gx)])
+    })
+}
+
+/// Matrix product with torch's 1-D rules: the gradients are computed on the 2-D forms.
+pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: Tensor) -> Tensor {
+    if !super::needs_grad(&[a, b]) {
+        return out;
+    }
+    let (ad, bd) = (a.shape().to_vec(), b.shape().to_vec());
+    let a2 = if ad.len() == 1 {
+        a.detach().reshape((1, ad[0]))
+    } else {
+        Ok(a.detach())
+    };
+    let b2 = if bd.len() == 1 {
+        b.detach().reshape((bd[0], 1))
+    } else {
+        Ok(b.detach())
+    };
+    let (Ok(a2), Ok(b2)) = (a2, b2) else {
+        return out;
+    };
+    let (m, n) = (a2.shape()[0], b2.shape()[1]);
+    let (need_a, need_b) = (a.requires_grad(), b.requires_grad());
+    record(out, "matmul", &[a, b], move |g| {
+        let g2 = g.reshape((m, n))?;
+        let ga = if need_a {
+            Some(g2.matmul(&b2.t()?)?.reshape(&ad)?)
+        } else {
+            None
+        };
+        let gb = if need_b {
+            Some(a2.t()?.matmul(&g2)?.reshape(&bd)?)
+        } else {
+            None
+        };
+        Ok(vec![ga, gb])
+    })
+}
+
+/// `x.where_(cond, other)`: the gradient goes to `x` where `cond` holds, to `other` elsewhere.
+pub(crate) fn where_(x: &Tensor, cond: &Tensor, other: &Tensor, out: Tensor) -> Tensor {
+    if !super::needs_grad(&[x, other]) {
+        return out;
+    }
+    let c = cond.detach();
+    record(out, "where", &[x, other], move |g| {
+        let zero = g.mul(0.0)?;
+        Ok(vec![Some(g.where_(&c, &zero)?), Some(zero.where_(&c, g)?)])
+    })
+}
+
+/// A view that picks elements without repeating any (narrow, select, permute): the input's
+/// gradient is zeros with `g` written through the same view (`apply` makes it from a tensor
+/// of the input's shape).
+pub(crate) fn view(
+    name: &'static str,
+    x: &Tensor,
+    out: Tensor,
+    apply: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
+) -> Tensor {
+    let dims = x.shape().to_vec();
+    record(out, name, &[x], move |g| {
+        let z = Tensor::zeros_dtype(dims.clone(), g.dtype(), g.device())?;
+        apply(&z)?.copy_(g)?;
+        Ok(vec![Some(z)])
+    })
+}
+
+/// An op whose gradient passes through unchanged: `expand` (the engine sums the gradient
+/// back over the repeated dimensions), `contiguous`, `clone`.
+pub(crate) fn identity(name: &'static str, x: &Tensor, out: Tensor) -> Tensor {
+    record(out, name, &[x], |g| Ok(vec![Some(g.clone())]))
+}
+
+/// `cat` along `dim` of inputs whose sizes there are `lens`: each gets its slice of `g`.
+pub(crate) fn cat(xs: &[&Tensor], dim: usize, lens: Vec<usize>, out: Tensor) -> Tensor {
+    record(out, "cat", xs, move |g| {
+        let mut at = 0;
+        let mut gs = Vec::with_capacity(lens.len());
+        for &len in &lens {
+            gs.push(Some(g.narrow(dim as isize, at, len)?));
+            at += len;
+        }
+        Ok(gs)
+    })
+}
+
+/// `index_select` along `dim` with indices `idx`: rows of `g` added back where they came
+/// from (one in-place add per index, so repeated indices accumulate).
+pub(crate) fn index_select(x: &Tensor, dim: usize, idx: Vec<i64>, out: Tensor) -> Tensor {
+    let dims = x.shape().to_vec();
+    record(out, "index_select", &[x], move |g| {
+        let z = Tensor::zeros_dtype(dims.clone(), g.dtype(), g.device())?;
+        for (i, &j) in idx.iter().enumerate() {
+            z.select(dim as isize, j as isize)?
+                .add_(&g.select(dim as isize, i as isize)?)?;
+        }
+        Ok(vec![Some(z)])
+    })
+}
+
+/// torch's `gather` has no backward rule here yet: an error at `backward()`, never a
+/// silently missing gradient (`F`'s ops use their own gather, which has one).
+pub(crate) fn gather_unsupported(x: &Tensor, out: Tensor) -> Tensor {
+    record(out, "gather", &[x], |_| {
+        Err(crate::error::Error::Invalid(
+            "Tensor::gather has no backward rule yet; use index_select, or detach() the \
+             source"
+                .into(),
+        ))
+    })
+}

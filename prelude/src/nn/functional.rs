@@ -1,0 +1,336 @@
+//! The functions behind the layers, torch's `torch.nn.functional` (exported at the crate root
+//! as `F`, so `F::cross_entropy(&logits, &labels)` reads as in PyTorch).
+//!
+//! Each is composed from tensor ops that autograd already differentiates, so each works on
+//! every device those ops support and needs no backward rule of its own. `conv2d` and
+//! `max_pool2d` gather their windows with one index op (im2col), then use matmul and max.
+
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Tensor};
+use crate::Device;
+use std::sync::{Arc, Mutex};
+
+/// What determines a window gather's indices: (conv or pool, input dims, kernel, stride, pad).
+type WindowKey = (bool, [usize; 4], [usize; 2], usize, usize);
+
+/// The last few window index tables: a training loop runs the same shapes every step, and
+/// building a table (one entry per element of the unfolded input, tens of millions for a
+/// CNN batch) costs about as much as the matmul that follows it.
+static WINDOWS: Mutex<Vec<(WindowKey, Arc<Vec<i32>>)>> = Mutex::new(Vec::new());
+const WINDOWS_KEPT: usize = 8;
+
+fn window_indices(key: WindowKey, build: impl FnOnce() -> Vec<i32>) -> Arc<Vec<i32>> {
+    if let Some((_, idx)) = WINDOWS.lock().unwrap().iter().find(|(k, _)| *k == key) {
+        return idx.clone();
+    }
+    let idx = Arc::new(build());
+    let mut cache = WINDOWS.lock().unwrap();
+    if cache.len() >= WINDOWS_KEPT {
+        cache.remove(0);
+    }
+    cache.push((key, idx.clone()));
+    idx
+}
+
+fn resolve(dim: isize, rank: usize, op: &str) -> Result<usize> {
+    let d = if dim < 0 { dim + rank as isize } else { dim };
+    if rank == 0 || d < 0 || d >= rank as isize {
+        return Err(Error::Invalid(format!(
+            "{op}: dimension {dim} is out of range for a tensor of rank {rank}"
+        )));
+    }
+    Ok(d as usize)
+}
+
+fn float_input(x: &Tensor, op: &str) -> Result<()> {
+    if x.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "{op} needs a floating-point input, got {} (shape {:?}); convert first with \
+             .to_dtype(DType::F32)",
+            x.dtype(),
+            x.shape()
+        )))
+    }
+}
+
+impl Tensor {
+    /// `log(softmax(x))` along `dim`, computed as `x - max - log(sum(exp(x - max)))` so
+    /// that large logits neither overflow nor lose precision.
+    pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
+        float_input(self, "log_softmax")?;
+        let d = resolve(dim, self.rank(), "log_softmax")?;
+        let mut kept = self.shape().to_vec();
+        kept[d] = 1;
+        // The shift changes no gradient (it cancels), so it is taken without history.
+        let m = self.detach().max_dim(d as isize)?.reshape(&kept)?;
+        let z = self.sub(&m)?;
+        let lse = z.exp()?.sum_keepdim(d as isize)?.log()?;
+        z.sub(&lse)
+    }
+
+    /// Softmax along `dim` (each slice sums to 1), the exponential of [`Tensor::log_softmax`].
+    pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+        self.log_softmax(dim)?.exp()
+    }
+}
+
+/// `x.softmax(dim)`.
+pub fn softmax(x: &Tensor, dim: isize) -> Result<Tensor> {
+    x.softmax(dim)
+}
+
+/// `x.log_softmax(dim)`.
+pub fn log_softmax(x: &Tensor, dim: isize) -> Result<Tensor> {
+    x.log_softmax(dim)
+}
+
+pub fn relu(x: &Tensor) -> Result<Tensor> {
+    x.relu()
+}
+
+pub fn sigmoid(x: &Tensor) -> Result<Tensor> {
+    x.sigmoid()
+}
+
+/// The class indices of `targets` (an integer tensor of `n` labels), each checked against
+/// `classes`.
+fn class_labels(targets: &Tensor, n: usize, classes: usize, op: &str) -> Result<Vec<usize>> {
+    if targets.dtype().is_float() || targets.dtype() == DType::Bool {
+        return Err(Error::Invalid(format!(
+            "{op}: targets must be class indices (an int64 tensor of shape [{n}]), got {} \
+             values; convert with .to_dtype(DType::I64)",
+            targets.dtype()
+        )));
+    }
+    if targets.shape() != [n] {
+        return Err(Error::BadShape(format!(
+            "{op}: expected targets of shape [{n}] (one class index per row of the input), \
+             got {:?}",
+            targets.shape()
+        )));
+    }
+    let labels = targets.to_f64_vec()?;
+    labels
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| {
+            if l < 0.0 || l >= classes as f64 {
+                Err(Error::Invalid(format!(
+                    "{op}: target {l} (at position {i}) is out of range for {classes} classes: \
+                     labels must lie in 0..={}",
+                    classes.saturating_sub(1)
+                )))
+            } else {
+                Ok(l as usize)
+            }
+        })
+        .collect()
+}
+
+/// Mean cross-entropy between `logits` (`[N, C]`, unnormalised scores) and `targets`, the
+/// class index of each row (`[N]`, int64), like torch's `F.cross_entropy`.
+pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    float_input(logits, "cross_entropy")?;
+    let [n, c] = logits.shape()[..] else {
+        return Err(Error::BadShape(format!(
+            "cross_entropy: expected logits of shape [N, C] (a batch of class scores), got {:?}",
+            logits.shape()
+        )));
+    };
+    if n == 0 {
+        return Err(Error::Invalid(
+            "cross_entropy of an empty batch has no value".into(),
+        ));
+    }
+    let labels = class_labels(targets, n, c, "cross_entropy")?;
+    let mut onehot = vec![0f32; n * c];
+    for (row, &l) in labels.iter().enumerate() {
+        onehot[row * c + l] = 1.0;
+    }
+    // Picking each row's entry as a product with a one-hot matrix keeps to ops that every
+    // device has; the one-hot is built on the host from the checked labels.
+    let onehot = Tensor::from_vec(onehot, (n, c), Device::Cpu)?
+        .to_dtype(logits.dtype())?
+        .to(logits.device())?;
+    logits
+        .log_softmax(1)?
+        .mul(&onehot)?
+        .sum()?
+        .mul(-1.0 / n as f64)
+}
+
+fn same_shape(a: &Tensor, b: &Tensor, op: &'static str) -> Result<()> {
+    if a.shape() != b.shape() {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: a.shape().to_vec(),
+            rhs: b.shape().to_vec(),
+        });
+    }
+    Ok(())
+}
+
+/// Mean squared error, `mean((input - target)^2)`; both of one shape.
+pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    same_shape(input, target, "mse_loss")?;
+    float_input(input, "mse_loss")?;
+    let d = input.sub(target)?;
+    d.mul(&d)?.mean()
+}
+
+/// Mean binary cross-entropy of `sigmoid(logits)` against `targets` in [0, 1], computed as
+/// `max(x, 0) - x*y + log(1 + exp(-|x|))`, which never takes the log of 0.
+pub fn binary_cross_entropy_with_logits(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    same_shape(logits, targets, "binary_cross_entropy_with_logits")?;
+    float_input(logits, "binary_cross_entropy_with_logits")?;
+    let soft = logits.abs()?.neg()?.exp()?.add(1.0)?.log()?;
+    logits
+        .relu()?
+        .sub(&logits.mul(targets)?)?
+        .add(&soft)?
+        .mean()
+}
+
+/// Zeroes each element with probability `p` and scales the rest by `1/(1-p)` while
+/// `training`; the identity otherwise. The mask comes from the seeded generator
+/// ([`crate::manual_seed`]), drawn on the host.
+pub fn dropout(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(Error::Invalid(format!(
+            "dropout probability has to be between 0 and 1, got {p}"
+        )));
+    }
+    if !training || p == 0.0 {
+        return Ok(x.clone());
+    }
+    if p == 1.0 {
+        return x.mul(0.0);
+    }
+    let u = Tensor::rand(x.shape(), Device::Cpu)?.to_vec::<f32>()?;
+    let keep = (1.0 / (1.0 - p)) as f32;
+    let mask: Vec<f32> = u
+        .iter()
+        .map(|&v| if (v as f64) < p { 0.0 } else { keep })
+        .collect();
+    let mask = Tensor::from_vec(mask, x.shape(), Device::Cpu)?
+        .to_dtype(x.dtype())?
+        .to(x.device())?;
+    x.mul(&mask)
+}
+
+fn nchw(x: &Tensor, what: &str) -> Result<[usize; 4]> {
+    match x.shape()[..] {
+        [n, c, h, w] => Ok([n, c, h, w]),
+        _ => Err(Error::BadShape(format!(
+            "{what}: expected a 4-D input [N, C, H, W], got shape {:?}",
+            x.shape()
+        ))),
+    }
+}
+
+/// The output size of a sliding window along one axis, or an error naming the axis.
+fn out_size(len: usize, k: usize, stride: usize, pad: usize, what: &str) -> Result<usize> {
+    if stride == 0 || k == 0 {
+        return Err(Error::Invalid(format!(
+            "{what}: kernel size and stride must be positive, got kernel {k}, stride {stride}"
+        )));
+    }
+    if len + 2 * pad < k {
+        return Err(Error::BadShape(format!(
+            "{what}: the input ({len} + 2x{pad} padding) is smaller than the kernel ({k})"
+        )));
+    }
+    Ok((len + 2 * pad - k) / stride + 1)
+}
+
+/// 2-D convolution (cross-correlation, as torch's): `x` `[N, C, H, W]`, `weight`
+/// `[O, C, kh, kw]`, optional `bias` `[O]`; the same `stride` and zero `padding` on both axes.
+/// Computed as im2col (one index gather) and one matrix product.
+pub fn conv2d(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: usize,
+    padding: usize,
+) -> Result<Tensor> {
+    let [o, wc, kh, kw] = nchw(weight, "conv2d weight")?;
+    let [n, c, h, w] = nchw(x, "conv2d")?;
+    if c != wc {
+        return Err(Error::BadShape(format!(
+            "conv2d: expected input [N, {wc}, H, W] ({wc} channels, as the weight \
+             [{o}, {wc}, {kh}, {kw}] says), got {:?}",
+            x.shape()
+        )));
+    }
+    let oh = out_size(h, kh, stride, padding, "conv2d")?;
+    let ow = out_size(w, kw, stride, padding, "conv2d")?;
+    let (p, s) = (padding as isize, stride as isize);
+    let key = (true, [n, c, h, w], [kh, kw], stride, padding);
+    let idx = window_indices(key, || {
+        let mut idx = Vec::with_capacity(n * oh * ow * c * kh * kw);
+        for b in 0..n {
+            for y in 0..oh {
+                for xo in 0..ow {
+                    for ch in 0..c {
+                        let base = ((b * c + ch) * h * w) as isize;
+                        for i in 0..kh {
+                            let iy = y as isize * s - p + i as isize;
+                            for j in 0..kw {
+                                let ix = xo as isize * s - p + j as isize;
+                                let inside =
+                                    iy >= 0 && iy < h as isize && ix >= 0 && ix < w as isize;
+                                idx.push(if inside {
+                                    (base + iy * w as isize + ix) as i32
+                                } else {
+                                    -1
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        idx
+    });
+    let cols = x.gather_flat(idx, vec![n * oh * ow, c * kh * kw])?;
+    let w2 = weight.reshape((o, c * kh * kw))?;
+    let out = cols
+        .matmul(&w2.t()?)?
+        .reshape((n, oh * ow, o))?
+        .transpose(1, 2)?
+        .reshape((n, o, oh, ow))?;
+    match bias {
+        Some(b) => out.add(&b.reshape((1, o, 1, 1))?),
+        None => Ok(out),
+    }
+}
+
+/// Max over `kernel` x `kernel` windows moved by `stride` (torch's default stride is the
+/// kernel size), no padding; `x` is `[N, C, H, W]`. The gradient goes to the maximum of each
+/// window (shared evenly between ties).
+pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
+    let [n, c, h, w] = nchw(x, "max_pool2d")?;
+    let oh = out_size(h, kernel, stride, 0, "max_pool2d")?;
+    let ow = out_size(w, kernel, stride, 0, "max_pool2d")?;
+    let key = (false, [n, c, h, w], [kernel, kernel], stride, 0);
+    let idx = window_indices(key, || {
+        let mut idx = Vec::with_capacity(n * c * oh * ow * kernel * kernel);
+        for plane in 0..n * c {
+            let base = plane * h * w;
+            for y in 0..oh {
+                for xo in 0..ow {
+                    for i in 0..kernel {
+                        for j in 0..kernel {
+                            idx.push((base + (y * stride + i) * w + xo * stride + j) as i32);
+                        }
+                    }
+                }
+            }
+        }
+        idx
+    });
+    let windows = x.gather_flat(idx, vec![n * c * oh * ow, kernel * kernel])?;
+    windows.max_dim(1)?.reshape((n, c, oh, ow))
+}

@@ -1,0 +1,662 @@
+//! Layers in torch's `torch.nn` names: a [`Module`] trait, [`Parameter`]s that optimisers
+//! update in place, the layers the articles' networks use, and [`Sequential`] to chain them.
+//!
+//! ```ignore
+//! let model = nn::Sequential::new()
+//!     .add(nn::Linear::new(2, 16))
+//!     .add(nn::ReLU)
+//!     .add(nn::Linear::new(16, 1));
+//! ```
+//!
+//! Parameters are shared cells (`Parameter` is an `Arc`): a model and the optimiser built from
+//! `model.parameters()` hold the same ones, so `optimizer.step()` changes the model's weights
+//! without borrowing the model, as in torch. Weights start as torch's do: Kaiming-uniform
+//! (a = sqrt(5)), i.e. uniform in ±1/sqrt(fan_in), and so do biases; drawn from the seeded
+//! generator ([`crate::manual_seed`]).
+
+pub mod functional;
+pub mod safetensors;
+pub use safetensors::{load_safetensors, save_safetensors};
+
+use crate::autograd::no_grad;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Shape, Tensor};
+use std::cell::Cell;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+/// A tensor a model learns: it requires grad, and its data can be replaced in place (by an
+/// optimiser step or `Module::to`) while keeping its gradient slot. Clones share it.
+#[derive(Clone)]
+pub struct Parameter(Arc<RwLock<Tensor>>);
+
+impl Parameter {
+    /// A parameter holding `t` (detached from any history), requiring grad.
+    pub fn new(t: Tensor) -> Result<Parameter> {
+        Ok(Parameter(Arc::new(RwLock::new(
+            t.detach().requires_grad_(true)?,
+        ))))
+    }
+
+    /// The current value, for use in a forward pass (gradients reach this parameter).
+    pub fn tensor(&self) -> Tensor {
+        self.0.read().unwrap().clone()
+    }
+
+    pub fn grad(&self) -> Option<Tensor> {
+        self.tensor().grad()
+    }
+
+    pub fn zero_grad(&self) {
+        self.tensor().zero_grad()
+    }
+
+    pub fn shape(&self) -> Vec<usize> {
+        self.tensor().shape().to_vec()
+    }
+
+    pub fn numel(&self) -> usize {
+        self.tensor().numel()
+    }
+
+    pub fn device(&self) -> Device {
+        self.tensor().device()
+    }
+
+    /// Replaces the value with `data` (same shape), keeping the gradient slot: what an
+    /// optimiser's step does (torch's `p.data = ...`).
+    pub fn set_data(&self, data: Tensor) -> Result<()> {
+        let mut slot = self.0.write().unwrap();
+        if data.shape() != slot.shape() {
+            return Err(Error::BadShape(format!(
+                "set_data: a parameter of shape {:?} cannot take a value of shape {:?}",
+                slot.shape(),
+                data.shape()
+            )));
+        }
+        let meta = slot.grad_meta().cloned();
+        *slot = data.detach().with_grad_meta(meta);
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Parameter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Parameter containing:\n{:?}", self.tensor())
+    }
+}
+
+/// A layer or a model (torch's `nn.Module`).
+pub trait Module: Send + Sync {
+    fn forward(&self, x: &Tensor) -> Result<Tensor>;
+
+    /// Every learnable parameter (shared with the module: see [`Parameter`]).
+    fn parameters(&self) -> Vec<Parameter> {
+        Vec::new()
+    }
+
+    /// The parameters under torch's `state_dict` names (`weight`, `0.bias`, ...), for
+    /// saving and loading; by default `param0`, `param1`, ... in `parameters()` order.
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        self.parameters()
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| (format!("param{i}"), p))
+            .collect()
+    }
+
+    /// One line naming the layer and its settings, as torch prints it.
+    fn describe(&self) -> String;
+
+    /// Switches training behaviour (dropout) on or off; containers pass it on.
+    fn set_training(&mut self, _training: bool) {}
+
+    fn train(&mut self) {
+        self.set_training(true)
+    }
+
+    fn eval(&mut self) {
+        self.set_training(false)
+    }
+
+    /// Moves every parameter to `device` (torch's `model.to(device)`); gradients are
+    /// cleared. Build the optimiser after moving, as in torch, so its state is there too.
+    fn to(&self, device: Device) -> Result<()> {
+        for p in self.parameters() {
+            let t = p.tensor().detach().to(device)?;
+            p.set_data(t)?;
+            p.zero_grad();
+        }
+        Ok(())
+    }
+
+    /// Converts every parameter to `dtype` (f64 for gradient checks); gradients are cleared.
+    fn to_dtype(&self, dtype: DType) -> Result<()> {
+        for p in self.parameters() {
+            let t = p.tensor().detach().to_dtype(dtype)?;
+            p.set_data(t)?;
+            p.zero_grad();
+        }
+        Ok(())
+    }
+
+    fn zero_grad(&self) {
+        for p in self.parameters() {
+            p.zero_grad();
+        }
+    }
+
+    /// The number of learnable numbers.
+    fn num_parameters(&self) -> usize {
+        self.parameters().iter().map(Parameter::numel).sum()
+    }
+}
+
+/// Uniform in ±`bound`, float32 on the CPU, from the seeded generator.
+fn uniform(dims: Vec<usize>, bound: f64) -> Tensor {
+    Tensor::rand(dims, Device::Cpu)
+        .and_then(|u| u.mul(2.0 * bound)?.sub(bound))
+        .expect("uniform values on the CPU")
+}
+
+/// torch's default initialisation of a weight with `fan_in` inputs per output, and of its bias.
+fn init_param(dims: Vec<usize>, fan_in: usize) -> Parameter {
+    let bound = 1.0 / (fan_in.max(1) as f64).sqrt();
+    Parameter::new(uniform(dims, bound)).expect("a float32 tensor can require grad")
+}
+
+/// The error for a batch on another device than the layer's parameters, saying how to fix it.
+fn same_device(layer: &dyn Module, w: &Parameter, x: &Tensor) -> Result<()> {
+    let (pd, xd) = (w.device(), x.device());
+    if pd != xd {
+        return Err(Error::Invalid(format!(
+            "{}: the input is on {xd} but the layer's parameters are on {pd}; move the model \
+             with model.to({}) (before building the optimiser) or the batch with x.to({})",
+            layer.describe(),
+            rust_name(xd),
+            rust_name(pd)
+        )));
+    }
+    Ok(())
+}
+
+/// How a device is written in a cell.
+fn rust_name(d: Device) -> String {
+    match d {
+        Device::Cpu => "Device::Cpu".into(),
+        Device::Cuda(i) => format!("Device::Cuda({i})"),
+    }
+}
+
+fn weight_and_bias(w: &Parameter, b: &Option<Parameter>) -> Vec<(String, Parameter)> {
+    std::iter::once(("weight".to_string(), w.clone()))
+        .chain(b.clone().map(|b| ("bias".to_string(), b)))
+        .collect()
+}
+
+/// `y = x W^T + b` over the last dimension (torch's `nn.Linear`); weight `[out, in]`.
+pub struct Linear {
+    pub weight: Parameter,
+    pub bias: Option<Parameter>,
+    in_features: usize,
+    out_features: usize,
+}
+
+impl Linear {
+    pub fn new(in_features: usize, out_features: usize) -> Linear {
+        let mut l = Linear::no_bias(in_features, out_features);
+        l.bias = Some(init_param(vec![out_features], in_features));
+        l
+    }
+
+    /// Without the bias term (torch's `bias=False`).
+    pub fn no_bias(in_features: usize, out_features: usize) -> Linear {
+        Linear {
+            weight: init_param(vec![out_features, in_features], in_features),
+            bias: None,
+            in_features,
+            out_features,
+        }
+    }
+}
+
+impl Module for Linear {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let dims = x.shape();
+        if dims.last() != Some(&self.in_features) {
+            return Err(Error::BadShape(format!(
+                "{}: expected input of shape [..., {}] (last dimension {}), got {:?}",
+                self.describe(),
+                self.in_features,
+                self.in_features,
+                dims
+            )));
+        }
+        same_device(self, &self.weight, x)?;
+        let w = self.weight.tensor();
+        let flat = if dims.len() > 2 {
+            x.reshape((x.numel() / self.in_features, self.in_features))?
+        } else {
+            x.clone()
+        };
+        let mut y = flat.matmul(&w.t()?)?;
+        if let Some(b) = &self.bias {
+            y = y.add(&b.tensor())?;
+        }
+        if dims.len() > 2 {
+            let mut out = dims.to_vec();
+            *out.last_mut().unwrap() = self.out_features;
+            y = y.reshape(out)?;
+        }
+        Ok(y)
+    }
+    fn parameters(&self) -> Vec<Parameter> {
+        std::iter::once(self.weight.clone())
+            .chain(self.bias.clone())
+            .collect()
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        weight_and_bias(&self.weight, &self.bias)
+    }
+    fn describe(&self) -> String {
+        format!(
+            "Linear(in_features={}, out_features={}, bias={})",
+            self.in_features,
+            self.out_features,
+            if self.bias.is_some() { "True" } else { "False" }
+        )
+    }
+}
+
+/// 2-D convolution (torch's `nn.Conv2d`), square kernel; weight `[out, in, k, k]`.
+pub struct Conv2d {
+    pub weight: Parameter,
+    pub bias: Option<Parameter>,
+    in_channels: usize,
+    out_channels: usize,
+    kernel_size: usize,
+    stride: usize,
+    padding: usize,
+}
+
+impl Conv2d {
+    pub fn new(in_channels: usize, out_channels: usize, kernel_size: usize) -> Conv2d {
+        let fan_in = in_channels * kernel_size * kernel_size;
+        Conv2d {
+            weight: init_param(
+                vec![out_channels, in_channels, kernel_size, kernel_size],
+                fan_in,
+            ),
+            bias: Some(init_param(vec![out_channels], fan_in)),
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride: 1,
+            padding: 0,
+        }
+    }
+    pub fn stride(mut self, stride: usize) -> Conv2d {
+        self.stride = stride;
+        self
+    }
+    pub fn padding(mut self, padding: usize) -> Conv2d {
+        self.padding = padding;
+        self
+    }
+}
+
+impl Module for Conv2d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if x.rank() != 4 || x.shape()[1] != self.in_channels {
+            return Err(Error::BadShape(format!(
+                "{}: expected input of shape [N, {}, H, W], got {:?}",
+                self.describe(),
+                self.in_channels,
+                x.shape()
+            )));
+        }
+        same_device(self, &self.weight, x)?;
+        let b = self.bias.as_ref().map(Parameter::tensor);
+        functional::conv2d(
+            x,
+            &self.weight.tensor(),
+            b.as_ref(),
+            self.stride,
+            self.padding,
+        )
+    }
+    fn parameters(&self) -> Vec<Parameter> {
+        std::iter::once(self.weight.clone())
+            .chain(self.bias.clone())
+            .collect()
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        weight_and_bias(&self.weight, &self.bias)
+    }
+    fn describe(&self) -> String {
+        let k = self.kernel_size;
+        let mut s = format!(
+            "Conv2d({}, {}, kernel_size=({k}, {k}), stride=({}, {})",
+            self.in_channels, self.out_channels, self.stride, self.stride
+        );
+        if self.padding > 0 {
+            s += &format!(", padding=({}, {})", self.padding, self.padding);
+        }
+        s + ")"
+    }
+}
+
+/// Max pooling (torch's `nn.MaxPool2d`); the stride defaults to the kernel size.
+pub struct MaxPool2d {
+    kernel_size: usize,
+    stride: usize,
+}
+
+impl MaxPool2d {
+    pub fn new(kernel_size: usize) -> MaxPool2d {
+        MaxPool2d {
+            kernel_size,
+            stride: kernel_size,
+        }
+    }
+    pub fn stride(mut self, stride: usize) -> MaxPool2d {
+        self.stride = stride;
+        self
+    }
+}
+
+impl Module for MaxPool2d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        functional::max_pool2d(x, self.kernel_size, self.stride)
+    }
+    fn describe(&self) -> String {
+        format!(
+            "MaxPool2d(kernel_size={}, stride={}, padding=0)",
+            self.kernel_size, self.stride
+        )
+    }
+}
+
+macro_rules! activation {
+    ($(#[$doc:meta])* $name:ident, $method:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name;
+        impl Module for $name {
+            fn forward(&self, x: &Tensor) -> Result<Tensor> {
+                x.$method()
+            }
+            fn describe(&self) -> String {
+                concat!(stringify!($name), "()").to_string()
+            }
+        }
+    };
+}
+
+activation!(
+    /// `max(x, 0)`.
+    ReLU,
+    relu
+);
+activation!(
+    /// `1 / (1 + exp(-x))`.
+    Sigmoid,
+    sigmoid
+);
+activation!(Tanh, tanh);
+
+/// Softmax along `dim` (torch's `nn.Softmax(dim=...)`).
+pub struct Softmax {
+    dim: isize,
+}
+
+impl Softmax {
+    pub fn new(dim: isize) -> Softmax {
+        Softmax { dim }
+    }
+}
+
+impl Module for Softmax {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.softmax(self.dim)
+    }
+    fn describe(&self) -> String {
+        format!("Softmax(dim={})", self.dim)
+    }
+}
+
+/// Keeps the first (batch) dimension and flattens the rest (torch's `nn.Flatten()`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Flatten;
+
+impl Module for Flatten {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match x.shape() {
+            [] => x.reshape(1),
+            [n, ..] => x.reshape((*n, x.numel() / (*n).max(1))),
+        }
+    }
+    fn describe(&self) -> String {
+        "Flatten(start_dim=1, end_dim=-1)".into()
+    }
+}
+
+thread_local! {
+    /// Set while `summary` runs a shape pass, so dropout draws no random numbers then.
+    static SHAPE_PASS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Zeroes inputs with probability `p` while training (torch's `nn.Dropout`); the identity in
+/// `eval()` mode.
+pub struct Dropout {
+    p: f64,
+    training: bool,
+}
+
+impl Dropout {
+    pub fn new(p: f64) -> Dropout {
+        Dropout { p, training: true }
+    }
+}
+
+impl Module for Dropout {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let training = self.training && !SHAPE_PASS.with(Cell::get);
+        functional::dropout(x, self.p, training)
+    }
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+    }
+    fn describe(&self) -> String {
+        format!("Dropout(p={}, inplace=False)", self.p)
+    }
+}
+
+/// Layers applied in order (torch's `nn.Sequential`), built with `add`.
+#[derive(Default)]
+pub struct Sequential {
+    layers: Vec<Box<dyn Module>>,
+}
+
+impl Sequential {
+    pub fn new() -> Sequential {
+        Sequential::default()
+    }
+
+    /// Appends a layer; returns the model, so calls chain.
+    #[allow(clippy::should_implement_trait)]
+    pub fn add(mut self, layer: impl Module + 'static) -> Sequential {
+        self.layers.push(Box::new(layer));
+        self
+    }
+
+    pub fn len(&self) -> usize {
+        self.layers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.layers.is_empty()
+    }
+
+    /// The `i`-th layer.
+    pub fn layer(&self, i: usize) -> Option<&dyn Module> {
+        self.layers.get(i).map(|l| &**l)
+    }
+
+    /// Layers and parameter counts, like Keras' `model.summary()`; without output shapes
+    /// (see [`Sequential::summary_for`]).
+    pub fn summary(&self) -> Summary {
+        self.summary_rows(None)
+    }
+
+    /// The summary with each layer's output shape for an input of `input_shape` (batch
+    /// dimension included), found by one forward pass of zeros without gradients.
+    pub fn summary_for(&self, input_shape: impl Into<Shape>) -> Summary {
+        self.summary_rows(Some(input_shape.into().0))
+    }
+
+    fn summary_rows(&self, input: Option<Vec<usize>>) -> Summary {
+        let device = self
+            .parameters()
+            .first()
+            .map_or(Device::Cpu, Parameter::device);
+        let mut x = input.map(|dims| Tensor::zeros(dims, device));
+        SHAPE_PASS.with(|s| s.set(true));
+        let rows = no_grad(|| {
+            self.layers
+                .iter()
+                .map(|l| {
+                    let shape = match x.take() {
+                        Some(Ok(t)) => {
+                            let y = l.forward(&t);
+                            let s = match &y {
+                                Ok(y) => format!("{:?}", y.shape()),
+                                Err(e) => format!("error: {e}"),
+                            };
+                            x = Some(y);
+                            Some(s)
+                        }
+                        Some(Err(e)) => {
+                            x = Some(Err(e));
+                            Some("-".into())
+                        }
+                        None => None,
+                    };
+                    (l.describe(), shape, l.num_parameters())
+                })
+                .collect()
+        });
+        SHAPE_PASS.with(|s| s.set(false));
+        Summary { rows }
+    }
+}
+
+impl Module for Sequential {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let mut y = x.clone();
+        for l in &self.layers {
+            y = l.forward(&y)?;
+        }
+        Ok(y)
+    }
+    fn parameters(&self) -> Vec<Parameter> {
+        self.layers.iter().flat_map(|l| l.parameters()).collect()
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        let mut out = Vec::new();
+        for (i, l) in self.layers.iter().enumerate() {
+            for (name, p) in l.named_parameters() {
+                out.push((format!("{i}.{name}"), p));
+            }
+        }
+        out
+    }
+    fn set_training(&mut self, training: bool) {
+        for l in &mut self.layers {
+            l.set_training(training);
+        }
+    }
+    fn describe(&self) -> String {
+        let mut s = String::from("Sequential(\n");
+        for (i, l) in self.layers.iter().enumerate() {
+            let inner = l.describe().replace('\n', "\n  ");
+            s += &format!("  ({i}): {inner}\n");
+        }
+        s + ")"
+    }
+}
+
+impl fmt::Debug for Sequential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// A model's layers, output shapes (when an input shape was given) and parameter counts.
+pub struct Summary {
+    rows: Vec<(String, Option<String>, usize)>,
+}
+
+impl Summary {
+    pub fn total_parameters(&self) -> usize {
+        self.rows.iter().map(|r| r.2).sum()
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shapes = self.rows.iter().any(|r| r.1.is_some());
+        let w0 = self
+            .rows
+            .iter()
+            .map(|r| r.0.len() + 5)
+            .max()
+            .unwrap_or(0)
+            .max(12);
+        let w1 = self
+            .rows
+            .iter()
+            .filter_map(|r| r.1.as_ref().map(String::len))
+            .max()
+            .unwrap_or(0)
+            .max(12);
+        let line = w0 + if shapes { w1 + 2 } else { 0 } + 12;
+        writeln!(f, "{}", "=".repeat(line))?;
+        write!(f, "{:<w0$}", "Layer (type)")?;
+        if shapes {
+            write!(f, "  {:<w1$}", "Output Shape")?;
+        }
+        writeln!(f, "  {:>10}", "Param #")?;
+        writeln!(f, "{}", "=".repeat(line))?;
+        for (i, (name, shape, n)) in self.rows.iter().enumerate() {
+            write!(f, "{:<w0$}", format!("({i}) {name}"))?;
+            if shapes {
+                write!(f, "  {:<w1$}", shape.as_deref().unwrap_or(""))?;
+            }
+            writeln!(f, "  {n:>10}")?;
+        }
+        writeln!(f, "{}", "=".repeat(line))?;
+        writeln!(f, "Total params: {}", group(self.total_parameters()))?;
+        write!(f, "Trainable params: {}", group(self.total_parameters()))
+    }
+}
+
+impl fmt::Debug for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// 1234567 -> "1,234,567", as Keras prints counts.
+fn group(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}

@@ -1,0 +1,191 @@
+//! Optimisers in torch's `torch.optim` names. Each holds the model's [`Parameter`]s (shared
+//! cells, so the model sees every update) and its own state per parameter; `step` runs under
+//! [`no_grad`] with tensor ops, so it updates the parameters on their own device.
+
+use crate::autograd::no_grad;
+use crate::error::Result;
+use crate::nn::Parameter;
+use crate::tensor::Tensor;
+
+/// What every optimiser does.
+pub trait Optimizer {
+    /// One update of every parameter that has a gradient.
+    fn step(&mut self) -> Result<()>;
+    /// Clears every parameter's gradient (torch's `set_to_none=True`).
+    fn zero_grad(&self);
+}
+
+/// Stochastic gradient descent with optional momentum and weight decay, torch's algorithm
+/// (`buf = momentum * buf + g`, no dampening, `p -= lr * buf`).
+pub struct SGD {
+    params: Vec<Parameter>,
+    lr: f64,
+    momentum: f64,
+    weight_decay: f64,
+    buffers: Vec<Option<Tensor>>,
+}
+
+impl SGD {
+    pub fn new(params: Vec<Parameter>, lr: f64) -> SGD {
+        let n = params.len();
+        SGD {
+            params,
+            lr,
+            momentum: 0.0,
+            weight_decay: 0.0,
+            buffers: vec![None; n],
+        }
+    }
+    pub fn momentum(mut self, momentum: f64) -> SGD {
+        self.momentum = momentum;
+        self
+    }
+    pub fn weight_decay(mut self, weight_decay: f64) -> SGD {
+        self.weight_decay = weight_decay;
+        self
+    }
+    pub fn lr(&self) -> f64 {
+        self.lr
+    }
+    pub fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
+    }
+}
+
+impl Optimizer for SGD {
+    fn step(&mut self) -> Result<()> {
+        SGD::step(self)
+    }
+    fn zero_grad(&self) {
+        SGD::zero_grad(self)
+    }
+}
+
+// Inherent as well as the trait's, so `opt.step()` works with only `use gpulab::*` in scope.
+impl SGD {
+    /// One update of every parameter that has a gradient.
+    pub fn step(&mut self) -> Result<()> {
+        no_grad(|| {
+            for (p, buf) in self.params.iter().zip(&mut self.buffers) {
+                let Some(mut g) = p.grad() else { continue };
+                let w = p.tensor();
+                if self.weight_decay != 0.0 {
+                    g = g.add(&w.mul(self.weight_decay)?)?;
+                }
+                if self.momentum != 0.0 {
+                    let b = match buf.take() {
+                        Some(b) => b.mul(self.momentum)?.add(&g)?,
+                        None => g,
+                    };
+                    g = b.clone();
+                    *buf = Some(b);
+                }
+                p.set_data(w.sub(&g.mul(self.lr)?)?)?;
+            }
+            Ok(())
+        })
+    }
+    /// Clears every parameter's gradient.
+    pub fn zero_grad(&self) {
+        for p in &self.params {
+            p.zero_grad();
+        }
+    }
+}
+
+/// Adam (Kingma & Ba), torch's defaults: lr 1e-3, betas (0.9, 0.999), eps 1e-8, no weight
+/// decay (L2 added to the gradient, as torch's `Adam`, not `AdamW`).
+pub struct Adam {
+    params: Vec<Parameter>,
+    lr: f64,
+    betas: (f64, f64),
+    eps: f64,
+    weight_decay: f64,
+    t: i32,
+    m: Vec<Option<Tensor>>,
+    v: Vec<Option<Tensor>>,
+}
+
+impl Adam {
+    pub fn new(params: Vec<Parameter>, lr: f64) -> Adam {
+        let n = params.len();
+        Adam {
+            params,
+            lr,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            weight_decay: 0.0,
+            t: 0,
+            m: vec![None; n],
+            v: vec![None; n],
+        }
+    }
+    pub fn betas(mut self, beta1: f64, beta2: f64) -> Adam {
+        self.betas = (beta1, beta2);
+        self
+    }
+    pub fn eps(mut self, eps: f64) -> Adam {
+        self.eps = eps;
+        self
+    }
+    pub fn weight_decay(mut self, weight_decay: f64) -> Adam {
+        self.weight_decay = weight_decay;
+        self
+    }
+    pub fn lr(&self) -> f64 {
+        self.lr
+    }
+    pub fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
+    }
+}
+
+impl Optimizer for Adam {
+    fn step(&mut self) -> Result<()> {
+        Adam::step(self)
+    }
+    fn zero_grad(&self) {
+        Adam::zero_grad(self)
+    }
+}
+
+impl Adam {
+    /// One update of every parameter that has a gradient.
+    pub fn step(&mut self) -> Result<()> {
+        self.t += 1;
+        let (b1, b2) = self.betas;
+        let bc1 = 1.0 - b1.powi(self.t);
+        let bc2 = 1.0 - b2.powi(self.t);
+        no_grad(|| {
+            for (i, p) in self.params.iter().enumerate() {
+                let Some(mut g) = p.grad() else { continue };
+                let w = p.tensor();
+                if self.weight_decay != 0.0 {
+                    g = g.add(&w.mul(self.weight_decay)?)?;
+                }
+                let m = match self.m[i].take() {
+                    Some(m) => m.mul(b1)?.add(&g.mul(1.0 - b1)?)?,
+                    None => g.mul(1.0 - b1)?,
+                };
+                let g2 = g.mul(&g)?.mul(1.0 - b2)?;
+                let v = match self.v[i].take() {
+                    Some(v) => v.mul(b2)?.add(&g2)?,
+                    None => g2,
+                };
+                // torch's form: p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps)
+                let denom = v.sqrt()?.mul(1.0 / bc2.sqrt())?.add(self.eps)?;
+                let update = m.div(&denom)?.mul(self.lr / bc1)?;
+                p.set_data(w.sub(&update)?)?;
+                self.m[i] = Some(m);
+                self.v[i] = Some(v);
+            }
+            Ok(())
+        })
+    }
+    /// Clears every parameter's gradient.
+    pub fn zero_grad(&self) {
+        for p in &self.params {
+            p.zero_grad();
+        }
+    }
+}

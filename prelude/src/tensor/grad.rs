@@ -1,0 +1,114 @@
+//! Tensor's autograd methods (torch's names); the engine is `crate::autograd`.
+
+use super::Tensor;
+use crate::autograd::{self, Meta};
+use crate::error::{Error, Result};
+use std::sync::Arc;
+
+impl Tensor {
+    pub(crate) fn grad_meta(&self) -> Option<&Arc<Meta>> {
+        self.grad_meta.as_ref()
+    }
+
+    pub(crate) fn with_grad_meta(mut self, meta: Option<Arc<Meta>>) -> Tensor {
+        self.grad_meta = meta;
+        self
+    }
+
+    /// Makes this tensor a leaf whose gradient `backward` computes (`true`), or stops
+    /// tracking it (`false`), like torch's `requires_grad_`. Only floating-point tensors
+    /// can require grad; a tensor computed from others cannot be switched off (use
+    /// [`Tensor::detach`]).
+    pub fn requires_grad_(self, requires_grad: bool) -> Result<Tensor> {
+        match (&self.grad_meta, requires_grad) {
+            (Some(_), true) => Ok(self),
+            (None, true) => {
+                if !self.dtype().is_float() {
+                    return Err(Error::Invalid(format!(
+                        "requires_grad_: only floating-point tensors can require gradients, \
+                         this one is {} (shape {:?}); convert first with .to_dtype(DType::F32)",
+                        self.dtype(),
+                        self.shape()
+                    )));
+                }
+                Ok(self.with_grad_meta(Some(Meta::leaf())))
+            }
+            (Some(m), false) if !m.is_leaf() => Err(Error::Invalid(format!(
+                "requires_grad_(false) on a tensor computed by {} (not a leaf): \
+                 use .detach() to get a copy without history",
+                m.op_name().unwrap_or("an op")
+            ))),
+            (_, false) => Ok(self.with_grad_meta(None)),
+        }
+    }
+
+    /// Whether gradients flow to (or through) this tensor.
+    pub fn requires_grad(&self) -> bool {
+        self.grad_meta.is_some()
+    }
+
+    /// True for a tensor that was not computed by a recorded op (torch's `is_leaf`).
+    pub fn is_leaf(&self) -> bool {
+        self.grad_meta.as_ref().is_none_or(|m| m.is_leaf())
+    }
+
+    /// The name of the op that computed this tensor, when it is recorded (torch's `grad_fn`).
+    pub fn grad_fn(&self) -> Option<&'static str> {
+        self.grad_meta.as_ref().and_then(|m| m.op_name())
+    }
+
+    /// The gradient accumulated by `backward` for this leaf; `None` before any backward,
+    /// after `zero_grad`, and for tensors that are not leaves (as in torch).
+    pub fn grad(&self) -> Option<Tensor> {
+        self.grad_meta.as_ref().and_then(|m| m.grad())
+    }
+
+    /// Replaces the accumulated gradient (`None` clears it). Shared with every clone.
+    pub fn set_grad(&self, grad: Option<Tensor>) {
+        if let Some(m) = &self.grad_meta {
+            m.set_grad(grad);
+        }
+    }
+
+    /// Clears the accumulated gradient (torch's `zero_grad(set_to_none=True)`).
+    pub fn zero_grad(&self) {
+        self.set_grad(None);
+    }
+
+    /// The same data without autograd history: it does not require grad (no copy).
+    pub fn detach(&self) -> Tensor {
+        self.view_of(self.layout.clone())
+    }
+
+    /// Computes the gradient of this one-element tensor (a loss) with respect to every leaf
+    /// that requires grad, and adds it to their `.grad()`.
+    pub fn backward(&self) -> Result<()> {
+        if self.numel() != 1 {
+            return Err(Error::Invalid(format!(
+                "backward(): grad can be implicitly created only for a tensor with one \
+                 element, this one has shape {:?}; reduce it first (.sum(), .mean()) or pass \
+                 the gradient with backward_with(&grad)",
+                self.shape()
+            )));
+        }
+        let seed = Tensor::full_dtype(self.shape().to_vec(), 1.0, self.dtype(), self.device())?;
+        autograd::backward(self, seed)
+    }
+
+    /// `backward` with the gradient of this tensor given (torch's `backward(gradient)`),
+    /// for a tensor with more than one element.
+    pub fn backward_with(&self, grad: &Tensor) -> Result<()> {
+        let g = grad.detach().to_dtype(self.dtype())?;
+        self.same_device(&g)?;
+        autograd::backward(self, g)
+    }
+
+    /// This tensor repeated along its size-1 (or missing leading) dimensions to `dims`,
+    /// as a contiguous copy (torch's `expand(...).contiguous()`).
+    pub fn expand_to(&self, dims: &[usize]) -> Result<Tensor> {
+        if self.shape() == dims {
+            return Ok(self.clone());
+        }
+        self.expand(dims.to_vec())?.contiguous()
+    }
+}

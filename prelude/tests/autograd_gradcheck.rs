@@ -1,0 +1,455 @@
+//! Every differentiable op and layer against central finite differences, in f64 on the CPU.
+//!
+//! `check` turns the function under test into a scalar `sum(f(inputs) * w)` with fixed,
+//! irregular weights `w` (so a wrong gradient cannot hide behind a uniform upstream
+//! gradient), runs `backward`, and compares each input's gradient with
+//! `(L(x + h) - L(x - h)) / 2h`, h = 1e-6, within 1e-6 + 1e-5 * |numeric|.
+//! Inputs stay away from the kinks of relu/abs/max so the derivative exists.
+
+use gpulab::nn::{self, Module};
+use gpulab::{manual_seed, no_grad, DType, Device, Tensor, F};
+
+const CPU: Device = Device::Cpu;
+type R<T> = gpulab::error::Result<T>;
+
+/// Deterministic values in ±(0.1 .. 1.1): never near 0, rarely tied.
+fn vals(n: usize, salt: u64) -> Vec<f64> {
+    (0..n)
+        .map(|i| {
+            let h = (i as u64 + 1)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .wrapping_add(salt.wrapping_mul(0xBF58_476D_1CE4_E5B9));
+            let h = (h ^ (h >> 29)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            let u = (h >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+            let mag = 0.1 + u;
+            if (h >> 7) & 1 == 0 {
+                mag
+            } else {
+                -mag
+            }
+        })
+        .collect()
+}
+
+fn input(shape: &[usize], salt: u64) -> Tensor {
+    let n = shape.iter().product();
+    Tensor::from_vec(vals(n, salt), shape, CPU)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
+}
+
+fn positive(shape: &[usize], salt: u64) -> Tensor {
+    let n = shape.iter().product();
+    let v: Vec<f64> = vals(n, salt).iter().map(|x| x.abs() + 0.2).collect();
+    Tensor::from_vec(v, shape, CPU)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
+}
+
+fn loss_of(f: &dyn Fn(&[Tensor]) -> R<Tensor>, xs: &[Tensor]) -> R<Tensor> {
+    let y = f(xs)?;
+    let w = Tensor::from_vec(vals(y.numel(), 999), y.shape(), CPU)?;
+    y.mul(&w)?.sum()
+}
+
+#[track_caller]
+fn check(name: &str, inputs: Vec<Tensor>, f: impl Fn(&[Tensor]) -> R<Tensor>) {
+    for x in &inputs {
+        x.zero_grad();
+    }
+    let loss = loss_of(&f, &inputs).unwrap_or_else(|e| panic!("{name}: forward: {e}"));
+    assert_eq!(loss.dtype(), DType::F64, "{name}: the check runs in f64");
+    loss.backward()
+        .unwrap_or_else(|e| panic!("{name}: backward: {e}"));
+    let h = 1e-6;
+    for (k, x) in inputs.iter().enumerate() {
+        let analytic = x
+            .grad()
+            .unwrap_or_else(|| panic!("{name}: input {k} got no gradient"));
+        assert_eq!(
+            analytic.shape(),
+            x.shape(),
+            "{name}: grad shape of input {k}"
+        );
+        let analytic = analytic.to_vec::<f64>().unwrap();
+        let base = x.to_vec::<f64>().unwrap();
+        for j in 0..base.len() {
+            let at = |delta: f64| -> f64 {
+                let mut v = base.clone();
+                v[j] += delta;
+                let mut xs = inputs.clone();
+                xs[k] = Tensor::from_vec(v, x.shape(), CPU).unwrap();
+                no_grad(|| loss_of(&f, &xs).unwrap().item::<f64>().unwrap())
+            };
+            let numeric = (at(h) - at(-h)) / (2.0 * h);
+            let a = analytic[j];
+            assert!(
+                (a - numeric).abs() <= 1e-6 + 1e-5 * numeric.abs(),
+                "{name}: d/d input{k}[{j}]: autograd {a}, finite differences {numeric}"
+            );
+        }
+    }
+}
+
+#[test]
+fn elementwise_binary_ops_with_broadcasting() {
+    check("add", vec![input(&[2, 3], 1), input(&[3], 2)], |x| {
+        x[0].add(&x[1])
+    });
+    check("sub", vec![input(&[2, 3], 3), input(&[2, 1], 4)], |x| {
+        x[0].sub(&x[1])
+    });
+    check("mul", vec![input(&[2, 1, 3], 5), input(&[4, 1], 6)], |x| {
+        x[0].mul(&x[1])
+    });
+    check("div", vec![input(&[2, 3], 7), positive(&[3], 8)], |x| {
+        x[0].div(&x[1])
+    });
+    check(
+        "maximum",
+        vec![input(&[2, 3], 9), input(&[2, 3], 10)],
+        |x| x[0].maximum(&x[1]),
+    );
+    check(
+        "minimum",
+        vec![input(&[2, 3], 11), input(&[1, 3], 12)],
+        |x| x[0].minimum(&x[1]),
+    );
+    check(
+        "pow",
+        vec![positive(&[2, 3], 13), input(&[2, 3], 14)],
+        |x| x[0].pow(&x[1]),
+    );
+    check("operators", vec![input(&[3], 15), input(&[3], 16)], |x| {
+        Ok(&(&x[0] * &x[1]) - &(&x[0] / 2.0))
+    });
+}
+
+#[test]
+fn scalar_ops() {
+    check("add scalar", vec![input(&[4], 20)], |x| x[0].add(1.5));
+    check("sub scalar", vec![input(&[4], 21)], |x| x[0].sub(0.5));
+    check("scalar - x", vec![input(&[4], 22)], |x| Ok(2.0f32 - &x[0]));
+    check("mul scalar", vec![input(&[4], 23)], |x| x[0].mul(-3.0));
+    check("div scalar", vec![input(&[4], 24)], |x| x[0].div(4.0));
+    check("scalar / x", vec![positive(&[4], 25)], |x| {
+        Ok(2.0f32 / &x[0])
+    });
+    check("pow scalar", vec![positive(&[4], 26)], |x| x[0].pow(2.5));
+    check("maximum scalar", vec![input(&[6], 27)], |x| {
+        x[0].maximum(0.0)
+    });
+    check("minimum scalar", vec![input(&[6], 28)], |x| {
+        x[0].minimum(0.05)
+    });
+}
+
+#[test]
+fn unary_ops() {
+    check("neg", vec![input(&[5], 30)], |x| x[0].neg());
+    check("abs", vec![input(&[5], 31)], |x| x[0].abs());
+    check("exp", vec![input(&[5], 32)], |x| x[0].exp());
+    check("log", vec![positive(&[5], 33)], |x| x[0].log());
+    check("sqrt", vec![positive(&[5], 34)], |x| x[0].sqrt());
+    check("tanh", vec![input(&[5], 35)], |x| x[0].tanh());
+    check("sigmoid", vec![input(&[5], 36)], |x| x[0].sigmoid());
+    check("relu", vec![input(&[8], 37)], |x| x[0].relu());
+}
+
+#[test]
+fn reductions() {
+    check("sum", vec![input(&[2, 3], 40)], |x| x[0].sum());
+    check("sum_dim", vec![input(&[2, 3, 2], 41)], |x| x[0].sum_dim(1));
+    check("sum_keepdim", vec![input(&[2, 3], 42)], |x| {
+        x[0].sum_keepdim(-1)
+    });
+    check("mean", vec![input(&[2, 3], 43)], |x| x[0].mean());
+    check("mean_dim", vec![input(&[2, 3], 44)], |x| x[0].mean_dim(0));
+    check("max", vec![input(&[2, 3], 45)], |x| x[0].max());
+    check("max_dim", vec![input(&[3, 4], 46)], |x| x[0].max_dim(1));
+    check("min", vec![input(&[2, 3], 47)], |x| x[0].min());
+    check("min_dim", vec![input(&[3, 4], 48)], |x| x[0].min_dim(0));
+}
+
+#[test]
+fn shape_ops_and_matmul() {
+    check("reshape", vec![input(&[2, 3], 50)], |x| {
+        x[0].reshape((3, 2))?
+            .mul(&Tensor::from_vec(vals(6, 5), (3, 2), CPU)?)
+    });
+    check("flatten", vec![input(&[2, 3], 51)], |x| x[0].flatten());
+    check("transpose", vec![input(&[2, 3, 4], 52)], |x| {
+        x[0].transpose(0, 2)
+    });
+    check("t", vec![input(&[2, 3], 53)], |x| x[0].t());
+    check("expand_to", vec![input(&[3, 1], 54)], |x| {
+        x[0].expand_to(&[2, 3, 4])
+    });
+    check(
+        "matmul 2x2",
+        vec![input(&[2, 3], 55), input(&[3, 4], 56)],
+        |x| x[0].matmul(&x[1]),
+    );
+    check(
+        "matmul 1x2",
+        vec![input(&[3], 57), input(&[3, 2], 58)],
+        |x| x[0].matmul(&x[1]),
+    );
+    check(
+        "matmul 2x1",
+        vec![input(&[2, 3], 59), input(&[3], 60)],
+        |x| x[0].matmul(&x[1]),
+    );
+    check("matmul 1x1", vec![input(&[3], 61), input(&[3], 62)], |x| {
+        x[0].matmul(&x[1])
+    });
+    check("where", vec![input(&[4], 63), input(&[4], 64)], |x| {
+        let c = Tensor::from_vec(vec![true, false, false, true], 4, CPU)?;
+        x[0].where_(&c, &x[1])
+    });
+    check("one input used twice", vec![input(&[3], 66)], |x| {
+        x[0].mul(&x[0])?.add(&x[0].exp()?)
+    });
+}
+
+/// A cast's gradient is the identity, converted back to the input's dtype (finite
+/// differences through f32 would only measure rounding).
+#[test]
+fn casts_send_the_gradient_back_in_the_input_dtype() {
+    let x = input(&[3], 65);
+    let y = x
+        .to_dtype(DType::F32)
+        .unwrap()
+        .mul(2.0)
+        .unwrap()
+        .sum()
+        .unwrap();
+    y.backward().unwrap();
+    let g = x.grad().unwrap();
+    assert_eq!(g.dtype(), DType::F64);
+    assert_eq!(g.to_vec::<f64>().unwrap(), vec![2.0; 3]);
+}
+
+#[test]
+fn softmax_and_losses() {
+    check("softmax", vec![input(&[2, 4], 70)], |x| x[0].softmax(1));
+    check("log_softmax", vec![input(&[3, 4], 71)], |x| {
+        x[0].log_softmax(-1)
+    });
+    check("log_softmax dim 0", vec![input(&[3, 2], 72)], |x| {
+        x[0].log_softmax(0)
+    });
+    let labels = Tensor::from_vec(vec![2i64, 0, 3], 3, CPU).unwrap();
+    check("cross_entropy", vec![input(&[3, 4], 73)], move |x| {
+        F::cross_entropy(&x[0], &labels)
+    });
+    let target = Tensor::from_vec(vals(6, 74), (2, 3), CPU).unwrap();
+    check("mse_loss", vec![input(&[2, 3], 75)], move |x| {
+        F::mse_loss(&x[0], &target)
+    });
+    let y = Tensor::from_vec(vec![1.0, 0.0, 0.3, 1.0, 0.0, 0.7], (2, 3), CPU).unwrap();
+    check("bce_with_logits", vec![input(&[2, 3], 76)], move |x| {
+        F::binary_cross_entropy_with_logits(&x[0], &y)
+    });
+    check("dropout", vec![input(&[4, 5], 77)], |x| {
+        // Reseeded on each evaluation so every call draws the same mask.
+        manual_seed(5);
+        F::dropout(&x[0], 0.4, true)
+    });
+}
+
+#[test]
+fn conv2d_and_max_pool2d() {
+    check(
+        "conv2d",
+        vec![
+            input(&[2, 2, 5, 5], 80),
+            input(&[3, 2, 3, 3], 81),
+            input(&[3], 82),
+        ],
+        |x| F::conv2d(&x[0], &x[1], Some(&x[2]), 1, 0),
+    );
+    check(
+        "conv2d stride 2 padding 1",
+        vec![input(&[1, 2, 5, 4], 83), input(&[2, 2, 3, 3], 84)],
+        |x| F::conv2d(&x[0], &x[1], None, 2, 1),
+    );
+    check("max_pool2d", vec![input(&[2, 2, 4, 6], 85)], |x| {
+        F::max_pool2d(&x[0], 2, 2)
+    });
+    check(
+        "max_pool2d overlapping",
+        vec![input(&[1, 1, 5, 5], 86)],
+        |x| F::max_pool2d(&x[0], 3, 2),
+    );
+}
+
+/// The numeric derivative of `loss` at each element of `base`, evaluated by `at(values)`.
+fn numeric_grad(base: &[f64], at: &dyn Fn(Vec<f64>) -> f64) -> Vec<f64> {
+    let h = 1e-6;
+    (0..base.len())
+        .map(|j| {
+            let mut up = base.to_vec();
+            up[j] += h;
+            let mut down = base.to_vec();
+            down[j] -= h;
+            (at(up) - at(down)) / (2.0 * h)
+        })
+        .collect()
+}
+
+#[track_caller]
+fn close(name: &str, what: &str, analytic: &[f64], numeric: &[f64]) {
+    assert_eq!(analytic.len(), numeric.len());
+    for (j, (a, n)) in analytic.iter().zip(numeric).enumerate() {
+        assert!(
+            (a - n).abs() <= 1e-6 + 1e-5 * n.abs(),
+            "{name}: d/d {what}[{j}]: autograd {a}, finite differences {n}"
+        );
+    }
+}
+
+/// A layer in f64: the gradients of its input and of every parameter against finite
+/// differences (parameters perturbed through `set_data`, as an optimiser changes them).
+fn layer_check(name: &str, layer: &dyn Module, x: Tensor) {
+    layer.to_dtype(DType::F64).unwrap();
+    let x = x
+        .to_dtype(DType::F64)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let fwd = |x: &Tensor| -> f64 {
+        no_grad(|| {
+            loss_of(&|xs| layer.forward(&xs[0]), std::slice::from_ref(x))
+                .unwrap()
+                .item::<f64>()
+                .unwrap()
+        })
+    };
+    layer.zero_grad();
+    loss_of(&|xs| layer.forward(&xs[0]), std::slice::from_ref(&x))
+        .unwrap()
+        .backward()
+        .unwrap();
+    let xv = x.to_vec::<f64>().unwrap();
+    let num = numeric_grad(&xv, &|v| fwd(&Tensor::from_vec(v, x.shape(), CPU).unwrap()));
+    close(
+        name,
+        "input",
+        &x.grad().unwrap().to_vec::<f64>().unwrap(),
+        &num,
+    );
+    for (k, p) in layer.parameters().iter().enumerate() {
+        let original = p.tensor().detach();
+        let pv = original.to_vec::<f64>().unwrap();
+        let num = numeric_grad(&pv, &|v| {
+            p.set_data(Tensor::from_vec(v, original.shape(), CPU).unwrap())
+                .unwrap();
+            let l = fwd(&x);
+            p.set_data(original.clone()).unwrap();
+            l
+        });
+        let g = p
+            .grad()
+            .unwrap_or_else(|| panic!("{name}: parameter {k} got no gradient"));
+        close(
+            name,
+            &format!("parameter {k}"),
+            &g.to_vec::<f64>().unwrap(),
+            &num,
+        );
+    }
+}
+
+fn x_of(shape: &[usize], salt: u64) -> Tensor {
+    let n = shape.iter().product();
+    Tensor::from_vec(vals(n, salt), shape, CPU).unwrap()
+}
+
+#[test]
+fn layers() {
+    manual_seed(1);
+    layer_check("Linear", &nn::Linear::new(3, 2), x_of(&[4, 3], 90));
+    layer_check(
+        "Linear 3-D input",
+        &nn::Linear::new(3, 2),
+        x_of(&[2, 2, 3], 91),
+    );
+    layer_check("Linear no bias", &nn::Linear::no_bias(3, 2), x_of(&[3], 92));
+    layer_check(
+        "Conv2d",
+        &nn::Conv2d::new(2, 3, 3).padding(1),
+        x_of(&[2, 2, 4, 4], 93),
+    );
+    layer_check(
+        "Conv2d stride 2",
+        &nn::Conv2d::new(1, 2, 2).stride(2),
+        x_of(&[1, 1, 5, 5], 94),
+    );
+    layer_check("MaxPool2d", &nn::MaxPool2d::new(2), x_of(&[1, 2, 4, 4], 95));
+    layer_check("ReLU", &nn::ReLU, x_of(&[3, 3], 96));
+    layer_check("Sigmoid", &nn::Sigmoid, x_of(&[3, 3], 97));
+    layer_check("Tanh", &nn::Tanh, x_of(&[3, 3], 98));
+    layer_check("Softmax", &nn::Softmax::new(1), x_of(&[2, 5], 99));
+    layer_check("Flatten", &nn::Flatten, x_of(&[2, 2, 3], 100));
+    let mut dropout = nn::Dropout::new(0.5);
+    dropout.eval();
+    layer_check("Dropout (eval)", &dropout, x_of(&[2, 3], 101));
+    let cnn = nn::Sequential::new()
+        .add(nn::Conv2d::new(1, 2, 3))
+        .add(nn::ReLU)
+        .add(nn::MaxPool2d::new(2))
+        .add(nn::Flatten)
+        .add(nn::Linear::new(2 * 2 * 2, 3))
+        .add(nn::Softmax::new(1));
+    layer_check("Sequential CNN", &cnn, x_of(&[2, 1, 6, 6], 102));
+}
+
+/// The views (and the copying index ops) pass gradients back to the elements they picked.
+#[test]
+fn views_and_index_ops() {
+    check("permute", vec![input(&[2, 3, 4], 80)], |x| {
+        x[0].permute(&[2, 0, 1])
+    });
+    check("narrow", vec![input(&[4, 3], 81)], |x| x[0].narrow(0, 1, 2));
+    check("slice", vec![input(&[3, 5], 82)], |x| x[0].slice(1, 1..4));
+    check("select", vec![input(&[3, 4], 83)], |x| x[0].select(1, -1));
+    check("expand", vec![input(&[3, 1], 84)], |x| {
+        x[0].expand((2, 3, 4))
+    });
+    check("unsqueeze+squeeze", vec![input(&[3, 4], 85)], |x| {
+        x[0].unsqueeze(1)?.mul(2.0)?.squeeze(1)
+    });
+    check(
+        "view of a narrowed transpose",
+        vec![input(&[4, 3], 86)],
+        |x| x[0].t()?.narrow(1, 1, 3)?.contiguous()?.view((9,)),
+    );
+    check("cat", vec![input(&[2, 3], 87), input(&[1, 3], 88)], |x| {
+        Tensor::cat(&[&x[0], &x[1]], 0)
+    });
+    check("stack", vec![input(&[2, 3], 89), input(&[2, 3], 90)], |x| {
+        Tensor::stack(&[&x[0], &x[1]], 1)
+    });
+    check(
+        "index_select with a repeated index",
+        vec![input(&[4, 3], 91)],
+        |x| {
+            let idx = Tensor::from_vec(vec![2i64, 0, 2], (3,), CPU)?;
+            x[0].index_select(0, &idx)
+        },
+    );
+    // torch's gather has no rule yet: backward says so instead of dropping the gradient.
+    let x = input(&[2, 2], 92);
+    let idx = Tensor::from_vec(vec![1i64, 0, 0, 1], (2, 2), CPU).unwrap();
+    let e = x
+        .gather(1, &idx)
+        .unwrap()
+        .sum()
+        .unwrap()
+        .backward()
+        .unwrap_err();
+    assert!(e.to_string().contains("gather"), "{e}");
+}
