@@ -63,23 +63,25 @@ def test_start_here_outputs_land_in_their_cells(built, tmp_path):
     cells = outputs_by_id(nb)
     counts = [c["execution_count"] for c in nb["cells"] if c["cell_type"] == "code"]
     assert counts == list(range(1, len(counts) + 1))
-    assert cells["00-002"] == [{"output_type": "stream", "name": "stdout", "text": "Hello from Rust! 2 + 2 = 4\n"}]
+    # The first code cell names the machine (machine()'s table).
+    assert "machine" in "".join(o.get("data", {}).get("text/html", "") for o in cells["00-001"])
+    assert cells["00-003"] == [{"output_type": "stream", "name": "stdout", "text": "Hello from Rust! 2 + 2 = 4\n"}]
     # A trailing expression is the cell's execute_result, as evcxr shows it ({:?} of a String).
-    result = [o for o in cells["00-004"] if o["output_type"] == "execute_result"]
+    result = [o for o in cells["00-005"] if o["output_type"] == "execute_result"]
     assert result and result[0]["data"]["text/plain"] == '"Hello from Rust, again (15 characters)"'
-    assert {"text/html", "text/markdown"} <= mimes(cells["00-006"])
-    assert "<table>" in cells["00-006"][0]["data"]["text/html"]
-    assert "image/png" in mimes(cells["00-008"])
-    png = next(o for o in cells["00-008"] if "image/png" in o.get("data", {}))["data"]["image/png"]
+    assert {"text/html", "text/markdown"} <= mimes(cells["00-007"])
+    assert "<table>" in cells["00-007"][0]["data"]["text/html"]
+    assert "image/png" in mimes(cells["00-009"])
+    png = next(o for o in cells["00-009"] if "image/png" in o.get("data", {}))["data"]["image/png"]
     import base64
     assert base64.b64decode(png)[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "image/svg+xml" in mimes(cells["00-010"])
+    assert "image/svg+xml" in mimes(cells["00-011"])
     # The progress bar's updates were applied to its one output: it shows the finished bar.
-    bars = [o for o in cells["00-013"] if o["output_type"] == "display_data"]
+    bars = [o for o in cells["00-014"] if o["output_type"] == "display_data"]
     assert len(bars) == 1 and "40/40" in bars[0]["data"]["text/plain"]
-    assert cells["00-013"][-1]["data"]["text/plain"] == "780"
-    assert cells["00-015"][-1]["data"]["text/plain"] in ("device(type='cpu')", "device(type='cuda', index=0)")
-    shell = "".join(o.get("text", "") for o in cells["00-021"] if o["output_type"] == "stream")
+    assert cells["00-014"][-1]["data"]["text/plain"] == "780"
+    assert cells["00-016"][-1]["data"]["text/plain"] in ("device(type='cpu')", "device(type='cuda', index=0)")
+    shell = "".join(o.get("text", "") for o in cells["00-022"] if o["output_type"] == "stream")
     assert "kernel running on" in shell
     assert nb["metadata"]["gpulab_program_run"]["status"] == 0
 

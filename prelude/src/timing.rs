@@ -310,6 +310,7 @@ impl<'a> Bench<'a> {
             name: self_.name,
             cpu: Vec::new(),
             gpu: None,
+            ran_on: self_.device.map(|d| d.label()),
             synced: self_.sync,
             interrupted: false,
             error: Some(error),
@@ -392,6 +393,7 @@ impl<'a> Bench<'a> {
             name: self.name,
             cpu,
             gpu,
+            ran_on: self.device.map(|d| d.label()),
             synced: self.sync,
             interrupted,
             error: None,
@@ -500,6 +502,9 @@ pub struct BenchResult {
     pub cpu: Vec<Duration>,
     /// Device label and event-timed GPU time of each run, when run `.on(device)`.
     pub gpu: Option<(String, Vec<Duration>)>,
+    /// The label of the device given to [`Bench::on`] ("CPU", "GPU-0"); `None` for plain
+    /// host code, which ran on the CPU. Tables show it, so a row never hides where it ran.
+    pub ran_on: Option<String>,
     /// False for [`Bench::no_sync`] runs, whose host times leave out queued GPU work.
     pub synced: bool,
     pub interrupted: bool,
@@ -509,6 +514,11 @@ pub struct BenchResult {
 }
 
 impl BenchResult {
+    /// Where the timed work ran: the device label given to `.on`, else "CPU".
+    pub fn ran_on(&self) -> &str {
+        self.ran_on.as_deref().unwrap_or("CPU")
+    }
+
     pub fn cpu_stats(&self) -> Option<Stats> {
         Stats::of(&self.cpu)
     }
@@ -666,8 +676,8 @@ impl Comparison {
             .unwrap_or(4)
             .max(4);
         let mut s = format!(
-            "{:<w$}  {:>12}  {:>12}  {:>10}\n",
-            "name", "median", "GPU median", "speed-up"
+            "{:<w$}  {:>7}  {:>12}  {:>12}  {:>10}\n",
+            "name", "ran on", "median", "GPU median", "speed-up"
         );
         for (r, up) in self.results.iter().zip(self.speedups()) {
             if let Some(e) = &r.error {
@@ -681,12 +691,28 @@ impl Comparison {
                 .map(format_duration)
                 .unwrap_or_else(|_| "-".into());
             s.push_str(&format!(
-                "{:<w$}  {median:>12}  {gpu:>12}  {}{note}\n",
+                "{:<w$}  {:>7}  {median:>12}  {gpu:>12}  {}{note}\n",
                 r.name,
+                r.ran_on(),
                 speedup_text(up, 9)
             ));
         }
+        if let Some(n) = self.all_on_cpu_note() {
+            s.push_str(&n);
+            s.push('\n');
+        }
         s
+    }
+
+    /// Said once under a table whose rows all ran on the CPU, so a "CPU vs device" table on
+    /// a machine without a GPU cannot be read as a race between two kinds of hardware.
+    pub fn all_on_cpu_note(&self) -> Option<String> {
+        let on_cpu = self.results.iter().all(|r| r.ran_on() == "CPU");
+        (self.results.len() > 1 && on_cpu).then(|| {
+            "Every row ran on the CPU: the speed-ups compare ways of using the CPU, not a CPU \
+             with a GPU."
+                .to_string()
+        })
     }
 
     /// Speed-up bars (log-scaled when they span more than a factor of 20).
@@ -773,12 +799,12 @@ impl fmt::Display for Comparison {
 impl Rich for Comparison {
     fn mime_bundle(&self) -> MimeBundle {
         let mut html = String::from(
-            "<table><thead><tr><th style=\"text-align:left\">name</th><th>median</th><th>min</th><th>max</th><th>GPU median</th><th>runs</th><th>speed-up</th></tr></thead><tbody>",
+            "<table><thead><tr><th style=\"text-align:left\">name</th><th>ran on</th><th>median</th><th>min</th><th>max</th><th>GPU median</th><th>runs</th><th>speed-up</th></tr></thead><tbody>",
         );
         for (r, up) in self.results.iter().zip(self.speedups()) {
             if let Some(e) = &r.error {
                 html.push_str(&format!(
-                    "<tr><td style=\"text-align:left\">{}</td><td colspan=\"6\" style=\"text-align:left;color:#b00\">FAILED: {}</td></tr>",
+                    "<tr><td style=\"text-align:left\">{}</td><td colspan=\"7\" style=\"text-align:left;color:#b00\">FAILED: {}</td></tr>",
                     html_escape(&r.name),
                     html_escape(e)
                 ));
@@ -796,7 +822,8 @@ impl Rich for Comparison {
                 name.push_str(&format!(" <span style=\"color:#b00\">({c})</span>"));
             }
             html.push_str(&format!(
-                "<tr><td style=\"text-align:left\">{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{gpu}</td><td>{}</td><td><b>{}</b></td></tr>",
+                "<tr><td style=\"text-align:left\">{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{gpu}</td><td>{}</td><td><b>{}</b></td></tr>",
+                html_escape(r.ran_on()),
                 cell(|s| s.median),
                 cell(|s| s.min),
                 cell(|s| s.max),
@@ -805,6 +832,9 @@ impl Rich for Comparison {
             ));
         }
         html.push_str("</tbody></table>");
+        if let Some(n) = self.all_on_cpu_note() {
+            html.push_str(&format!("<p><i>{}</i></p>", html_escape(&n)));
+        }
         html.push_str(&self.chart().to_svg());
         MimeBundle::new()
             .with("text/plain", self.table())

@@ -243,6 +243,7 @@ fn compare_reports_speedups_against_the_first() {
         name: name.into(),
         cpu: ms_.iter().map(|&m| ms(m)).collect(),
         gpu: None,
+        ran_on: None,
         synced: true,
         interrupted: false,
         error: None,
@@ -257,7 +258,9 @@ fn compare_reports_speedups_against_the_first() {
     assert!((ups[2] - 400.0).abs() < 1e-9);
     let table = c.table();
     assert!(table.contains("400.00x"), "{table}");
-    assert!(table.lines().count() == 4);
+    // Three rows and, since all three ran on the CPU, one note that says so.
+    assert!(table.lines().count() == 5, "{table}");
+    assert!(table.contains("Every row ran on the CPU"), "{table}");
     let b = c.mime_bundle();
     let html = b.get("text/html").unwrap();
     assert!(html.contains("<table>") && html.contains("<svg"));
@@ -465,4 +468,39 @@ fn time_returns_the_error_instead_of_a_time() {
     assert!(d >= ms(1));
     let (t, _) = time(|| Tensor::ones(3, Device::Cpu)).unwrap();
     assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0; 3]);
+}
+
+#[test]
+fn compare_labels_where_each_row_ran() {
+    let mk = |name: &str, on: Option<&str>| BenchResult {
+        name: name.into(),
+        cpu: vec![ms(10), ms(11), ms(9)],
+        gpu: None,
+        ran_on: on.map(str::to_string),
+        synced: true,
+        interrupted: false,
+        error: None,
+    };
+    let host = mk("cpu", None);
+    let dev = mk("device", Some("GPU-0"));
+    let c = compare(&[&host, &dev]);
+    let table = c.table();
+    assert!(table.contains("ran on"), "{table}");
+    assert!(table.lines().nth(1).unwrap().contains("CPU"), "{table}");
+    assert!(table.lines().nth(2).unwrap().contains("GPU-0"), "{table}");
+    // A GPU row: no "all on the CPU" note.
+    assert!(c.all_on_cpu_note().is_none());
+    let html = c.mime_bundle().get("text/html").unwrap().to_string();
+    assert!(html.contains("<td>GPU-0</td>") && !html.contains("Every row ran on the CPU"));
+    // `.on(Device::Cpu)` rows count as CPU rows: the note appears once.
+    let on_cpu = mk("device", Some("CPU"));
+    let c = compare(&[&host, &on_cpu]);
+    let html = c.mime_bundle().get("text/html").unwrap().to_string();
+    assert_eq!(
+        html.matches("Every row ran on the CPU").count(),
+        1,
+        "{html}"
+    );
+    // A single row compares nothing, so it gets no note.
+    assert!(compare(&[&host]).all_on_cpu_note().is_none());
 }

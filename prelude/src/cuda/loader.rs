@@ -437,6 +437,18 @@ fn preload(path: &Path, global: bool) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Every folder searched for NVRTC and cuBLAS when they are not on the loader's path, in
+/// order: the toolkit folders, then NVIDIA's pip wheels in each site-packages.
+pub(crate) fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs = cuda_dirs();
+    for sp in site_packages() {
+        for w in ["cuda_nvrtc/lib", "cublas/lib", "cu13/lib", "cu12/lib"] {
+            dirs.push(sp.join("nvidia").join(w));
+        }
+    }
+    dirs
+}
+
 /// Toolkit folders: CUDA_HOME / CUDA_PATH and the default install places.
 fn cuda_dirs() -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"]

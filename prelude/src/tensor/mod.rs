@@ -340,9 +340,15 @@ impl Tensor {
         Ok(crate::autograd::rules::cast(self, out))
     }
 
-    /// `to(cuda:0)`.
+    /// `to` the current CUDA device (`cuda::current_device()`, cuda:0 unless
+    /// `cuda::set_device` or a `cuda::device` block changed it), as torch's `.cuda()`.
     pub fn cuda(&self) -> Result<Tensor> {
-        self.to_device(Device::Cuda(0))
+        self.to_device(Device::Cuda(crate::cuda::current_device()?))
+    }
+
+    /// The CUDA ordinal of the tensor's device, -1 on the CPU (torch's `get_device()`).
+    pub fn get_device(&self) -> i64 {
+        self.device().index().map_or(-1, |i| i as i64)
     }
 
     /// `to(cpu)`; waits for the GPU.
