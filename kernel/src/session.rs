@@ -248,7 +248,9 @@ pub fn seed_slot(slot: &Path, prelude: &Path) -> Result<Option<usize>> {
     if !prelude.starts_with(prelude_root()) || !template.join(READY).is_file() {
         return Ok(None);
     }
-    let stamp = slot.join(format!(".seeded-{}", embedded::HASH));
+    // "r2": slots seeded before existing files were replaced may hold an older dylib under
+    // this version's stamp; the new name makes them seed once more.
+    let stamp = slot.join(format!(".seeded-r2-{}", embedded::HASH));
     if stamp.exists() {
         return Ok(Some(0));
     }
@@ -284,20 +286,24 @@ fn link_tree(from: &Path, to: &Path, n: &mut usize) -> Result<()> {
             link_tree(&src, &dst, n)?;
             continue;
         }
-        if dst.symlink_metadata().is_ok() {
-            if dst.exists() {
-                continue;
-            }
-            // A link into an older prebuilt folder that is gone.
-            std::fs::remove_file(&dst)?;
-        }
+        // Whatever the slot already holds under this name (its own build of an older prelude,
+        // or a link into an older prebuilt folder) is replaced, never kept: the prebuilt
+        // bookkeeping says "fresh" for the prebuilt artifacts only, and a dylib's name
+        // (`libgpulab.so`) carries no hash, so a kept old one would be loaded as if it were
+        // this version. Both kinds land by rename, so a reader never sees the name missing.
         let artifact = matches!(
             Path::new(&name).extension().and_then(|e| e.to_str()),
             Some("rlib" | "rmeta" | "so" | "a")
         );
         if artifact && kind.is_file() {
-            std::os::unix::fs::symlink(&src, &dst)
-                .with_context(|| format!("linking {}", dst.display()))?;
+            if std::fs::read_link(&dst).is_ok_and(|t| t == src) {
+                continue;
+            }
+            let tmp = to.join(format!(".{}.{}.link", name_s, std::process::id()));
+            let _ = std::fs::remove_file(&tmp);
+            std::os::unix::fs::symlink(&src, &tmp)
+                .with_context(|| format!("linking {}", tmp.display()))?;
+            std::fs::rename(&tmp, &dst).with_context(|| format!("replacing {}", dst.display()))?;
         } else if kind.is_file() {
             // cargo decides freshness by comparing modification times, so copies keep them; a
             // copy cut short (the kernel killed) must not look complete, hence the rename.
@@ -406,9 +412,11 @@ mod tests {
             .unwrap()
             .set_modified(old)
             .unwrap();
-        // A file the slot already has is kept.
+        // What the slot already has under those names (its own build of an older prelude:
+        // a dylib's name has no hash) is replaced, or cargo would call the old build fresh.
         std::fs::create_dir_all(to.join("deps")).unwrap();
         std::fs::write(to.join("deps/dep-1.d"), "the slot's own").unwrap();
+        std::fs::write(to.join("deps/libgpulab-2.so"), "an older prelude").unwrap();
 
         let mut n = 0;
         super::link_tree(&from, &to, &mut n).unwrap();
@@ -421,7 +429,11 @@ mod tests {
         assert_eq!(std::fs::metadata(&fp).unwrap().modified().unwrap(), old);
         assert_eq!(
             std::fs::read_to_string(to.join("deps/dep-1.d")).unwrap(),
-            "the slot's own"
+            "dep-info"
+        );
+        assert_eq!(
+            std::fs::read_to_string(to.join("deps/libgpulab-2.so")).unwrap(),
+            "so"
         );
         for skipped in [
             "deps/libctx-3.so",
@@ -434,7 +446,11 @@ mod tests {
                 "{skipped} was seeded"
             );
         }
-        assert_eq!(n, 3);
+        assert_eq!(n, 4);
+        // Seeding again changes nothing: the links are already there.
+        let mut again = 0;
+        super::link_tree(&from, &to, &mut again).unwrap();
+        assert_eq!(again, 2, "only the bookkeeping copies are refreshed");
         let _ = std::fs::remove_dir_all(&base);
     }
 
