@@ -37,9 +37,11 @@ pub mod backends {
 
 // --- training: autograd, nn, optim ---
 pub mod autograd;
+pub mod data;
 pub mod nn;
 pub mod optim;
 pub use autograd::{is_grad_enabled, no_grad, set_grad_enabled};
+pub use data::TensorDataset;
 pub use nn::{functional as F, Module};
 pub use optim::Optimizer;
 // --- end training ---
