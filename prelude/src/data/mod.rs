@@ -10,10 +10,12 @@ use crate::error::Result;
 use crate::{Error, Tensor};
 
 pub mod augment;
+pub mod image_folder;
 pub mod mnist;
 pub mod rng;
 pub mod synthetic;
 pub use augment::Compose;
+pub use image_folder::image_folder;
 pub use mnist::{mnist, mnist_files_present, mnist_u8, read_idx, MNIST_FILES, MNIST_URL};
 pub use rng::Rng;
 pub use synthetic::{mnist_or_synthetic, synthetic_cats_dogs, synthetic_mnist, CATS_DOGS_CLASSES};
