@@ -5,7 +5,7 @@
 use gpulab::data::{self, TensorDataset};
 use gpulab::nn::{self, Module};
 use gpulab::optim::Adam;
-use gpulab::{manual_seed, no_grad, DType, Tensor, F};
+use gpulab::{manual_seed, no_grad, DType, F};
 
 #[test]
 fn synthetic_mnist_has_mnist_shapes_and_is_seeded() {
