@@ -49,7 +49,9 @@ fn flip_with_p_one_mirrors_exactly_and_twice_is_identity() {
         .unwrap()
         .to_vec::<f32>()
         .unwrap();
-    let flipped = (0..64).filter(|i| half[i * 6] == (1000 * i + 2) as f32).count();
+    let flipped = (0..64)
+        .filter(|i| half[i * 6] == (1000 * i + 2) as f32)
+        .count();
     assert!((16..=48).contains(&flipped), "{flipped} of 64 flipped");
 }
 
@@ -69,16 +71,25 @@ fn shift_moves_a_known_pixel_by_whole_pixels() {
         assert_eq!(lit.len(), 1, "{out:?}");
         assert_eq!(out[lit[0]], 1.0);
         let (y, x) = (lit[0] / 9, lit[0] % 9);
-        assert!((2..=6).contains(&y) && (2..=6).contains(&x), "moved to ({y}, {x})");
+        assert!(
+            (2..=6).contains(&y) && (2..=6).contains(&x),
+            "moved to ({y}, {x})"
+        );
         seen.insert((y, x));
     }
-    assert!(seen.len() > 5, "only {} distinct shifts in 40 draws", seen.len());
+    assert!(
+        seen.len() > 5,
+        "only {} distinct shifts in 40 draws",
+        seen.len()
+    );
     // Zero fill vs edge fill: shifting a constant image keeps it constant only with Edge.
     let ones = Tensor::ones((4, 1, 6, 6), CPU).unwrap();
     let edge = RandomShift::new(0.4, 0.4).fill(Fill::Edge);
     let out = edge.apply(&ones, &mut Rng::new(9)).unwrap();
     assert!(out.to_vec::<f32>().unwrap().iter().all(|&v| v == 1.0));
-    let zero = RandomShift::new(0.4, 0.4).apply(&ones, &mut Rng::new(9)).unwrap();
+    let zero = RandomShift::new(0.4, 0.4)
+        .apply(&ones, &mut Rng::new(9))
+        .unwrap();
     assert!(zero.to_vec::<f32>().unwrap().contains(&0.0));
 }
 
@@ -149,7 +160,9 @@ fn bad_input_gets_clear_errors() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("RandomHorizontalFlip") && err.contains("[n, c, h, w]") && err.contains("[4, 784]"),
+        err.contains("RandomHorizontalFlip")
+            && err.contains("[n, c, h, w]")
+            && err.contains("[4, 784]"),
         "{err}"
     );
     let ints = Tensor::from_vec(vec![1i64; 16], [1, 1, 4, 4], CPU).unwrap();

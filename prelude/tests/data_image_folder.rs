@@ -49,9 +49,20 @@ fn make(root: &Path) {
         png::ColorType::Grayscale,
         &[128u8; 64],
     );
-    write_jpeg(&root.join("cats/x.jpg"), 20, 12, &solid(20, 12, [0, 0, 255]));
+    write_jpeg(
+        &root.join("cats/x.jpg"),
+        20,
+        12,
+        &solid(20, 12, [0, 0, 255]),
+    );
     let rgba: Vec<u8> = (0..10 * 10).flat_map(|_| [0u8, 255, 0, 77]).collect();
-    write_png(&root.join("cats/y.png"), 10, 10, png::ColorType::Rgba, &rgba);
+    write_png(
+        &root.join("cats/y.png"),
+        10,
+        10,
+        png::ColorType::Rgba,
+        &rgba,
+    );
     std::fs::write(root.join("cats/notes.txt"), "not an image").unwrap();
 }
 
@@ -99,7 +110,10 @@ fn missing_or_empty_folders_and_broken_files_are_named() {
     std::fs::create_dir_all(empty.join("birds")).unwrap();
     std::fs::write(empty.join("birds/readme.txt"), "x").unwrap();
     let err = data::image_folder(&empty, 8).unwrap_err().to_string();
-    assert!(err.contains("birds") && err.contains("holds no images"), "{err}");
+    assert!(
+        err.contains("birds") && err.contains("holds no images"),
+        "{err}"
+    );
 
     let broken = scratch("broken");
     make(&broken);

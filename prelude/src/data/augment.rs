@@ -374,6 +374,7 @@ impl Compose {
         Compose { steps }
     }
     /// Appends a step (builder style, as `nn::Sequential::add`).
+    #[allow(clippy::should_implement_trait)] // the same builder name as nn::Sequential::add
     pub fn add(mut self, step: impl Transform + 'static) -> Compose {
         self.steps.push(Box::new(step));
         self

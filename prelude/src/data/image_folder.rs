@@ -65,12 +65,12 @@ fn decode_rgb(path: &Path) -> Result<(usize, usize, Vec<u8>)> {
     } else if bytes.starts_with(&[0xFF, 0xD8]) {
         let opts = zune_core::options::DecoderOptions::default()
             .jpeg_set_out_colorspace(zune_core::colorspace::ColorSpace::RGB);
-        let mut dec =
-            zune_jpeg::JpegDecoder::new_with_options(zune_core::bytestream::ZCursor::new(&bytes[..]), opts);
+        let mut dec = zune_jpeg::JpegDecoder::new_with_options(
+            zune_core::bytestream::ZCursor::new(&bytes[..]),
+            opts,
+        );
         let rgb = dec.decode().map_err(|e| bad("JPEG", &e))?;
-        let info = dec
-            .info()
-            .ok_or_else(|| bad("JPEG", &"no image header"))?;
+        let info = dec.info().ok_or_else(|| bad("JPEG", &"no image header"))?;
         let (w, h) = (info.width as usize, info.height as usize);
         if rgb.len() != w * h * 3 {
             return Err(bad(
@@ -197,7 +197,10 @@ pub fn image_folder(root: impl AsRef<Path>, size: usize) -> Result<(TensorDatase
         .try_for_each(|(out, (path, _))| -> Result<()> {
             let (w, h, rgb) = decode_rgb(path)?;
             if w == 0 || h == 0 {
-                return Err(Error::Invalid(format!("{} is an empty image", path.display())));
+                return Err(Error::Invalid(format!(
+                    "{} is an empty image",
+                    path.display()
+                )));
             }
             resize_planar(&rgb, w, h, size, out);
             Ok(())

@@ -229,12 +229,11 @@ pub fn mnist_u8(folder: impl AsRef<Path>) -> Result<(TensorDataset, TensorDatase
 
 /// u8 images to f32 / 255 on the host (one pass, no autograd graph).
 fn scale_to_unit(d: &TensorDataset) -> Result<TensorDataset> {
-    let v: Vec<f32> = d
-        .x
-        .to_vec::<u8>()?
-        .into_iter()
-        .map(|b| b as f32 * (1.0 / 255.0))
-        .collect();
+    let v: Vec<f32> =
+        d.x.to_vec::<u8>()?
+            .into_iter()
+            .map(|b| b as f32 * (1.0 / 255.0))
+            .collect();
     TensorDataset::new(
         Tensor::from_vec(v, d.x.shape().to_vec(), Device::Cpu)?,
         d.y.clone(),

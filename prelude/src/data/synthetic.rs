@@ -110,7 +110,11 @@ fn seg_dist2(p: Pt, a: Pt, b: Pt) -> f32 {
 fn draw_digit(digit: usize, rng: &mut Rng, out: &mut [f32]) {
     let strokes = template(digit, rng);
     let height = rng.uniform(15.0, 21.0);
-    let aspect = if digit == 1 { 0.5 } else { rng.uniform(0.6, 0.85) };
+    let aspect = if digit == 1 {
+        0.5
+    } else {
+        rng.uniform(0.6, 0.85)
+    };
     let width = height * aspect;
     let slant = rng.uniform(-0.35, 0.35);
     let rot = rng.uniform(-12.0f32, 12.0).to_radians();
@@ -340,7 +344,11 @@ fn draw_face(dog: bool, size: usize, rng: &mut Rng, out: &mut [f32]) {
                 }
             }
             for (k, v) in c.iter().enumerate() {
-                let n = if noise > 0.0 { noise * rng.normal() } else { 0.0 };
+                let n = if noise > 0.0 {
+                    noise * rng.normal()
+                } else {
+                    0.0
+                };
                 out[k * plane + py * size + px] = (v + n).clamp(0.0, 1.0);
             }
         }
@@ -361,7 +369,7 @@ pub fn synthetic_cats_dogs(n: usize, size: usize, seed: u64) -> TensorDataset {
     let mut x = vec![0f32; n * per];
     let labels: Vec<i64> = {
         let mut l: Vec<i64> = (0..n).map(|i| (i % 2) as i64).collect();
-        Rng::new(seed ^ 0xC47D_06).shuffle(&mut l);
+        Rng::new(seed ^ 0x00C4_7D06).shuffle(&mut l);
         l
     };
     if per > 0 {
