@@ -61,6 +61,10 @@ fn locate(folder: &Path, name: &str) -> Result<PathBuf> {
 }
 
 /// True when all four MNIST files are in `folder` (plain or gzipped).
+///
+/// ```
+/// if !gpulab::data::mnist_files_present("data/mnist") { println!("using the stand-in"); }
+/// ```
 pub fn mnist_files_present(folder: impl AsRef<Path>) -> bool {
     let folder = folder.as_ref();
     MNIST_FILES.iter().all(|f| locate(folder, f).is_ok())

@@ -5,17 +5,32 @@
 //! synthetic stand-ins) returns one, a `DataLoader` cuts it into batches, and `fit` consumes the
 //! batches. Samples stay on the CPU until a batch is cut, so a dataset larger than the GPU's
 //! memory still trains; the batch is moved to the model's device by the loop that uses it.
+//!
+//! Loaders: [`mnist`] / [`mnist_u8`] (the IDX files, plain or gzipped), [`synthetic_mnist`]
+//! and [`mnist_or_synthetic`] (a labelled stand-in when the files are absent),
+//! [`synthetic_cats_dogs`], [`image_folder`] (one subfolder per class, JPEG/PNG). Augmentations
+//! for article 04's `ImageDataGenerator` are in [`augment`] (also named [`transforms`]).
+//!
+//! ```
+//! use gpulab::data::{self, augment::*, Transform};
+//! let (train, test) = data::mnist_or_synthetic("data/mnist", 2000, 500, 0)?;
+//! let aug = Compose::new(vec![Box::new(RandomShift::new(0.1, 0.1)), Box::new(RandomZoom::new(0.1))]);
+//! let batch = aug.apply(&train.narrow(0, 64)?.x, &mut data::Rng::new(0))?;
+//! # Ok::<(), gpulab::Error>(())
+//! ```
 
 use crate::error::Result;
 use crate::{Error, Tensor};
 
 pub mod augment;
-pub mod image_folder;
-pub mod mnist;
+mod image_folder;
+mod mnist;
 pub mod rng;
-pub mod synthetic;
+mod synthetic;
+/// torchvision's name for the augmentations: `data::transforms::RandomHorizontalFlip`.
+pub use augment as transforms;
 pub use augment::Compose;
-pub use image_folder::image_folder;
+pub use image_folder::{image_folder, IMAGE_EXTENSIONS};
 pub use mnist::{mnist, mnist_files_present, mnist_u8, read_idx, MNIST_FILES, MNIST_URL};
 pub use rng::Rng;
 pub use synthetic::{mnist_or_synthetic, synthetic_cats_dogs, synthetic_mnist, CATS_DOGS_CLASSES};
