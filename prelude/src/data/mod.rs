@@ -6,9 +6,9 @@
 //! batches. Samples stay on the CPU until a batch is cut, so a dataset larger than the GPU's
 //! memory still trains; the batch is moved to the model's device by the loop that uses it.
 //!
-//! Loaders: [`mnist`] / [`mnist_u8`] (the IDX files, plain or gzipped), [`synthetic_mnist`]
+//! Loaders: [`mnist()`] / [`mnist_u8`] (the IDX files, plain or gzipped), [`synthetic_mnist`]
 //! and [`mnist_or_synthetic`] (a labelled stand-in when the files are absent),
-//! [`synthetic_cats_dogs`], [`image_folder`] (one subfolder per class, JPEG/PNG). Augmentations
+//! [`synthetic_cats_dogs`], [`image_folder()`] (one subfolder per class, JPEG/PNG). Augmentations
 //! for article 04's `ImageDataGenerator` are in [`augment`] (also named [`transforms`]).
 //!
 //! ```
