@@ -190,7 +190,8 @@ fn digits(n: usize, seed: u64, stream: u64) -> TensorDataset {
 /// A labelled stand-in for MNIST: `(train, test)` with `n_train` and `n_test` procedurally drawn
 /// digits, images `[n, 1, 28, 28]` f32 in [0, 1] and labels `[n]` i64 (0..=9, balanced),
 /// as [`mnist`](super::mnist()) gives them. The same seed gives the same data; train and test
-/// are drawn independently. About 5 µs per image on one core.
+/// are drawn independently. About 0.1 ms per image on one core (measured: 20,000 in 2.1 s
+/// on one busy core), spread over all cores with rayon.
 ///
 /// ```
 /// let (train, test) = gpulab::data::synthetic_mnist(2000, 500, 0);
