@@ -9,7 +9,9 @@
 use crate::error::Result;
 use crate::{Error, Tensor};
 
+pub mod loader;
 pub mod rng;
+pub use loader::DataLoader;
 pub use rng::Rng;
 
 /// Inputs and targets, sample `i` being row `i` of both (dimension 0 is the sample index).
