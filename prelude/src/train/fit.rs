@@ -12,6 +12,9 @@ use crate::tensor::Tensor;
 use crate::timing::{Clock, InstantClock};
 use std::time::Duration;
 
+/// Where the live display's lines go.
+type Sink<'a> = Box<dyn FnMut(&str) + 'a>;
+
 /// Training or validation data for `fit`/`evaluate`: a dataset (cut into batches by `fit`'s
 /// `batch_size`), an `(x, y)` pair of tensors, or a [`DataLoader`] (its own batches).
 pub enum FitData {
@@ -94,7 +97,7 @@ pub struct Fit<'a> {
     chart_interval: Duration,
     clock: Box<dyn Clock + 'a>,
     interrupted: Box<dyn FnMut() -> bool + 'a>,
-    sink: Option<(Mode, Box<dyn FnMut(&str) + 'a>)>,
+    sink: Option<(Mode, Sink<'a>)>,
 }
 
 impl<'a> Fit<'a> {
@@ -246,7 +249,7 @@ impl<'a> Fit<'a> {
             None => None,
         };
 
-        let (mode, sink): (Mode, Box<dyn FnMut(&str) + 'a>) = match sink {
+        let (mode, sink): (Mode, Sink<'a>) = match sink {
             Some(s) => s,
             None => {
                 let mode = match verbose {
@@ -254,7 +257,7 @@ impl<'a> Fit<'a> {
                     1 if crate::interrupt::available() => Mode::Notebook,
                     _ => Mode::Plain,
                 };
-                let out: Box<dyn FnMut(&str) + 'a> = match mode {
+                let out: Sink<'a> = match mode {
                     Mode::Notebook => Box::new(crate::display::emit),
                     _ => Box::new(|s: &str| print!("{s}")),
                 };

@@ -139,6 +139,9 @@ impl History {
     }
 }
 
+/// Reads one figure of an epoch.
+type Field = fn(&EpochLog) -> Option<f64>;
+
 type Series<'a> = Vec<(&'a str, (Vec<f64>, Vec<f64>))>;
 
 /// One chart per panel (loss; accuracy when given) side by side in one SVG document.
@@ -224,7 +227,7 @@ fn num(v: Option<f64>) -> String {
 impl History {
     /// The columns that have values: (name, value per epoch).
     fn columns(&self) -> Vec<(&'static str, Vec<Option<f64>>)> {
-        let all: [(&'static str, fn(&EpochLog) -> Option<f64>); 4] = [
+        let all: [(&'static str, Field); 4] = [
             ("loss", |e| Some(e.loss)),
             ("accuracy", |e| e.accuracy),
             ("val_loss", |e| e.val_loss),
