@@ -425,3 +425,19 @@ fn a_seeded_run_from_a_dataloader_repeats_exactly() {
     assert_eq!(a.loss(), b.loss());
     assert_eq!(a.accuracy(), b.accuracy());
 }
+
+/// A model that ends in Softmax (Keras' habit): predict returns its outputs as they are
+/// (no second softmax).
+#[test]
+fn predict_does_not_apply_softmax_twice() {
+    let _g = seeded(6);
+    let mut model = classifier().add(nn::Softmax::new(1));
+    let x = Tensor::randn((5, 2), CPU).unwrap();
+    model.eval(); // dropout off, as predict has it
+    let direct = no_grad(|| model.forward(&x))
+        .unwrap()
+        .to_vec2::<f32>()
+        .unwrap();
+    let p = model.predict(&x).unwrap().to_vec2::<f32>().unwrap();
+    assert_eq!(p, direct);
+}

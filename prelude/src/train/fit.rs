@@ -2,7 +2,9 @@
 
 use super::history::{EpochLog, History};
 use super::live::{Live, Mode};
-use super::{check_loader_device, evaluate_loader, model_device, scalar, Loss};
+use super::{
+    check_loader_device, double_activation_note, evaluate_loader, model_device, scalar, Loss,
+};
 use crate::autograd::no_grad;
 use crate::data::{DataLoader, TensorDataset};
 use crate::error::{Error, Result};
@@ -264,6 +266,9 @@ impl<'a> Fit<'a> {
                 (mode, out)
             }
         };
+        if let (Some(note), true) = (double_activation_note(model, loss), verbose > 0) {
+            eprintln!("{note}");
+        }
         let batches = loader.len();
         let mut history = History::new(loss, epochs, batches);
         let mut live = Live::new(mode, sink, clock, chart_interval, epochs, batches, loss);

@@ -245,12 +245,7 @@ pub fn predict(model: &mut dyn Module, x: &Tensor) -> Result<Tensor> {
         Some(d) if d != x.device() => x.to(d)?,
         _ => x.clone(),
     };
-    let ends_in_probabilities = model
-        .describe()
-        .lines()
-        .rev()
-        .find(|l| l.trim() != ")")
-        .is_some_and(|l| l.contains("Softmax(") || l.contains("Sigmoid()"));
+    let ends_in_probabilities = last_activation(model).is_some();
     no_grad(|| {
         let out = model.forward(&x)?;
         if ends_in_probabilities {
@@ -265,6 +260,36 @@ pub fn predict(model: &mut dyn Module, x: &Tensor) -> Result<Tensor> {
             ))),
         }
     })
+}
+
+/// `Some("Softmax")`/`Some("Sigmoid")` when the model's last layer is one (read from its
+/// description, the one view of a `dyn Module`'s layers there is).
+fn last_activation(model: &dyn Module) -> Option<&'static str> {
+    let d = model.describe();
+    let last = d.lines().rev().find(|l| l.trim() != ")")?;
+    if last.contains("Softmax(") {
+        Some("Softmax")
+    } else if last.contains("Sigmoid()") {
+        Some("Sigmoid")
+    } else {
+        None
+    }
+}
+
+/// A Keras habit that trains badly here: a final Softmax (or Sigmoid) before a loss that
+/// applies it again. Said once per run, on stderr; training goes on.
+fn double_activation_note(model: &dyn Module, loss: Loss) -> Option<String> {
+    let act = last_activation(model)?;
+    let applies = match loss {
+        Loss::CrossEntropy => "log_softmax",
+        Loss::BceWithLogits => "the sigmoid",
+        Loss::Mse => return None,
+    };
+    Some(format!(
+        "note: the model ends in {act}, and Loss::{loss:?} applies {applies} itself (it takes \
+         logits, as torch's losses do): remove the final {act} layer, or training learns slowly; \
+         predict() adds it back for you"
+    ))
 }
 
 /// [`ModelExt::evaluate`] for a `&mut dyn Module`.
