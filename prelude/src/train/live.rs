@@ -18,6 +18,9 @@ pub(crate) enum Mode {
     Notebook,
 }
 
+/// The most running-loss points the live chart keeps.
+const MAX_POINTS: usize = 400;
+
 pub(crate) struct Live<'a> {
     pub mode: Mode,
     sink: Box<dyn FnMut(&str) + 'a>,
@@ -160,6 +163,19 @@ impl<'a> Live<'a> {
         if self.batch > 0 && self.run_loss.is_finite() {
             let x = self.epoch as f64 + self.batch as f64 / self.batches.max(1) as f64;
             self.points.push((x, self.run_loss, self.run_acc));
+            // A long run redraws 10 times a second for hours: halve the points whenever they
+            // reach the cap, so the chart's SVG stays a few tens of kB and still spans the run.
+            if self.points.len() >= MAX_POINTS {
+                let last = *self.points.last().unwrap();
+                let mut i = 0;
+                self.points.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                if self.points.last() != Some(&last) {
+                    self.points.push(last);
+                }
+            }
         }
     }
 
@@ -286,5 +302,50 @@ fn clock_text(d: Duration) -> String {
         format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
     } else {
         format!("{:02}:{:02}", s / 60, s % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// Moves 150 ms at every read, so every batch redraws the bar and records a point.
+    #[derive(Clone, Default)]
+    struct Ticking(Rc<Cell<Duration>>);
+    impl Clock for Ticking {
+        fn now(&self) -> Duration {
+            self.0.set(self.0.get() + Duration::from_millis(150));
+            self.0.get()
+        }
+    }
+
+    #[test]
+    fn a_long_run_keeps_the_chart_small_and_spanning_the_run() {
+        let history = History::new(Loss::Mse, 1, 5000);
+        let mut lines = 0usize;
+        let mut live = Live::new(
+            Mode::Notebook,
+            Box::new(|_: &str| lines += 1),
+            Box::new(Ticking::default()),
+            Duration::from_secs(3600),
+            1,
+            5000,
+            Loss::Mse,
+        );
+        live.start_epoch(0);
+        for b in 1..=5000 {
+            live.batch(b, 1.0 / b as f64, None, &history);
+        }
+        assert!(live.points.len() <= MAX_POINTS, "{}", live.points.len());
+        assert!(live.points.len() >= MAX_POINTS / 2, "{}", live.points.len());
+        assert_eq!(live.points[0].0, 1.0 / 5000.0);
+        assert_eq!(live.points.last().unwrap().0, 1.0);
+        drop(live);
+        assert_eq!(
+            lines, 5000,
+            "one bar update per batch at this pace, no chart update"
+        );
     }
 }
