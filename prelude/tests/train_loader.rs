@@ -119,3 +119,23 @@ fn bad_settings_are_errors_naming_them() {
     let e = DataLoader::new(empty, 4).unwrap_err().to_string();
     assert!(e.contains("empty"), "{e}");
 }
+
+#[test]
+fn clones_share_the_epoch_count() {
+    let a = DataLoader::new(ten(), 3).unwrap().shuffle(true).seed(2);
+    let b = a.clone();
+    let first: Vec<i64> = a
+        .iter()
+        .flat_map(|b| b.unwrap().1.to_vec::<i64>().unwrap())
+        .collect();
+    let second: Vec<i64> = b
+        .iter()
+        .flat_map(|b| b.unwrap().1.to_vec::<i64>().unwrap())
+        .collect();
+    assert_eq!(first, labels(&a, 0).concat());
+    assert_eq!(
+        second,
+        labels(&a, 1).concat(),
+        "the clone went on with epoch 1"
+    );
+}

@@ -22,7 +22,9 @@ use crate::tensor::Tensor;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Batches of a dataset: `(inputs, targets)`, each contiguous.
+/// Batches of a dataset: `(inputs, targets)`, each contiguous. Clones share the epoch count
+/// (so a loader passed to `fit` by reference goes on with new orders, as a torch loader does).
+#[derive(Clone)]
 pub struct DataLoader {
     dataset: TensorDataset,
     batch_size: usize,
@@ -32,22 +34,7 @@ pub struct DataLoader {
     transform: Option<Arc<dyn Transform>>,
     device: Option<Device>,
     /// The epoch the next `iter()` yields; atomic so `for b in &loader` can advance it.
-    next_epoch: AtomicU64,
-}
-
-impl Clone for DataLoader {
-    fn clone(&self) -> Self {
-        DataLoader {
-            dataset: self.dataset.clone(),
-            batch_size: self.batch_size,
-            shuffle: self.shuffle,
-            drop_last: self.drop_last,
-            seed: self.seed,
-            transform: self.transform.clone(),
-            device: self.device,
-            next_epoch: AtomicU64::new(self.next_epoch.load(Ordering::Relaxed)),
-        }
-    }
+    next_epoch: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for DataLoader {
@@ -102,7 +89,7 @@ impl DataLoader {
             seed: seed_from_global(),
             transform: None,
             device: None,
-            next_epoch: AtomicU64::new(0),
+            next_epoch: Arc::new(AtomicU64::new(0)),
         })
     }
 

@@ -281,7 +281,9 @@ impl<'a> Fit<'a> {
                 let t0 = std::time::Instant::now();
                 let (mut sum, mut right, mut seen, mut done) = (0.0, 0.0, 0usize, 0usize);
                 let mut stopped = false;
-                for batch in loader.epoch(epoch as u64) {
+                // The loader's next epoch: 0, 1, ... for a fresh one; a loader trained on
+                // before goes on with new orders.
+                for batch in loader.iter() {
                     if interrupted() {
                         stopped = true;
                         break;
