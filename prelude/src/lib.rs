@@ -6,7 +6,7 @@
 //! Module ownership while the crate is being built (keep edits inside your own files):
 //! - devices & tensors: `error`, `device`, `cuda`, `tensor`, `smi`, `cpu`
 //! - display & teaching: `display`, `interrupt`, `image`, `mandelbrot`, `timing`, `plot`, `progress`
-//! - training: `autograd`, `nn`, `optim` (and `tensor/grad.rs`, `tensor/gather.rs`)
+//! - training: `autograd`, `nn`, `optim`, `data`, `train` (and `tensor/grad.rs`, `tensor/gather.rs`)
 
 // --- devices & tensors (error, device, cuda, tensor, smi, cpu) ---
 pub mod cpu;
@@ -40,10 +40,12 @@ pub mod autograd;
 pub mod data;
 pub mod nn;
 pub mod optim;
+pub mod train;
 pub use autograd::{is_grad_enabled, no_grad, set_grad_enabled};
-pub use data::TensorDataset;
+pub use data::{DataLoader, TensorDataset};
 pub use nn::{functional as F, Module};
 pub use optim::Optimizer;
+pub use train::{Fit, History, Loss, ModelExt};
 // --- end training ---
 
 // --- display & teaching -------------------------------------------------------------------

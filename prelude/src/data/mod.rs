@@ -24,6 +24,7 @@ use crate::{Error, Tensor};
 
 pub mod augment;
 mod image_folder;
+mod loader;
 mod mnist;
 pub mod rng;
 mod synthetic;
@@ -32,6 +33,7 @@ pub use augment as transforms;
 pub use augment::Compose;
 pub use image_folder::{image_folder, IMAGE_EXTENSIONS};
 pub use mnist::{mnist, mnist_files_present, mnist_u8, read_idx, MNIST_FILES, MNIST_URL};
+pub use loader::DataLoader;
 pub use rng::Rng;
 pub use synthetic::{mnist_or_synthetic, synthetic_cats_dogs, synthetic_mnist, CATS_DOGS_CLASSES};
 
