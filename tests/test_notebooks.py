@@ -10,7 +10,10 @@ come from the current sources: the committed cells equal the cells built from
 notebooks/src/*.txt, every code cell has outputs from a run, and a fresh run gives the same
 STRUCTURE (per cell: the sequence of output kinds, such as text on stdout, an HTML table, an
 SVG plot, a PNG image), not the same numbers, which change from run to run and machine to
-machine. After editing a source, refresh the committed outputs with
+machine. Training cells print a `TRAINED name=... first_loss=... last_loss=... val_acc=...
+chance=...` line; the tests check from it that each run's loss fell and that its accuracy beat
+chance by a stated margin (see TRAINING_RUNS below), in the committed outputs and in the fresh
+run. After editing a source, refresh the committed outputs with
 
     .venv/bin/python notebooks/build.py --run
 
@@ -19,6 +22,7 @@ machine. After editing a source, refresh the committed outputs with
 
 import os
 import pathlib
+import re
 import sys
 import time
 
@@ -48,6 +52,55 @@ REQUIRED = {
     "03": {"image/svg+xml", "text/html"},
     "04": {"image/png", "image/svg+xml", "text/html"},
 }
+
+
+# Training cells print one machine-readable line per training run, e.g.
+#   TRAINED name=mnist_cnn first_loss=1.92 last_loss=0.14 val_acc=0.968 chance=0.1
+# (first_loss/last_loss: the training loss at the start and at the end of the run; val_acc:
+# accuracy on held-out data; chance: what always answering the most common class scores).
+# Each run must lower its loss, and a classifier must beat chance by ACCURACY_MARGIN
+# (absolute). The runs each notebook must report, so that removing one fails the test:
+TRAINING_RUNS = {"01": {"dense", "mnist_cnn"}, "04": {"cat_dog_cnn"}}
+ACCURACY_MARGIN = {"mnist_cnn": 0.5, "cat_dog_cnn": 0.1}
+# A regression run (no accuracy) must end at most this fraction of its starting loss.
+LOSS_FALL = {"dense": 0.8}
+TRAINED = re.compile(r"^TRAINED (.*)$", re.M)
+
+
+def training_runs(nb):
+    """The TRAINED lines of a notebook's stdout, as {name: {field: value}}."""
+    runs = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        text = "".join(o.get("text", "") for o in cell.get("outputs", [])
+                       if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        for m in TRAINED.finditer(text):
+            fields = dict(kv.split("=", 1) for kv in m.group(1).split())
+            name = fields.pop("name")
+            runs[name] = {k: float(v) for k, v in fields.items()}
+    return runs
+
+
+def check_training(name, nb):
+    """Asserts that every training run of notebook `name` learned: its loss fell, and its
+    accuracy (classifiers) beat chance by the stated margin."""
+    runs = training_runs(nb)
+    missing = TRAINING_RUNS.get(name[:2], set()) - set(runs)
+    assert not missing, f"{name}: no TRAINED line for {sorted(missing)}; found {sorted(runs)}"
+    for run_name, f in runs.items():
+        first, last = f["first_loss"], f["last_loss"]
+        assert last < first, f"{name}: {run_name}'s loss did not fall: {first} -> {last}"
+        if run_name in LOSS_FALL:
+            assert last <= LOSS_FALL[run_name] * first, (
+                f"{name}: {run_name}'s loss fell only from {first} to {last} "
+                f"(must reach {LOSS_FALL[run_name]:.0%} of the start)")
+        if "val_acc" in f:
+            margin = ACCURACY_MARGIN.get(run_name, 0.1)
+            assert f["val_acc"] >= f["chance"] + margin, (
+                f"{name}: {run_name}'s accuracy {f['val_acc']} does not beat chance "
+                f"{f['chance']} by {margin}")
+    return runs
 
 
 def run(path):
@@ -134,6 +187,33 @@ def test_committed_notebook_is_built_and_run_from_its_source(src):
     for field in ("CPU", "cores", "GPU", "OS"):
         assert field in first, f"{path.name}: the first cell does not name the machine: {first!r}"
     assert build.ran_with_cuda(committed) is not None
+    # The committed training runs learned (the fresh run is checked the same way below).
+    check_training(path.name, committed)
+
+
+def _notebook_printing(lines):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="".join(lines))]
+    nb.cells = [cell]
+    return nb
+
+
+def test_check_training_accepts_learning_and_rejects_the_rest():
+    """Fast, no kernel: the training check itself can fail."""
+    good = ["noise\n", "TRAINED name=mnist_cnn first_loss=1.9 last_loss=0.2 val_acc=0.9 chance=0.1\n",
+            "TRAINED name=dense first_loss=1.0 last_loss=0.3\n"]
+    assert set(check_training("01-x.ipynb", _notebook_printing(good))) == {"mnist_cnn", "dense"}
+    bad = {
+        "did not fall": "TRAINED name=dense first_loss=1.0 last_loss=1.1\n",
+        "fell only": "TRAINED name=dense first_loss=1.0 last_loss=0.9\n",
+        "beat chance": "TRAINED name=cat_dog_cnn first_loss=0.9 last_loss=0.6 val_acc=0.55 chance=0.5\n",
+    }
+    for why, line in bad.items():
+        with pytest.raises(AssertionError, match=why):
+            check_training("04-x.ipynb" if "cat" in line else "00-x.ipynb", _notebook_printing([line]))
+    with pytest.raises(AssertionError, match="no TRAINED line"):
+        check_training("04-x.ipynb", _notebook_printing(["nothing\n"]))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -159,6 +239,10 @@ def test_notebook_runs_and_shows_its_figures(path):
     # Every code cell ran (nbclient numbers each execution).
     counts = [c.get("execution_count") for c in nb.cells if c.cell_type == "code"]
     assert all(isinstance(n, int) for n in counts), counts
+
+    # Each training cell's loss fell and its accuracy beat chance by the stated margin.
+    for run_name, f in check_training(path.name, nb).items():
+        print(f"{path.name}: trained {run_name}: {f}")
 
     # The committed outputs have the structure of this run's (numbers aside). A run on the
     # other kind of machine (GPU vs none) takes other branches, so then only the cells are
