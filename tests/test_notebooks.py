@@ -61,7 +61,7 @@ REQUIRED = {
 # Each run must lower its loss, and a classifier must beat chance by ACCURACY_MARGIN
 # (absolute). The runs each notebook must report, so that removing one fails the test:
 TRAINING_RUNS = {"01": {"dense", "mnist_cnn"}, "04": {"cat_dog_cnn"}}
-ACCURACY_MARGIN = {"mnist_cnn": 0.5, "cat_dog_cnn": 0.1}
+ACCURACY_MARGIN = {"mnist_cnn": 0.5, "cat_dog_cnn": 0.15}
 # A regression run (no accuracy) must end at most this fraction of its starting loss.
 LOSS_FALL = {"dense": 0.8}
 TRAINED = re.compile(r"^TRAINED (.*)$", re.M)
