@@ -1,7 +1,7 @@
 //! Training throughput of the articles' networks, gpulab beside PyTorch in the same invocation:
 //!
 //!     cargo run --release -p gpulab --example train_bench [-- --only dense,mnist,catdog]
-//!         [-- --reps 7] [-- --no-ref]
+//!         [-- --reps 7] [-- --no-ref] [-- --parts]
 //!
 //! - `dense`: article 01's dense network, 10,000-wide input, 1000 relu, 1000 relu, 1; batch 32,
 //!   Adam, mse.
@@ -15,7 +15,8 @@
 //! alone (synchronised on a GPU); the figure is the median, as samples/s. The same models run
 //! in PyTorch (bench/train_ref.py) with the interpreter in $GPULAB_TORCH_PYTHON, else
 //! `python3`, and torch's thread count set to rayon's. The ratio is gpulab / torch, so above 1
-//! means gpulab is faster. Rows for CUDA say "skipped: no CUDA device" without one.
+//! means gpulab is faster. `--parts` also prints gpulab's median forward+loss, backward and
+//! optimizer times per model (on stderr). Rows for CUDA say "skipped: no CUDA device" without one.
 
 use gpulab::nn::{self, Module};
 use gpulab::optim::Adam;
@@ -77,7 +78,13 @@ fn build(name: &str) -> (nn::Sequential, Vec<usize>, usize, &'static str) {
 }
 
 /// Median seconds per training step of `name` on `dev`, and the batch size.
-fn ours(name: &str, dev: Device, reps: usize, warmup: usize) -> gpulab::error::Result<(f64, usize)> {
+fn ours(
+    name: &str,
+    dev: Device,
+    reps: usize,
+    warmup: usize,
+    parts: bool,
+) -> gpulab::error::Result<(f64, usize)> {
     manual_seed(0);
     let (model, xshape, batch, loss) = build(name);
     model.to(dev)?;
@@ -94,7 +101,10 @@ fn ours(name: &str, dev: Device, reps: usize, warmup: usize) -> gpulab::error::R
         }
     };
     let mut opt = Adam::new(model.parameters(), 1e-3);
-    let mut step = || -> gpulab::error::Result<()> {
+    // With --parts, the median time of each phase as well (synchronised between phases).
+    let mut phases: [Vec<f64>; 3] = Default::default();
+    let mut step = |record: bool| -> gpulab::error::Result<()> {
+        let t0 = Instant::now();
         opt.zero_grad();
         let out = model.forward(&x)?;
         let l = match loss {
@@ -102,19 +112,39 @@ fn ours(name: &str, dev: Device, reps: usize, warmup: usize) -> gpulab::error::R
             "ce" => F::cross_entropy(&out, &y)?,
             _ => F::binary_cross_entropy_with_logits(&out, &y)?,
         };
+        if parts {
+            cuda::synchronize(dev)?;
+        }
+        let t1 = Instant::now();
         l.backward()?;
-        opt.step()
+        if parts {
+            cuda::synchronize(dev)?;
+        }
+        let t2 = Instant::now();
+        opt.step()?;
+        if parts && record {
+            cuda::synchronize(dev)?;
+            let t3 = Instant::now();
+            phases[0].push((t1 - t0).as_secs_f64());
+            phases[1].push((t2 - t1).as_secs_f64());
+            phases[2].push((t3 - t2).as_secs_f64());
+        }
+        Ok(())
     };
     for _ in 0..warmup {
-        step()?;
+        step(false)?;
     }
     cuda::synchronize(dev)?;
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
         let t = Instant::now();
-        step()?;
+        step(true)?;
         cuda::synchronize(dev)?;
         times.push(t.elapsed().as_secs_f64());
+    }
+    if parts {
+        let [f, b, o] = phases.map(|mut v| median(&mut v) * 1e3);
+        eprint!("forward+loss {f:.1} ms, backward {b:.1} ms, optimizer {o:.1} ms; ");
     }
     Ok((median(&mut times), batch))
 }
@@ -212,12 +242,16 @@ fn main() {
     let only: Vec<&str> = only_arg.split(',').collect();
     for m in &only {
         if !MODELS.contains(m) {
-            eprintln!("--only: unknown model {m}; the models are {}", MODELS.join(", "));
+            eprintln!(
+                "--only: unknown model {m}; the models are {}",
+                MODELS.join(", ")
+            );
             std::process::exit(2);
         }
     }
     let reps: usize = value("--reps").and_then(|v| v.parse().ok()).unwrap_or(7);
     let warmup = 2;
+    let parts = args.iter().any(|a| a == "--parts");
     let threads = rayon::current_num_threads();
     let info = gpulab::cpu_info();
     println!(
@@ -237,7 +271,7 @@ fn main() {
     for (dname, dev) in &devices {
         for m in &only {
             eprint!("gpulab {m} on {dname} ... ");
-            let r = ours(m, *dev, reps, warmup).map_err(|e| e.to_string());
+            let r = ours(m, *dev, reps, warmup, parts).map_err(|e| e.to_string());
             match &r {
                 Ok((s, _)) => eprintln!("{:.1} ms/step", s * 1e3),
                 Err(e) => eprintln!("failed: {e}"),
@@ -273,7 +307,11 @@ fn main() {
             }
             let key = (m.to_string(), dname.to_string());
             let ours = mine.get(&key).cloned().unwrap_or(Err("not run".into()));
-            let theirs = reference.as_ref().ok().and_then(|r| r.rows.get(&key)).copied();
+            let theirs = reference
+                .as_ref()
+                .ok()
+                .and_then(|r| r.rows.get(&key))
+                .copied();
             let (ours_ms, ours_sps, batch) = match &ours {
                 Ok((s, b)) => (
                     format!("{:.1}", s * 1e3),
