@@ -441,6 +441,14 @@ fn views_and_index_ops() {
             x[0].index_select(0, &idx)
         },
     );
+    check(
+        "index_select along a middle dimension of a transposed source",
+        vec![input(&[3, 4, 2], 93)],
+        |x| {
+            let idx = Tensor::from_vec(vec![1i64, 3, 1, 0], (4,), CPU)?;
+            x[0].transpose(0, 2)?.index_select(1, &idx)
+        },
+    );
     // torch's gather has no rule yet: backward says so instead of dropping the gradient.
     let x = input(&[2, 2], 92);
     let idx = Tensor::from_vec(vec![1i64, 0, 0, 1], (2, 2), CPU).unwrap();

@@ -123,3 +123,41 @@ impl Tensor {
         )))
     }
 }
+
+impl Tensor {
+    /// ReLU's backward on the CPU in one pass, `g` where `x > 0`, else 0 (the op-by-op form,
+    /// a comparison, a cast and a product, allocates three buffers); `None` when it does not
+    /// apply (CUDA, other dtypes, shapes that differ).
+    pub(crate) fn relu_backward_cpu(g: &Tensor, x: &Tensor) -> Result<Option<Tensor>> {
+        if g.device() != Device::Cpu
+            || x.device() != Device::Cpu
+            || g.dtype() != x.dtype()
+            || g.shape() != x.shape()
+        {
+            return Ok(None);
+        }
+        fn run<T: Copy + Default + PartialOrd + Send + Sync>(g: &[T], x: &[T]) -> Vec<T> {
+            let zero = T::default();
+            g.par_iter()
+                .with_min_len(CHUNK)
+                .zip(x.par_iter())
+                .map(|(&g, &x)| if x > zero { g } else { zero })
+                .collect()
+        }
+        let (gd, xd) = (g.dense()?, x.dense()?);
+        let (gr, xr) = (gd.read(), xd.read());
+        let out = match (&*gr, &*xr) {
+            (Storage::Cpu(CpuStorage::F32(g)), Storage::Cpu(CpuStorage::F32(x))) => {
+                CpuStorage::F32(run(g, x))
+            }
+            (Storage::Cpu(CpuStorage::F64(g)), Storage::Cpu(CpuStorage::F64(x))) => {
+                CpuStorage::F64(run(g, x))
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(Tensor::from_storage(
+            Storage::Cpu(out),
+            g.shape().to_vec(),
+        )))
+    }
+}

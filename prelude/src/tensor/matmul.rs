@@ -552,3 +552,101 @@ pub(crate) fn matmul_strided<T: Elem>(
     }
     c
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+        let mut c = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+            }
+        }
+        c
+    }
+
+    fn transpose<T: Copy>(x: &[T], r: usize, c: usize) -> Vec<T> {
+        (0..c)
+            .flat_map(|j| (0..r).map(move |i| (i, j)))
+            .map(|(i, j)| x[i * c + j])
+            .collect()
+    }
+
+    /// Transposed operands read through their strides give the product of the matrices
+    /// they stand for, f32 and f64, with sizes off every blocking multiple (edge tiles, more
+    /// than one KC block, threaded and not).
+    #[test]
+    fn strided_operands_multiply_as_their_contiguous_copies() {
+        for &(m, k, n) in &[(33, 45, 70), (130, 300, 17), (200, 520, 150), (7, 1000, 33)] {
+            let a: Vec<f64> = (0..m * k)
+                .map(|i| ((i * 37 % 101) as f64 - 50.0) / 50.0)
+                .collect();
+            let b: Vec<f64> = (0..k * n)
+                .map(|i| ((i * 53 % 97) as f64 - 48.0) / 48.0)
+                .collect();
+            let want = naive(&a, &b, m, k, n);
+            // a^T stored k x m, b^T stored n x k: the views `.t()` of those.
+            let (at, bt) = (transpose(&a, m, k), transpose(&b, k, n));
+            for (sa, sb) in [(false, true), (true, false), (true, true)] {
+                let ao = if sa {
+                    Strided {
+                        data: &at[..],
+                        rs: 1,
+                        cs: m,
+                    }
+                } else {
+                    Strided {
+                        data: &a[..],
+                        rs: k,
+                        cs: 1,
+                    }
+                };
+                let bo = if sb {
+                    Strided {
+                        data: &bt[..],
+                        rs: 1,
+                        cs: k,
+                    }
+                } else {
+                    Strided {
+                        data: &b[..],
+                        rs: n,
+                        cs: 1,
+                    }
+                };
+                let got = matmul_strided(ao, bo, m, k, n);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g - w).abs() < 1e-9 * (1.0 + w.abs()),
+                        "{m}x{k}x{n} {sa} {sb} [{i}]: {g} vs {w}"
+                    );
+                }
+                let a32: Vec<f32> = ao.data.iter().map(|&v| v as f32).collect();
+                let b32: Vec<f32> = bo.data.iter().map(|&v| v as f32).collect();
+                let got = matmul_strided(
+                    Strided {
+                        data: &a32[..],
+                        rs: ao.rs,
+                        cs: ao.cs,
+                    },
+                    Strided {
+                        data: &b32[..],
+                        rs: bo.rs,
+                        cs: bo.cs,
+                    },
+                    m,
+                    k,
+                    n,
+                );
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        ((*g as f64) - w).abs() < 1e-4 * (k as f64).sqrt() * (1.0 + w.abs()),
+                        "f32 {m}x{k}x{n} {sa} {sb} [{i}]: {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+}
