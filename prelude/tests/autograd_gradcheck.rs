@@ -202,6 +202,19 @@ fn shape_ops_and_matmul() {
         vec![input(&[2, 3], 59), input(&[3], 60)],
         |x| x[0].matmul(&x[1]),
     );
+    // Transposed views as operands, small and big enough (33 x 40 x 30) for the CPU's
+    // packed product, which reads the views through their strides; their gradients come
+    // back as transposes of dense products.
+    check(
+        "matmul of transposed views",
+        vec![input(&[3, 2], 94), input(&[4, 3], 95)],
+        |x| x[0].t()?.matmul(&x[1].t()?),
+    );
+    check(
+        "matmul of transposed views, packed",
+        vec![input(&[40, 33], 96), input(&[30, 40], 97)],
+        |x| x[0].t()?.matmul(&x[1].t()?),
+    );
     check("matmul 1x1", vec![input(&[3], 61), input(&[3], 62)], |x| {
         x[0].matmul(&x[1])
     });

@@ -194,17 +194,22 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: Tensor) -> Tensor {
     };
     let (m, n) = (a2.shape()[0], b2.shape()[1]);
     let (need_a, need_b) = (a.requires_grad(), b.requires_grad());
+    // An operand that is a transposed view (`w.t()` in a Linear layer) gets its gradient
+    // as the transpose of a dense product, so that after the transpose rule the leaf's
+    // gradient is dense again: the optimiser then reads it as is instead of copying it.
+    let a_t = a2.rank() == 2 && !a2.is_contiguous() && a2.t().is_ok_and(|t| t.is_contiguous());
+    let b_t = b2.rank() == 2 && !b2.is_contiguous() && b2.t().is_ok_and(|t| t.is_contiguous());
     record(out, "matmul", &[a, b], move |g| {
         let g2 = g.reshape((m, n))?;
-        let ga = if need_a {
-            Some(g2.matmul(&b2.t()?)?.reshape(&ad)?)
-        } else {
-            None
+        let ga = match (need_a, a_t) {
+            (false, _) => None,
+            (true, false) => Some(g2.matmul(&b2.t()?)?.reshape(&ad)?),
+            (true, true) => Some(b2.matmul(&g2.t()?)?.t()?),
         };
-        let gb = if need_b {
-            Some(a2.t()?.matmul(&g2)?.reshape(&bd)?)
-        } else {
-            None
+        let gb = match (need_b, b_t) {
+            (false, _) => None,
+            (true, false) => Some(a2.t()?.matmul(&g2)?.reshape(&bd)?),
+            (true, true) => Some(g2.t()?.matmul(&a2)?.t()?),
         };
         Ok(vec![ga, gb])
     })
