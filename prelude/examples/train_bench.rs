@@ -194,7 +194,9 @@ fn reference(
         .args(["--reps", &reps.to_string()])
         .args(["--warmup", &warmup.to_string()])
         .output()
-        .map_err(|e| format!("could not run {py}: {e}"))?;
+        .map_err(|e| {
+            format!("torch: not run: could not start {py} ({e}); set GPULAB_TORCH_PYTHON")
+        })?;
     let stderr = String::from_utf8_lossy(&o.stderr);
     if o.status.code() == Some(3) || stderr.contains("torch: not installed") {
         return Err(format!(
@@ -204,7 +206,11 @@ fn reference(
         ));
     }
     if !o.status.success() {
-        return Err(format!("{py} {}: {}", script.display(), stderr.trim()));
+        return Err(format!(
+            "torch: failed, no figures: {py} {}: {}",
+            script.display(),
+            stderr.trim()
+        ));
     }
     for line in stderr.lines() {
         println!("torch: {line}");
