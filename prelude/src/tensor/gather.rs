@@ -202,7 +202,7 @@ impl Tensor {
                 })
                 .unzip()
         }
-        if self.device() != crate::Device::Cpu || k == 0 || idx.len() % k != 0 {
+        if self.device() != crate::Device::Cpu || k == 0 || !idx.len().is_multiple_of(k) {
             return Ok(None);
         }
         check_index_range(self.numel())?;
