@@ -296,16 +296,16 @@ fn pack_b<T: Elem>(
                 dst[w..].fill(T::default());
             }
         } else {
-            // A transposed operand (`w.t()` in a Linear layer): each column of the panel is
-            // a run of memory, read in order.
-            for j in 0..w {
-                let col = (j0 + j) * b.cs + pc * b.rs;
-                for p in 0..kc {
-                    panel[p * nr + j] = b.data[col + p * b.rs];
+            // A transposed operand (`w.t()` in a Linear layer): gathered row by row so the
+            // panel is written in order; the NR source columns stay in L1 across rows.
+            let base = j0 * b.cs + pc * b.rs;
+            for (p, dst) in panel.chunks_exact_mut(nr).take(kc).enumerate() {
+                let row = base + p * b.rs;
+                let src = &b.data[row..row + (w - 1) * b.cs + 1];
+                for (j, d) in dst[..w].iter_mut().enumerate() {
+                    *d = src[j * b.cs];
                 }
-            }
-            for p in 0..kc {
-                panel[p * nr + w..(p + 1) * nr].fill(T::default());
+                dst[w..].fill(T::default());
             }
         }
     };
@@ -331,27 +331,21 @@ fn pack_a<T: Elem>(
     for (ip, panel) in out.chunks_mut(kc * mr).enumerate().take(mc.div_ceil(mr)) {
         let i0 = ic + ip * mr;
         let h = mr.min(ic + mc - i0);
-        if a.cs == 1 {
-            for i in 0..h {
-                let at = (i0 + i) * a.rs + pc;
-                for (p, &v) in a.data[at..at + kc].iter().enumerate() {
-                    panel[p * mr + i] = v;
+        // Column by column, so the panel is written in order (writing it row by row, MR
+        // apart, cost as much as the product itself for im2col's long, thin operands).
+        let base = i0 * a.rs + pc * a.cs;
+        for (p, dst) in panel.chunks_exact_mut(mr).take(kc).enumerate() {
+            let col = base + p * a.cs;
+            if a.rs == 1 {
+                // A transposed operand: the MR values lie together.
+                dst[..h].copy_from_slice(&a.data[col..col + h]);
+            } else {
+                let src = &a.data[col..col + (h - 1) * a.rs + 1];
+                for (i, d) in dst[..h].iter_mut().enumerate() {
+                    *d = src[i * a.rs];
                 }
             }
-        } else {
-            // A transposed operand (`x.t()` in a weight gradient): the MR values of one
-            // column of the panel lie together when a.rs is 1.
-            for p in 0..kc {
-                let at = (pc + p) * a.cs + i0 * a.rs;
-                for i in 0..h {
-                    panel[p * mr + i] = a.data[at + i * a.rs];
-                }
-            }
-        }
-        for i in h..mr {
-            for p in 0..kc {
-                panel[p * mr + i] = T::default();
-            }
+            dst[h..].fill(T::default());
         }
     }
 }
