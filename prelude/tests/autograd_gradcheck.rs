@@ -202,6 +202,19 @@ fn shape_ops_and_matmul() {
         vec![input(&[2, 3], 59), input(&[3], 60)],
         |x| x[0].matmul(&x[1]),
     );
+    // Transposed views as operands, small and big enough (33 x 40 x 30) for the CPU's
+    // packed product, which reads the views through their strides; their gradients come
+    // back as transposes of dense products.
+    check(
+        "matmul of transposed views",
+        vec![input(&[3, 2], 94), input(&[4, 3], 95)],
+        |x| x[0].t()?.matmul(&x[1].t()?),
+    );
+    check(
+        "matmul of transposed views, packed",
+        vec![input(&[40, 33], 96), input(&[30, 40], 97)],
+        |x| x[0].t()?.matmul(&x[1].t()?),
+    );
     check("matmul 1x1", vec![input(&[3], 61), input(&[3], 62)], |x| {
         x[0].matmul(&x[1])
     });
@@ -439,6 +452,14 @@ fn views_and_index_ops() {
         |x| {
             let idx = Tensor::from_vec(vec![2i64, 0, 2], (3,), CPU)?;
             x[0].index_select(0, &idx)
+        },
+    );
+    check(
+        "index_select along a middle dimension of a transposed source",
+        vec![input(&[3, 4, 2], 93)],
+        |x| {
+            let idx = Tensor::from_vec(vec![1i64, 3, 1, 0], (4,), CPU)?;
+            x[0].transpose(0, 2)?.index_select(1, &idx)
         },
     );
     // torch's gather has no rule yet: backward says so instead of dropping the gradient.

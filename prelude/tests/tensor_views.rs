@@ -107,6 +107,17 @@ fn every_view_matches_index_loops() {
         &[4, 2, 3],
         |c| b(&[c[1], c[2], c[0]]),
     );
+    // Big enough for the CPU's batched tiled transpose (conv2d's layout change), with
+    // planes off the 32 x 32 tiles.
+    let big = [3usize, 45, 37];
+    let xb = iota(&big);
+    let bb = vals(&xb);
+    check_view(
+        "transpose(1, 2) of [3, 45, 37], made contiguous",
+        &xb.transpose(1, 2).unwrap().contiguous().unwrap(),
+        &[3, 37, 45],
+        |c| at(&bb, &big, &[c[0], c[2], c[1]]),
+    );
     let m = iota(&[3, 5]);
     let mb = vals(&m);
     check_view("t()", &m.t().unwrap(), &[5, 3], |c| mb[c[1] * 5 + c[0]]);

@@ -9,7 +9,7 @@
 
 use super::record;
 use crate::error::Result;
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 
 pub(crate) use crate::tensor::op::{BinaryOp, ReduceOp, UnaryOp};
 
@@ -120,7 +120,10 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
             UnaryOp::Abs => g.mul(&pos_mask(&xd)?.sub(&pos_mask(&xd.neg()?)?)?)?,
             UnaryOp::Exp => g.mul(&y)?,
             UnaryOp::Sqrt => g.div(&y.mul(2.0)?)?,
-            UnaryOp::Relu => g.mul(&pos_mask(&xd)?)?,
+            UnaryOp::Relu => match Tensor::relu_backward_cpu(g, &xd)? {
+                Some(gx) => gx,
+                None => g.mul(&pos_mask(&xd)?)?,
+            },
             UnaryOp::Log => g.div(&xd)?,
             UnaryOp::Tanh => g.mul(&y.mul(&y)?.neg()?.add(1.0)?)?,
             UnaryOp::Sigmoid => g.mul(&y.mul(&y.neg()?.add(1.0)?)?)?,
@@ -191,17 +194,22 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: Tensor) -> Tensor {
     };
     let (m, n) = (a2.shape()[0], b2.shape()[1]);
     let (need_a, need_b) = (a.requires_grad(), b.requires_grad());
+    // An operand that is a transposed view (`w.t()` in a Linear layer) gets its gradient
+    // as the transpose of a dense product, so that after the transpose rule the leaf's
+    // gradient is dense again: the optimiser then reads it as is instead of copying it.
+    let a_t = a2.rank() == 2 && !a2.is_contiguous() && a2.t().is_ok_and(|t| t.is_contiguous());
+    let b_t = b2.rank() == 2 && !b2.is_contiguous() && b2.t().is_ok_and(|t| t.is_contiguous());
     record(out, "matmul", &[a, b], move |g| {
         let g2 = g.reshape((m, n))?;
-        let ga = if need_a {
-            Some(g2.matmul(&b2.t()?)?.reshape(&ad)?)
-        } else {
-            None
+        let ga = match (need_a, a_t) {
+            (false, _) => None,
+            (true, false) => Some(g2.matmul(&b2.t()?)?.reshape(&ad)?),
+            (true, true) => Some(b2.matmul(&g2.t()?)?.t()?),
         };
-        let gb = if need_b {
-            Some(a2.t()?.matmul(&g2)?.reshape(&bd)?)
-        } else {
-            None
+        let gb = match (need_b, b_t) {
+            (false, _) => None,
+            (true, false) => Some(a2.t()?.matmul(&g2)?.reshape(&bd)?),
+            (true, true) => Some(g2.t()?.matmul(&a2)?.t()?),
         };
         Ok(vec![ga, gb])
     })
@@ -256,10 +264,29 @@ pub(crate) fn cat(xs: &[&Tensor], dim: usize, lens: Vec<usize>, out: Tensor) -> 
 }
 
 /// `index_select` along `dim` with indices `idx`: rows of `g` added back where they came
-/// from (one in-place add per index, so repeated indices accumulate).
+/// from, repeated indices accumulating. One `scatter_add_flat` (a kernel on either device)
+/// where it has the dtype (f32; f64 on the CPU); otherwise one in-place add per index.
 pub(crate) fn index_select(x: &Tensor, dim: usize, idx: Vec<i64>, out: Tensor) -> Tensor {
     let dims = x.shape().to_vec();
     record(out, "index_select", &[x], move |g| {
+        let total: usize = dims.iter().product();
+        let scatter = total <= i32::MAX as usize
+            && (g.dtype() == DType::F32 || (g.dtype() == DType::F64 && !g.is_cuda()));
+        if scatter {
+            let outer: usize = dims[..dim].iter().product();
+            let inner: usize = dims[dim + 1..].iter().product();
+            let len = dims[dim];
+            let mut flat = Vec::with_capacity(outer * idx.len() * inner);
+            for o in 0..outer {
+                for &j in &idx {
+                    let base = (o * len + j as usize) * inner;
+                    flat.extend(base as i32..(base + inner) as i32);
+                }
+            }
+            return Ok(vec![Some(
+                g.scatter_add_flat(std::sync::Arc::new(flat), dims.clone())?,
+            )]);
+        }
         let z = Tensor::zeros_dtype(dims.clone(), g.dtype(), g.device())?;
         for (i, &j) in idx.iter().enumerate() {
             z.select(dim as isize, j as isize)?

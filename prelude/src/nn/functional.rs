@@ -309,7 +309,9 @@ pub fn conv2d(
 
 /// Max over `kernel` x `kernel` windows moved by `stride` (torch's default stride is the
 /// kernel size), no padding; `x` is `[N, C, H, W]`. The gradient goes to the maximum of each
-/// window (shared evenly between ties).
+/// window: on the CPU to the first of tied maxima, as torch does (one pass that records
+/// where each maximum was); on CUDA, which gathers the windows and reduces them, shared
+/// evenly between ties. The two agree whenever a window's maximum is unique.
 pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
     let [n, c, h, w] = nchw(x, "max_pool2d")?;
     let oh = out_size(h, kernel, stride, 0, "max_pool2d")?;
@@ -331,6 +333,10 @@ pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
         }
         idx
     });
+    // On the CPU one pass over the windows, keeping where each maximum came from.
+    if let Some(out) = x.window_max_cpu(&idx, kernel * kernel, vec![n, c, oh, ow])? {
+        return Ok(out);
+    }
     let windows = x.gather_flat(idx, vec![n * c * oh * ow, kernel * kernel])?;
     windows.max_dim(1)?.reshape((n, c, oh, ow))
 }

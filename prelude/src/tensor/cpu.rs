@@ -188,6 +188,14 @@ pub(crate) fn permute(x: &[f32], dims: &[usize], src_strides: &[usize]) -> Vec<f
     if rank == 2 && src_strides == [1, dims[0]] {
         return transpose2d(x, dims[1], dims[0]);
     }
+    // A batch of transposed planes (conv2d's [N, HW, O] -> [N, O, HW] and its gradient):
+    // one tiled transpose per plane, planes shared between cores.
+    if rank == 3 && dims[0] > 1 && src_strides == [dims[1] * dims[2], 1, dims[1]] {
+        let (rows, cols) = (dims[2], dims[1]);
+        return fill_chunks(n, (rows * cols).max(1), |b, o| {
+            transpose2d_into(&x[b * rows * cols..(b + 1) * rows * cols], rows, cols, o)
+        });
+    }
     let row = dims[rank - 1].max(1);
     let s_last = src_strides[rank - 1];
     fill_chunks(n, row, |r, o| {
@@ -200,6 +208,21 @@ pub(crate) fn permute(x: &[f32], dims: &[usize], src_strides: &[usize]) -> Vec<f
             *v = x[base + j * s_last];
         }
     })
+}
+
+/// One plane of `permute`'s batched case: `x` (`rows x cols`) transposed into `o`, in 32x32
+/// tiles.
+fn transpose2d_into(x: &[f32], rows: usize, cols: usize, o: &mut [f32]) {
+    const T: usize = 32;
+    for j0 in (0..cols).step_by(T) {
+        for i0 in (0..rows).step_by(T) {
+            for j in j0..(j0 + T).min(cols) {
+                for i in i0..(i0 + T).min(rows) {
+                    o[j * rows + i] = x[i * cols + j];
+                }
+            }
+        }
+    }
 }
 
 /// `rows x cols` to `cols x rows`, in 32x32 tiles so both sides stay in cache.

@@ -165,3 +165,72 @@ impl Tensor {
         }))
     }
 }
+
+impl Tensor {
+    /// The maximum of each run of `k` consecutive entries of `idx` (source indices into this
+    /// tensor, none -1), shaped `dims`, on the CPU in one pass: `max_pool2d`'s forward
+    /// without materialising the windows. The gradient goes to the first maximum of each
+    /// window (torch's rule; a NaN counts as the maximum), added back with
+    /// `scatter_add_flat` at the recorded positions. `None` off the CPU or for dtypes other
+    /// than f32/f64, where the caller gathers the windows and reduces them.
+    pub(crate) fn window_max_cpu(
+        &self,
+        idx: &[i32],
+        k: usize,
+        dims: Vec<usize>,
+    ) -> Result<Option<Tensor>> {
+        fn run<T: Copy + PartialOrd + Send + Sync>(
+            src: &[T],
+            idx: &[i32],
+            k: usize,
+        ) -> (Vec<T>, Vec<i32>) {
+            idx.par_chunks(k)
+                .with_min_len(1024)
+                .map(|w| {
+                    let mut at = w[0];
+                    let mut best = src[at as usize];
+                    for &j in &w[1..] {
+                        let v = src[j as usize];
+                        // `best != best`: a NaN stays the maximum, as in torch.
+                        #[allow(clippy::eq_op)]
+                        if v > best || (v != v && best == best) {
+                            best = v;
+                            at = j;
+                        }
+                    }
+                    (best, at)
+                })
+                .unzip()
+        }
+        if self.device() != crate::Device::Cpu || k == 0 || !idx.len().is_multiple_of(k) {
+            return Ok(None);
+        }
+        check_index_range(self.numel())?;
+        debug_assert_eq!(idx.len() / k, dims.iter().product::<usize>());
+        let src = self.dense()?;
+        let (storage, arg) = match &*src.read() {
+            Storage::Cpu(CpuStorage::F32(v)) => {
+                let (m, a) = run(v, idx, k);
+                (CpuStorage::F32(m), a)
+            }
+            Storage::Cpu(CpuStorage::F64(v)) => {
+                let (m, a) = run(v, idx, k);
+                (CpuStorage::F64(m), a)
+            }
+            _ => return Ok(None),
+        };
+        let out = Tensor::from_storage(Storage::Cpu(storage), dims);
+        let arg: Indices = Arc::new(arg);
+        let src_dims = self.shape().to_vec();
+        Ok(Some(autograd::record(
+            out,
+            "max_pool2d",
+            &[self],
+            move |g| {
+                Ok(vec![Some(
+                    g.scatter_add_flat(arg.clone(), src_dims.clone())?,
+                )])
+            },
+        )))
+    }
+}

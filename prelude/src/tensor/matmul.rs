@@ -273,11 +273,10 @@ mod x86 {
     }
 }
 
-/// Packs `b[pc..pc+kc][jc..jc+nc]` (row stride `n`) into NR-wide panels, each kc x NR
-/// row-major, zero-padded past the last column.
+/// Packs `b[pc..pc+kc][jc..jc+nc]` (element `(p, j)` at `p * b.rs + j * b.cs`) into NR-wide
+/// panels, each kc x NR row-major, zero-padded past the last column.
 fn pack_b<T: Elem>(
-    b: &[T],
-    n: usize,
+    b: Strided<T>,
     pc: usize,
     kc: usize,
     jc: usize,
@@ -289,11 +288,25 @@ fn pack_b<T: Elem>(
     let pack = |(jp, panel): (usize, &mut [T])| {
         let j0 = jc + jp * nr;
         let w = nr.min(jc + nc - j0);
-        for p in 0..kc {
-            let src = &b[(pc + p) * n + j0..(pc + p) * n + j0 + w];
-            let dst = &mut panel[p * nr..(p + 1) * nr];
-            dst[..w].copy_from_slice(src);
-            dst[w..].fill(T::default());
+        if b.cs == 1 {
+            for p in 0..kc {
+                let at = (pc + p) * b.rs + j0;
+                let dst = &mut panel[p * nr..(p + 1) * nr];
+                dst[..w].copy_from_slice(&b.data[at..at + w]);
+                dst[w..].fill(T::default());
+            }
+        } else {
+            // A transposed operand (`w.t()` in a Linear layer): gathered row by row so the
+            // panel is written in order; the NR source columns stay in L1 across rows.
+            let base = j0 * b.cs + pc * b.rs;
+            for (p, dst) in panel.chunks_exact_mut(nr).take(kc).enumerate() {
+                let row = base + p * b.rs;
+                let src = &b.data[row..row + (w - 1) * b.cs + 1];
+                for (j, d) in dst[..w].iter_mut().enumerate() {
+                    *d = src[j * b.cs];
+                }
+                dst[w..].fill(T::default());
+            }
         }
     };
     if threaded {
@@ -303,11 +316,11 @@ fn pack_b<T: Elem>(
     }
 }
 
-/// Packs `a[ic..ic+mc][pc..pc+kc]` (row stride `k`) into MR-tall panels, each kc x MR with
-/// the MR values of one column together, zero-padded past the last row.
+/// Packs `a[ic..ic+mc][pc..pc+kc]` (element `(i, p)` at `i * a.rs + p * a.cs`) into MR-tall
+/// panels, each kc x MR with the MR values of one column together, zero-padded past the last
+/// row.
 fn pack_a<T: Elem>(
-    a: &[T],
-    k: usize,
+    a: Strided<T>,
     ic: usize,
     mc: usize,
     pc: usize,
@@ -318,18 +331,32 @@ fn pack_a<T: Elem>(
     for (ip, panel) in out.chunks_mut(kc * mr).enumerate().take(mc.div_ceil(mr)) {
         let i0 = ic + ip * mr;
         let h = mr.min(ic + mc - i0);
-        for i in 0..h {
-            let row = &a[(i0 + i) * k + pc..(i0 + i) * k + pc + kc];
-            for (p, &v) in row.iter().enumerate() {
-                panel[p * mr + i] = v;
+        // Column by column, so the panel is written in order (writing it row by row, MR
+        // apart, cost as much as the product itself for im2col's long, thin operands).
+        let base = i0 * a.rs + pc * a.cs;
+        for (p, dst) in panel.chunks_exact_mut(mr).take(kc).enumerate() {
+            let col = base + p * a.cs;
+            if a.rs == 1 {
+                // A transposed operand: the MR values lie together.
+                dst[..h].copy_from_slice(&a.data[col..col + h]);
+            } else {
+                let src = &a.data[col..col + (h - 1) * a.rs + 1];
+                for (i, d) in dst[..h].iter_mut().enumerate() {
+                    *d = src[i * a.rs];
+                }
             }
-        }
-        for i in h..mr {
-            for p in 0..kc {
-                panel[p * mr + i] = T::default();
-            }
+            dst[h..].fill(T::default());
         }
     }
+}
+
+/// A matrix operand read through strides: element `(r, c)` is `data[r * rs + c * cs]`. A
+/// row-major matrix has `cs == 1`; its transpose (a `.t()` view) has `rs == 1`.
+#[derive(Clone, Copy)]
+pub(crate) struct Strided<'a, T> {
+    pub data: &'a [T],
+    pub rs: usize,
+    pub cs: usize,
 }
 
 /// Products too small to pack. C is computed in 4 x 16 tiles held in registers while p runs
@@ -389,12 +416,49 @@ unsafe fn small_avx2<T: Elem>(a: &[T], b: &[T], c: &mut [T], m: usize, k: usize,
 
 /// `a` is m x k, `b` is k x n, both row-major; returns the m x n product.
 pub(crate) fn matmul<T: Elem>(a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
+    matmul_strided(
+        Strided {
+            data: a,
+            rs: k,
+            cs: 1,
+        },
+        Strided {
+            data: b,
+            rs: n,
+            cs: 1,
+        },
+        m,
+        k,
+        n,
+    )
+}
+
+/// Whether [`matmul_strided`] takes these operands as they are: products big enough to pack
+/// (the packing reads any strides); smaller ones want row-major operands.
+pub(crate) fn packs(m: usize, k: usize, n: usize) -> bool {
+    m * n * k > SMALL
+}
+
+/// Below ~32^3 multiply-adds, packing costs more than it saves.
+const SMALL: usize = 32 * 32 * 32;
+
+/// The m x n product of `a` (m x k) and `b` (k x n), each read through its strides, so a
+/// transposed view is multiplied without first being copied. Row-major operands unless
+/// [`packs`] holds.
+pub(crate) fn matmul_strided<T: Elem>(
+    a: Strided<T>,
+    b: Strided<T>,
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Vec<T> {
     let mut c = vec![T::default(); m * n];
     if m == 0 || n == 0 || k == 0 {
         return c;
     }
-    // Below ~32^3 multiply-adds, packing costs more than it saves.
-    if m * n * k <= 32 * 32 * 32 {
+    if m * n * k <= SMALL {
+        debug_assert!(a.cs == 1 && a.rs == k && b.cs == 1 && b.rs == n);
+        let (a, b) = (a.data, b.data);
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
@@ -428,12 +492,12 @@ pub(crate) fn matmul<T: Elem>(a: &[T], b: &[T], m: usize, k: usize, n: usize) ->
         for pc in (0..k).step_by(KC) {
             let kc = KC.min(k - pc);
             let bp = &mut bpack[..kc * nc.div_ceil(nr) * nr];
-            pack_b(b, n, pc, kc, jc, nc, nr, bp, threaded);
+            pack_b(b, pc, kc, jc, nc, nr, bp, threaded);
             let bp = &*bp;
             let block = |apack: &mut Vec<T>, (ib, cblock): (usize, &mut [T])| {
                 let ic = ib * mc_block;
                 let mc = mc_block.min(m - ic);
-                pack_a(a, k, ic, mc, pc, kc, mr, apack);
+                pack_a(a, ic, mc, pc, kc, mr, apack);
                 let mut edge = vec![T::default(); mr * nr];
                 for jp in 0..nc.div_ceil(nr) {
                     let j0 = jc + jp * nr;
@@ -481,4 +545,102 @@ pub(crate) fn matmul<T: Elem>(a: &[T], b: &[T], m: usize, k: usize, n: usize) ->
         }
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+        let mut c = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+            }
+        }
+        c
+    }
+
+    fn transpose<T: Copy>(x: &[T], r: usize, c: usize) -> Vec<T> {
+        (0..c)
+            .flat_map(|j| (0..r).map(move |i| (i, j)))
+            .map(|(i, j)| x[i * c + j])
+            .collect()
+    }
+
+    /// Transposed operands read through their strides give the product of the matrices
+    /// they stand for, f32 and f64, with sizes off every blocking multiple (edge tiles, more
+    /// than one KC block, threaded and not).
+    #[test]
+    fn strided_operands_multiply_as_their_contiguous_copies() {
+        for &(m, k, n) in &[(33, 45, 70), (130, 300, 17), (200, 520, 150), (7, 1000, 33)] {
+            let a: Vec<f64> = (0..m * k)
+                .map(|i| ((i * 37 % 101) as f64 - 50.0) / 50.0)
+                .collect();
+            let b: Vec<f64> = (0..k * n)
+                .map(|i| ((i * 53 % 97) as f64 - 48.0) / 48.0)
+                .collect();
+            let want = naive(&a, &b, m, k, n);
+            // a^T stored k x m, b^T stored n x k: the views `.t()` of those.
+            let (at, bt) = (transpose(&a, m, k), transpose(&b, k, n));
+            for (sa, sb) in [(false, true), (true, false), (true, true)] {
+                let ao = if sa {
+                    Strided {
+                        data: &at[..],
+                        rs: 1,
+                        cs: m,
+                    }
+                } else {
+                    Strided {
+                        data: &a[..],
+                        rs: k,
+                        cs: 1,
+                    }
+                };
+                let bo = if sb {
+                    Strided {
+                        data: &bt[..],
+                        rs: 1,
+                        cs: k,
+                    }
+                } else {
+                    Strided {
+                        data: &b[..],
+                        rs: n,
+                        cs: 1,
+                    }
+                };
+                let got = matmul_strided(ao, bo, m, k, n);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g - w).abs() < 1e-9 * (1.0 + w.abs()),
+                        "{m}x{k}x{n} {sa} {sb} [{i}]: {g} vs {w}"
+                    );
+                }
+                let a32: Vec<f32> = ao.data.iter().map(|&v| v as f32).collect();
+                let b32: Vec<f32> = bo.data.iter().map(|&v| v as f32).collect();
+                let got = matmul_strided(
+                    Strided {
+                        data: &a32[..],
+                        rs: ao.rs,
+                        cs: ao.cs,
+                    },
+                    Strided {
+                        data: &b32[..],
+                        rs: bo.rs,
+                        cs: bo.cs,
+                    },
+                    m,
+                    k,
+                    n,
+                );
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        ((*g as f64) - w).abs() < 1e-4 * (k as f64).sqrt() * (1.0 + w.abs()),
+                        "f32 {m}x{k}x{n} {sa} {sb} [{i}]: {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -36,6 +36,7 @@ mod cpu;
 mod cpu_backend;
 mod dtype;
 mod format;
+mod fused;
 mod gather;
 mod gpu;
 mod gpu_strided;
@@ -51,6 +52,7 @@ mod view;
 
 pub use arith::Operand;
 pub use dtype::{promote, DType, WithDType};
+pub(crate) use fused::AdamCoeffs;
 pub use half::{bf16, f16};
 pub use precision::{get_float32_matmul_precision, set_float32_matmul_precision};
 pub use random::manual_seed;
