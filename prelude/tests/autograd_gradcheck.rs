@@ -289,6 +289,30 @@ fn conv2d_and_max_pool2d() {
         vec![input(&[1, 2, 5, 4], 83), input(&[2, 2, 3, 3], 84)],
         |x| F::conv2d(&x[0], &x[1], None, 2, 1),
     );
+    // Big enough that the CPU's per-image products pack (o * ckk * oh*ow > 32^3), with
+    // stride, padding, several channels and images, a bias, and a kernel column whose taps
+    // fall partly in the padding.
+    check(
+        "conv2d packed stride 2 padding 2",
+        vec![
+            input(&[3, 4, 11, 9], 87),
+            input(&[6, 4, 3, 5], 88),
+            input(&[6], 89),
+        ],
+        |x| F::conv2d(&x[0], &x[1], Some(&x[2]), 2, 2),
+    );
+    check(
+        "conv2d packed stride 1 padding 1",
+        vec![input(&[2, 3, 12, 12], 90), input(&[8, 3, 3, 3], 91)],
+        |x| F::conv2d(&x[0], &x[1], None, 1, 1),
+    );
+    // The first layer of a network: the input needs no gradient, the weight and bias do.
+    let image = Tensor::from_vec(vals(2 * 3 * 10 * 10, 92), &[2, 3, 10, 10], CPU).unwrap();
+    check(
+        "conv2d without input gradient",
+        vec![input(&[5, 3, 3, 3], 93), input(&[5], 94)],
+        move |x| F::conv2d(&image, &x[0], Some(&x[1]), 1, 0),
+    );
     check("max_pool2d", vec![input(&[2, 2, 4, 6], 85)], |x| {
         F::max_pool2d(&x[0], 2, 2)
     });

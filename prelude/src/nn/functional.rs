@@ -6,7 +6,7 @@
 //! `max_pool2d` gather their windows with one index op (im2col), then use matmul and max.
 
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{ConvGeom, DType, Tensor};
 use crate::Device;
 use std::sync::{Arc, Mutex};
 
@@ -266,6 +266,23 @@ pub fn conv2d(
     }
     let oh = out_size(h, kh, stride, padding, "conv2d")?;
     let ow = out_size(w, kw, stride, padding, "conv2d")?;
+    // On the CPU, per image straight into NCHW with the bias fused (`Tensor::conv2d_cpu`).
+    let geom = ConvGeom {
+        n,
+        c,
+        h,
+        w,
+        o,
+        kh,
+        kw,
+        oh,
+        ow,
+        stride,
+        pad: padding,
+    };
+    if let Some(out) = Tensor::conv2d_cpu(x, weight, bias, geom)? {
+        return Ok(out);
+    }
     let (p, s) = (padding as isize, stride as isize);
     let key = (true, [n, c, h, w], [kh, kw], stride, padding);
     let idx = window_indices(key, || {

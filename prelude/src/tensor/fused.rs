@@ -10,8 +10,10 @@
 //! and the optimiser falls back to its tensor-op path.
 
 use super::cpu_backend::CpuStorage;
+use super::matmul::{self, Elem, Strided};
 use super::storage::Storage;
 use super::Tensor;
+use crate::autograd;
 use crate::device::Device;
 use crate::error::Result;
 use rayon::prelude::*;
@@ -159,5 +161,361 @@ impl Tensor {
             Storage::Cpu(out),
             g.shape().to_vec(),
         )))
+    }
+}
+
+/// The shape of one 2-D convolution: input `[n, c, h, w]`, weight `[o, c, kh, kw]`, output
+/// `[n, o, oh, ow]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ConvGeom {
+    pub n: usize,
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub o: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub oh: usize,
+    pub ow: usize,
+    pub stride: usize,
+    pub pad: usize,
+}
+
+impl ConvGeom {
+    /// Rows of one image's unfolded input (`c * kh * kw`).
+    fn ckk(&self) -> usize {
+        self.c * self.kh * self.kw
+    }
+    /// Output positions per image (`oh * ow`).
+    fn p(&self) -> usize {
+        self.oh * self.ow
+    }
+    fn chw(&self) -> usize {
+        self.c * self.h * self.w
+    }
+    /// For kernel column `j`, the output columns `lo..hi` whose input column is inside the
+    /// image (the others read padding).
+    fn cols_inside(&self, j: usize) -> (usize, usize) {
+        let (s, p) = (self.stride, self.pad);
+        // xo * s + j >= p  and  xo * s + j < w + p
+        let lo = p.saturating_sub(j).div_ceil(s);
+        let hi = if self.w + p > j {
+            (self.w + p - j).div_ceil(s).min(self.ow)
+        } else {
+            0
+        };
+        (lo.min(hi), hi)
+    }
+}
+
+/// One image `[c, h, w]` unfolded into `cols` `[c*kh*kw, oh*ow]`: row `(ch, i, j)` holds the
+/// input under kernel tap `(i, j)` of channel `ch` at every output position, zero in the
+/// padding. This is im2col laid out so that `W [o, c*kh*kw] x cols` is the output in NCHW.
+fn im2col<T: Copy + Default>(x: &[T], g: &ConvGeom, cols: &mut [T]) {
+    let (p, s, pad) = (g.p(), g.stride, g.pad);
+    for ch in 0..g.c {
+        let plane = &x[ch * g.h * g.w..(ch + 1) * g.h * g.w];
+        for i in 0..g.kh {
+            for j in 0..g.kw {
+                let row = &mut cols[((ch * g.kh + i) * g.kw + j) * p..][..p];
+                let (lo, hi) = g.cols_inside(j);
+                for y in 0..g.oh {
+                    let dst = &mut row[y * g.ow..(y + 1) * g.ow];
+                    let iy = (y * s + i) as isize - pad as isize;
+                    if iy < 0 || iy >= g.h as isize || lo >= hi {
+                        dst.fill(T::default());
+                        continue;
+                    }
+                    let src = &plane[iy as usize * g.w..][..g.w];
+                    dst[..lo].fill(T::default());
+                    dst[hi..].fill(T::default());
+                    let x0 = lo * s + j - pad;
+                    if s == 1 {
+                        dst[lo..hi].copy_from_slice(&src[x0..x0 + hi - lo]);
+                    } else {
+                        for (k, d) in dst[lo..hi].iter_mut().enumerate() {
+                            *d = src[x0 + k * s];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The adjoint of [`im2col`]: each entry of `cols` added into the pixel of `dx` (`[c, h, w]`,
+/// zeroed by the caller) it was read from.
+fn col2im<T: Copy + std::ops::AddAssign>(cols: &[T], g: &ConvGeom, dx: &mut [T]) {
+    let (p, s, pad) = (g.p(), g.stride, g.pad);
+    for ch in 0..g.c {
+        let plane = &mut dx[ch * g.h * g.w..(ch + 1) * g.h * g.w];
+        for i in 0..g.kh {
+            for j in 0..g.kw {
+                let row = &cols[((ch * g.kh + i) * g.kw + j) * p..][..p];
+                let (lo, hi) = g.cols_inside(j);
+                if lo >= hi {
+                    continue;
+                }
+                for y in 0..g.oh {
+                    let iy = (y * s + i) as isize - pad as isize;
+                    if iy < 0 || iy >= g.h as isize {
+                        continue;
+                    }
+                    let src = &row[y * g.ow + lo..y * g.ow + hi];
+                    let dst = &mut plane[iy as usize * g.w..][..g.w];
+                    let x0 = lo * s + j - pad;
+                    if s == 1 {
+                        for (d, &v) in dst[x0..x0 + hi - lo].iter_mut().zip(src) {
+                            *d += v;
+                        }
+                    } else {
+                        for (k, &v) in src.iter().enumerate() {
+                            dst[x0 + k * s] += v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `a x b` through strides, copying small operands to row-major first (the unpacked
+/// product wants them so).
+fn mm<T: Elem>(a: Strided<T>, b: Strided<T>, m: usize, k: usize, n: usize) -> Vec<T> {
+    let row_major = a.cs == 1 && a.rs == k && b.cs == 1 && b.rs == n;
+    if row_major || matmul::packs(m, k, n) {
+        return matmul::matmul_strided(a, b, m, k, n);
+    }
+    let dense = |s: Strided<T>, r: usize, c: usize| -> Vec<T> {
+        (0..r * c)
+            .map(|i| s.data[(i / c) * s.rs + (i % c) * s.cs])
+            .collect()
+    };
+    matmul::matmul(&dense(a, m, k), &dense(b, k, n), m, k, n)
+}
+
+/// Forward: per image (in parallel), `out_b [o, oh*ow] = W [o, ckk] x cols_b + bias`,
+/// already NCHW. Returns the output and every image's `cols`, which the weight's gradient
+/// reads.
+fn conv_forward<T: Elem>(x: &[T], wt: &[T], bias: Option<&[T]>, g: ConvGeom) -> (Vec<T>, Vec<T>) {
+    let (ckk, p, o) = (g.ckk(), g.p(), g.o);
+    let mut out = vec![T::default(); g.n * o * p];
+    let mut cols = vec![T::default(); g.n * ckk * p];
+    out.par_chunks_mut(o * p)
+        .zip(cols.par_chunks_mut(ckk * p))
+        .enumerate()
+        .for_each(|(b, (ob, cb))| {
+            im2col(&x[b * g.chw()..(b + 1) * g.chw()], &g, cb);
+            let r = mm(
+                Strided {
+                    data: wt,
+                    rs: ckk,
+                    cs: 1,
+                },
+                Strided {
+                    data: cb,
+                    rs: p,
+                    cs: 1,
+                },
+                o,
+                ckk,
+                p,
+            );
+            match bias {
+                Some(bias) => {
+                    for ((orow, rrow), &bv) in ob.chunks_mut(p).zip(r.chunks(p)).zip(bias) {
+                        for (d, &v) in orow.iter_mut().zip(rrow) {
+                            *d = v + bv;
+                        }
+                    }
+                }
+                None => ob.copy_from_slice(&r),
+            }
+        });
+    (out, cols)
+}
+
+/// The gradients the caller asks for, of the input (`Wᵀ x g_b`, folded back with col2im,
+/// per image in parallel), the weight (`sum_b g_b x cols_bᵀ`) and the bias (`g` summed
+/// over images and positions).
+#[allow(clippy::type_complexity)]
+fn conv_backward<T: Elem + std::ops::AddAssign>(
+    gout: &[T],
+    wt: &[T],
+    cols: &[T],
+    g: ConvGeom,
+    need: [bool; 3],
+) -> (Option<Vec<T>>, Option<Vec<T>>, Option<Vec<T>>) {
+    let (ckk, p, o) = (g.ckk(), g.p(), g.o);
+    let gimg = |b: usize| Strided {
+        data: &gout[b * o * p..(b + 1) * o * p],
+        rs: p,
+        cs: 1,
+    };
+    let dx = need[0].then(|| {
+        let mut dx = vec![T::default(); g.n * g.chw()];
+        dx.par_chunks_mut(g.chw()).enumerate().for_each(|(b, dxb)| {
+            let wtt = Strided {
+                data: wt,
+                rs: 1,
+                cs: ckk,
+            };
+            let dcols = mm(wtt, gimg(b), ckk, o, p);
+            col2im(&dcols, &g, dxb);
+        });
+        dx
+    });
+    let dw = need[1].then(|| {
+        let add = |mut acc: Vec<T>, d: Vec<T>| {
+            acc.iter_mut().zip(d).for_each(|(a, d)| *a += d);
+            acc
+        };
+        (0..g.n)
+            .into_par_iter()
+            .map(|b| {
+                let colst = Strided {
+                    data: &cols[b * ckk * p..(b + 1) * ckk * p],
+                    rs: 1,
+                    cs: p,
+                };
+                mm(gimg(b), colst, o, p, ckk)
+            })
+            .reduce(|| vec![T::default(); o * ckk], add)
+    });
+    let db = need[2].then(|| {
+        let mut db = vec![T::default(); o];
+        for img in gout.chunks(o * p) {
+            for (d, row) in db.iter_mut().zip(img.chunks(p)) {
+                let mut s = T::default();
+                for &v in row {
+                    s += v;
+                }
+                *d += s;
+            }
+        }
+        db
+    });
+    (dx, dw, db)
+}
+
+impl Tensor {
+    /// `conv2d` on the CPU without layout changes: per image, the weight times the image's
+    /// unfolded input is the output in NCHW, with the bias added in the same pass; the
+    /// backward pass is three products per image and a col2im into that image's own
+    /// gradient, so every step runs in parallel over images. `None` (nothing done) off the
+    /// CPU, for dtypes other than f32/f64, or for mixed dtypes; the caller then takes the
+    /// composed path (gather + matmul), which CUDA always runs. The caller has checked the
+    /// shapes (`g`).
+    pub(crate) fn conv2d_cpu(
+        x: &Tensor,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        g: ConvGeom,
+    ) -> Result<Option<Tensor>> {
+        let mut all = vec![x, weight];
+        all.extend(bias);
+        if all
+            .iter()
+            .any(|t| t.device() != Device::Cpu || t.dtype() != x.dtype())
+            || bias.is_some_and(|b| b.shape() != [g.o])
+            || !matches!(x.dtype(), super::DType::F32 | super::DType::F64)
+            // Empty tensors: nothing to parallelise over (and no zero-sized chunks).
+            || g.n * g.o * g.p() * g.ckk() == 0
+        {
+            return Ok(None);
+        }
+        let (xd, wd) = (x.dense()?, weight.dense()?);
+        let bd = bias.map(|b| b.dense()).transpose()?;
+        let (xr, wr) = (xd.read(), wd.read());
+        let br = bd.as_ref().map(|b| b.read());
+        let bs = br.as_deref();
+        let (out, cols) = match (&*xr, &*wr, bs) {
+            (
+                Storage::Cpu(CpuStorage::F32(x)),
+                Storage::Cpu(CpuStorage::F32(w)),
+                None | Some(Storage::Cpu(CpuStorage::F32(_))),
+            ) => {
+                let b = match bs {
+                    Some(Storage::Cpu(CpuStorage::F32(b))) => Some(&b[..]),
+                    _ => None,
+                };
+                let (o, c) = conv_forward(x, w, b, g);
+                (CpuStorage::F32(o), CpuStorage::F32(c))
+            }
+            (
+                Storage::Cpu(CpuStorage::F64(x)),
+                Storage::Cpu(CpuStorage::F64(w)),
+                None | Some(Storage::Cpu(CpuStorage::F64(_))),
+            ) => {
+                let b = match bs {
+                    Some(Storage::Cpu(CpuStorage::F64(b))) => Some(&b[..]),
+                    _ => None,
+                };
+                let (o, c) = conv_forward(x, w, b, g);
+                (CpuStorage::F64(o), CpuStorage::F64(c))
+            }
+            _ => return Ok(None),
+        };
+        let out = Tensor::from_storage(Storage::Cpu(out), vec![g.n, g.o, g.oh, g.ow]);
+        if !autograd::needs_grad(&all) {
+            return Ok(Some(out));
+        }
+        let need = [
+            x.requires_grad(),
+            weight.requires_grad(),
+            bias.is_some_and(|b| b.requires_grad()),
+        ];
+        // The unfolded input is kept for the weight's gradient (recomputing it would cost
+        // about as much as keeping it).
+        let ncols = cols.len();
+        let cols = need[1].then(|| Tensor::from_storage(Storage::Cpu(cols), vec![ncols]));
+        let has_bias = bias.is_some();
+        let wkeep = weight.detach();
+        let dims = [x.shape().to_vec(), weight.shape().to_vec(), vec![g.o]];
+        Ok(Some(autograd::record(out, "conv2d", &all, move |gout| {
+            let gd = gout.dense()?;
+            let gr = gd.read();
+            let wd = wkeep.dense()?;
+            let wr = wd.read();
+            let cr = cols.as_ref().map(|c| c.read());
+            let empty32: [f32; 0] = [];
+            let empty64: [f64; 0] = [];
+            let (dx, dw, db) = match (&*gr, &*wr) {
+                (Storage::Cpu(CpuStorage::F32(go)), Storage::Cpu(CpuStorage::F32(w))) => {
+                    let c = match cr.as_deref() {
+                        Some(Storage::Cpu(CpuStorage::F32(c))) => &c[..],
+                        _ => &empty32[..],
+                    };
+                    let (a, b, d) = conv_backward(go, w, c, g, need);
+                    let f = |v: Option<Vec<f32>>| v.map(CpuStorage::F32);
+                    (f(a), f(b), f(d))
+                }
+                (Storage::Cpu(CpuStorage::F64(go)), Storage::Cpu(CpuStorage::F64(w))) => {
+                    let c = match cr.as_deref() {
+                        Some(Storage::Cpu(CpuStorage::F64(c))) => &c[..],
+                        _ => &empty64[..],
+                    };
+                    let (a, b, d) = conv_backward(go, w, c, g, need);
+                    let f = |v: Option<Vec<f64>>| v.map(CpuStorage::F64);
+                    (f(a), f(b), f(d))
+                }
+                _ => {
+                    return Err(crate::error::Error::Invalid(format!(
+                        "conv2d backward: a {:?} gradient on {:?} for a {:?} weight",
+                        gout.dtype(),
+                        gout.device(),
+                        wkeep.dtype()
+                    )))
+                }
+            };
+            let t = |s: Option<CpuStorage>, d: &Vec<usize>| {
+                s.map(|s| Tensor::from_storage(Storage::Cpu(s), d.clone()))
+            };
+            let mut grads = vec![t(dx, &dims[0]), t(dw, &dims[1])];
+            if has_bias {
+                grads.push(t(db, &dims[2]));
+            }
+            Ok(grads)
+        })))
     }
 }
