@@ -333,6 +333,10 @@ pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
     let [n, c, h, w] = nchw(x, "max_pool2d")?;
     let oh = out_size(h, kernel, stride, 0, "max_pool2d")?;
     let ow = out_size(w, kernel, stride, 0, "max_pool2d")?;
+    // On the CPU one pass over the input, keeping where each maximum came from.
+    if let Some(out) = x.max_pool2d_cpu(kernel, stride, oh, ow)? {
+        return Ok(out);
+    }
     let key = (false, [n, c, h, w], [kernel, kernel], stride, 0);
     let idx = window_indices(key, || {
         let mut idx = Vec::with_capacity(n * c * oh * ow * kernel * kernel);
@@ -350,10 +354,6 @@ pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
         }
         idx
     });
-    // On the CPU one pass over the windows, keeping where each maximum came from.
-    if let Some(out) = x.window_max_cpu(&idx, kernel * kernel, vec![n, c, oh, ow])? {
-        return Ok(out);
-    }
     let windows = x.gather_flat(idx, vec![n * c * oh * ow, kernel * kernel])?;
     windows.max_dim(1)?.reshape((n, c, oh, ow))
 }

@@ -208,50 +208,49 @@ impl ConvGeom {
     }
 }
 
-/// One image `[c, h, w]` unfolded into `cols` `[c*kh*kw, oh*ow]`: row `(ch, i, j)` holds the
-/// input under kernel tap `(i, j)` of channel `ch` at every output position, zero in the
-/// padding. This is im2col laid out so that `W [o, c*kh*kw] x cols` is the output in NCHW.
-fn im2col<T: Copy + Default>(x: &[T], g: &ConvGeom, cols: &mut [T]) {
+/// Row `r = (ch, i, j)` of the batch's unfolded input `[c*kh*kw, n*oh*ow]`: for every
+/// image `b` and output position `(y, xo)`, the input under kernel tap `(i, j)` of channel
+/// `ch` (zero in the padding), at column `b*oh*ow + y*ow + xo`. Laid out so that
+/// `W [o, c*kh*kw] x cols` is the whole batch's output in one product.
+fn im2col_row<T: Copy + Default>(x: &[T], g: &ConvGeom, r: usize, row: &mut [T]) {
     let (p, s, pad) = (g.p(), g.stride, g.pad);
-    for ch in 0..g.c {
-        let plane = &x[ch * g.h * g.w..(ch + 1) * g.h * g.w];
-        for i in 0..g.kh {
-            for j in 0..g.kw {
-                let row = &mut cols[((ch * g.kh + i) * g.kw + j) * p..][..p];
-                let (lo, hi) = g.cols_inside(j);
-                for y in 0..g.oh {
-                    let dst = &mut row[y * g.ow..(y + 1) * g.ow];
-                    let iy = (y * s + i) as isize - pad as isize;
-                    if iy < 0 || iy >= g.h as isize || lo >= hi {
-                        dst.fill(T::default());
-                        continue;
-                    }
-                    let src = &plane[iy as usize * g.w..][..g.w];
-                    dst[..lo].fill(T::default());
-                    dst[hi..].fill(T::default());
-                    let x0 = lo * s + j - pad;
-                    if s == 1 {
-                        dst[lo..hi].copy_from_slice(&src[x0..x0 + hi - lo]);
-                    } else {
-                        for (k, d) in dst[lo..hi].iter_mut().enumerate() {
-                            *d = src[x0 + k * s];
-                        }
-                    }
+    let (ch, i, j) = (r / (g.kh * g.kw), r / g.kw % g.kh, r % g.kw);
+    let (lo, hi) = g.cols_inside(j);
+    for (b, dimg) in row.chunks_mut(p).enumerate() {
+        let plane = &x[b * g.chw() + ch * g.h * g.w..][..g.h * g.w];
+        for y in 0..g.oh {
+            let dst = &mut dimg[y * g.ow..(y + 1) * g.ow];
+            let iy = (y * s + i) as isize - pad as isize;
+            if iy < 0 || iy >= g.h as isize || lo >= hi {
+                dst.fill(T::default());
+                continue;
+            }
+            let src = &plane[iy as usize * g.w..][..g.w];
+            dst[..lo].fill(T::default());
+            dst[hi..].fill(T::default());
+            let x0 = lo * s + j - pad;
+            if s == 1 {
+                dst[lo..hi].copy_from_slice(&src[x0..x0 + hi - lo]);
+            } else {
+                for (k, d) in dst[lo..hi].iter_mut().enumerate() {
+                    *d = src[x0 + k * s];
                 }
             }
         }
     }
 }
 
-/// The adjoint of [`im2col`]: each entry of `cols` added into the pixel of `dx` (`[c, h, w]`,
-/// zeroed by the caller) it was read from.
-fn col2im<T: Copy + std::ops::AddAssign>(cols: &[T], g: &ConvGeom, dx: &mut [T]) {
+/// The adjoint of [`im2col_row`] for one image `b`: each of its entries in `cols` added into
+/// the pixel of `dx` (`[c, h, w]`, zeroed by the caller) it was read from.
+fn col2im<T: Copy + std::ops::AddAssign>(cols: &[T], g: &ConvGeom, b: usize, dx: &mut [T]) {
     let (p, s, pad) = (g.p(), g.stride, g.pad);
+    let ld = g.n * p;
     for ch in 0..g.c {
         let plane = &mut dx[ch * g.h * g.w..(ch + 1) * g.h * g.w];
         for i in 0..g.kh {
             for j in 0..g.kw {
-                let row = &cols[((ch * g.kh + i) * g.kw + j) * p..][..p];
+                let r = (ch * g.kh + i) * g.kw + j;
+                let row = &cols[r * ld + b * p..][..p];
                 let (lo, hi) = g.cols_inside(j);
                 if lo >= hi {
                     continue;
@@ -294,50 +293,68 @@ fn mm<T: Elem>(a: Strided<T>, b: Strided<T>, m: usize, k: usize, n: usize) -> Ve
     matmul::matmul(&dense(a, m, k), &dense(b, k, n), m, k, n)
 }
 
-/// Forward: per image (in parallel), `out_b [o, oh*ow] = W [o, ckk] x cols_b + bias`,
-/// already NCHW. Returns the output and every image's `cols`, which the weight's gradient
-/// reads.
+/// Rows (at least one) per rayon task for `rows` rows of `len` elements: about `CHUNK`
+/// elements each.
+fn rows_per_task(len: usize) -> usize {
+    CHUNK.div_ceil(len.max(1))
+}
+
+/// Forward: the batch unfolded (`cols [ckk, n*p]`, rows in parallel), one product
+/// `Y [o, n*p] = W [o, ckk] x cols`, then `Y` moved into NCHW with the bias added in the
+/// same pass. One product for the batch keeps the matrices wide even where an image has
+/// few output positions (the MNIST CNN's last conv has 9). Returns the output and `cols`,
+/// which the weight's gradient reads.
 fn conv_forward<T: Elem>(x: &[T], wt: &[T], bias: Option<&[T]>, g: ConvGeom) -> (Vec<T>, Vec<T>) {
     let (ckk, p, o) = (g.ckk(), g.p(), g.o);
-    let mut out = vec![T::default(); g.n * o * p];
-    let mut cols = vec![T::default(); g.n * ckk * p];
-    out.par_chunks_mut(o * p)
-        .zip(cols.par_chunks_mut(ckk * p))
+    let np = g.n * p;
+    let mut cols = vec![T::default(); ckk * np];
+    cols.par_chunks_mut(np)
+        .with_min_len(rows_per_task(np))
         .enumerate()
-        .for_each(|(b, (ob, cb))| {
-            im2col(&x[b * g.chw()..(b + 1) * g.chw()], &g, cb);
-            let r = mm(
-                Strided {
-                    data: wt,
-                    rs: ckk,
-                    cs: 1,
-                },
-                Strided {
-                    data: cb,
-                    rs: p,
-                    cs: 1,
-                },
-                o,
-                ckk,
-                p,
-            );
-            match bias {
-                Some(bias) => {
-                    for ((orow, rrow), &bv) in ob.chunks_mut(p).zip(r.chunks(p)).zip(bias) {
-                        for (d, &v) in orow.iter_mut().zip(rrow) {
-                            *d = v + bv;
-                        }
+        .for_each(|(r, row)| im2col_row(x, &g, r, row));
+    if std::env::var("PROBE").is_ok() {
+        eprintln!("fwd im2col {:?}", t0.elapsed());
+    }
+    let y = mm(
+        Strided {
+            data: wt,
+            rs: ckk,
+            cs: 1,
+        },
+        Strided {
+            data: &cols,
+            rs: np,
+            cs: 1,
+        },
+        o,
+        ckk,
+        np,
+    );
+    let mut out = vec![T::default(); g.n * o * p];
+    out.par_chunks_mut(o * p)
+        .with_min_len(rows_per_task(o * p))
+        .enumerate()
+        .for_each(|(b, ob)| {
+            for (oc, orow) in ob.chunks_mut(p).enumerate() {
+                let yrow = &y[oc * np + b * p..][..p];
+                match bias {
+                    Some(bias) => {
+                        let bv = bias[oc];
+                        orow.iter_mut().zip(yrow).for_each(|(d, &v)| *d = v + bv);
                     }
+                    None => orow.copy_from_slice(yrow),
                 }
-                None => ob.copy_from_slice(&r),
             }
         });
+    if std::env::var("PROBE").is_ok() {
+        eprintln!("fwd im2col+mm {:?} total {:?}", t2 - t0, t0.elapsed());
+    }
     (out, cols)
 }
 
-/// The gradients the caller asks for, of the input (`Wᵀ x g_b`, folded back with col2im,
-/// per image in parallel), the weight (`sum_b g_b x cols_bᵀ`) and the bias (`g` summed
-/// over images and positions).
+/// The gradients the caller asks for, from `g` `[n, o, p]` moved to `G [o, n*p]`: of the
+/// weight (`G x colsᵀ`, one product), of the input (`Wᵀ x G`, folded back with col2im per
+/// image in parallel) and of the bias (`G`'s row sums).
 #[allow(clippy::type_complexity)]
 fn conv_backward<T: Elem + std::ops::AddAssign>(
     gout: &[T],
@@ -347,62 +364,61 @@ fn conv_backward<T: Elem + std::ops::AddAssign>(
     need: [bool; 3],
 ) -> (Option<Vec<T>>, Option<Vec<T>>, Option<Vec<T>>) {
     let (ckk, p, o) = (g.ckk(), g.p(), g.o);
-    let gimg = |b: usize| Strided {
-        data: &gout[b * o * p..(b + 1) * o * p],
-        rs: p,
+    let np = g.n * p;
+    let mut gm = vec![T::default(); o * np];
+    gm.par_chunks_mut(np)
+        .with_min_len(rows_per_task(np))
+        .enumerate()
+        .for_each(|(oc, row)| {
+            for (b, d) in row.chunks_mut(p).enumerate() {
+                d.copy_from_slice(&gout[(b * o + oc) * p..][..p]);
+            }
+        });
+    let gs = Strided {
+        data: &gm,
+        rs: np,
         cs: 1,
     };
     let dx = need[0].then(|| {
+        let wtt = Strided {
+            data: wt,
+            rs: 1,
+            cs: ckk,
+        };
+        let dcols = mm(wtt, gs, ckk, o, np);
         let mut dx = vec![T::default(); g.n * g.chw()];
-        dx.par_chunks_mut(g.chw()).enumerate().for_each(|(b, dxb)| {
-            let wtt = Strided {
-                data: wt,
-                rs: 1,
-                cs: ckk,
-            };
-            let dcols = mm(wtt, gimg(b), ckk, o, p);
-            col2im(&dcols, &g, dxb);
-        });
+        dx.par_chunks_mut(g.chw())
+            .enumerate()
+            .for_each(|(b, dxb)| col2im(&dcols, &g, b, dxb));
         dx
     });
     let dw = need[1].then(|| {
-        let add = |mut acc: Vec<T>, d: Vec<T>| {
-            acc.iter_mut().zip(d).for_each(|(a, d)| *a += d);
-            acc
+        let colst = Strided {
+            data: cols,
+            rs: 1,
+            cs: np,
         };
-        (0..g.n)
-            .into_par_iter()
-            .map(|b| {
-                let colst = Strided {
-                    data: &cols[b * ckk * p..(b + 1) * ckk * p],
-                    rs: 1,
-                    cs: p,
-                };
-                mm(gimg(b), colst, o, p, ckk)
-            })
-            .reduce(|| vec![T::default(); o * ckk], add)
+        mm(gs, colst, o, np, ckk)
     });
     let db = need[2].then(|| {
-        let mut db = vec![T::default(); o];
-        for img in gout.chunks(o * p) {
-            for (d, row) in db.iter_mut().zip(img.chunks(p)) {
+        gm.chunks(np)
+            .map(|row| {
                 let mut s = T::default();
                 for &v in row {
                     s += v;
                 }
-                *d += s;
-            }
-        }
-        db
+                s
+            })
+            .collect()
     });
     (dx, dw, db)
 }
 
 impl Tensor {
-    /// `conv2d` on the CPU without layout changes: per image, the weight times the image's
-    /// unfolded input is the output in NCHW, with the bias added in the same pass; the
-    /// backward pass is three products per image and a col2im into that image's own
-    /// gradient, so every step runs in parallel over images. `None` (nothing done) off the
+    /// `conv2d` on the CPU as one product for the whole batch (see [`conv_forward`] and
+    /// [`conv_backward`]): the layout changes around it are single passes fused with the
+    /// bias (forward) or feeding both gradient products (backward), and col2im runs per
+    /// image in parallel. `None` (nothing done) off the
     /// CPU, for dtypes other than f32/f64, or for mixed dtypes; the caller then takes the
     /// composed path (gather + matmul), which CUDA always runs. The caller has checked the
     /// shapes (`g`).
