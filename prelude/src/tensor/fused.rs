@@ -312,9 +312,6 @@ fn conv_forward<T: Elem>(x: &[T], wt: &[T], bias: Option<&[T]>, g: ConvGeom) -> 
         .with_min_len(rows_per_task(np))
         .enumerate()
         .for_each(|(r, row)| im2col_row(x, &g, r, row));
-    if std::env::var("PROBE").is_ok() {
-        eprintln!("fwd im2col {:?}", t0.elapsed());
-    }
     let y = mm(
         Strided {
             data: wt,
@@ -346,9 +343,6 @@ fn conv_forward<T: Elem>(x: &[T], wt: &[T], bias: Option<&[T]>, g: ConvGeom) -> 
                 }
             }
         });
-    if std::env::var("PROBE").is_ok() {
-        eprintln!("fwd im2col+mm {:?} total {:?}", t2 - t0, t0.elapsed());
-    }
     (out, cols)
 }
 
