@@ -101,6 +101,7 @@ impl Tensor {
         {
             return Ok(None);
         }
+        super::cpu::keep_freed_memory();
         let (w, g) = (self.dense()?, g.dense()?);
         let (wr, gr) = (w.read(), g.read());
         let (mut mw, mut vw) = (m.write(), v.write());
@@ -138,6 +139,7 @@ impl Tensor {
         {
             return Ok(None);
         }
+        super::cpu::keep_freed_memory();
         fn run<T: Copy + Default + PartialOrd + Send + Sync>(g: &[T], x: &[T]) -> Vec<T> {
             let zero = T::default();
             g.par_iter()
@@ -387,12 +389,40 @@ fn conv_backward<T: Elem + std::ops::AddAssign>(
         dx
     });
     let dw = need[1].then(|| {
-        let colst = Strided {
-            data: cols,
-            rs: 1,
-            cs: np,
+        // `G x colsᵀ` is `o x ckk`; the first layer has ckk = 9 (one channel, 3x3), a third
+        // of a 32-wide register tile. Computed as `(cols x Gᵀ)ᵀ` when that shape fills the
+        // tiles better (then transposed, `o * ckk` elements).
+        let (mr, nr) = matmul::tile::<T>();
+        let fill = |m: usize, n: usize| {
+            (m as f64 / m.next_multiple_of(mr) as f64) * (n as f64 / n.next_multiple_of(nr) as f64)
         };
-        mm(gs, colst, o, np, ckk)
+        if fill(ckk, o) > fill(o, ckk) {
+            let c = Strided {
+                data: cols,
+                rs: np,
+                cs: 1,
+            };
+            let gt = Strided {
+                data: &gm,
+                rs: 1,
+                cs: np,
+            };
+            let dwt = mm(c, gt, ckk, np, o);
+            let mut dw = vec![T::default(); o * ckk];
+            for (r, row) in dwt.chunks(o).enumerate() {
+                for (oc, &v) in row.iter().enumerate() {
+                    dw[oc * ckk + r] = v;
+                }
+            }
+            dw
+        } else {
+            let colst = Strided {
+                data: cols,
+                rs: 1,
+                cs: np,
+            };
+            mm(gs, colst, o, np, ckk)
+        }
     });
     let db = need[2].then(|| {
         gm.chunks(np)
@@ -434,6 +464,7 @@ impl Tensor {
         {
             return Ok(None);
         }
+        super::cpu::keep_freed_memory();
         let (xd, wd) = (x.dense()?, weight.dense()?);
         let bd = bias.map(|b| b.dense()).transpose()?;
         let (xr, wr) = (xd.read(), wd.read());

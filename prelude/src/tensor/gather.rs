@@ -278,6 +278,7 @@ impl Tensor {
             return Ok(None);
         }
         check_index_range(self.numel())?;
+        super::cpu::keep_freed_memory();
         let [n, c, h, w] = [dims[0], dims[1], dims[2], dims[3]];
         let geom = [h, w, k, s, oh, ow];
         let src = self.dense()?;
