@@ -202,35 +202,53 @@ fn pool_planes<T: PoolElem>(x: &[T], [h, w, k, s, oh, ow]: [usize; 6]) -> (Vec<T
         .for_each(|(q, (o, a))| {
             let base = q * h * w;
             let plane = &x[base..base + h * w];
-            // A row of windows at a time, tap by tap, each tap reading a contiguous (or
-            // strided) run of the input row. Taps in row-major order and a strict `>` keep
-            // the first maximum, as torch's scan does.
+            // A row of windows at a time. First the maxima, tap by tap over the row (a
+            // branch-free select). Then where each came from: the window's taps that equal
+            // its maximum (or are NaN when it is NaN) as bits of a mask, whose lowest set bit
+            // is the first maximum in row-major order, as torch's scan finds it (a value
+            // equal to an earlier maximum never replaces it). Branches on which tap wins
+            // would be mispredicted about half the time on real data.
             for y in 0..oh {
                 let (orow, arow) = (&mut o[y * ow..(y + 1) * ow], &mut a[y * ow..(y + 1) * ow]);
                 let r0 = y * s * w;
-                for (xo, (ov, av)) in orow.iter_mut().zip(arow.iter_mut()).enumerate() {
+                for (xo, ov) in orow.iter_mut().enumerate() {
                     *ov = plane[r0 + xo * s];
-                    *av = (base + r0 + xo * s) as i32;
                 }
                 for i in 0..k {
                     for j in 0..k {
-                        if i + j == 0 {
-                            continue;
-                        }
                         let r = (y * s + i) * w + j;
                         let src = &plane[r..r + (ow - 1) * s + 1];
-                        for (xo, (ov, av)) in orow.iter_mut().zip(arow.iter_mut()).enumerate() {
+                        for (xo, ov) in orow.iter_mut().enumerate() {
                             let v = src[xo * s];
                             let b = *ov;
-                            // `b == b` is false for a NaN: a NaN stays the maximum, as in torch.
+                            // `b == b` is false for a NaN: a NaN stays the maximum.
                             #[allow(clippy::eq_op)]
                             let better = (v > b) | ((v != v) & (b == b));
                             *ov = T::pick(better, v, b);
-                            if better {
-                                *av = (base + r + xo * s) as i32;
-                            }
                         }
                     }
+                }
+                for (xo, (&best, av)) in orow.iter().zip(arow.iter_mut()).enumerate() {
+                    #[allow(clippy::eq_op)]
+                    let nan = best != best;
+                    let at = |t: usize| r0 + (t / k) * w + xo * s + t % k;
+                    let hit = |v: T| {
+                        #[allow(clippy::eq_op)]
+                        let nan_too = nan & (v != v);
+                        (v == best) | nan_too
+                    };
+                    let taps = (0..k).flat_map(|i| &plane[r0 + i * w + xo * s..][..k]);
+                    let first = if k * k <= 64 {
+                        // Bit t for tap t = i * k + j.
+                        let mut mask = 0u64;
+                        for (t, &v) in taps.enumerate() {
+                            mask |= (hit(v) as u64) << t;
+                        }
+                        mask.trailing_zeros() as usize
+                    } else {
+                        taps.take_while(|&&v| !hit(v)).count()
+                    };
+                    *av = (base + at(first)) as i32;
                 }
             }
         });
