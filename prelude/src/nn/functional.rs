@@ -3,7 +3,9 @@
 //!
 //! Each is composed from tensor ops that autograd already differentiates, so each works on
 //! every device those ops support and needs no backward rule of its own. `conv2d` and
-//! `max_pool2d` gather their windows with one index op (im2col), then use matmul and max.
+//! `max_pool2d` gather their windows with one index op (im2col), then use matmul and max;
+//! on the CPU (f32/f64) both first try a fused op with its own backward
+//! (`Tensor::conv2d_cpu`, `Tensor::max_pool2d_cpu`), which CUDA never takes.
 
 use crate::error::{Error, Result};
 use crate::tensor::{ConvGeom, DType, Tensor};
