@@ -307,7 +307,7 @@ fn conv2d_and_max_pool2d() {
         |x| F::conv2d(&x[0], &x[1], None, 1, 1),
     );
     // The first layer of a network: the input needs no gradient, the weight and bias do.
-    let image = Tensor::from_vec(vals(2 * 3 * 10 * 10, 92), &[2, 3, 10, 10], CPU).unwrap();
+    let image = Tensor::from_vec(vals(2 * 3 * 10 * 10, 92), [2, 3, 10, 10], CPU).unwrap();
     check(
         "conv2d without input gradient",
         vec![input(&[5, 3, 3, 3], 93), input(&[5], 94)],
@@ -507,7 +507,7 @@ fn max_pool2d_ties_nan_and_overlap_follow_torch() {
         // One 1x1x2x4 plane, two 2x2 windows: the first all ties, the second with a NaN.
         let x = Tensor::from_vec(
             vec![3.0, 3.0, 1.0, f64::NAN, 3.0, 3.0, 5.0, 2.0],
-            &[1, 1, 2, 4],
+            [1, 1, 2, 4],
             CPU,
         )
         .unwrap()
@@ -537,7 +537,7 @@ fn max_pool2d_ties_nan_and_overlap_follow_torch() {
     // every window picks it, so it gets all four gradients.
     let x = Tensor::from_vec(
         vec![1.0, 2.0, 3.0, 4.0, 9.0, 5.0, 6.0, 7.0, 8.0],
-        &[1, 1, 3, 3],
+        [1, 1, 3, 3],
         CPU,
     )
     .unwrap()
