@@ -289,6 +289,30 @@ fn conv2d_and_max_pool2d() {
         vec![input(&[1, 2, 5, 4], 83), input(&[2, 2, 3, 3], 84)],
         |x| F::conv2d(&x[0], &x[1], None, 2, 1),
     );
+    // Big enough that the CPU's per-image products pack (o * ckk * oh*ow > 32^3), with
+    // stride, padding, several channels and images, a bias, and a kernel column whose taps
+    // fall partly in the padding.
+    check(
+        "conv2d packed stride 2 padding 2",
+        vec![
+            input(&[3, 4, 11, 9], 87),
+            input(&[6, 4, 3, 5], 88),
+            input(&[6], 89),
+        ],
+        |x| F::conv2d(&x[0], &x[1], Some(&x[2]), 2, 2),
+    );
+    check(
+        "conv2d packed stride 1 padding 1",
+        vec![input(&[2, 3, 12, 12], 90), input(&[8, 3, 3, 3], 91)],
+        |x| F::conv2d(&x[0], &x[1], None, 1, 1),
+    );
+    // The first layer of a network: the input needs no gradient, the weight and bias do.
+    let image = Tensor::from_vec(vals(2 * 3 * 10 * 10, 92), [2, 3, 10, 10], CPU).unwrap();
+    check(
+        "conv2d without input gradient",
+        vec![input(&[5, 3, 3, 3], 93), input(&[5], 94)],
+        move |x| F::conv2d(&image, &x[0], Some(&x[1]), 1, 0),
+    );
     check("max_pool2d", vec![input(&[2, 2, 4, 6], 85)], |x| {
         F::max_pool2d(&x[0], 2, 2)
     });
@@ -473,4 +497,55 @@ fn views_and_index_ops() {
         .backward()
         .unwrap_err();
     assert!(e.to_string().contains("gather"), "{e}");
+}
+
+/// torch's max_pool2d rules on the CPU: the gradient of a window goes to its first maximum
+/// (row-major), a NaN is the maximum of its window, and overlapping windows add up.
+#[test]
+fn max_pool2d_ties_nan_and_overlap_follow_torch() {
+    for dtype in [DType::F32, DType::F64] {
+        // One 1x1x2x4 plane, two 2x2 windows: the first all ties, the second with a NaN.
+        let x = Tensor::from_vec(
+            vec![3.0, 3.0, 1.0, f64::NAN, 3.0, 3.0, 5.0, 2.0],
+            [1, 1, 2, 4],
+            CPU,
+        )
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+        let y = F::max_pool2d(&x, 2, 2).unwrap();
+        let v = y.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+        assert_eq!(v[0], 3.0, "{dtype:?}");
+        assert!(
+            v[1].is_nan(),
+            "{dtype:?}: a NaN is its window's maximum, got {}",
+            v[1]
+        );
+        y.sum().unwrap().backward().unwrap();
+        let g = x
+            .grad()
+            .unwrap()
+            .to_dtype(DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        assert_eq!(g, vec![1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0], "{dtype:?}");
+    }
+    // Overlapping 2x2 windows with stride 1 over a 3x3 plane whose centre is the maximum:
+    // every window picks it, so it gets all four gradients.
+    let x = Tensor::from_vec(
+        vec![1.0, 2.0, 3.0, 4.0, 9.0, 5.0, 6.0, 7.0, 8.0],
+        [1, 1, 3, 3],
+        CPU,
+    )
+    .unwrap()
+    .requires_grad_(true)
+    .unwrap();
+    let y = F::max_pool2d(&x, 2, 1).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), vec![9.0; 4]);
+    y.sum().unwrap().backward().unwrap();
+    let g = x.grad().unwrap().to_vec::<f64>().unwrap();
+    assert_eq!(g, vec![0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0]);
 }

@@ -3,10 +3,12 @@
 //!
 //! Each is composed from tensor ops that autograd already differentiates, so each works on
 //! every device those ops support and needs no backward rule of its own. `conv2d` and
-//! `max_pool2d` gather their windows with one index op (im2col), then use matmul and max.
+//! `max_pool2d` gather their windows with one index op (im2col), then use matmul and max;
+//! on the CPU (f32/f64) both first try a fused op with its own backward
+//! (`Tensor::conv2d_cpu`, `Tensor::max_pool2d_cpu`), which CUDA never takes.
 
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{ConvGeom, DType, Tensor};
 use crate::Device;
 use std::sync::{Arc, Mutex};
 
@@ -266,6 +268,23 @@ pub fn conv2d(
     }
     let oh = out_size(h, kh, stride, padding, "conv2d")?;
     let ow = out_size(w, kw, stride, padding, "conv2d")?;
+    // On the CPU, per image straight into NCHW with the bias fused (`Tensor::conv2d_cpu`).
+    let geom = ConvGeom {
+        n,
+        c,
+        h,
+        w,
+        o,
+        kh,
+        kw,
+        oh,
+        ow,
+        stride,
+        pad: padding,
+    };
+    if let Some(out) = Tensor::conv2d_cpu(x, weight, bias, geom)? {
+        return Ok(out);
+    }
     let (p, s) = (padding as isize, stride as isize);
     let key = (true, [n, c, h, w], [kh, kw], stride, padding);
     let idx = window_indices(key, || {
@@ -316,6 +335,10 @@ pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
     let [n, c, h, w] = nchw(x, "max_pool2d")?;
     let oh = out_size(h, kernel, stride, 0, "max_pool2d")?;
     let ow = out_size(w, kernel, stride, 0, "max_pool2d")?;
+    // On the CPU one pass over the input, keeping where each maximum came from.
+    if let Some(out) = x.max_pool2d_cpu(kernel, stride, oh, ow)? {
+        return Ok(out);
+    }
     let key = (false, [n, c, h, w], [kernel, kernel], stride, 0);
     let idx = window_indices(key, || {
         let mut idx = Vec::with_capacity(n * c * oh * ow * kernel * kernel);
@@ -333,10 +356,6 @@ pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
         }
         idx
     });
-    // On the CPU one pass over the windows, keeping where each maximum came from.
-    if let Some(out) = x.window_max_cpu(&idx, kernel * kernel, vec![n, c, oh, ow])? {
-        return Ok(out);
-    }
     let windows = x.gather_flat(idx, vec![n * c * oh * ow, kernel * kernel])?;
     windows.max_dim(1)?.reshape((n, c, oh, ow))
 }

@@ -10,8 +10,10 @@
 //! and the optimiser falls back to its tensor-op path.
 
 use super::cpu_backend::CpuStorage;
+use super::matmul::{self, Elem, Strided};
 use super::storage::Storage;
 use super::Tensor;
+use crate::autograd;
 use crate::device::Device;
 use crate::error::Result;
 use rayon::prelude::*;
@@ -99,6 +101,7 @@ impl Tensor {
         {
             return Ok(None);
         }
+        super::cpu::keep_freed_memory();
         let (w, g) = (self.dense()?, g.dense()?);
         let (wr, gr) = (w.read(), g.read());
         let (mut mw, mut vw) = (m.write(), v.write());
@@ -136,6 +139,7 @@ impl Tensor {
         {
             return Ok(None);
         }
+        super::cpu::keep_freed_memory();
         fn run<T: Copy + Default + PartialOrd + Send + Sync>(g: &[T], x: &[T]) -> Vec<T> {
             let zero = T::default();
             g.par_iter()
@@ -159,5 +163,400 @@ impl Tensor {
             Storage::Cpu(out),
             g.shape().to_vec(),
         )))
+    }
+}
+
+/// The shape of one 2-D convolution: input `[n, c, h, w]`, weight `[o, c, kh, kw]`, output
+/// `[n, o, oh, ow]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ConvGeom {
+    pub n: usize,
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub o: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub oh: usize,
+    pub ow: usize,
+    pub stride: usize,
+    pub pad: usize,
+}
+
+impl ConvGeom {
+    /// Rows of one image's unfolded input (`c * kh * kw`).
+    fn ckk(&self) -> usize {
+        self.c * self.kh * self.kw
+    }
+    /// Output positions per image (`oh * ow`).
+    fn p(&self) -> usize {
+        self.oh * self.ow
+    }
+    fn chw(&self) -> usize {
+        self.c * self.h * self.w
+    }
+    /// For kernel column `j`, the output columns `lo..hi` whose input column is inside the
+    /// image (the others read padding).
+    fn cols_inside(&self, j: usize) -> (usize, usize) {
+        let (s, p) = (self.stride, self.pad);
+        // xo * s + j >= p  and  xo * s + j < w + p
+        let lo = p.saturating_sub(j).div_ceil(s);
+        let hi = if self.w + p > j {
+            (self.w + p - j).div_ceil(s).min(self.ow)
+        } else {
+            0
+        };
+        (lo.min(hi), hi)
+    }
+}
+
+/// Row `r = (ch, i, j)` of the batch's unfolded input `[c*kh*kw, n*oh*ow]`: for every
+/// image `b` and output position `(y, xo)`, the input under kernel tap `(i, j)` of channel
+/// `ch` (zero in the padding), at column `b*oh*ow + y*ow + xo`. Laid out so that
+/// `W [o, c*kh*kw] x cols` is the whole batch's output in one product.
+fn im2col_row<T: Copy + Default>(x: &[T], g: &ConvGeom, r: usize, row: &mut [T]) {
+    let (p, s, pad) = (g.p(), g.stride, g.pad);
+    let (ch, i, j) = (r / (g.kh * g.kw), r / g.kw % g.kh, r % g.kw);
+    let (lo, hi) = g.cols_inside(j);
+    for (b, dimg) in row.chunks_mut(p).enumerate() {
+        let plane = &x[b * g.chw() + ch * g.h * g.w..][..g.h * g.w];
+        for y in 0..g.oh {
+            let dst = &mut dimg[y * g.ow..(y + 1) * g.ow];
+            let iy = (y * s + i) as isize - pad as isize;
+            if iy < 0 || iy >= g.h as isize || lo >= hi {
+                dst.fill(T::default());
+                continue;
+            }
+            let src = &plane[iy as usize * g.w..][..g.w];
+            dst[..lo].fill(T::default());
+            dst[hi..].fill(T::default());
+            let x0 = lo * s + j - pad;
+            if s == 1 {
+                dst[lo..hi].copy_from_slice(&src[x0..x0 + hi - lo]);
+            } else {
+                for (k, d) in dst[lo..hi].iter_mut().enumerate() {
+                    *d = src[x0 + k * s];
+                }
+            }
+        }
+    }
+}
+
+/// The adjoint of [`im2col_row`] for one image `b`: each of its entries in `cols` added into
+/// the pixel of `dx` (`[c, h, w]`, zeroed by the caller) it was read from.
+fn col2im<T: Copy + std::ops::AddAssign>(cols: &[T], g: &ConvGeom, b: usize, dx: &mut [T]) {
+    let (p, s, pad) = (g.p(), g.stride, g.pad);
+    let ld = g.n * p;
+    for ch in 0..g.c {
+        let plane = &mut dx[ch * g.h * g.w..(ch + 1) * g.h * g.w];
+        for i in 0..g.kh {
+            for j in 0..g.kw {
+                let r = (ch * g.kh + i) * g.kw + j;
+                let row = &cols[r * ld + b * p..][..p];
+                let (lo, hi) = g.cols_inside(j);
+                if lo >= hi {
+                    continue;
+                }
+                for y in 0..g.oh {
+                    let iy = (y * s + i) as isize - pad as isize;
+                    if iy < 0 || iy >= g.h as isize {
+                        continue;
+                    }
+                    let src = &row[y * g.ow + lo..y * g.ow + hi];
+                    let dst = &mut plane[iy as usize * g.w..][..g.w];
+                    let x0 = lo * s + j - pad;
+                    if s == 1 {
+                        for (d, &v) in dst[x0..x0 + hi - lo].iter_mut().zip(src) {
+                            *d += v;
+                        }
+                    } else {
+                        for (k, &v) in src.iter().enumerate() {
+                            dst[x0 + k * s] += v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `a x b` through strides, copying small operands to row-major first (the unpacked
+/// product wants them so).
+fn mm<T: Elem>(a: Strided<T>, b: Strided<T>, m: usize, k: usize, n: usize) -> Vec<T> {
+    let row_major = a.cs == 1 && a.rs == k && b.cs == 1 && b.rs == n;
+    if row_major || matmul::packs(m, k, n) {
+        return matmul::matmul_strided(a, b, m, k, n);
+    }
+    let dense = |s: Strided<T>, r: usize, c: usize| -> Vec<T> {
+        (0..r * c)
+            .map(|i| s.data[(i / c) * s.rs + (i % c) * s.cs])
+            .collect()
+    };
+    matmul::matmul(&dense(a, m, k), &dense(b, k, n), m, k, n)
+}
+
+/// Rows (at least one) per rayon task for `rows` rows of `len` elements: about `CHUNK`
+/// elements each.
+fn rows_per_task(len: usize) -> usize {
+    CHUNK.div_ceil(len.max(1))
+}
+
+/// Forward: the batch unfolded (`cols [ckk, n*p]`, rows in parallel), one product
+/// `Y [o, n*p] = W [o, ckk] x cols`, then `Y` moved into NCHW with the bias added in the
+/// same pass. One product for the batch keeps the matrices wide even where an image has
+/// few output positions (the MNIST CNN's last conv has 9). Returns the output and `cols`,
+/// which the weight's gradient reads.
+fn conv_forward<T: Elem>(x: &[T], wt: &[T], bias: Option<&[T]>, g: ConvGeom) -> (Vec<T>, Vec<T>) {
+    let (ckk, p, o) = (g.ckk(), g.p(), g.o);
+    let np = g.n * p;
+    let mut cols = vec![T::default(); ckk * np];
+    cols.par_chunks_mut(np)
+        .with_min_len(rows_per_task(np))
+        .enumerate()
+        .for_each(|(r, row)| im2col_row(x, &g, r, row));
+    let y = mm(
+        Strided {
+            data: wt,
+            rs: ckk,
+            cs: 1,
+        },
+        Strided {
+            data: &cols,
+            rs: np,
+            cs: 1,
+        },
+        o,
+        ckk,
+        np,
+    );
+    let mut out = vec![T::default(); g.n * o * p];
+    out.par_chunks_mut(o * p)
+        .with_min_len(rows_per_task(o * p))
+        .enumerate()
+        .for_each(|(b, ob)| {
+            for (oc, orow) in ob.chunks_mut(p).enumerate() {
+                let yrow = &y[oc * np + b * p..][..p];
+                match bias {
+                    Some(bias) => {
+                        let bv = bias[oc];
+                        orow.iter_mut().zip(yrow).for_each(|(d, &v)| *d = v + bv);
+                    }
+                    None => orow.copy_from_slice(yrow),
+                }
+            }
+        });
+    (out, cols)
+}
+
+/// The gradients the caller asks for, from `g` `[n, o, p]` moved to `G [o, n*p]`: of the
+/// weight (`G x colsᵀ`, one product), of the input (`Wᵀ x G`, folded back with col2im per
+/// image in parallel) and of the bias (`G`'s row sums).
+#[allow(clippy::type_complexity)]
+fn conv_backward<T: Elem + std::ops::AddAssign>(
+    gout: &[T],
+    wt: &[T],
+    cols: &[T],
+    g: ConvGeom,
+    need: [bool; 3],
+) -> (Option<Vec<T>>, Option<Vec<T>>, Option<Vec<T>>) {
+    let (ckk, p, o) = (g.ckk(), g.p(), g.o);
+    let np = g.n * p;
+    let mut gm = vec![T::default(); o * np];
+    gm.par_chunks_mut(np)
+        .with_min_len(rows_per_task(np))
+        .enumerate()
+        .for_each(|(oc, row)| {
+            for (b, d) in row.chunks_mut(p).enumerate() {
+                d.copy_from_slice(&gout[(b * o + oc) * p..][..p]);
+            }
+        });
+    let gs = Strided {
+        data: &gm,
+        rs: np,
+        cs: 1,
+    };
+    let dx = need[0].then(|| {
+        let wtt = Strided {
+            data: wt,
+            rs: 1,
+            cs: ckk,
+        };
+        let dcols = mm(wtt, gs, ckk, o, np);
+        let mut dx = vec![T::default(); g.n * g.chw()];
+        dx.par_chunks_mut(g.chw())
+            .enumerate()
+            .for_each(|(b, dxb)| col2im(&dcols, &g, b, dxb));
+        dx
+    });
+    let dw = need[1].then(|| {
+        // `G x colsᵀ` is `o x ckk`; the first layer has ckk = 9 (one channel, 3x3), a third
+        // of a 32-wide register tile. Computed as `(cols x Gᵀ)ᵀ` when that shape fills the
+        // tiles better (then transposed, `o * ckk` elements).
+        let (mr, nr) = matmul::tile::<T>();
+        let fill = |m: usize, n: usize| {
+            (m as f64 / m.next_multiple_of(mr) as f64) * (n as f64 / n.next_multiple_of(nr) as f64)
+        };
+        if fill(ckk, o) > fill(o, ckk) {
+            let c = Strided {
+                data: cols,
+                rs: np,
+                cs: 1,
+            };
+            let gt = Strided {
+                data: &gm,
+                rs: 1,
+                cs: np,
+            };
+            let dwt = mm(c, gt, ckk, np, o);
+            let mut dw = vec![T::default(); o * ckk];
+            for (r, row) in dwt.chunks(o).enumerate() {
+                for (oc, &v) in row.iter().enumerate() {
+                    dw[oc * ckk + r] = v;
+                }
+            }
+            dw
+        } else {
+            let colst = Strided {
+                data: cols,
+                rs: 1,
+                cs: np,
+            };
+            mm(gs, colst, o, np, ckk)
+        }
+    });
+    let db = need[2].then(|| {
+        gm.chunks(np)
+            .map(|row| {
+                let mut s = T::default();
+                for &v in row {
+                    s += v;
+                }
+                s
+            })
+            .collect()
+    });
+    (dx, dw, db)
+}
+
+impl Tensor {
+    /// `conv2d` on the CPU as one product for the whole batch (see [`conv_forward`] and
+    /// [`conv_backward`]): the layout changes around it are single passes fused with the
+    /// bias (forward) or feeding both gradient products (backward), and col2im runs per
+    /// image in parallel. `None` (nothing done) off the
+    /// CPU, for dtypes other than f32/f64, or for mixed dtypes; the caller then takes the
+    /// composed path (gather + matmul), which CUDA always runs. The caller has checked the
+    /// shapes (`g`).
+    pub(crate) fn conv2d_cpu(
+        x: &Tensor,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        g: ConvGeom,
+    ) -> Result<Option<Tensor>> {
+        let mut all = vec![x, weight];
+        all.extend(bias);
+        if all
+            .iter()
+            .any(|t| t.device() != Device::Cpu || t.dtype() != x.dtype())
+            || bias.is_some_and(|b| b.shape() != [g.o])
+            || !matches!(x.dtype(), super::DType::F32 | super::DType::F64)
+            // Empty tensors: nothing to parallelise over (and no zero-sized chunks).
+            || g.n * g.o * g.p() * g.ckk() == 0
+        {
+            return Ok(None);
+        }
+        super::cpu::keep_freed_memory();
+        let (xd, wd) = (x.dense()?, weight.dense()?);
+        let bd = bias.map(|b| b.dense()).transpose()?;
+        let (xr, wr) = (xd.read(), wd.read());
+        let br = bd.as_ref().map(|b| b.read());
+        let bs = br.as_deref();
+        let (out, cols) = match (&*xr, &*wr, bs) {
+            (
+                Storage::Cpu(CpuStorage::F32(x)),
+                Storage::Cpu(CpuStorage::F32(w)),
+                None | Some(Storage::Cpu(CpuStorage::F32(_))),
+            ) => {
+                let b = match bs {
+                    Some(Storage::Cpu(CpuStorage::F32(b))) => Some(&b[..]),
+                    _ => None,
+                };
+                let (o, c) = conv_forward(x, w, b, g);
+                (CpuStorage::F32(o), CpuStorage::F32(c))
+            }
+            (
+                Storage::Cpu(CpuStorage::F64(x)),
+                Storage::Cpu(CpuStorage::F64(w)),
+                None | Some(Storage::Cpu(CpuStorage::F64(_))),
+            ) => {
+                let b = match bs {
+                    Some(Storage::Cpu(CpuStorage::F64(b))) => Some(&b[..]),
+                    _ => None,
+                };
+                let (o, c) = conv_forward(x, w, b, g);
+                (CpuStorage::F64(o), CpuStorage::F64(c))
+            }
+            _ => return Ok(None),
+        };
+        let out = Tensor::from_storage(Storage::Cpu(out), vec![g.n, g.o, g.oh, g.ow]);
+        if !autograd::needs_grad(&all) {
+            return Ok(Some(out));
+        }
+        let need = [
+            x.requires_grad(),
+            weight.requires_grad(),
+            bias.is_some_and(|b| b.requires_grad()),
+        ];
+        // The unfolded input is kept for the weight's gradient (recomputing it would cost
+        // about as much as keeping it).
+        let ncols = cols.len();
+        let cols = need[1].then(|| Tensor::from_storage(Storage::Cpu(cols), vec![ncols]));
+        let has_bias = bias.is_some();
+        let wkeep = weight.detach();
+        let dims = [x.shape().to_vec(), weight.shape().to_vec(), vec![g.o]];
+        Ok(Some(autograd::record(out, "conv2d", &all, move |gout| {
+            let gd = gout.dense()?;
+            let gr = gd.read();
+            let wd = wkeep.dense()?;
+            let wr = wd.read();
+            let cr = cols.as_ref().map(|c| c.read());
+            let empty32: [f32; 0] = [];
+            let empty64: [f64; 0] = [];
+            let (dx, dw, db) = match (&*gr, &*wr) {
+                (Storage::Cpu(CpuStorage::F32(go)), Storage::Cpu(CpuStorage::F32(w))) => {
+                    let c = match cr.as_deref() {
+                        Some(Storage::Cpu(CpuStorage::F32(c))) => &c[..],
+                        _ => &empty32[..],
+                    };
+                    let (a, b, d) = conv_backward(go, w, c, g, need);
+                    let f = |v: Option<Vec<f32>>| v.map(CpuStorage::F32);
+                    (f(a), f(b), f(d))
+                }
+                (Storage::Cpu(CpuStorage::F64(go)), Storage::Cpu(CpuStorage::F64(w))) => {
+                    let c = match cr.as_deref() {
+                        Some(Storage::Cpu(CpuStorage::F64(c))) => &c[..],
+                        _ => &empty64[..],
+                    };
+                    let (a, b, d) = conv_backward(go, w, c, g, need);
+                    let f = |v: Option<Vec<f64>>| v.map(CpuStorage::F64);
+                    (f(a), f(b), f(d))
+                }
+                _ => {
+                    return Err(crate::error::Error::Invalid(format!(
+                        "conv2d backward: a {:?} gradient on {:?} for a {:?} weight",
+                        gout.dtype(),
+                        gout.device(),
+                        wkeep.dtype()
+                    )))
+                }
+            };
+            let t = |s: Option<CpuStorage>, d: &Vec<usize>| {
+                s.map(|s| Tensor::from_storage(Storage::Cpu(s), d.clone()))
+            };
+            let mut grads = vec![t(dx, &dims[0]), t(dw, &dims[1])];
+            if has_bias {
+                grads.push(t(db, &dims[2]));
+            }
+            Ok(grads)
+        })))
     }
 }

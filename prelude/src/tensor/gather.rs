@@ -166,70 +166,173 @@ impl Tensor {
     }
 }
 
-impl Tensor {
-    /// The maximum of each run of `k` consecutive entries of `idx` (source indices into this
-    /// tensor, none -1), shaped `dims`, on the CPU in one pass: `max_pool2d`'s forward
-    /// without materialising the windows. The gradient goes to the first maximum of each
-    /// window (torch's rule; a NaN counts as the maximum), added back with
-    /// `scatter_add_flat` at the recorded positions. `None` off the CPU or for dtypes other
-    /// than f32/f64, where the caller gathers the windows and reduces them.
-    pub(crate) fn window_max_cpu(
-        &self,
-        idx: &[i32],
-        k: usize,
-        dims: Vec<usize>,
-    ) -> Result<Option<Tensor>> {
-        fn run<T: Copy + PartialOrd + Send + Sync>(
-            src: &[T],
-            idx: &[i32],
-            k: usize,
-        ) -> (Vec<T>, Vec<i32>) {
-            idx.par_chunks(k)
-                .with_min_len(1024)
-                .map(|w| {
-                    let mut at = w[0];
-                    let mut best = src[at as usize];
-                    for &j in &w[1..] {
-                        let v = src[j as usize];
-                        // `best != best`: a NaN stays the maximum, as in torch.
-                        #[allow(clippy::eq_op)]
-                        if v > best || (v != v && best == best) {
-                            best = v;
-                            at = j;
+/// f32 and f64 as max pooling compares them, with the value select written as bit masks
+/// (branch-free: on real data which element of a window wins is unpredictable).
+trait PoolElem: Copy + PartialOrd + Send + Sync {
+    fn pick(c: bool, a: Self, b: Self) -> Self;
+}
+
+impl PoolElem for f32 {
+    #[inline(always)]
+    fn pick(c: bool, a: f32, b: f32) -> f32 {
+        let m = (c as u32).wrapping_neg();
+        f32::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
+    }
+}
+
+impl PoolElem for f64 {
+    #[inline(always)]
+    fn pick(c: bool, a: f64, b: f64) -> f64 {
+        let m = (c as u64).wrapping_neg();
+        f64::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
+    }
+}
+
+/// Max pooling of planes `[h, w]` (`x` holds whole planes) by `k` x `k` windows moved by
+/// `s`, straight from the input: each output is the window's first maximum (a NaN counts as
+/// the maximum, as in torch), and `arg` gets its flat index in `x`. Parallel over planes.
+fn pool_planes<T: PoolElem>(x: &[T], [h, w, k, s, oh, ow]: [usize; 6]) -> (Vec<T>, Vec<i32>) {
+    let planes = x.len() / (h * w);
+    let mut out = vec![x[0]; planes * oh * ow];
+    let mut arg = vec![0i32; planes * oh * ow];
+    out.par_chunks_mut(oh * ow)
+        .zip(arg.par_chunks_mut(oh * ow))
+        .enumerate()
+        .with_min_len((1 << 14) / (oh * ow).max(1) + 1)
+        .for_each(|(q, (o, a))| {
+            let base = q * h * w;
+            let plane = &x[base..base + h * w];
+            // A row of windows at a time. First the maxima, tap by tap over the row (a
+            // branch-free select). Then where each came from: the window's taps that equal
+            // its maximum (or are NaN when it is NaN) as bits of a mask, whose lowest set bit
+            // is the first maximum in row-major order, as torch's scan finds it (a value
+            // equal to an earlier maximum never replaces it). Branches on which tap wins
+            // would be mispredicted about half the time on real data.
+            for y in 0..oh {
+                let (orow, arow) = (&mut o[y * ow..(y + 1) * ow], &mut a[y * ow..(y + 1) * ow]);
+                let r0 = y * s * w;
+                for (xo, ov) in orow.iter_mut().enumerate() {
+                    *ov = plane[r0 + xo * s];
+                }
+                for i in 0..k {
+                    for j in 0..k {
+                        let r = (y * s + i) * w + j;
+                        let src = &plane[r..r + (ow - 1) * s + 1];
+                        for (xo, ov) in orow.iter_mut().enumerate() {
+                            let v = src[xo * s];
+                            let b = *ov;
+                            // `b == b` is false for a NaN: a NaN stays the maximum.
+                            #[allow(clippy::eq_op)]
+                            let better = (v > b) | ((v != v) & (b == b));
+                            *ov = T::pick(better, v, b);
                         }
                     }
-                    (best, at)
-                })
-                .unzip()
-        }
-        if self.device() != crate::Device::Cpu || k == 0 || !idx.len().is_multiple_of(k) {
+                }
+                for (xo, (&best, av)) in orow.iter().zip(arow.iter_mut()).enumerate() {
+                    #[allow(clippy::eq_op)]
+                    let nan = best != best;
+                    let at = |t: usize| r0 + (t / k) * w + xo * s + t % k;
+                    let hit = |v: T| {
+                        #[allow(clippy::eq_op)]
+                        let nan_too = nan & (v != v);
+                        (v == best) | nan_too
+                    };
+                    let taps = (0..k).flat_map(|i| &plane[r0 + i * w + xo * s..][..k]);
+                    let first = if k * k <= 64 {
+                        // Bit t for tap t = i * k + j.
+                        let mut mask = 0u64;
+                        for (t, &v) in taps.enumerate() {
+                            mask |= (hit(v) as u64) << t;
+                        }
+                        mask.trailing_zeros() as usize
+                    } else {
+                        taps.take_while(|&&v| !hit(v)).count()
+                    };
+                    *av = (base + at(first)) as i32;
+                }
+            }
+        });
+    (out, arg)
+}
+
+/// The gradient of [`pool_planes`]: `g` (one value per window) added at `arg` into zeros of
+/// `len` elements, plane by plane in parallel (a window's maximum lies in its own plane).
+fn unpool_planes<T: Copy + Default + std::ops::AddAssign + Send + Sync>(
+    g: &[T],
+    arg: &[i32],
+    plane_in: usize,
+    plane_out: usize,
+    len: usize,
+) -> Vec<T> {
+    let mut dx = vec![T::default(); len];
+    dx.par_chunks_mut(plane_in)
+        .zip(g.par_chunks(plane_out).zip(arg.par_chunks(plane_out)))
+        .enumerate()
+        .with_min_len((1 << 14) / plane_in.max(1) + 1)
+        .for_each(|(q, (d, (g, a)))| {
+            let base = q * plane_in;
+            for (&v, &j) in g.iter().zip(a) {
+                d[j as usize - base] += v;
+            }
+        });
+    dx
+}
+
+impl Tensor {
+    /// `max_pool2d` of `[n, c, h, w]` on the CPU in one pass over the input, with no index
+    /// table: the maximum of each `k` x `k` window moved by `s`, its gradient going to the
+    /// window's first maximum (torch's rule), added back plane by plane in parallel. `None`
+    /// off the CPU or for dtypes other than f32/f64, where the caller gathers the windows
+    /// and reduces them.
+    pub(crate) fn max_pool2d_cpu(
+        &self,
+        k: usize,
+        s: usize,
+        oh: usize,
+        ow: usize,
+    ) -> Result<Option<Tensor>> {
+        let dims = self.shape().to_vec();
+        if self.device() != crate::Device::Cpu || dims.len() != 4 || self.numel() == 0 {
             return Ok(None);
         }
         check_index_range(self.numel())?;
-        debug_assert_eq!(idx.len() / k, dims.iter().product::<usize>());
+        super::cpu::keep_freed_memory();
+        let [n, c, h, w] = [dims[0], dims[1], dims[2], dims[3]];
+        let geom = [h, w, k, s, oh, ow];
         let src = self.dense()?;
         let (storage, arg) = match &*src.read() {
             Storage::Cpu(CpuStorage::F32(v)) => {
-                let (m, a) = run(v, idx, k);
+                let (m, a) = pool_planes(v, geom);
                 (CpuStorage::F32(m), a)
             }
             Storage::Cpu(CpuStorage::F64(v)) => {
-                let (m, a) = run(v, idx, k);
+                let (m, a) = pool_planes(v, geom);
                 (CpuStorage::F64(m), a)
             }
             _ => return Ok(None),
         };
-        let out = Tensor::from_storage(Storage::Cpu(storage), dims);
+        let out = Tensor::from_storage(Storage::Cpu(storage), vec![n, c, oh, ow]);
         let arg: Indices = Arc::new(arg);
-        let src_dims = self.shape().to_vec();
         Ok(Some(autograd::record(
             out,
             "max_pool2d",
             &[self],
             move |g| {
-                Ok(vec![Some(
-                    g.scatter_add_flat(arg.clone(), src_dims.clone())?,
-                )])
+                let gd = g.dense()?;
+                let (pin, pout, len) = (h * w, oh * ow, n * c * h * w);
+                let dx = match &*gd.read() {
+                    Storage::Cpu(CpuStorage::F32(g)) => {
+                        CpuStorage::F32(unpool_planes(g, &arg, pin, pout, len))
+                    }
+                    Storage::Cpu(CpuStorage::F64(g)) => {
+                        CpuStorage::F64(unpool_planes(g, &arg, pin, pout, len))
+                    }
+                    _ => return Ok(vec![Some(g.scatter_add_flat(arg.clone(), dims.clone())?)]),
+                };
+                Ok(vec![Some(Tensor::from_storage(
+                    Storage::Cpu(dx),
+                    dims.clone(),
+                ))])
             },
         )))
     }

@@ -433,6 +433,13 @@ pub(crate) fn matmul<T: Elem>(a: &[T], b: &[T], m: usize, k: usize, n: usize) ->
     )
 }
 
+/// The register tile (rows, columns of C) of the packed product's micro-kernel for `T` on
+/// this CPU: a product whose C is narrower than a tile wastes the rest of it.
+pub(crate) fn tile<T: Elem>() -> (usize, usize) {
+    let k = T::kernel();
+    (k.mr, k.nr)
+}
+
 /// Whether [`matmul_strided`] takes these operands as they are: products big enough to pack
 /// (the packing reads any strides); smaller ones want row-major operands.
 pub(crate) fn packs(m: usize, k: usize, n: usize) -> bool {

@@ -52,7 +52,7 @@ mod view;
 
 pub use arith::Operand;
 pub use dtype::{promote, DType, WithDType};
-pub(crate) use fused::AdamCoeffs;
+pub(crate) use fused::{AdamCoeffs, ConvGeom};
 pub use half::{bf16, f16};
 pub use precision::{get_float32_matmul_precision, set_float32_matmul_precision};
 pub use random::manual_seed;
