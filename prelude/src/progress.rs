@@ -192,8 +192,8 @@ impl ProgressState {
     }
 }
 
-/// `mm:ss`, or `h:mm:ss` past an hour.
-fn clock_text(d: Duration) -> String {
+/// `mm:ss`, or `h:mm:ss` past an hour (also the training bar's clock, `train/live.rs`).
+pub(crate) fn clock_text(d: Duration) -> String {
     let s = d.as_secs();
     if s >= 3600 {
         format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)

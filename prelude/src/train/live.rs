@@ -8,6 +8,7 @@ use super::history::{panels, EpochLog, History};
 use super::Loss;
 use crate::display::Rich;
 use crate::display::{display_line, fresh_display_id, html_escape, update_line, MimeBundle, Svg};
+use crate::progress::clock_text;
 use crate::timing::Clock;
 use std::time::Duration;
 
@@ -292,16 +293,6 @@ impl<'a> Live<'a> {
         MimeBundle::new()
             .with("text/plain", plain)
             .with("text/html", html)
-    }
-}
-
-/// `mm:ss`, or `h:mm:ss` past an hour.
-fn clock_text(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 3600 {
-        format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
-    } else {
-        format!("{:02}:{:02}", s / 60, s % 60)
     }
 }
 
