@@ -108,8 +108,16 @@ impl EvcxrInterpreter {
                 child.env("LD_LIBRARY_PATH", path);
             }
         }
-        let (eval, outputs) = evcxr::EvalContext::with_subprocess_command(child)
+        let (mut eval, outputs) = evcxr::EvalContext::with_subprocess_command(child)
             .map_err(|e| format!("evcxr could not start: {e}"))?;
+        // The extracted prelude's folder is named by the hash of its contents, so it never
+        // changes under a session: cells may then skip cargo and call rustc directly (our
+        // evcxr patch; any other path dependency, a `:dep` on a local crate, keeps cargo).
+        if let Ok(prelude) = session::extract_prelude() {
+            if let Some(sources) = prelude.parent() {
+                eval.set_immutable_path_deps(vec![sources.to_owned()]);
+            }
+        }
         let ctx = CommandContext::with_eval_context(eval);
         log("evcxr context ready");
         *self.stop.child.lock().unwrap() = Some(ctx.process_handle());
@@ -449,17 +457,17 @@ impl Interpreter for EvcxrInterpreter {
     }
 
     fn idle(&mut self) {
-        // rust-analyzer (which evcxr asks for the type of each new variable) indexes the prelude
-        // and its dependencies on first use: about 3 s that would otherwise land on the user's
-        // first `let`. Done when idle, so a cell sent right at start does not wait for it.
+        // rust-analyzer (which evcxr asks for the type of each new variable) loads the crate
+        // graph and indexes the prelude and its dependencies on first use: seconds that would
+        // otherwise land on the user's first `let`. It runs on its own thread (our evcxr
+        // patch), so cells keep running meanwhile; only a cell that declares a variable waits
+        // for what is left of it.
         if std::mem::take(&mut self.analyzer_cold) {
             if let Some(ctx) = self.ctx.as_mut() {
-                // A cell sent now waits for this; an interrupt meanwhile cancels that cell.
-                self.stop.starting();
-                let warm =
-                    "let gpulab_warm_up = Tensor::zeros(1, Device::Cpu);\ngpulab_warm_up.sha";
-                let _ = ctx.completions(warm, warm.len());
-                self.stop.started();
+                let warm = "let gpulab_warm_up = Tensor::zeros(1, Device::Cpu);";
+                if let Err(e) = ctx.warm_analysis_in_background(warm) {
+                    eprintln!("gpulab-kernel: rust-analyzer warm-up not started: {e}");
+                }
             }
         }
     }
@@ -487,15 +495,14 @@ impl Interpreter for EvcxrInterpreter {
                 return ExecuteOutcome::error("PreludeError", evalue, tb);
             }
         }
-        if self.stop.take_cancelled_before_start() {
-            let why = "interrupted while the session was getting ready; the cell did not run";
+        if !self.stop.start_cell() {
+            let why = "interrupted before the cell started; it did not run";
             return ExecuteOutcome::error(
                 "KeyboardInterrupt",
                 why,
                 vec![format!("KeyboardInterrupt: {why}")],
             );
         }
-        self.stop.cell_started();
         let outcome = match magics::classify(req.code) {
             Cell::Shell(commands) => {
                 let mut outcome = ExecuteOutcome::ok();

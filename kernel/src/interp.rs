@@ -78,6 +78,9 @@ pub trait Outputs: Send + Sync {
 /// worker thread, so it must be thread-safe and return quickly.
 pub trait Interrupter: Send + Sync {
     fn interrupt(&self);
+    /// The worker has no request left (it is about to go idle): an interrupt kept for a cell
+    /// that had not started yet has nothing left to cancel.
+    fn queue_drained(&self) {}
     /// Ends everything the session started (on kernel shutdown).
     fn terminate(&self) {}
 }

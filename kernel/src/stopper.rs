@@ -34,7 +34,8 @@ pub struct Stopper {
     running: Mutex<bool>,
     /// The session is still starting (evcxr, the prelude's build): nothing may be touched.
     starting: AtomicBool,
-    /// An interrupt arrived during start-up: the first cell is cancelled instead of run.
+    /// An interrupt arrived during start-up, or while the cell it was meant for still waited on
+    /// the worker's queue: the next cell is cancelled instead of run.
     cancel_next: AtomicBool,
     /// The cell a watcher is already looking after, so repeated presses start only one.
     watched: AtomicU64,
@@ -66,17 +67,20 @@ impl Stopper {
         self.starting.store(false, Ordering::SeqCst);
     }
 
-    /// True once for the first cell after an interrupt that arrived during start-up.
-    pub fn take_cancelled_before_start(&self) -> bool {
-        self.cancel_next.swap(false, Ordering::SeqCst)
-    }
-
-    /// Marks a new cell as running, with the interrupt flag cleared.
-    pub fn cell_started(&self) {
+    /// Marks a new cell as running, with the interrupt flag cleared, unless an interrupt
+    /// arrived before it started (during start-up, or while it waited on the queue): then
+    /// returns false and the cell must not run. Decided under the lock `interrupt` takes, so an
+    /// interrupt lands either before the cell started (cancelling it) or on the running cell.
+    pub fn start_cell(&self) -> bool {
+        let mut running = self.running.lock().unwrap();
+        if self.cancel_next.swap(false, Ordering::SeqCst) {
+            return false;
+        }
         self.flag.set(false);
         self.flag.clear_running();
         self.cell.fetch_add(1, Ordering::SeqCst);
-        *self.running.lock().unwrap() = true;
+        *running = true;
+        true
     }
 
     pub fn cell_finished(&self) {
@@ -166,6 +170,16 @@ impl Interrupter for Stopper {
             return;
         }
         let cell = self.cell.load(Ordering::SeqCst);
+        {
+            let running = self.running.lock().unwrap();
+            if !*running {
+                // The server only calls this while an execute request is pending, so that cell
+                // is still on the worker's queue (or the one just answered, which
+                // `queue_drained` then forgets): it is cancelled when it starts.
+                self.cancel_next.store(true, Ordering::SeqCst);
+                return;
+            }
+        }
         if !self.same_cell_running(cell) {
             return;
         }
@@ -176,6 +190,13 @@ impl Interrupter for Stopper {
         }
         let Some(me) = self.me.upgrade() else { return };
         std::thread::spawn(move || me.watch(cell));
+    }
+
+    fn queue_drained(&self) {
+        let _running = self.running.lock().unwrap();
+        if !self.starting.load(Ordering::SeqCst) {
+            self.cancel_next.store(false, Ordering::SeqCst);
+        }
     }
 
     fn terminate(&self) {

@@ -104,6 +104,7 @@ pub(crate) fn worker_loop(
                 Err(std_mpsc::TryRecvError::Disconnected) => break,
                 // Work that can wait (warming caches) runs only while no request is queued.
                 Err(std_mpsc::TryRecvError::Empty) => {
+                    shared.interrupter.queue_drained();
                     if let Err(panic) = catch_unwind(AssertUnwindSafe(|| interp.idle())) {
                         shared.log(&format!(
                             "the interpreter panicked while idle: {}",

@@ -65,6 +65,11 @@ impl CommandContext {
         self.execute_with_callbacks(to_run, &mut EvalCallbacks::default())
     }
 
+    /// gpulab patch: see `EvalContext::warm_analysis_in_background`.
+    pub fn warm_analysis_in_background(&mut self, code: &str) -> anyhow::Result<()> {
+        self.eval_context.warm_analysis_in_background(code)
+    }
+
     pub fn check(&mut self, code: &str) -> Result<Vec<CompilationError>, Error> {
         let (user_code, code_info) = CodeBlock::from_original_user_code(code);
         let (non_command_code, state, errors) = self.prepare_for_analysis(user_code)?;

@@ -58,7 +58,8 @@ pub struct EvalContext {
     module: Module,
     committed_state: ContextState,
     stdout_sender: crossbeam_channel::Sender<String>,
-    analyzer: RustAnalyzer,
+    /// gpulab patch: shared with the thread `warm_analysis_in_background` starts.
+    analyzer: Arc<Mutex<RustAnalyzer>>,
     initial_config: Config,
 }
 
@@ -102,6 +103,9 @@ pub(crate) struct Config {
     pub(crate) allow_static_linking: bool,
     pub(crate) build_envs: HashMap<String, String>,
     subprocess_path: PathBuf,
+    /// gpulab patch: path dependencies under these folders never change while a session runs, so
+    /// cells may be built by calling rustc directly (see `module::DirectBuild`).
+    pub(crate) immutable_path_deps: Vec<PathBuf>,
 }
 
 fn create_initial_config(tmpdir: PathBuf, subprocess_path: PathBuf) -> Result<Config> {
@@ -148,6 +152,7 @@ impl Config {
             subprocess_path,
             codegen_backend: None,
             build_envs: Default::default(),
+            immutable_path_deps: Vec::new(),
         })
     }
 
@@ -423,7 +428,7 @@ impl EvalContext {
         let tmpdir_var = parsed_config.get_tmp_dir()?;
         let tmpdir_path = tmpdir_var.get_path()?;
         let opt_tmpdir = tmpdir_var.get_opt_tmpdir();
-        let analyzer = RustAnalyzer::new(&tmpdir_path)?;
+        let analyzer = Arc::new(Mutex::new(RustAnalyzer::new(&tmpdir_path)?));
         let module = Module::new()?;
         let mut initial_config =
             create_initial_config(tmpdir_path, subprocess_command.get_program().into())?;
@@ -548,6 +553,39 @@ impl EvalContext {
         Ok(outputs)
     }
 
+    /// gpulab patch: the analyzer, waiting for a warm-up in progress; a warm-up that panicked
+    /// leaves it usable (its next `set_source` replaces whatever state the panic left).
+    fn analyzer(&self) -> std::sync::MutexGuard<'_, RustAnalyzer> {
+        self.analyzer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// gpulab patch: analyses `code` (as the next cell) on another thread, so that
+    /// rust-analyzer loads the crate graph and indexes the dependencies while the user reads,
+    /// instead of on the first cell that declares a variable. Cells that declare none do not
+    /// wait for it; the next one that does waits only for what is left of it.
+    pub fn warm_analysis_in_background(&mut self, code: &str) -> Result<()> {
+        let (user_code, code_info) = CodeBlock::from_original_user_code(code);
+        let mut state = self.state();
+        let user_code = state.apply(user_code, &code_info.nodes)?;
+        let source = state.analysis_code(user_code).code_string();
+        let analyzer = Arc::clone(&self.analyzer);
+        std::thread::Builder::new()
+            .name("evcxr-analysis-warm-up".into())
+            .spawn(move || {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut analyzer = analyzer
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    if analyzer.set_source(source).is_ok() {
+                        analyzer.top_level_variables("evcxr_analysis_wrapper");
+                    }
+                }));
+            })?;
+        Ok(())
+    }
+
     pub(crate) fn completions(
         &mut self,
         user_code: CodeBlock,
@@ -574,8 +612,8 @@ impl EvalContext {
             println!("=========\n{s}\n==========");
         }
 
-        self.analyzer.set_source(code.code_string())?;
-        let mut completions = self.analyzer.completions(wrapped_offset)?;
+        self.analyzer().set_source(code.code_string())?;
+        let mut completions = self.analyzer().completions(wrapped_offset)?;
         completions.start_offset = code.output_offset_to_user_offset(completions.start_offset)?;
         completions.end_offset = code.output_offset_to_user_offset(completions.end_offset)?;
         // Filter internal identifiers.
@@ -601,11 +639,11 @@ impl EvalContext {
         let (user_code, code_info) = CodeBlock::from_original_user_code(&modified_code);
         let user_code = state.apply(user_code, &code_info.nodes)?;
         let pad_code = state.analysis_code(user_code);
-        self.analyzer.set_source(pad_code.code_string())?;
+        self.analyzer().set_source(pad_code.code_string())?;
         let wrapped_offset = pad_code.user_offset_to_output_offset(hover_offset)? as u32;
         let text_range = TextRange::new(wrapped_offset.into(), wrapped_offset.into());
-        let hover_text = self.analyzer.hover(text_range, false)?;
-        let hover_markdown = self.analyzer.hover(text_range, true)?;
+        let hover_text = self.analyzer().hover(text_range, false)?;
+        let hover_markdown = self.analyzer().hover(text_range, true)?;
         match (hover_text, hover_markdown) {
             (Some(data_text), Some(data_markdown)) => Ok((
                 data_text.info.markup.into(),
@@ -624,6 +662,15 @@ impl EvalContext {
 
     pub fn set_opt_level(&mut self, level: &str) -> Result<(), Error> {
         self.committed_state.set_opt_level(level)
+    }
+
+    /// gpulab patch: declares folders whose path dependencies never change during the session
+    /// (content-addressed copies, say). While the crate's manifest is unchanged and every path
+    /// dependency lies under one of them, a cell is built by running rustc directly with the
+    /// command cargo used last time, which saves cargo's start-up and fingerprint walk (about
+    /// 70 ms a cell with a large dependency tree). Registry dependencies are always immutable.
+    pub fn set_immutable_path_deps(&mut self, folders: Vec<PathBuf>) {
+        self.committed_state.config.immutable_path_deps = folders;
     }
 
     pub fn set_time_passes(&mut self, value: bool) {
@@ -813,7 +860,12 @@ impl EvalContext {
                 output: EvalOutputs::new(),
             });
         }
-        phases.phase_complete("Final compile");
+        // gpulab patch: says whether cargo ran (see `module::DirectBuild`).
+        phases.phase_complete(if self.module.last_build_direct {
+            "Final compile (rustc)"
+        } else {
+            "Final compile (cargo)"
+        });
 
         let output = self.run_and_capture_output(state, &so_file, callbacks)?;
         Ok(ExecutionArtifacts { output })
@@ -830,14 +882,24 @@ impl EvalContext {
         state: &mut ContextState,
         code: CodeBlock,
     ) -> Result<(), Error> {
-        self.analyzer.set_source(code.code_string())?;
+        // gpulab patch: rust-analyzer is only asked when the cell declares variables. Loading
+        // the crate graph and indexing the dependencies costs seconds the first time (and
+        // again after each `:dep`), so a session's start-up cells and a notebook's first
+        // `let`-free cells no longer wait for it. Completions set their own source.
+        let code = code.code_string();
+        if !declares_variables(&code) {
+            return Ok(());
+        }
+        self.analyzer().set_source(code)?;
         for (
             variable_name,
             VariableInfo {
                 type_name,
                 is_mutable,
             },
-        ) in self.analyzer.top_level_variables("evcxr_analysis_wrapper")
+        ) in self
+            .analyzer()
+            .top_level_variables("evcxr_analysis_wrapper")
         {
             // We don't want to try to store evcxr_variable_store into itself, so we ignore it.
             if variable_name == "evcxr_variable_store" {
@@ -2084,6 +2146,26 @@ fn default_tool_path(tool: &str, fallback: &str) -> Result<PathBuf> {
         }
     }
     anyhow::bail!("Cannot find `{}` binary", tool);
+}
+
+/// gpulab patch: whether the analysis wrapper has a top-level `let` (the statements
+/// `RustAnalyzer::top_level_variables` reads), judged from the syntax tree alone.
+fn declares_variables(code: &str) -> bool {
+    use ra_ap_syntax::ast::HasModuleItem;
+    use ra_ap_syntax::ast::HasName;
+    let file = ra_ap_syntax::SourceFile::parse(code, crate::rust_analyzer::EDITION).tree();
+    file.items().any(|item| match item {
+        ast::Item::Fn(function) => {
+            function
+                .name()
+                .is_some_and(|n| n.text() == "evcxr_analysis_wrapper")
+                && function.body().is_some_and(|body| {
+                    body.statements()
+                        .any(|s| matches!(s, ast::Stmt::LetStmt(_)))
+                })
+        }
+        _ => false,
+    })
 }
 
 fn default_cargo_path() -> Result<PathBuf> {

@@ -123,6 +123,10 @@ fn rename_or_copy_so_file(src: &Path, dest: &Path) -> Result<(), Error> {
 pub(crate) struct Module {
     build_num: i32,
     last_allow_static: Option<bool>,
+    /// gpulab patch: how cargo last built the cell crate, for building the next cell without it.
+    direct: Option<DirectBuild>,
+    /// gpulab patch: whether the last build ran rustc directly (shown in `:timing`'s phases).
+    pub(crate) last_build_direct: bool,
 }
 
 const CRATE_NAME: &str = "ctx";
@@ -132,6 +136,8 @@ impl Module {
         Ok(Module {
             build_num: 0,
             last_allow_static: None,
+            direct: None,
+            last_build_direct: false,
         })
     }
 
@@ -198,18 +204,45 @@ impl Module {
             Err(error) => return Err(error.into()),
         }
 
-        let cargo_output = run_cargo(command, code_block)?;
-        if config.time_passes {
-            let output = String::from_utf8_lossy(&cargo_output.stderr);
-            eprintln!("{output}");
-        }
-
-        let so_file = match fs::read_to_string(&so_path_file) {
-            Ok(path) => PathBuf::from(path),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                compiled_so_path(&cargo_output.stdout)?
+        // gpulab patch: while nothing cargo would look at has changed since it last built the
+        // cell crate, run that rustc command directly (cargo would only have found every
+        // dependency fresh and run the same command). Anything else goes through cargo, with
+        // `-vv` so that its command for the cell crate can be reused next time.
+        let key = DirectBuild::key(config);
+        let direct = self.direct.take().filter(|d| Some(&d.key) == key.as_ref());
+        let so_file = if let Some(direct) = direct {
+            let output = run_cargo(direct.command(config), code_block);
+            let so_file = direct.so_file.clone();
+            // Errors in the cell's code leave the command good for the next cell; any other
+            // failure (rustc killed by an interrupt, say) hands the next build back to cargo.
+            if matches!(output, Ok(_) | Err(Error::CompilationErrors(_))) {
+                self.direct = Some(direct);
             }
-            Err(error) => return Err(error.into()),
+            self.last_build_direct = true;
+            output?;
+            so_file
+        } else {
+            self.last_build_direct = false;
+            if key.is_some() {
+                command.arg("-vv");
+            }
+            let cargo_output = run_cargo(command, code_block)?;
+            if config.time_passes {
+                let output = String::from_utf8_lossy(&cargo_output.stderr);
+                eprintln!("{output}");
+            }
+
+            let so_file = match fs::read_to_string(&so_path_file) {
+                Ok(path) => PathBuf::from(path),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                    compiled_so_path(&cargo_output.stdout)?
+                }
+                Err(error) => return Err(error.into()),
+            };
+            // Cargo may have rewritten Cargo.lock: the key is taken again after the build.
+            self.direct = DirectBuild::key(config)
+                .and_then(|key| DirectBuild::from_cargo_stderr(&cargo_output.stderr, key));
+            so_file
         };
 
         let copied_so_file = so_file.with_file_name(shared_object_name_from_crate_name(&format!(
@@ -624,6 +657,153 @@ fn errors_from_cargo_output(
         })
         .collect();
     (errors, non_json_error)
+}
+
+/// gpulab patch: the rustc command cargo ran for the cell crate, with its environment, kept so
+/// that the next cell can be built without cargo while the build's inputs stay the same.
+struct DirectBuild {
+    /// Everything cargo's decision depends on that can change during a session: the manifest,
+    /// the lock file, cargo's configuration and the command evcxr would run.
+    key: String,
+    envs: Vec<(OsString, OsString)>,
+    program: OsString,
+    args: Vec<OsString>,
+    so_file: PathBuf,
+}
+
+impl DirectBuild {
+    /// The key for a build by `cargo`, or `None` when the crate has a path dependency outside
+    /// `config.immutable_path_deps` (its sources may change between cells, and only cargo would
+    /// notice) or anything cannot be read.
+    fn key(config: &Config) -> Option<String> {
+        let cargo = config.cargo_command("build");
+        let dir = config.crate_dir();
+        let manifest = fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+        let parsed: toml::Value = toml::from_str(&manifest).ok()?;
+        for table in ["dependencies", "build-dependencies"] {
+            for (_, dep) in parsed
+                .get(table)
+                .and_then(|t| t.as_table())
+                .into_iter()
+                .flatten()
+            {
+                if let Some(path) = dep.get("path").and_then(|p| p.as_str()) {
+                    let path = Path::new(path);
+                    if !path.is_absolute()
+                        || !config
+                            .immutable_path_deps
+                            .iter()
+                            .any(|f| path.starts_with(f))
+                    {
+                        return None;
+                    }
+                }
+            }
+        }
+        if parsed.get("patch").is_some() || parsed.get("workspace").is_some() {
+            return None;
+        }
+        let lock = fs::read_to_string(dir.join("Cargo.lock")).unwrap_or_default();
+        let cargo_config = fs::read_to_string(dir.join(".cargo/config.toml")).unwrap_or_default();
+        Some(format!(
+            "{manifest}\0{lock}\0{cargo_config}\0{:?}\0{:?}",
+            cargo.get_args().collect::<Vec<_>>(),
+            cargo.get_envs().collect::<Vec<_>>()
+        ))
+    }
+
+    /// Finds cargo's `-vv` line for the cell crate, "Running `ENV=.. rustc --crate-name ctx ..`".
+    fn from_cargo_stderr(stderr: &[u8], key: String) -> Option<DirectBuild> {
+        let stderr = String::from_utf8_lossy(stderr);
+        let line = stderr.lines().find_map(|line| {
+            let rest = line.trim_start().strip_prefix("Running `")?;
+            let rest = rest.strip_suffix('`')?;
+            rest.contains(&format!(" --crate-name {CRATE_NAME} "))
+                .then_some(rest)
+        })?;
+        let mut words = split_shell_words(line)?.into_iter().peekable();
+        let mut envs = Vec::new();
+        while let Some(word) = words.next_if(|w| is_env_assignment(w)) {
+            let (name, value) = word.split_once('=')?;
+            envs.push((OsString::from(name), OsString::from(value)));
+        }
+        let program = OsString::from(words.next()?);
+        let args: Vec<OsString> = words.map(OsString::from).collect();
+        // rustc writes the library into its --out-dir; cargo then copies it up a folder.
+        let mut rustc = Command::new(&program);
+        rustc.args(&args);
+        let so_file = execution_so_source(&rustc)?;
+        Some(DirectBuild {
+            key,
+            envs,
+            program,
+            args,
+            so_file,
+        })
+    }
+
+    fn command(&self, config: &Config) -> Command {
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .current_dir(config.crate_dir());
+        command
+    }
+}
+
+fn is_env_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        }
+        None => false,
+    }
+}
+
+/// Splits a command line as cargo prints it (POSIX shell quoting: words separated by spaces,
+/// single-quoted stretches, backslash escapes outside quotes). `None` on anything else, such
+/// as double quotes or an unterminated quote, so an unexpected format is never guessed at.
+fn split_shell_words(line: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => word.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                word.push(chars.next()?);
+            }
+            '"' | '`' | '$' => return None,
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Some(words)
 }
 
 pub(crate) struct SoFile {
