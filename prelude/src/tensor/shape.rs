@@ -221,7 +221,7 @@ impl ViewShape {
                         .into(),
                 ))
             }
-            Some(_) if numel % known != 0 => {
+            Some(_) if !numel.is_multiple_of(known) => {
                 return Err(bad(format!(
                     "{numel} is not a multiple of {known}, the product of the other sizes"
                 )))

@@ -387,6 +387,26 @@ impl Tensor {
         Ok(rules::index_select(self, d, idx, out))
     }
 
+    /// The elements in reverse order along each of `dims` (negative counts from the end),
+    /// as torch's `flip`: a new contiguous tensor, since strides here are never negative
+    /// (torch copies too). `flip(&[])` is a plain copy.
+    pub fn flip(&self, dims: &[isize]) -> Result<Tensor> {
+        let mut flip = vec![false; self.rank()];
+        for &dim in dims {
+            let d = self.dim("flip", dim)?;
+            if flip[d] {
+                return Err(Error::Invalid(format!(
+                    "flip: dimension {d} appears more than once in dims {dims:?} (shape {:?})",
+                    self.shape()
+                )));
+            }
+            flip[d] = true;
+        }
+        let storage = self.read().flip(&self.layout, &flip)?;
+        let out = Tensor::from_storage(storage, self.shape().to_vec());
+        Ok(rules::flip(self, dims.to_vec(), out))
+    }
+
     /// torch's `gather`: `out[i][j] = self[index[i][j]][j]` for `dim = 0` (and so on);
     /// `index` has this rank and no dimension larger than this tensor's outside `dim`;
     /// the result has the index's shape.
