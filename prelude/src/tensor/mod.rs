@@ -56,6 +56,7 @@ pub(crate) use fused::{AdamCoeffs, ConvGeom};
 pub use half::{bf16, f16};
 pub use precision::{get_float32_matmul_precision, set_float32_matmul_precision};
 pub use random::manual_seed;
+pub(crate) use random::SplitMix;
 pub use shape::{IntoViewShape, Shape, ViewDim, ViewShape};
 
 use crate::device::Device;
