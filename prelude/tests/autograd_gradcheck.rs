@@ -464,6 +464,15 @@ fn views_and_index_ops() {
         vec![input(&[4, 3], 86)],
         |x| x[0].t()?.narrow(1, 1, 3)?.contiguous()?.view((9,)),
     );
+    check("flip", vec![input(&[2, 3, 4], 94)], |x| x[0].flip(&[0, -1]));
+    check("flip of a transpose", vec![input(&[3, 4], 95)], |x| {
+        x[0].t()?.flip(&[1])
+    });
+    check(
+        "reshape with an inferred size",
+        vec![input(&[2, 6], 96)],
+        |x| x[0].t()?.reshape((-1, 3)),
+    );
     check("cat", vec![input(&[2, 3], 87), input(&[1, 3], 88)], |x| {
         Tensor::cat(&[&x[0], &x[1]], 0)
     });

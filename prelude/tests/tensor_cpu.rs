@@ -416,6 +416,43 @@ fn matmul_ref(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
     c
 }
 
+/// Strided 2-D operands large enough for the packed path (`matmul_cpu_views`: packed from
+/// their storage, not copied) give the product of their contiguous copies, in f32 and f64:
+/// a transposed narrow (offset and a row stride past its width) times a transpose.
+#[test]
+fn strided_views_multiply_as_their_contiguous_copies() {
+    let (m, k, n) = (40, 50, 60);
+    for dtype in [DType::F32, DType::F64] {
+        let abase = t(&data(k * (m + 4), 21), &[k, m + 4])
+            .to_dtype(dtype)
+            .unwrap();
+        let a = abase.narrow(1, 2, m).unwrap().t().unwrap();
+        let b = t(&data(n * k, 22), &[n, k])
+            .to_dtype(dtype)
+            .unwrap()
+            .t()
+            .unwrap();
+        assert!(!a.is_contiguous() && !b.is_contiguous());
+        let (ac, bc) = (a.contiguous().unwrap(), b.contiguous().unwrap());
+        for (what, x, y) in [
+            ("a @ b", &a, &b),
+            ("a @ b dense", &a, &bc),
+            ("dense @ b", &ac, &b),
+        ] {
+            let got = x.matmul(y).unwrap().to_dtype(DType::F64).unwrap();
+            let want = ac.matmul(&bc).unwrap().to_dtype(DType::F64).unwrap();
+            assert_eq!(got.shape(), &[m, n]);
+            let (g, w) = (got.to_vec::<f64>().unwrap(), want.to_vec::<f64>().unwrap());
+            for (i, (x, y)) in g.iter().zip(&w).enumerate() {
+                assert!(
+                    (x - y).abs() <= 1e-4 * (1.0 + y.abs()),
+                    "{dtype} {what} [{i}]: {x} vs {y}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn matmul_against_triple_loop() {
     // Tiny (direct loop), odd edges in every dimension, a K past one block, wide N.

@@ -263,6 +263,11 @@ pub(crate) fn cat(xs: &[&Tensor], dim: usize, lens: Vec<usize>, out: Tensor) -> 
     })
 }
 
+/// `flip` along `dims`: the gradient is flipped back along the same dimensions.
+pub(crate) fn flip(x: &Tensor, dims: Vec<isize>, out: Tensor) -> Tensor {
+    record(out, "flip", &[x], move |g| Ok(vec![Some(g.flip(&dims)?)]))
+}
+
 /// `index_select` along `dim` with indices `idx`: rows of `g` added back where they came
 /// from, repeated indices accumulating. One `scatter_add_flat` (a kernel on either device)
 /// where it has the dtype (f32; f64 on the CPU); otherwise one in-place add per index.

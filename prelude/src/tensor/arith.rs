@@ -445,7 +445,8 @@ impl Tensor {
     /// article 01's 10,000 x 1000 weight, a 40 MB copy per use). `None` when that does not
     /// apply: the caller takes the dense path.
     fn matmul_cpu_views(&self, rhs: &Tensor, m: usize, k: usize, n: usize) -> Option<Storage> {
-        use super::matmul::{matmul_strided, packs, Strided};
+        use super::layout::Layout;
+        use super::matmul::{matmul_strided, packs, Elem, Strided};
         if self.device() != Device::Cpu
             || self.rank() != 2
             || rhs.rank() != 2
@@ -454,42 +455,35 @@ impl Tensor {
         {
             return None;
         }
+        // Both operands read through their own (row, column) strides.
+        fn product<T: Elem>(
+            a: &[T],
+            la: &Layout,
+            b: &[T],
+            lb: &Layout,
+            (m, k, n): (usize, usize, usize),
+        ) -> Vec<T> {
+            let strided = |data, l: &Layout| Strided {
+                data,
+                rs: l.strides()[0],
+                cs: l.strides()[1],
+            };
+            matmul_strided(
+                strided(&a[la.offset()..], la),
+                strided(&b[lb.offset()..], lb),
+                m,
+                k,
+                n,
+            )
+        }
         let (la, lb) = (&self.layout, &rhs.layout);
         let (a, b) = (self.read(), rhs.read());
         let out = match (&*a, &*b) {
             (Storage::Cpu(CpuStorage::F32(a)), Storage::Cpu(CpuStorage::F32(b))) => {
-                CpuStorage::F32(matmul_strided(
-                    Strided {
-                        data: &a[la.offset()..],
-                        rs: la.strides()[0],
-                        cs: la.strides()[1],
-                    },
-                    Strided {
-                        data: &b[lb.offset()..],
-                        rs: lb.strides()[0],
-                        cs: lb.strides()[1],
-                    },
-                    m,
-                    k,
-                    n,
-                ))
+                CpuStorage::F32(product(a, la, b, lb, (m, k, n)))
             }
             (Storage::Cpu(CpuStorage::F64(a)), Storage::Cpu(CpuStorage::F64(b))) => {
-                CpuStorage::F64(matmul_strided(
-                    Strided {
-                        data: &a[la.offset()..],
-                        rs: la.strides()[0],
-                        cs: la.strides()[1],
-                    },
-                    Strided {
-                        data: &b[lb.offset()..],
-                        rs: lb.strides()[0],
-                        cs: lb.strides()[1],
-                    },
-                    m,
-                    k,
-                    n,
-                ))
+                CpuStorage::F64(product(a, la, b, lb, (m, k, n)))
             }
             _ => return None,
         };

@@ -70,6 +70,59 @@ macro_rules! any_variant {
     };
 }
 
+/// See `CpuStorage::flip`: one pass in output order. The walk starts at the element the
+/// first output reads (the last one along every flipped dimension) and steps backwards
+/// along those, so no index is ever recomputed from coordinates.
+fn flip_vec<T: Copy>(v: &[T], layout: &Layout, flip: &[bool]) -> Vec<T> {
+    let dims = layout.dims();
+    let n = layout.numel();
+    let mut out = Vec::with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    let rank = dims.len();
+    if rank == 0 {
+        out.push(v[layout.offset()]);
+        return out;
+    }
+    let mut base = layout.offset() as isize;
+    let steps: Vec<isize> = (0..rank)
+        .map(|d| {
+            let s = layout.strides()[d] as isize;
+            if flip[d] {
+                base += (dims[d] - 1) as isize * s;
+                -s
+            } else {
+                s
+            }
+        })
+        .collect();
+    let (last, step) = (dims[rank - 1], steps[rank - 1]);
+    let mut idx = vec![0usize; rank];
+    loop {
+        let mut at = base;
+        for _ in 0..last {
+            out.push(v[at as usize]);
+            at += step;
+        }
+        // The odometer over the outer dimensions, carrying into the next one out.
+        let mut d = rank - 1;
+        loop {
+            if d == 0 {
+                return out;
+            }
+            d -= 1;
+            idx[d] += 1;
+            base += steps[d];
+            if idx[d] < dims[d] {
+                break;
+            }
+            base -= steps[d] * dims[d] as isize;
+            idx[d] = 0;
+        }
+    }
+}
+
 fn cast_vec<S: WithDType, D: WithDType>(v: &[S]) -> Vec<D> {
     // Through i64 between integer types (exact past 2^53), through f64 otherwise (exact
     // for every float type and every value a float can hold).
@@ -410,6 +463,12 @@ impl CpuStorage {
             (d, s) => return Err(d.mismatch("copy_", s)),
         }
         Ok(())
+    }
+
+    /// The elements `layout` selects, reversed along each dimension where `flip` is true,
+    /// contiguous (torch's `flip`).
+    pub(crate) fn flip(&self, layout: &Layout, flip: &[bool]) -> CpuStorage {
+        same_variant!(self, v => flip_vec(v, layout, flip))
     }
 
     /// See `Storage::gather`.

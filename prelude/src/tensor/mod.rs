@@ -56,7 +56,8 @@ pub(crate) use fused::{AdamCoeffs, ConvGeom};
 pub use half::{bf16, f16};
 pub use precision::{get_float32_matmul_precision, set_float32_matmul_precision};
 pub use random::manual_seed;
-pub use shape::Shape;
+pub(crate) use random::SplitMix;
+pub use shape::{IntoViewShape, Shape, ViewDim, ViewShape};
 
 use crate::device::Device;
 use crate::error::{Error, Result};

@@ -12,11 +12,24 @@ pub fn manual_seed(seed: u64) {
     *STATE.lock().unwrap() = seed;
 }
 
-struct SplitMix(u64);
+/// SplitMix64 (Steele, Lea and Flood): one 64-bit state, one add and a mix per draw. The
+/// global generator here and each `data::Rng` (which wraps one) share this step, so both
+/// give the same sequences for a seed.
+#[derive(Clone, Debug)]
+pub(crate) struct SplitMix(u64);
 
 impl SplitMix {
+    pub(crate) fn new(seed: u64) -> SplitMix {
+        SplitMix(seed)
+    }
+
+    pub(crate) fn state(&self) -> u64 {
+        self.0
+    }
+
+    /// The next 64 random bits.
     #[inline]
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -25,7 +38,7 @@ impl SplitMix {
     }
     /// Uniform in [0, 1): the top 24 bits, exactly representable in f32.
     #[inline]
-    fn unit(&mut self) -> f32 {
+    pub(crate) fn unit(&mut self) -> f32 {
         (self.next() >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
     }
 }

@@ -358,6 +358,40 @@ impl Storage {
         }
     }
 
+    /// The elements `layout` selects, reversed along each dimension where `flip` is true,
+    /// contiguous (torch's `flip`). The CPU walks them in one pass; CUDA has no flip kernel
+    /// and runs one gather per flipped dimension with the reversed indices (the kernel of
+    /// `index_select`, already tested on GPUs), the first straight from the layout.
+    pub fn flip(&self, layout: &Layout, flip: &[bool]) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => Ok(Storage::Cpu(a.flip(layout, flip))),
+            Storage::Cuda(b) => {
+                let dims = layout.dims();
+                let mut done: Option<CudaBuf> = None;
+                // Reversing a dimension of size 0 or 1 changes nothing; an empty tensor
+                // has nothing to move.
+                let empty = layout.numel() == 0;
+                for d in (0..dims.len()).filter(|&d| flip[d] && dims[d] > 1 && !empty) {
+                    let idx: Vec<i64> = (0..dims[d] as i64).rev().collect();
+                    let mut idx_strides = vec![0; dims.len()];
+                    idx_strides[d] = 1;
+                    let dense = Layout::contiguous(dims.to_vec());
+                    let (src, from) = match &done {
+                        Some(c) => (c, &dense),
+                        None => (b, layout),
+                    };
+                    let dtype = self.dtype();
+                    let next = gpu_strided::gather(src, dtype, from, d, &idx, &idx_strides, dims)?;
+                    done = Some(next);
+                }
+                match done {
+                    Some(c) => Ok(Storage::Cuda(c)),
+                    None => self.copy_layout(layout),
+                }
+            }
+        }
+    }
+
     /// `n` float32 values equal to `value` (a memset for zeros on a GPU).
     pub fn full_f32(n: usize, value: f32, device: Device) -> Result<Storage> {
         Storage::full(n, value as f64, DType::F32, device)

@@ -19,7 +19,7 @@
 
 use super::dtype::DType;
 use super::layout::{resolve_insert_dim, Layout};
-use super::shape::{resolve_dim, Shape};
+use super::shape::{resolve_dim, IntoViewShape, Shape};
 use super::{Operand, Tensor};
 use crate::autograd::rules;
 use crate::error::{Error, Result};
@@ -232,23 +232,12 @@ impl Tensor {
         rules::reshape(self, self.view_of(l))
     }
 
-    fn check_numel(&self, op: &str, dims: &[usize]) -> Result<()> {
-        if dims.iter().product::<usize>() != self.numel() {
-            return Err(Error::BadShape(format!(
-                "{op}: cannot make a tensor of shape {:?} ({} elements) into shape {dims:?}",
-                self.shape(),
-                self.numel()
-            )));
-        }
-        Ok(())
-    }
-
     /// The same elements in shape `shape`, always sharing storage (torch's `view`): an
     /// error when the strides cannot express it (after a transpose, say); use `reshape`,
-    /// or `contiguous()` first.
-    pub fn view(&self, shape: impl Into<Shape>) -> Result<Tensor> {
-        let dims = shape.into().0;
-        self.check_numel("view", &dims)?;
+    /// or `contiguous()` first. One size may be -1, inferred from the element count
+    /// (`t.view((n, -1))`; see [`ViewShape`](super::ViewShape)).
+    pub fn view(&self, shape: impl IntoViewShape) -> Result<Tensor> {
+        let dims = shape.into_view_shape().resolve("view", self.shape())?;
         match self.layout.view(&dims) {
             Some(l) => Ok(rules::reshape(self, self.view_of(l))),
             None => Err(Error::BadShape(format!(
@@ -261,10 +250,10 @@ impl Tensor {
     }
 
     /// The same elements in shape `shape`: a view when the strides allow it (always for a
-    /// contiguous tensor), else a contiguous copy, as torch's `reshape`.
-    pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
-        let dims = shape.into().0;
-        self.check_numel("reshape", &dims)?;
+    /// contiguous tensor), else a contiguous copy, as torch's `reshape`. One size may be
+    /// -1, inferred from the element count (`t.reshape(-1)`, `t.reshape([-1, 4])`).
+    pub fn reshape(&self, shape: impl IntoViewShape) -> Result<Tensor> {
+        let dims = shape.into_view_shape().resolve("reshape", self.shape())?;
         match self.layout.view(&dims) {
             Some(l) => Ok(rules::reshape(self, self.view_of(l))),
             None => {
@@ -396,6 +385,26 @@ impl Tensor {
             .gather(&self.layout, d, &idx, &idx_strides, &dims)?;
         let out = Tensor::from_storage(storage, dims);
         Ok(rules::index_select(self, d, idx, out))
+    }
+
+    /// The elements in reverse order along each of `dims` (negative counts from the end),
+    /// as torch's `flip`: a new contiguous tensor, since strides here are never negative
+    /// (torch copies too). `flip(&[])` is a plain copy.
+    pub fn flip(&self, dims: &[isize]) -> Result<Tensor> {
+        let mut flip = vec![false; self.rank()];
+        for &dim in dims {
+            let d = self.dim("flip", dim)?;
+            if flip[d] {
+                return Err(Error::Invalid(format!(
+                    "flip: dimension {d} appears more than once in dims {dims:?} (shape {:?})",
+                    self.shape()
+                )));
+            }
+            flip[d] = true;
+        }
+        let storage = self.read().flip(&self.layout, &flip)?;
+        let out = Tensor::from_storage(storage, self.shape().to_vec());
+        Ok(rules::flip(self, dims.to_vec(), out))
     }
 
     /// torch's `gather`: `out[i][j] = self[index[i][j]][j]` for `dim = 0` (and so on);

@@ -3,7 +3,8 @@
 use super::history::{EpochLog, History};
 use super::live::{Live, Mode};
 use super::{
-    check_loader_device, double_activation_note, evaluate_loader, model_device, scalar, Loss,
+    check_loader_device, double_activation_note, evaluate_loader, forward_batch, model_device,
+    scalar, Loss,
 };
 use crate::autograd::no_grad;
 use crate::data::{DataLoader, TensorDataset};
@@ -288,18 +289,11 @@ impl<'a> Fit<'a> {
                         stopped = true;
                         break;
                     }
-                    let (x, y) = batch?;
-                    let (x, y) = match move_to {
-                        Some(d) => (x.to(d)?, y.to(d)?),
-                        None => (x, y),
-                    };
-                    let out = model.forward(&x)?;
-                    let y = loss.targets(&out, &y)?;
+                    let (out, y, n) = forward_batch(model, batch?, loss, move_to)?;
                     let l = loss.compute(&out, &y)?;
                     opt.zero_grad();
                     l.backward()?;
                     opt.step()?;
-                    let n = x.shape()[0];
                     sum += scalar(&l)? * n as f64;
                     let c = no_grad(|| loss.correct(&out.detach(), &y))?;
                     right += c.unwrap_or(0.0);

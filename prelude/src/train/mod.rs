@@ -149,6 +149,25 @@ fn device_mismatch(model: Device, batch: Device) -> Error {
     ))
 }
 
+/// One batch through `model`, as both the training loop and evaluation take it: moved to
+/// the model's device when `move_to` says so, `forward`, then the targets in the form the
+/// loss takes for that output (or the shape error). Returns the output, the targets and the
+/// batch size.
+pub(crate) fn forward_batch(
+    model: &mut dyn Module,
+    (x, y): (Tensor, Tensor),
+    loss: Loss,
+    move_to: Option<Device>,
+) -> Result<(Tensor, Tensor, usize)> {
+    let (x, y) = match move_to {
+        Some(d) => (x.to(d)?, y.to(d)?),
+        None => (x, y),
+    };
+    let out = model.forward(&x)?;
+    let y = loss.targets(&out, &y)?;
+    Ok((out, y, x.shape()[0]))
+}
+
 /// Runs `model` over `loader` without gradients; `(mean loss, accuracy)`.
 fn evaluate_loader(
     model: &mut dyn Module,
@@ -160,14 +179,7 @@ fn evaluate_loader(
     no_grad(|| {
         let (mut total, mut right, mut n) = (0.0, 0.0, 0usize);
         for batch in loader.epoch(0) {
-            let (x, y) = batch?;
-            let (x, y) = match move_to {
-                Some(d) => (x.to(d)?, y.to(d)?),
-                None => (x, y),
-            };
-            let out = model.forward(&x)?;
-            let y = loss.targets(&out, &y)?;
-            let b = x.shape()[0];
+            let (out, y, b) = forward_batch(model, batch?, loss, move_to)?;
             total += scalar(&loss.compute(&out, &y)?)? * b as f64;
             right += loss.correct(&out, &y)?.unwrap_or(0.0);
             n += b;
