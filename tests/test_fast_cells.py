@@ -140,3 +140,31 @@ def test_variables_declared_while_the_analyzer_warms_up_keep_their_types(session
     reply, outputs, _ = session.run("words.split(' ').count()")
     assert reply["status"] == "ok", reply
     assert text(outputs).strip() == "2"
+
+
+def test_the_analyzer_warm_up_never_rewrites_the_file_builds_read(tmp_path):
+    # rust-analyzer warms up on its own thread while cells build. Upstream evcxr wrote the
+    # analysed source to the crate's src/lib.rs, the file rustc compiles: landing between a
+    # cell's write and rustc's read, that made rustc build the analysis code, and the child
+    # ended (exit 99, variables lost) when it could not find the cell's function. Seen in
+    # bench/kernel_bench.py; here the warm-up is given time to run, then the file must still
+    # hold the last cell's code.
+    cache = tmp_path / "cache"
+    km = KernelManager(kernel_name=KERNEL_NAME)
+    km.start_kernel(env=dict(os.environ, GPULAB_CACHE_DIR=str(cache)))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=STARTUP_TIMEOUT)
+        reply = kc.execute_interactive("let first = 1;", timeout=STARTUP_TIMEOUT, output_hook=lambda m: None)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        time.sleep(15)  # the warm-up starts when the kernel is first idle, after that cell
+        sources = list(cache.glob("slots/slot-*/src/lib.rs"))
+        assert len(sources) == 1, sources
+        text_now = sources[0].read_text()
+        assert "gpulab_warm_up" not in text_now and "evcxr_analysis_wrapper" not in text_now, text_now[-500:]
+        reply = kc.execute_interactive("first + 2", timeout=STARTUP_TIMEOUT, output_hook=lambda m: None)
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

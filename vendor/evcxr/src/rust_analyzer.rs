@@ -112,8 +112,13 @@ impl RustAnalyzer {
         self.current_source = source;
         let mut change = ra_hir::ChangeWithProcMacros::default();
 
-        std::fs::write(self.source_file.as_path(), &*self.current_source)
-            .with_context(|| format!("Failed to write {:?}", self.source_file))?;
+        // gpulab patch: the file only has to exist (see `new`), and the analyzer gets its text
+        // below. It is not rewritten: a warm-up on another thread would otherwise race with a
+        // build reading the cell's code from the same file.
+        if std::fs::metadata(self.source_file.as_path()).is_err() {
+            std::fs::write(self.source_file.as_path(), &*self.current_source)
+                .with_context(|| format!("Failed to write {:?}", self.source_file))?;
+        }
         self.vfs.set_file_contents(
             self.source_file.clone().into(),
             Some(self.current_source.bytes().collect()),
@@ -130,6 +135,13 @@ impl RustAnalyzer {
         if cargo_toml != self.last_cargo_toml {
             self.load_cargo_toml(&mut change)?;
             self.last_cargo_toml = cargo_toml;
+            // gpulab patch: loading read every file from disk, src/lib.rs included, which may
+            // hold a build's code rather than this source: this source is the one analysed.
+            self.vfs.set_file_contents(
+                self.source_file.clone().into(),
+                Some(self.current_source.bytes().collect()),
+            );
+            change.change_file(self.source_file_id, Some(self.current_source.clone()));
         }
 
         self.analysis_host.apply_change(change);
