@@ -168,3 +168,27 @@ def test_the_analyzer_warm_up_never_rewrites_the_file_builds_read(tmp_path):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_variables_a_cell_does_not_name_stay_in_the_store_and_keep_their_values(session):
+    # Only the variables a cell names are moved out of the store and back (the third patch);
+    # the others must come through any number of cells, panics included, unchanged.
+    steps = [
+        ("let mut count = 1u32;\nlet label = String::from(\"kept\");\nlet t = Tensor::ones([2, 2], Device::Cpu)?;", None),
+        ("count += 1;", None),
+        ("1 + 1", "2"),
+        ('panic!("a cell that fails");', "panic"),
+        ('println!("{label} {count}")', "kept 2"),
+        ("let count = \"now a string\";", None),
+        ("(count, t.sum()?.item::<f32>()?)", '("now a string", 4.0)'),
+        ("// label is named only in this comment\n2 + 2", "4"),
+        ("label.len()", "4"),
+    ]
+    for code, expected in steps:
+        reply, outputs, _ = session.run(code)
+        if expected == "panic":
+            assert reply["status"] == "error", reply
+            continue
+        assert reply["status"] == "ok", (code, reply)
+        if expected is not None:
+            assert text(outputs).strip() == expected, (code, text(outputs))

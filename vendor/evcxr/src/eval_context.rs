@@ -1692,6 +1692,10 @@ impl ContextState {
             || !self.stored_variable_states.is_empty()
             || self.async_mode
             || self.allow_question_mark;
+        // gpulab patch: stored variables the cell never names stay in the store untouched (see
+        // `names_variable`).
+        let user_text = user_code.code_string();
+        let used = |name: &str| names_variable(&user_text, name);
         let mut code = CodeBlock::new();
         if self.allow_question_mark {
             code = code.add_all(self.error_trait_code(false));
@@ -1716,8 +1720,8 @@ impl ContextState {
                 )
                 .generated("}")
                 .generated("let evcxr_variable_store = unsafe {&mut *evcxr_variable_store};")
-                .add_all(self.check_variable_statements())
-                .add_all(self.load_variable_statements());
+                .add_all(self.check_variable_statements(&used))
+                .add_all(self.load_variable_statements(&used));
             user_code = user_code.add_all(self.store_variable_statements(VariableMoveState::New));
         } else {
             code = code.generated("evcxr_variable_store: *mut u8) -> *mut u8 {");
@@ -1773,16 +1777,27 @@ impl ContextState {
             code = code.add_all(user_code);
         }
         if needs_variable_store {
-            code = code.add_all(self.store_variable_statements(VariableMoveState::Available));
+            code = code.add_all(self.store_variable_statements_where(
+                VariableMoveState::Available,
+                &|name| !self.stored_variable_states.contains_key(name) || used(name),
+            ));
         }
         code = code.generated("evcxr_variable_store");
         code.generated("}")
     }
 
     fn store_variable_statements(&self, move_state: VariableMoveState) -> CodeBlock {
+        self.store_variable_statements_where(move_state, &|_| true)
+    }
+
+    fn store_variable_statements_where(
+        &self,
+        move_state: VariableMoveState,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> CodeBlock {
         let mut statements = CodeBlock::new();
         for (var_name, var_state) in &self.variable_states {
-            if var_state.move_state == move_state {
+            if var_state.move_state == move_state && wanted(var_name) {
                 statements.pack_variable(
                     var_name.clone(),
                     format!(
@@ -1797,9 +1812,12 @@ impl ContextState {
         statements
     }
 
-    fn check_variable_statements(&self) -> CodeBlock {
+    fn check_variable_statements(&self, used: &dyn Fn(&str) -> bool) -> CodeBlock {
         let mut statements = CodeBlock::new().generated("{let mut vars_ok = true;");
         for (var_name, var_state) in &self.stored_variable_states {
+            if !used(var_name) {
+                continue;
+            }
             statements = statements.generated(format!(
                 "vars_ok &= evcxr_variable_store.check_variable::<{}>(stringify!({var_name}));",
                 var_state.type_name
@@ -1809,9 +1827,12 @@ impl ContextState {
     }
 
     // Returns code to load values from the variable store back into their variables.
-    fn load_variable_statements(&self) -> CodeBlock {
+    fn load_variable_statements(&self, used: &dyn Fn(&str) -> bool) -> CodeBlock {
         let mut statements = CodeBlock::new();
         for (var_name, var_state) in &self.stored_variable_states {
+            if !used(var_name) {
+                continue;
+            }
             let mutability = if var_state.is_mut { "mut " } else { "" };
             statements.load_variable(format!(
                 "let {}{} = evcxr_variable_store.take_variable::<{}>(stringify!({}));",
@@ -2146,6 +2167,24 @@ fn default_tool_path(tool: &str, fallback: &str) -> Result<PathBuf> {
         }
     }
     anyhow::bail!("Cannot find `{}` binary", tool);
+}
+
+/// gpulab patch: whether a cell's code may name the variable `name`, so that it has to be taken
+/// out of the variable store and put back. Upstream moves every stored variable through every
+/// cell, which costs three generic instantiations per variable in each cell's build (about 6 ms
+/// a variable here). A variable is used when its name occurs in the code text (strings and
+/// comments included, which covers `println!("{name}")`) without an identifier character on
+/// either side; a token that is the name cannot have one, so no use is missed. Errs toward
+/// loading: a name inside a longer word in a comment loads it needlessly, which is harmless.
+/// Identifiers assembled by a procedural macro (`paste!`) are the one way to name a variable
+/// without writing it; such a cell fails to compile with "cannot find value".
+fn names_variable(code: &str, name: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(name).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + name.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
 }
 
 /// gpulab patch: whether the analysis wrapper has a top-level `let` (the statements
