@@ -102,7 +102,7 @@ def measure(kernel_name, prelude_cell, cells):
         "kernel_info": info,
         "first_prelude_cell": first_prelude,
         "prelude_cell_ready": ready_prelude,
-        "start_to_first_prelude_reply": since_start,
+        "start_to_first_prelude_reply": since_start if prelude_cell else None,
         "trivial_median": statistics.median(trivial),
         "trivial_min": min(trivial),
     }
