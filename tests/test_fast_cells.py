@@ -148,7 +148,7 @@ def test_the_analyzer_warm_up_never_rewrites_the_file_builds_read(tmp_path):
     # cell's write and rustc's read, that made rustc build the analysis code, and the child
     # ended (exit 99, variables lost) when it could not find the cell's function. Seen in
     # bench/kernel_bench.py; here the warm-up is given time to run, then the file must still
-    # hold the last cell's code.
+    # hold the last build's code.
     cache = tmp_path / "cache"
     km = KernelManager(kernel_name=KERNEL_NAME)
     km.start_kernel(env=dict(os.environ, GPULAB_CACHE_DIR=str(cache)))
@@ -156,15 +156,16 @@ def test_the_analyzer_warm_up_never_rewrites_the_file_builds_read(tmp_path):
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=STARTUP_TIMEOUT)
-        reply = kc.execute_interactive("let first = 1;", timeout=STARTUP_TIMEOUT, output_hook=lambda m: None)
-        assert reply["content"]["status"] == "ok", reply["content"]
-        time.sleep(15)  # the warm-up starts when the kernel is first idle, after that cell
+        # The warm-up starts once start-up has loaded the prelude, with no cell sent; after
+        # it, nothing else writes the file until the next cell.
+        time.sleep(20)
         sources = list(cache.glob("slots/slot-*/src/lib.rs"))
         assert len(sources) == 1, sources
         text_now = sources[0].read_text()
         assert "gpulab_warm_up" not in text_now and "evcxr_analysis_wrapper" not in text_now, text_now[-500:]
-        reply = kc.execute_interactive("first + 2", timeout=STARTUP_TIMEOUT, output_hook=lambda m: None)
-        assert reply["content"]["status"] == "ok", reply["content"]
+        for code in ["let first = 1;", "first + 2"]:
+            reply = kc.execute_interactive(code, timeout=STARTUP_TIMEOUT, output_hook=lambda m: None)
+            assert reply["content"]["status"] == "ok", reply["content"]
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)

@@ -22,7 +22,7 @@ pub struct EvcxrInterpreter {
     _slot: Option<Slot>,
     /// Why the session could not start.
     startup_error: Option<String>,
-    /// rust-analyzer has not yet indexed the prelude (see `idle`).
+    /// rust-analyzer has not yet indexed the prelude (see `warm_analyzer`).
     analyzer_cold: bool,
     /// The prelude is in scope (`use gpulab::*`).
     prelude_loaded: bool,
@@ -146,7 +146,24 @@ impl EvcxrInterpreter {
             }
             log("panic hook installed");
         }
+        self.warm_analyzer();
         Ok(())
+    }
+
+    /// rust-analyzer (which evcxr asks for the type of each new variable) loads the crate graph
+    /// and indexes the prelude and its dependencies on first use: seconds that would otherwise
+    /// land on the user's first `let`. Started as soon as the prelude is loaded, on its own
+    /// thread (our evcxr patch), so the cells sent meanwhile keep running; only a cell that
+    /// declares a variable waits for what is left of it.
+    fn warm_analyzer(&mut self) {
+        if std::mem::take(&mut self.analyzer_cold) {
+            if let Some(ctx) = self.ctx.as_mut() {
+                let warm = "let gpulab_warm_up = Tensor::zeros(1, Device::Cpu);";
+                if let Err(e) = ctx.warm_analysis_in_background(warm) {
+                    eprintln!("gpulab-kernel: rust-analyzer warm-up not started: {e}");
+                }
+            }
+        }
     }
 
     /// Loads the prelude, the panic hook and the GPU check in one eval (each eval is a cargo
@@ -457,19 +474,8 @@ impl Interpreter for EvcxrInterpreter {
     }
 
     fn idle(&mut self) {
-        // rust-analyzer (which evcxr asks for the type of each new variable) loads the crate
-        // graph and indexes the prelude and its dependencies on first use: seconds that would
-        // otherwise land on the user's first `let`. It runs on its own thread (our evcxr
-        // patch), so cells keep running meanwhile; only a cell that declares a variable waits
-        // for what is left of it.
-        if std::mem::take(&mut self.analyzer_cold) {
-            if let Some(ctx) = self.ctx.as_mut() {
-                let warm = "let gpulab_warm_up = Tensor::zeros(1, Device::Cpu);";
-                if let Err(e) = ctx.warm_analysis_in_background(warm) {
-                    eprintln!("gpulab-kernel: rust-analyzer warm-up not started: {e}");
-                }
-            }
-        }
+        // A prelude loaded again by a cell (after a failed start-up) is warmed here.
+        self.warm_analyzer();
     }
 
     fn execute(&mut self, req: &ExecuteRequest, outputs: Arc<dyn Outputs>) -> ExecuteOutcome {
