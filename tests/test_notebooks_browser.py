@@ -7,7 +7,12 @@ Chromium and its driver come from the system packages (Debian: `apt-get install 
 chromium-driver`); Selenium (tests/requirements-browser.txt) drives them and never downloads
 a browser. Without them the test says "skipped: no chromium".
 
-    .venv/bin/python -m pytest tests/test_notebooks_browser.py
+    GPULAB_BROWSER_TEST=1 .venv/bin/python -m pytest tests/test_notebooks_browser.py -k 03
+
+When a notebook times out, the failure lists the kernel messages the page sent and received
+(all of them in `ws-<notebook>.log` next to the server's `lab.log` in the test's temporary
+folder). GPULAB_BROWSER_DEBUG=1 starts JupyterLab with --debug (every kernel message's
+activity in lab.log); GPULAB_BROWSER_RUN_TIMEOUT=<seconds> shortens the wait for a run.
 """
 
 import json
