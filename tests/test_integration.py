@@ -3,6 +3,7 @@
 import os
 import tempfile
 import time
+import uuid
 
 import pytest
 
@@ -432,6 +433,7 @@ def test_replies_and_outputs_carry_the_kernels_session_for_every_client(kernel):
     # session. So every message from the kernel names one kernel session, whichever client
     # asked (the kernel used to echo the asking client's session).
     other = kernel.km.client()
+    other.session.session = str(uuid.uuid4())  # km.client() would reuse the manager's session id
     other.start_channels()
     try:
         other.wait_for_ready(timeout=60)
