@@ -3,6 +3,7 @@
 import os
 import tempfile
 import time
+import uuid
 
 import pytest
 
@@ -424,3 +425,33 @@ def test_completions_insert_no_placeholder_text(kernel):
     matches = reply["content"]["matches"]
     assert "zeros(" in matches or "Tensor::zeros(" in matches, matches
     assert not any("shape" in m or "$" in m for m in matches), matches
+
+
+def test_replies_and_outputs_carry_the_kernels_session_for_every_client(kernel):
+    # JupyterLab takes the kernel_info_reply's header session as the kernel's and drops iopub
+    # messages that name another one; the Jupyter server nudges the kernel with its own client
+    # session. So every message from the kernel names one kernel session, whichever client
+    # asked (the kernel used to echo the asking client's session).
+    other = kernel.km.client()
+    other.session.session = str(uuid.uuid4())  # km.client() would reuse the manager's session id
+    other.start_channels()
+    try:
+        other.wait_for_ready(timeout=60)
+        assert other.session.session != kernel.kc.session.session
+        sessions = set()
+        for kc in (kernel.kc, other):
+            msg_id = kc.kernel_info()
+            reply = kc.get_shell_msg(timeout=30)
+            while reply["parent_header"].get("msg_id") != msg_id:
+                reply = kc.get_shell_msg(timeout=30)
+            sessions.add(reply["header"]["session"])
+        assert len(sessions) == 1, sessions
+        (kernel_session,) = sessions
+        assert kernel_session not in (kernel.kc.session.session, other.session.session)
+        reply, outputs = kernel.execute("40 + 2", client=other)
+        assert reply["status"] == "ok", reply
+        assert outputs, "no iopub messages for the cell"
+        for m in outputs:
+            assert m["header"]["session"] == kernel_session, m["msg_type"]
+    finally:
+        other.stop_channels()

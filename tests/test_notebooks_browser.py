@@ -7,7 +7,12 @@ Chromium and its driver come from the system packages (Debian: `apt-get install 
 chromium-driver`); Selenium (tests/requirements-browser.txt) drives them and never downloads
 a browser. Without them the test says "skipped: no chromium".
 
-    .venv/bin/python -m pytest tests/test_notebooks_browser.py
+    GPULAB_BROWSER_TEST=1 .venv/bin/python -m pytest tests/test_notebooks_browser.py -k 03
+
+When a notebook times out, the failure lists the kernel messages the page sent and received
+(all of them in `ws-<notebook>.log` next to the server's `lab.log` in the test's temporary
+folder). GPULAB_BROWSER_DEBUG=1 starts JupyterLab with --debug (every kernel message's
+activity in lab.log); GPULAB_BROWSER_RUN_TIMEOUT=<seconds> shortens the wait for a run.
 """
 
 import json
@@ -28,7 +33,8 @@ KERNEL_NAME = os.environ.get("GPULAB_KERNEL_NAME", "gpulab")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 TOKEN = "gpulab-browser-test"
-RUN_TIMEOUT = 900  # seconds for all cells of one notebook on a slow shared CI machine
+# seconds for all cells of one notebook on a slow shared CI machine
+RUN_TIMEOUT = int(os.environ.get("GPULAB_BROWSER_RUN_TIMEOUT", "900"))
 
 # What each notebook must show in the page (the same figures tests/test_notebooks.py requires).
 REQUIRED = {
@@ -39,9 +45,18 @@ REQUIRED = {
     "04": {"png", "svg", "table"},
 }
 
+# The notebook panel for one path (arguments[0]), found among the open tabs rather than taken
+# as the current tab: while JupyterLab restores a layout, the current tab can for a while be
+# another notebook, and a check or a Run All aimed at "the current notebook" then goes there.
+PANEL_JS = r"""
+const app = window.jupyterapp;
+const panel = app ? [...app.shell.widgets('main')].find(
+    w => w.context && w.context.path === arguments[0] && w.content && w.sessionContext) : null;
+"""
+
 # Counts what the page shows, inside the notebook's output areas.
-COUNT_JS = r"""
-const root = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook');
+COUNT_JS = PANEL_JS + r"""
+const root = panel.content.node;
 const outs = [...root.querySelectorAll('.jp-OutputArea-output')];
 const imgs = (sel) => outs.flatMap(o => [...o.querySelectorAll(sel)]);
 const decoded = (list) => list.filter(i => i.complete && i.naturalWidth > 0).length;
@@ -65,23 +80,72 @@ return {
 };
 """
 
-STATE_JS = r"""
-const app = window.jupyterapp;
+STATE_JS = PANEL_JS + r"""
 if (!app) return {ready: false, why: 'no jupyterapp'};
-const w = app.shell.currentWidget;
-if (!w || !w.content || !w.sessionContext) return {ready: false, why: 'no notebook'};
+if (!panel) return {ready: false, why: 'no panel for ' + arguments[0]};
+const w = panel;
 const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
 const code = w.content.widgets.filter(c => c.model.type === 'code');
 const errors = [];
-let pending = 0;
+let pending = 0, running = 0;
 for (const c of code) {
   if (c.model.executionCount === null) pending += 1;
+  if (c.model.executionState === 'running') running += 1;  // scheduled or running ([*])
   for (const o of c.model.outputs.toJSON()) {
     if (o.output_type === 'error') errors.push(o.ename + ': ' + o.evalue);
   }
 }
-return {ready: !!kernel, status: kernel ? kernel.status : null, pending, cells: code.length, errors};
+// Ready for Run All: the document loaded, the session settled on a kernel, and the kernel's
+// websocket connected (a request sent before that waits in the page, not at the kernel).
+const ready = !!kernel && w.context.isReady && w.sessionContext.isReady
+    && kernel.connectionStatus === 'connected';
+return {ready, status: kernel ? kernel.status : null, pending, running, cells: code.length, errors,
+        connection: kernel ? kernel.connectionStatus : null, id: w.id,
+        current: app.shell.currentWidget === w, kernel_id: kernel ? kernel.id.slice(0, 8) : null};
 """
+
+
+_WS_KERNEL = {}  # CDP websocket request id -> the first 8 characters of its kernel's id
+
+
+def ws_messages(driver):
+    """The kernel messages the page sent and received since the last call, from Chromium's
+    performance log (CDP Network.webSocketFrame* events): (kernel, direction, channel, msg_type,
+    msg_id, parent msg_id, execution_state or status). Evidence for a run that never starts."""
+    import base64
+
+    out = []
+    for entry in driver.get_log("performance"):
+        ev = json.loads(entry["message"])["message"]
+        if ev["method"] == "Network.webSocketCreated":  # which kernel each socket talks to
+            url = ev["params"]["url"]
+            if "/api/kernels/" in url:
+                _WS_KERNEL[ev["params"]["requestId"]] = url.split("/api/kernels/")[1][:8]
+            continue
+        kind = {"Network.webSocketFrameSent": "sent", "Network.webSocketFrameReceived": "recv"}.get(ev["method"])
+        kernel = _WS_KERNEL.get(ev["params"].get("requestId"))
+        if not kind or not kernel:  # other sockets (documents, events) are not kernel messages
+            continue
+        frame = ev["params"]["response"]
+        try:
+            if frame.get("opcode") == 2:  # v1.kernel.websocket.jupyter.org binary frame
+                data = base64.b64decode(frame["payloadData"])
+                n = int.from_bytes(data[:8], "little")
+                offs = [int.from_bytes(data[8 * (i + 1):8 * (i + 2)], "little") for i in range(n)]
+                channel = data[offs[0]:offs[1]].decode()
+                parts = [json.loads(data[offs[i]:offs[i + 1]] or b"{}") for i in range(1, 5)]
+                header, parent, _, content = parts
+            else:
+                msg = json.loads(frame["payloadData"])
+                channel, header, parent, content = (msg.get("channel"), msg.get("header", {}),
+                                                    msg.get("parent_header", {}), msg.get("content", {}))
+        except Exception as e:  # a frame we cannot read is still evidence
+            out.append((kernel, kind, "?", f"undecodable: {e}", "", "", ""))
+            continue
+        out.append((kernel, kind, channel, header.get("msg_type"), header.get("msg_id", "")[:8],
+                    (parent or {}).get("msg_id", "")[:8],
+                    content.get("execution_state") or content.get("status") or ""))
+    return out
 
 
 def free_port():
@@ -123,7 +187,7 @@ def lab(tmp_path_factory):
     server = subprocess.Popen(
         [str(jupyter), "lab", "--no-browser", "--allow-root", f"--port={port}",
          "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
-         f"--ServerApp.root_dir={work}", "--LabApp.expose_app_in_browser=True",
+         f"--ServerApp.root_dir={work}", *(["--debug"] if os.environ.get("GPULAB_BROWSER_DEBUG") else []), "--LabApp.expose_app_in_browser=True",
          "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
         env=env, stdout=subprocess.DEVNULL, stderr=open(base / "lab.log", "wb"),
     )
@@ -139,6 +203,9 @@ def lab(tmp_path_factory):
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
         options.add_argument(arg)
+    # The page's websocket frames, so a run that never starts can be told apart: requests not
+    # sent, sent and not answered, or answered and not shown.
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must not download anything
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.set_script_timeout(60)
@@ -153,15 +220,18 @@ def lab(tmp_path_factory):
             server.kill()
 
 
-def wait_for(driver, what, check, timeout):
+def wait_for(driver, path, what, check, timeout, trace=None):
     deadline = time.monotonic() + timeout
     state = None
     while time.monotonic() < deadline:
-        state = driver.execute_script(STATE_JS)
+        state = driver.execute_script(STATE_JS, path.name)
+        if trace is not None:
+            trace.extend(ws_messages(driver))
         if check(state):
             return state
         time.sleep(1)
-    raise AssertionError(f"timed out waiting for {what}: {state}")
+    tail = "\n".join(" ".join(map(str, m)) for m in (trace or [])[-60:])
+    raise AssertionError(f"timed out waiting for {what}: {state}\nlast kernel messages:\n{tail}")
 
 
 def test_there_are_notebooks_to_open():
@@ -171,31 +241,67 @@ def test_there_are_notebooks_to_open():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_renders_in_jupyterlab(lab, path):
     driver, port, base = lab
-    driver.get(f"http://127.0.0.1:{port}/lab/tree/{path.name}?token={TOKEN}")
-    wait_for(driver, "the notebook and its kernel", lambda s: s.get("ready") and s["status"] == "idle", 300)
-    assert driver.execute_script(
-        "return window.jupyterapp.shell.currentWidget.sessionContext.kernelDisplayName"
-    ), "no kernel selected"
-    # Run all. A command issued while JupyterLab is still settling the new panel can be lost
-    # (seen once: every cell still unrun a quarter of an hour later), so it is re-issued while
-    # nothing has started.
-    for attempt in range(3):
-        driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    ws_messages(driver)  # drop the previous notebook's frames
+    trace = []
+    # `reset`: this notebook alone, not the earlier ones' tabs restored from the saved workspace
+    # (with them, the current tab was for a while the previous notebook, and the checks and the
+    # Run All went to it: 03 then sat with every cell unrun).
+    driver.get(f"http://127.0.0.1:{port}/lab/tree/{path.name}?reset&token={TOKEN}")
+    try:
+        _run_and_check(driver, path, trace)
+    finally:
+        (base / f"ws-{path.stem}.log").write_text("\n".join(" ".join(map(str, m)) for m in trace))
         try:
-            wait_for(driver, "the run to start",
-                     lambda s: s.get("status") != "idle" or s.get("pending", 0) < s.get("cells", 0), 60)
+            _shut_down_kernels(port)
+        except OSError as e:  # cleanup must not hide the test's own failure
+            print(f"{path.name}: could not shut its kernel down: {e}")
+
+
+def _shut_down_kernels(port):
+    """Ends this notebook's kernel, so the next notebook does not share two cores with it."""
+    import urllib.request
+
+    api = f"http://127.0.0.1:{port}/api/sessions"
+    headers = {"Authorization": f"token {TOKEN}"}
+    with urllib.request.urlopen(urllib.request.Request(api, headers=headers), timeout=30) as r:
+        sessions = json.load(r)
+    for s in sessions:
+        req = urllib.request.Request(f"{api}/{s['id']}", headers=headers, method="DELETE")
+        urllib.request.urlopen(req, timeout=60).close()
+
+
+def _run_and_check(driver, path, trace):
+    state = wait_for(driver, path, "the notebook and its kernel",
+                     lambda s: s.get("ready") and s["status"] == "idle", 300, trace)
+    assert driver.execute_script(PANEL_JS + "return panel.sessionContext.kernelDisplayName", path.name), \
+        "no kernel selected"
+    kernel = state["kernel_id"]
+    # Run all, on this notebook's panel by its id (not "the current notebook"). Once the
+    # websocket is connected a request goes out at once; should the page still hold it back,
+    # the trace shows no execute_request to this kernel, and only then is Run All re-issued
+    # (re-issuing after one was sent would run every cell twice).
+    for attempt in range(3):
+        driver.execute_script(
+            "window.jupyterapp.commands.execute('notebook:run-all-cells', {widgetId: arguments[0]})",
+            state["id"])
+        try:
+            wait_for(driver, path, "the run to start",
+                     lambda s: s.get("running", 0) > 0 or s.get("pending", 0) < s.get("cells", 0), 60,
+                     trace)
             break
         except AssertionError:
-            if attempt == 2:
+            sent = [m for m in trace if m[0] == kernel and m[1] == "sent" and m[3] == "execute_request"]
+            if sent or attempt == 2:
                 raise
     state = wait_for(
-        driver, "all cells to run",
-        lambda s: s.get("errors") or (s.get("pending") == 0 and s.get("status") == "idle"),
-        RUN_TIMEOUT,
+        driver, path, "all cells to run",
+        lambda s: s.get("errors") or (s.get("pending") == 0 and s.get("running") == 0
+                                      and s.get("status") == "idle"),
+        RUN_TIMEOUT, trace,
     )
     assert not state["errors"], f"{path.name}: cells failed in JupyterLab: {state['errors']}"
     time.sleep(2)  # let images decode
-    seen = driver.execute_script(COUNT_JS)
+    seen = driver.execute_script(COUNT_JS, path.name)
     print(f"{path.name}: {json.dumps({k: v for k, v in seen.items() if k != 'md_tables'})}")
     shown = {k for k in ("png", "svg", "table", "progress") if seen[k] > 0}
     missing = REQUIRED[path.name[:2]] - shown

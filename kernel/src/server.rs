@@ -244,6 +244,7 @@ pub async fn serve(
         control_send,
         reply_rx,
         signer.clone(),
+        session.clone(),
     ));
     tokio::spawn(request_loop(
         shell_recv,
@@ -301,7 +302,8 @@ async fn iopub_loop(
     loop {
         tokio::select! {
             msg = rx.recv() => {
-                let Some(msg) = msg else { break };
+                let Some(mut msg) = msg else { break };
+                stamp_session(&mut msg, &session);
                 let topic = iopub_topic(&msg);
                 if let Some(z) = to_zmq(wire::encode(&msg, &signer, Some(&topic))) {
                     let _ = sock.send(z).await;
@@ -322,6 +324,16 @@ async fn iopub_loop(
     }
 }
 
+/// Every message the kernel sends carries the kernel's own session id in its header (the
+/// messaging spec: "a kernel session id, in message headers from a kernel, should identify a
+/// particular kernel process"), never the session of the client whose request it answers.
+/// JupyterLab takes the kernel_info_reply's session as the kernel's and drops, as "old
+/// messages", iopub messages whose header names another session; it also uses a change of
+/// session to detect a restarted kernel.
+fn stamp_session(msg: &mut Message, session: &str) {
+    msg.header["session"] = json!(session);
+}
+
 fn iopub_topic(msg: &Message) -> String {
     format!("kernel.{}.{}", std::process::id(), msg.msg_type())
 }
@@ -331,8 +343,10 @@ async fn reply_loop(
     mut control: zeromq::RouterSendHalf,
     mut rx: mpsc::UnboundedReceiver<Reply>,
     signer: Signer,
+    session: String,
 ) {
-    while let Some((channel, msg)) = rx.recv().await {
+    while let Some((channel, mut msg)) = rx.recv().await {
+        stamp_session(&mut msg, &session);
         let Some(z) = to_zmq(wire::encode(&msg, &signer, None)) else {
             continue;
         };
@@ -378,7 +392,8 @@ async fn stdin_loop(
     loop {
         tokio::select! {
             ask = asks.recv() => {
-                let Some((msg, answer)) = ask else { break };
+                let Some((mut msg, answer)) = ask else { break };
+                stamp_session(&mut msg, &shared.iopub.session);
                 *shared.stdin_cancel.lock().unwrap_or_else(|e| e.into_inner()) = Some(answer);
                 if let Some(z) = to_zmq(wire::encode(&msg, &shared.signer, None)) {
                     if sock.send(z).await.is_err() {

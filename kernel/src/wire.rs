@@ -30,7 +30,9 @@ impl Message {
         self.header["session"].as_str().unwrap_or("")
     }
 
-    /// A new message in reply to (or caused by) `parent`, routed back to the same peer.
+    /// A new message in reply to (or caused by) `parent`, routed back to the same peer. Its
+    /// header's session is the parent's until `server.rs` sends it, which puts the kernel's
+    /// own session id there (`stamp_session`).
     pub fn reply_to(parent: &Message, msg_type: &str, content: Value) -> Message {
         Message {
             identities: parent.identities.clone(),

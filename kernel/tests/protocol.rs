@@ -368,3 +368,45 @@ async fn an_interrupt_of_an_idle_kernel_does_nothing_and_the_next_cell_runs() {
     assert_eq!(reply.content["ename"], "KeyboardInterrupt");
     assert_eq!(interrupts_seen(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_message_from_the_kernel_carries_the_kernels_session_not_the_clients() {
+    // Two clients (a notebook and, say, the Jupyter server's own connection) with their own
+    // session ids: the kernel answers both under one kernel session id, as the messaging spec
+    // asks and JupyterLab relies on (it drops iopub messages from "another" kernel session).
+    let (mut c, _server) = start().await;
+    let (_, info) = c.shell_request("kernel_info_request", json!({})).await;
+    let kernel_session = info.session().to_string();
+    assert!(!kernel_session.is_empty());
+    assert_ne!(kernel_session, c.session);
+
+    c.session = "another-client".into();
+    let (req, reply) = c
+        .shell_request("execute_request", json!({"code": "abc"}))
+        .await;
+    assert_eq!(reply.session(), kernel_session);
+    let (_, info2) = c.shell_request("kernel_info_request", json!({})).await;
+    assert_eq!(info2.session(), kernel_session);
+    let msgs = c.iopub_until_idle(&req).await;
+    assert!(msgs.len() >= 3);
+    for m in &msgs {
+        assert_eq!(m.session(), kernel_session, "{}", m.msg_type());
+    }
+    // stdin too.
+    let req = c.request(
+        "execute_request",
+        json!({"code": "input", "allow_stdin": true}),
+    );
+    Client::send(&mut c.shell, wire::encode(&req, &c.signer, None)).await;
+    let ask = recv(&mut c.stdin, &c.signer).await;
+    assert_eq!(ask.session(), kernel_session);
+    let answer = c.request("input_reply", json!({"value": "Ada"}));
+    let answer = Message {
+        identities: ask.identities.clone(),
+        parent_header: ask.header.clone(),
+        ..answer
+    };
+    Client::send(&mut c.stdin, wire::encode(&answer, &c.signer, None)).await;
+    let reply = recv(&mut c.shell, &c.signer).await;
+    assert_eq!(reply.session(), kernel_session);
+}
