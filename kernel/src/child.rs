@@ -191,6 +191,9 @@ fn pump_output(flag: Option<&File>) {
     let mut err = Vec::new();
     let mut err_since = Instant::now();
     let (mut out_open, mut err_open) = (true, true);
+    let mut sync: u64 = 0;
+    // Whether stderr text went out since the last sync line.
+    let mut err_written = false;
     while out_open || err_open {
         let timeout = if err.is_empty() {
             -1
@@ -243,6 +246,18 @@ fn pump_output(flag: Option<&File>) {
                     if !err.is_empty() {
                         write_fd(real_err, &err);
                         err.clear();
+                        err_written = true;
+                    }
+                    // evcxr reads our stderr on a thread of its own, so getting there first is
+                    // not enough: the same numbered line on both streams lets the kernel wait
+                    // until its stderr reader has caught up (forward.rs, `flush`). Only after a
+                    // cell that wrote to stderr: evcxr's own start-up run must print nothing
+                    // on stdout, since nobody reads it yet and evcxr waits until it is read.
+                    if std::mem::take(&mut err_written) {
+                        sync += 1;
+                        let marker = format!("{}{sync}\n", crate::forward::SYNC_PREFIX);
+                        write_fd(real_err, marker.as_bytes());
+                        write_fd(real_out, marker.as_bytes());
                     }
                 }
                 write_fd(real_out, &line);
@@ -255,6 +270,7 @@ fn pump_output(flag: Option<&File>) {
         if !err.is_empty() && (err_since.elapsed() >= HOLD || !err_open) {
             write_fd(real_err, &err);
             err.clear();
+            err_written = true;
         }
     }
 }

@@ -6,9 +6,17 @@
 use crate::interp::{Bundle, Outputs};
 use crossbeam_channel::{select, Receiver, Sender};
 use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 pub const DISPLAY_PREFIX: &str = "\x1egpulab:";
+/// A line the child's relay writes on stdout and on stderr, with the same number, as a cell's
+/// code ends (kernel/src/child.rs). evcxr reads stdout in step with the cell but stderr on a
+/// thread of its own, so the stderr copy tells `flush` when stderr has caught up.
+pub const SYNC_PREFIX: &str = "\x1egpulab-sync:";
+/// How long `flush` waits for stderr to catch up with stdout (only a stalled reader needs it).
+const SYNC_WAIT: Duration = Duration::from_secs(2);
 
 /// A panic reported by the session's panic hook: (message, location).
 pub type PanicReport = (String, String);
@@ -47,25 +55,46 @@ impl Sink {
 
 pub struct Forwarders {
     barriers: Vec<Sender<Sender<()>>>,
+    /// The last sync number each thread (stdout, stderr) has seen.
+    synced: Vec<Arc<AtomicU64>>,
 }
 
 impl Forwarders {
     pub fn start(stdout: Receiver<String>, stderr: Receiver<String>, sink: Sink) -> Forwarders {
         let mut barriers = Vec::new();
+        let mut synced = Vec::new();
         for (name, rx) in [("stdout", stdout), ("stderr", stderr)] {
             let (btx, brx) = crossbeam_channel::unbounded();
             barriers.push(btx);
+            let seen = Arc::new(AtomicU64::new(0));
+            synced.push(seen.clone());
             let sink = sink.clone();
             std::thread::Builder::new()
                 .name(format!("gpulab-{name}"))
-                .spawn(move || forward(name, rx, brx, sink))
+                .spawn(move || forward(name, rx, brx, sink, seen))
                 .expect("spawning an output thread");
         }
-        Forwarders { barriers }
+        Forwarders { barriers, synced }
     }
 
     /// Returns once both threads have sent everything they had received.
+    /// Returns once both threads have sent everything they had received, and stderr has
+    /// caught up with the last sync line stdout saw (what the cell printed on stderr just
+    /// before it ended would otherwise trail the reply).
     pub fn flush(&self) {
+        self.flush_threads();
+        let want = self.synced[0].load(Ordering::SeqCst);
+        // Equality, not order: a restarted child numbers its sync lines from 1 again.
+        if self.synced[1].load(Ordering::SeqCst) != want {
+            let deadline = Instant::now() + SYNC_WAIT;
+            while self.synced[1].load(Ordering::SeqCst) != want && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            self.flush_threads();
+        }
+    }
+
+    fn flush_threads(&self) {
         let acks: Vec<_> = self
             .barriers
             .iter()
@@ -80,16 +109,29 @@ impl Forwarders {
     }
 }
 
-fn forward(name: &'static str, lines: Receiver<String>, barrier: Receiver<Sender<()>>, sink: Sink) {
+fn forward(
+    name: &'static str,
+    lines: Receiver<String>,
+    barrier: Receiver<Sender<()>>,
+    sink: Sink,
+    synced: Arc<AtomicU64>,
+) {
     let mut text = String::new();
+    let handle = |line: String, text: &mut String| match line
+        .strip_prefix(SYNC_PREFIX)
+        .map(|n| n.trim().parse::<u64>())
+    {
+        Some(Ok(n)) => synced.store(n, Ordering::SeqCst),
+        _ => handle(name, line, text, &sink),
+    };
     loop {
         select! {
             recv(lines) -> line => {
                 let Ok(line) = line else { break };
-                handle(name, line, &mut text, &sink);
+                handle(line, &mut text);
                 // Coalesce whatever is already queued into one stream message.
                 while let Ok(line) = lines.try_recv() {
-                    handle(name, line, &mut text, &sink);
+                    handle(line, &mut text);
                     if text.len() > 64 * 1024 {
                         break;
                     }
@@ -99,7 +141,7 @@ fn forward(name: &'static str, lines: Receiver<String>, barrier: Receiver<Sender
             recv(barrier) -> ack => {
                 let Ok(ack) = ack else { break };
                 while let Ok(line) = lines.try_recv() {
-                    handle(name, line, &mut text, &sink);
+                    handle(line, &mut text);
                 }
                 flush_text(name, &mut text, &sink);
                 let _ = ack.send(());
