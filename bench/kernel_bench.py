@@ -3,6 +3,7 @@
 
   start -> kernel_info reply     (goal <= 0.5 s on 2 cores)
   trivial cell, median of 20     (goal <= 0.15 s; evcxr_jupyter measured 0.23 s)
+  trivial cell after a cell that defines 200 functions (median)
   first notebook cell            (goal <= 2 s from kernel_info in a fresh session after ./install):
       every tutorial starts with `machine()`, a cell that declares no variable (evcxr_jupyter:
       `1`), sent the moment kernel_info answers
@@ -95,6 +96,9 @@ def measure(kernel_name, prelude_cell, cells):
         time.sleep(8)  # a user reading the notebook: the kernel finishes its idle warm-ups
         ready_prelude = run_cell(kc, prelude_cell[1]) if prelude_cell else None
         trivial = [run_cell(kc, "1") for _ in range(cells)]
+        # A long session: evcxr keeps every function defined so far in each cell's crate.
+        run_cell(kc, "\n".join(f"fn bench_f{i}(x: i64) -> i64 {{ x + {i} }}" for i in range(200)))
+        after_fns = [run_cell(kc, "1") for _ in range(max(5, cells // 4))]
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -105,6 +109,7 @@ def measure(kernel_name, prelude_cell, cells):
         "start_to_first_prelude_reply": since_start if prelude_cell else None,
         "trivial_median": statistics.median(trivial),
         "trivial_min": min(trivial),
+        "after_200_fns": statistics.median(after_fns),
     }
 
 
@@ -145,10 +150,10 @@ def main():
         print("evcxr_jupyter: not installed (no 'rust' kernelspec), so no side-by-side figures", file=sys.stderr)
     if args.runs > 1:
         print(f"medians of {args.runs} runs")
-    print(f"{'kernel':<15}{'kernel_info':>14}{'info->1st cell':>16}{'start->1st let':>16}{'fresh slot':>13}{'prelude, ready':>16}{'trivial median':>17}{'trivial min':>14}")
+    print(f"{'kernel':<15}{'kernel_info':>14}{'info->1st cell':>16}{'start->1st let':>16}{'fresh slot':>13}{'prelude, ready':>16}{'trivial median':>17}{'trivial min':>14}{'after 200 fns':>16}")
     for name, r in rows:
         print(f"{name:<15}{fmt(r['kernel_info']):>14}{fmt(r['first_notebook_cell']):>16}{fmt(r['start_to_first_prelude_reply']):>16}{fmt(r['fresh_slot_first_prelude']):>13}"
-              f"{fmt(r['prelude_cell_ready']):>16}{fmt(r['trivial_median']):>17}{fmt(r['trivial_min']):>14}")
+              f"{fmt(r['prelude_cell_ready']):>16}{fmt(r['trivial_median']):>17}{fmt(r['trivial_min']):>14}{fmt(r['after_200_fns']):>16}")
     if len(rows) == 2:
         ratio = rows[1][1]["trivial_median"] / rows[0][1]["trivial_median"]
         print(f"trivial cell: gpulab is {ratio:.2f}x evcxr_jupyter's speed")
