@@ -53,6 +53,13 @@ class LoggedSession:
         self.log.close()
 
 
+def run_ok(session, code):
+    """Runs a cell that must succeed; returns (its text output, its phase line)."""
+    reply, outputs, phase = session.run(code)
+    assert reply["status"] == "ok", (code, reply)
+    return text(outputs).strip(), phase
+
+
 def text(outputs):
     parts = []
     for m in outputs:
@@ -122,24 +129,16 @@ def test_a_local_path_dependency_edited_between_cells_is_rebuilt_by_cargo(sessio
 def test_a_first_cell_that_declares_variables_gets_their_types(session):
     # The very first cell declares variables, so rust-analyzer loads now, inline (nothing warmed
     # it yet); their types are what later cells need to use them.
-    reply, _, _ = session.run("let v = vec![1u8, 2, 3];\nlet t = Tensor::ones([2, 3], Device::Cpu).unwrap();")
-    assert reply["status"] == "ok", reply
-    reply, outputs, _ = session.run("(v.len(), t.shape().to_vec())")
-    assert reply["status"] == "ok", reply
-    assert text(outputs).strip() == "(3, [2, 3])"
+    run_ok(session, "let v = vec![1u8, 2, 3];\nlet t = Tensor::ones([2, 3], Device::Cpu).unwrap();")
+    assert run_ok(session, "(v.len(), t.shape().to_vec())")[0] == "(3, [2, 3])"
 
 
 def test_variables_declared_while_the_analyzer_warms_up_keep_their_types(session):
     # Cells without `let` run while rust-analyzer warms up on its own thread; the first `let`
     # waits for it and still gets the right type.
-    for code in ["machine()", "2 + 2", 'println!("hi")']:
-        reply, _, _ = session.run(code)
-        assert reply["status"] == "ok", reply
-    reply, _, _ = session.run('let words = String::from("warm analyzer");')
-    assert reply["status"] == "ok", reply
-    reply, outputs, _ = session.run("words.split(' ').count()")
-    assert reply["status"] == "ok", reply
-    assert text(outputs).strip() == "2"
+    for code in ["machine()", "2 + 2", 'println!("hi")', 'let words = String::from("warm analyzer");']:
+        run_ok(session, code)
+    assert run_ok(session, "words.split(' ').count()")[0] == "2"
 
 
 def test_the_analyzer_warm_up_never_rewrites_the_file_builds_read(tmp_path):
