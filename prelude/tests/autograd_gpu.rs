@@ -7,23 +7,16 @@
 //! order than the CPU, so values agree to about 1e-6 relative per op; after a few layers
 //! and a backward pass we allow 1e-3 * (1 + |cpu|) per element.
 
-use gpulab::cuda;
 use gpulab::nn::{self, Module};
 use gpulab::optim::Adam;
 use gpulab::{manual_seed, Device, Tensor, F};
 
+mod common;
+use common::have_gpu;
+
 const CPU: Device = Device::Cpu;
 const GPU: Device = Device::Cuda(0);
 const TOL: f32 = 1e-3;
-
-fn have_gpu() -> bool {
-    if cuda::is_available() {
-        return true;
-    }
-    let why = cuda::unavailable_reason().unwrap_or_default();
-    println!("skipped: no CUDA device ({why})");
-    false
-}
 
 #[track_caller]
 fn close(what: &str, cpu: &Tensor, gpu: &Tensor) {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{data, matmul_error_bound, within};
+use common::{data, have_gpu, matmul_error_bound, within};
 use gpulab::cuda::{self, KernelArg, LaunchConfig, Module};
 use gpulab::{manual_seed, Bench, Device, Error, Event, Tensor};
 
@@ -13,15 +13,6 @@ const CPU: Device = Device::Cpu;
 const GPU: Device = Device::Cuda(0);
 
 /// Whether a CUDA device is present; prints the skip line when not.
-fn have_gpu() -> bool {
-    if cuda::is_available() {
-        return true;
-    }
-    let why = cuda::unavailable_reason().unwrap_or_default();
-    println!("skipped: no CUDA device ({why})");
-    false
-}
-
 #[track_caller]
 fn close(what: &str, a: &[f32], b: &[f32], tol: f32) {
     assert_eq!(a.len(), b.len(), "{what}: lengths");

@@ -5,21 +5,15 @@
 //! "skipped: no CUDA device". The CPU half/bfloat16 matmul test runs everywhere.
 
 use gpulab::tensor::{bf16, f16};
-use gpulab::{cuda, DType, Device, Tensor};
+use gpulab::{DType, Device, Tensor};
 use DType::*;
+
+mod common;
+use common::have_gpu;
 
 const CPU: Device = Device::Cpu;
 const GPU: Device = Device::Cuda(0);
 const FLOATS: [DType; 4] = [F32, F64, F16, BF16];
-
-fn have_gpu() -> bool {
-    if cuda::is_available() {
-        return true;
-    }
-    let why = cuda::unavailable_reason().unwrap_or_default();
-    println!("skipped: no CUDA device ({why})");
-    false
-}
 
 /// `n` irregular values of dtype `d` on the CPU: floats in [-4, 4) with fractions, signed
 /// integers in [-50, 50), u8 in [0, 200), bools in an irregular pattern.

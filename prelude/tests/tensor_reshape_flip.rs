@@ -4,7 +4,10 @@
 //! device" without one.
 
 use gpulab::tensor::DType;
-use gpulab::{cuda, Device, Tensor};
+use gpulab::{Device, Tensor};
+
+mod common;
+use common::have_gpu;
 
 const CPU: Device = Device::Cpu;
 
@@ -362,15 +365,6 @@ fn bad_flip_dims_are_named() {
         ],
     );
     err_has(iota(&[]).flip(&[0]), &["flip", "dimension 0", "rank 0"]);
-}
-
-fn have_gpu() -> bool {
-    if cuda::is_available() {
-        return true;
-    }
-    let why = cuda::unavailable_reason().unwrap_or_default();
-    println!("skipped: no CUDA device ({why})");
-    false
 }
 
 const GPU: Device = Device::Cuda(0);

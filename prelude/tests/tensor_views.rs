@@ -4,9 +4,11 @@
 //! dtype, and the errors. GPU tests are `#[ignore]`d and print "skipped: no CUDA device"
 //! without one.
 
-use gpulab::cuda;
 use gpulab::tensor::DType;
 use gpulab::{Device, Tensor};
+
+mod common;
+use common::have_gpu;
 
 const CPU: Device = Device::Cpu;
 
@@ -600,15 +602,6 @@ fn errors_name_the_op_shapes_and_dims() {
     assert_eq!(ints.to_vec::<i64>().unwrap(), vec![3, 6]);
     // A user kernel can take a contiguous view, not a strided one (checked before any GPU
     // is needed only on a GPU machine; see tensor_views_gpu below).
-}
-
-fn have_gpu() -> bool {
-    if cuda::is_available() {
-        return true;
-    }
-    let why = cuda::unavailable_reason().unwrap_or_default();
-    println!("skipped: no CUDA device ({why})");
-    false
 }
 
 const GPU: Device = Device::Cuda(0);

@@ -1,5 +1,20 @@
 //! Helpers shared by the tensor tests, so the CPU and GPU suites feed the same inputs and
-//! judge results by the same tolerance.
+//! judge results by the same tolerance, and the GPU tests skip the same way. Each test file
+//! uses a part of it.
+#![allow(dead_code)]
+
+use gpulab::cuda;
+
+/// Whether a CUDA device is there; if not, says "skipped: no CUDA device" with the reason, so
+/// a GPU test that returns early counts as skipped, not passed silently.
+pub fn have_gpu() -> bool {
+    if cuda::is_available() {
+        return true;
+    }
+    let why = cuda::unavailable_reason().unwrap_or_default();
+    println!("skipped: no CUDA device ({why})");
+    false
+}
 
 /// Deterministic, irregular test data without touching the crate's generator.
 pub fn data(n: usize, salt: u32) -> Vec<f32> {
