@@ -612,8 +612,12 @@ impl EvalContext {
             println!("=========\n{s}\n==========");
         }
 
-        self.analyzer().set_source(code.code_string())?;
-        let mut completions = self.analyzer().completions(wrapped_offset)?;
+        // gpulab patch: one lock for both calls, so that a warm-up cannot replace the source
+        // in between (see `fix_variable_types`).
+        let mut analyzer = self.analyzer();
+        analyzer.set_source(code.code_string())?;
+        let mut completions = analyzer.completions(wrapped_offset)?;
+        drop(analyzer);
         completions.start_offset = code.output_offset_to_user_offset(completions.start_offset)?;
         completions.end_offset = code.output_offset_to_user_offset(completions.end_offset)?;
         // Filter internal identifiers.
@@ -639,11 +643,14 @@ impl EvalContext {
         let (user_code, code_info) = CodeBlock::from_original_user_code(&modified_code);
         let user_code = state.apply(user_code, &code_info.nodes)?;
         let pad_code = state.analysis_code(user_code);
-        self.analyzer().set_source(pad_code.code_string())?;
+        // gpulab patch: one lock for the source and both questions (see `fix_variable_types`).
+        let mut analyzer = self.analyzer();
+        analyzer.set_source(pad_code.code_string())?;
         let wrapped_offset = pad_code.user_offset_to_output_offset(hover_offset)? as u32;
         let text_range = TextRange::new(wrapped_offset.into(), wrapped_offset.into());
-        let hover_text = self.analyzer().hover(text_range, false)?;
-        let hover_markdown = self.analyzer().hover(text_range, true)?;
+        let hover_text = analyzer.hover(text_range, false)?;
+        let hover_markdown = analyzer.hover(text_range, true)?;
+        drop(analyzer);
         match (hover_text, hover_markdown) {
             (Some(data_text), Some(data_markdown)) => Ok((
                 data_text.info.markup.into(),
@@ -890,16 +897,22 @@ impl EvalContext {
         if !declares_variables(&code) {
             return Ok(());
         }
-        self.analyzer().set_source(code)?;
+        // gpulab patch: the source is set and its variables read under one lock. With two, a
+        // warm-up thread that had not yet taken the lock could set its own source in between,
+        // and this cell got the warm-up's variables instead of its own (a first cell that
+        // declared variables then failed with "mismatched types").
+        let variables = {
+            let mut analyzer = self.analyzer();
+            analyzer.set_source(code)?;
+            analyzer.top_level_variables("evcxr_analysis_wrapper")
+        };
         for (
             variable_name,
             VariableInfo {
                 type_name,
                 is_mutable,
             },
-        ) in self
-            .analyzer()
-            .top_level_variables("evcxr_analysis_wrapper")
+        ) in variables
         {
             // We don't want to try to store evcxr_variable_store into itself, so we ignore it.
             if variable_name == "evcxr_variable_store" {
