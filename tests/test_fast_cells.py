@@ -2,7 +2,8 @@
 
 - cells built by calling rustc directly once cargo has built the session's crate, and cargo
   again whenever something only cargo would notice may have changed (a local path dependency);
-- rust-analyzer asked only by cells that declare variables, and warmed on its own thread.
+- the types of the variables a cell declares named by rustc in that cell's build, so that
+  rust-analyzer is only loaded for completions, hover, and builds that go through cargo.
 
 Each test reads the kernel's phase log (GPULAB_LOG_TIMING=1) to see which way a cell was built.
 """
@@ -124,50 +125,83 @@ def test_a_local_path_dependency_edited_between_cells_is_rebuilt_by_cargo(sessio
     assert reply["status"] == "ok", reply
     assert text(outputs).strip() == "2", text(outputs)
     assert "Final compile (cargo)" in phase, phase
+    # A build through cargo cannot have rustc name the types (the flag would reach every
+    # crate), so rust-analyzer types this variable.
+    reply, outputs, phase = session.run("let got = localdep::value();")
+    assert reply["status"] == "ok", reply
+    assert "Final compile (cargo)" in phase, phase
+    assert run_ok(session, "got * 10")[0] == "20"
 
 
 def test_a_first_cell_that_declares_variables_gets_their_types(session):
-    # The very first cell declares variables, so rust-analyzer loads now, inline (nothing warmed
-    # it yet); their types are what later cells need to use them.
+    # The very first cell declares variables; their types are what later cells need to use them.
     run_ok(session, "let v = vec![1u8, 2, 3];\nlet t = Tensor::ones([2, 3], Device::Cpu).unwrap();")
     assert run_ok(session, "(v.len(), t.shape().to_vec())")[0] == "(3, [2, 3])"
 
 
-def test_variables_declared_while_the_analyzer_warms_up_keep_their_types(session):
-    # Cells without `let` run while rust-analyzer warms up on its own thread; the first `let`
-    # waits for it and still gets the right type.
-    for code in ["machine()", "2 + 2", 'println!("hi")', 'let words = String::from("warm analyzer");']:
-        run_ok(session, code)
-    assert run_ok(session, "words.split(' ').count()")[0] == "2"
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for {pid}")
 
 
-def test_the_analyzer_warm_up_never_rewrites_the_file_builds_read(tmp_path):
-    # rust-analyzer warms up on its own thread while cells build. Upstream evcxr wrote the
-    # analysed source to the crate's src/lib.rs, the file rustc compiles: landing between a
-    # cell's write and rustc's read, that made rustc build the analysis code, and the child
-    # ended (exit 99, variables lost) when it could not find the cell's function. Seen in
-    # bench/kernel_bench.py; here the warm-up is given time to run, then the file must still
-    # hold the last build's code.
-    cache = tmp_path / "cache"
-    km = KernelManager(kernel_name=KERNEL_NAME)
-    km.start_kernel(env=dict(os.environ, GPULAB_CACHE_DIR=str(cache)))
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=STARTUP_TIMEOUT)
-        # The warm-up starts once start-up has loaded the prelude, with no cell sent; after
-        # it, nothing else writes the file until the next cell.
-        time.sleep(20)
-        sources = list(cache.glob("slots/slot-*/src/lib.rs"))
-        assert len(sources) == 1, sources
-        text_now = sources[0].read_text()
-        assert "gpulab_warm_up" not in text_now and "evcxr_analysis_wrapper" not in text_now, text_now[-500:]
-        for code in ["let first = 1;", "first + 2"]:
-            reply = kc.execute_interactive(code, timeout=STARTUP_TIMEOUT, output_hook=lambda m: None)
-            assert reply["content"]["status"] == "ok", reply["content"]
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
+def test_variable_types_come_from_rustc_without_loading_the_analyzer(session):
+    # The types of new variables are named by rustc in the cell's own build (full paths, so a
+    # later cell can write them even when the cell used a path nobody imported). rust-analyzer,
+    # several hundred MB once loaded, is not started for any of this.
+    cells = [
+        "let m = std::collections::HashMap::<String, Vec<std::time::Instant>>::new();",
+        "let started = std::time::Instant::now();",
+        "struct Point { x: i32 }\nlet p = Point { x: 3 };",
+        'let (mut count, label) = (1u64, "pair");',
+        "let Some(q) = Some(3u16) else { panic!() };",
+        'let parsed: u8 = "7".parse()?;',
+        "let tensors = vec![Tensor::ones([2, 2], Device::Cpu)?];",
+        "let boxed: Box<dyn Fn(i32) -> i32> = Box::new(|a| a + 1);",
+        "count += 1;",
+    ]
+    phases = [run_ok(session, code)[1] for code in cells]
+    assert all(p is not None and "Final compile (rustc)" in p for p in phases), phases
+    out, _ = run_ok(
+        session,
+        "(m.len(), started.elapsed().as_secs() < 600, p.x, count, label, q, parsed, tensors[0].shape().to_vec(), boxed(1))",
+    )
+    assert out == '(0, true, 3, 2, "pair", 3, 7, [2, 2], 2)', out
+    reply, outputs, _ = session.run(":vars")
+    listed = text(outputs)
+    assert "std::collections::HashMap<std::string::String, std::vec::Vec<std::time::Instant>>" in listed, listed
+    assert "gpulab::Tensor" in listed, listed
+    kernel_mb = rss_mb(session.km.provisioner.process.pid)
+    assert kernel_mb < 150, f"kernel process holds {kernel_mb:.0f} MB: was rust-analyzer loaded?"
+
+
+def test_a_closure_variable_is_refused_with_a_clear_error(session):
+    for code in ["let add = |a: i32| a + 1;", "let doubled = (0..3).map(|x| x * 2);"]:
+        reply, _, _ = session.run(code)
+        assert reply["status"] == "error", (code, reply)
+        assert "cannot be persisted" in reply["evalue"], reply["evalue"]
+    # Boxed, a closure is kept; the session goes on.
+    run_ok(session, "let add: Box<dyn Fn(i32) -> i32> = Box::new(|a| a + 1);")
+    assert run_ok(session, "add(41)")[0] == "42"
+
+
+def test_a_completion_loads_the_analyzer_which_never_rewrites_the_file_builds_read(session):
+    # rust-analyzer starts on the first completion. Upstream evcxr wrote the analysed source
+    # to the crate's src/lib.rs, the file rustc compiles; a later build could then compile
+    # the analysis code (the child ended, exit 99, when the cell's function was missing).
+    run_ok(session, "let first = vec![1, 2, 3];")
+    code = "first.le"
+    msg_id = session.kc.complete(code, len(code))
+    reply = session.kc.get_shell_msg(timeout=STARTUP_TIMEOUT)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = session.kc.get_shell_msg(timeout=STARTUP_TIMEOUT)
+    matches = reply["content"]["matches"]
+    assert any(m.startswith("len") for m in matches), matches
+    assert rss_mb(session.km.provisioner.process.pid) > 150, "the analyzer was expected to be loaded now"
+    assert run_ok(session, "first.len() + 1")[0] == "4"
+    assert run_ok(session, "let second = first.len() * 2;\nsecond")[0] == "6"
 
 
 def test_variables_a_cell_does_not_name_stay_in_the_store_and_keep_their_values(session):

@@ -22,8 +22,6 @@ pub struct EvcxrInterpreter {
     _slot: Option<Slot>,
     /// Why the session could not start.
     startup_error: Option<String>,
-    /// rust-analyzer has not yet indexed the prelude (see `warm_analyzer`).
-    analyzer_cold: bool,
     /// The prelude is in scope (`use gpulab::*`).
     prelude_loaded: bool,
     /// Why the prelude could not be loaded, while it is not (each cell tries again first).
@@ -69,7 +67,6 @@ impl EvcxrInterpreter {
             stop,
             _slot: slot,
             startup_error,
-            analyzer_cold: false,
             prelude_loaded: false,
             prelude_error: None,
             injected_failures: if std::env::var("GPULAB_TEST_HOOKS").is_ok_and(|v| v == "1") {
@@ -118,6 +115,11 @@ impl EvcxrInterpreter {
                 eval.set_immutable_path_deps(vec![sources.to_owned()]);
             }
         }
+        // The types of the variables a cell declares come from rustc, in the build that
+        // compiles the cell (our evcxr patch): rust-analyzer, several hundred MB once loaded
+        // and seconds to load, is then only started for completions, hover, and the rare cell
+        // whose variable types rustc cannot name in a way a later cell can write.
+        eval.set_types_from_rustc(true);
         let ctx = CommandContext::with_eval_context(eval);
         log("evcxr context ready");
         *self.stop.child.lock().unwrap() = Some(ctx.process_handle());
@@ -146,24 +148,7 @@ impl EvcxrInterpreter {
             }
             log("panic hook installed");
         }
-        self.warm_analyzer();
         Ok(())
-    }
-
-    /// rust-analyzer (which evcxr asks for the type of each new variable) loads the crate graph
-    /// and indexes the prelude and its dependencies on first use: seconds that would otherwise
-    /// land on the user's first `let`. Started as soon as the prelude is loaded, on its own
-    /// thread (our evcxr patch), so the cells sent meanwhile keep running; only a cell that
-    /// declares a variable waits for what is left of it.
-    fn warm_analyzer(&mut self) {
-        if std::mem::take(&mut self.analyzer_cold) {
-            if let Some(ctx) = self.ctx.as_mut() {
-                let warm = "let gpulab_warm_up = Tensor::zeros(1, Device::Cpu);";
-                if let Err(e) = ctx.warm_analysis_in_background(warm) {
-                    eprintln!("gpulab-kernel: rust-analyzer warm-up not started: {e}");
-                }
-            }
-        }
     }
 
     /// Loads the prelude, the panic hook and the GPU check in one eval (each eval is a cargo
@@ -204,7 +189,6 @@ impl EvcxrInterpreter {
         self.notice = notice
             .map(|n| n.trim().to_owned())
             .filter(|n| !n.is_empty());
-        self.analyzer_cold = true;
         Ok(())
     }
 
@@ -471,11 +455,6 @@ impl Interpreter for EvcxrInterpreter {
             self.startup_error = Some(e);
         }
         self.stop.started();
-    }
-
-    fn idle(&mut self) {
-        // A prelude loaded again by a cell (after a failed start-up) is warmed here.
-        self.warm_analyzer();
     }
 
     fn execute(&mut self, req: &ExecuteRequest, outputs: Arc<dyn Outputs>) -> ExecuteOutcome {

@@ -89,10 +89,6 @@ pub trait Interpreter: Send {
     /// Called once on the worker thread before the first request; slow set-up goes here so the
     /// server can answer `kernel_info` while it runs.
     fn start(&mut self, _outputs: Arc<dyn Outputs>) {}
-    /// Called on the worker thread whenever no request is waiting: a place for warm-ups that
-    /// should not delay a cell the user already sent. Must return quickly once there is nothing
-    /// left to do.
-    fn idle(&mut self) {}
     fn execute(&mut self, req: &ExecuteRequest, outputs: Arc<dyn Outputs>) -> ExecuteOutcome;
     /// `cursor` is a byte offset into `code`; the returned positions are byte offsets too.
     fn complete(&mut self, code: &str, cursor: usize) -> Completion;

@@ -102,15 +102,8 @@ pub(crate) fn worker_loop(
             None => match work.try_recv() {
                 Ok(item) => item,
                 Err(std_mpsc::TryRecvError::Disconnected) => break,
-                // Work that can wait (warming caches) runs only while no request is queued.
                 Err(std_mpsc::TryRecvError::Empty) => {
                     shared.interrupter.queue_drained();
-                    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| interp.idle())) {
-                        shared.log(&format!(
-                            "the interpreter panicked while idle: {}",
-                            panic_message(&*panic)
-                        ));
-                    }
                     match work.recv() {
                         Ok(item) => item,
                         Err(_) => break,

@@ -106,6 +106,9 @@ pub(crate) struct Config {
     /// gpulab patch: path dependencies under these folders never change while a session runs, so
     /// cells may be built by calling rustc directly (see `module::DirectBuild`).
     pub(crate) immutable_path_deps: Vec<PathBuf>,
+    /// gpulab patch: take the types of new variables from rustc when the cell is built by
+    /// calling rustc directly (see `EvalContext::set_types_from_rustc`).
+    pub(crate) types_from_rustc: bool,
 }
 
 fn create_initial_config(tmpdir: PathBuf, subprocess_path: PathBuf) -> Result<Config> {
@@ -153,6 +156,7 @@ impl Config {
             codegen_backend: None,
             build_envs: Default::default(),
             immutable_path_deps: Vec::new(),
+            types_from_rustc: false,
         })
     }
 
@@ -680,6 +684,18 @@ impl EvalContext {
         self.committed_state.config.immutable_path_deps = folders;
     }
 
+    /// gpulab patch: when set, the types of the variables a cell declares come from rustc, in
+    /// the same build that compiles the cell, whenever that build calls rustc directly (see
+    /// `module::DirectBuild`): each new variable is stored with an inferred type, and a probe
+    /// statement makes rustc name the type in a warning, with full visible paths
+    /// (`-Ztrim-diagnostic-paths=no`). rust-analyzer (several hundred MB once it has indexed
+    /// the standard library and the dependencies, and seconds to load) is then only loaded for
+    /// completions, hover, builds that go through cargo, and types rustc's answer cannot give
+    /// (a path through a crate the cell cannot name).
+    pub fn set_types_from_rustc(&mut self, value: bool) {
+        self.committed_state.config.types_from_rustc = value;
+    }
+
     pub fn set_time_passes(&mut self, value: bool) {
         self.committed_state.set_time_passes(value);
     }
@@ -761,7 +777,15 @@ impl EvalContext {
     ) -> Result<EvalOutputs, Error> {
         self.write_cargo_toml(state)?;
         let analysis_code = state.analysis_code(user_code.clone());
-        if let Err(errors) = self.fix_variable_types(state, analysis_code) {
+        // gpulab patch: types from rustc where the build calls rustc directly.
+        let probe_types = state.config.types_from_rustc && self.module.probes_types(&state.config);
+        let typed = if probe_types {
+            declare_variables_for_probe(state, &analysis_code.code_string());
+            Ok(())
+        } else {
+            self.fix_variable_types(state, analysis_code.clone())
+        };
+        if let Err(errors) = typed {
             let mut check_res = self.check(user_code.clone(), state.clone(), code_info)?;
             if !check_res.is_empty() {
                 // Do one round of trying to fix errors, otherwise code like the following can end
@@ -799,6 +823,9 @@ impl EvalContext {
             );
             match result {
                 Ok(execution_artifacts) => {
+                    if probe_types {
+                        self.apply_probed_types(state, analysis_code)?;
+                    }
                     return Ok(execution_artifacts.output);
                 }
 
@@ -858,6 +885,12 @@ impl EvalContext {
         callbacks: &mut EvalCallbacks,
     ) -> Result<ExecutionArtifacts, Error> {
         let code = state.code_to_compile(user_code, compilation_mode);
+        // gpulab patch: rustc prints full type paths only for a build that has type probes.
+        self.module.untrimmed_types = compilation_mode != CompilationMode::NoCatchExpectError
+            && state
+                .variable_states
+                .values()
+                .any(|v| v.type_name == INFERRED_TYPE);
         let so_file = self.module.compile(&code, &state.config)?;
 
         if compilation_mode == CompilationMode::NoCatchExpectError {
@@ -881,6 +914,75 @@ impl EvalContext {
     pub(crate) fn write_cargo_toml(&self, state: &ContextState) -> Result<()> {
         self.module.write_cargo_toml(state)?;
         self.module.write_config_toml(state)?;
+        Ok(())
+    }
+
+    /// gpulab patch: after a successful build with type probes, gives each new variable the
+    /// type rustc named. A type rustc could not name in a way the next cell can write (a path
+    /// through a crate the cell crate does not depend on, say) is asked of rust-analyzer, as
+    /// upstream does for every variable; closures and other unnameable types are reported as
+    /// upstream reports them (the cell has run by then).
+    fn apply_probed_types(
+        &mut self,
+        state: &mut ContextState,
+        analysis_code: CodeBlock,
+    ) -> Result<(), Error> {
+        let probed = self.module.take_type_probes();
+        let mut ask_analyzer = Vec::new();
+        let known_roots = state.nameable_roots();
+        for (name, variable) in state.variable_states.iter_mut() {
+            if variable.type_name != INFERRED_TYPE {
+                continue;
+            }
+            match probed.get(name) {
+                Some(type_name) if type_name.starts_with("{closure") => {
+                    bail!(
+                        "The variable `{}` is a closure, which cannot be persisted.\n\
+                         You can however persist closures if you box them. e.g.:\n\
+                         let f: Box<dyn Fn()> = Box::new(|| {{println!(\"foo\")}});\n\
+                         Alternatively, you can prevent evcxr from attempting to persist\n\
+                         the variable by wrapping your code in braces.",
+                        name
+                    );
+                }
+                Some(type_name) if type_name.contains('{') || type_name.contains("impl ") => {
+                    return non_persistable_type_error(name, type_name);
+                }
+                Some(type_name)
+                    if !type_name.contains("...")
+                        && type_roots_nameable(type_name, &known_roots) =>
+                {
+                    variable.type_name = replace_reserved_words_in_type(type_name);
+                }
+                _ => ask_analyzer.push(name.clone()),
+            }
+        }
+        if ask_analyzer.is_empty() {
+            return Ok(());
+        }
+        let variables = {
+            let mut analyzer = self.analyzer();
+            analyzer.set_source(analysis_code.code_string())?;
+            analyzer.top_level_variables("evcxr_analysis_wrapper")
+        };
+        for name in ask_analyzer {
+            match variables.get(&name).map(|v| &v.type_name) {
+                Some(TypeName::Named(type_name)) => {
+                    if let Some(variable) = state.variable_states.get_mut(&name) {
+                        variable.type_name = replace_reserved_words_in_type(type_name);
+                    }
+                }
+                Some(TypeName::Closure) => bail!(
+                    "The variable `{}` is a closure, which cannot be persisted.",
+                    name
+                ),
+                _ => bail!(
+                    "Couldn't automatically determine type of variable `{}`.\n\
+                     Please give it an explicit type.",
+                    name
+                ),
+            }
+        }
         Ok(())
     }
 
@@ -1597,6 +1699,17 @@ impl ContextState {
         }
     }
 
+    /// gpulab patch: the first path segments a cell can write (see `type_roots_nameable`).
+    fn nameable_roots(&self) -> HashSet<String> {
+        let mut roots: HashSet<String> = ["std", "core", "crate", "self", "super"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        roots.extend(self.external_deps.keys().map(|name| name.replace('-', "_")));
+        roots.extend(self.items_by_name.keys().cloned());
+        roots
+    }
+
     /// Returns code suitable for analysis purposes. Doesn't attempt to preserve runtime behaviour.
     fn analysis_code(&self, user_code: CodeBlock) -> CodeBlock {
         let mut code = CodeBlock::new()
@@ -1709,6 +1822,8 @@ impl ContextState {
         // `names_variable`).
         let user_text = user_code.code_string();
         let used = |name: &str| names_variable(&user_text, name);
+        // gpulab patch: a build that only reports errors needs no type probes.
+        let probe = compilation_mode != CompilationMode::NoCatchExpectError;
         let mut code = CodeBlock::new();
         if self.allow_question_mark {
             code = code.add_all(self.error_trait_code(false));
@@ -1735,7 +1850,11 @@ impl ContextState {
                 .generated("let evcxr_variable_store = unsafe {&mut *evcxr_variable_store};")
                 .add_all(self.check_variable_statements(&used))
                 .add_all(self.load_variable_statements(&used));
-            user_code = user_code.add_all(self.store_variable_statements(VariableMoveState::New));
+            user_code = user_code.add_all(self.store_variable_statements_where(
+                VariableMoveState::New,
+                &|_| true,
+                probe,
+            ));
         } else {
             code = code.generated("evcxr_variable_store: *mut u8) -> *mut u8 {");
         }
@@ -1793,30 +1912,39 @@ impl ContextState {
             code = code.add_all(self.store_variable_statements_where(
                 VariableMoveState::Available,
                 &|name| !self.stored_variable_states.contains_key(name) || used(name),
+                probe,
             ));
         }
         code = code.generated("evcxr_variable_store");
         code.generated("}")
     }
 
-    fn store_variable_statements(&self, move_state: VariableMoveState) -> CodeBlock {
-        self.store_variable_statements_where(move_state, &|_| true)
-    }
-
     fn store_variable_statements_where(
         &self,
         move_state: VariableMoveState,
         wanted: &dyn Fn(&str) -> bool,
+        probe: bool,
     ) -> CodeBlock {
         let mut statements = CodeBlock::new();
         for (var_name, var_state) in &self.variable_states {
             if var_state.move_state == move_state && wanted(var_name) {
+                // gpulab patch: a variable whose type rustc is to name gets a probe, a statement
+                // never run whose unused result has the variable's type (see
+                // `module::parse_type_probe`). It sits in the variable's own segment, so that
+                // the warning is traced back to the variable.
+                let probe_code = if probe && var_state.type_name == INFERRED_TYPE {
+                    format!(
+                        "if false {{ #[warn(unused_results)] evcxr_internal_runtime::evcxr_type_probe(&{var_name}); }} "
+                    )
+                } else {
+                    String::new()
+                };
                 statements.pack_variable(
                     var_name.clone(),
                     format!(
                         // Note, we use stringify instead of quoting ourselves since it results in
                         // better errors if the user forgets to close a double-quote in their code.
-                        "evcxr_variable_store.put_variable::<{}>(stringify!({var_name}), {var_name});",
+                        "{probe_code}evcxr_variable_store.put_variable::<{}>(stringify!({var_name}), {var_name});",
                         var_state.type_name
                     ),
                 );
@@ -2198,6 +2326,95 @@ fn names_variable(code: &str, name: &str) -> bool {
         let after = code[at + name.len()..].chars().next();
         !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
     })
+}
+
+/// gpulab patch: the type name of a new variable whose type rustc will name after the build
+/// (see `EvalContext::set_types_from_rustc`); stored with it, the type is inferred.
+const INFERRED_TYPE: &str = "_";
+
+/// gpulab patch: records the variables the analysis wrapper's top-level `let`s bind, the ones
+/// `RustAnalyzer::top_level_variables` would report (every identifier pattern in them), with an
+/// inferred type that rustc names in the build (see `EvalContext::set_types_from_rustc`).
+fn declare_variables_for_probe(state: &mut ContextState, code: &str) {
+    for (name, is_mut) in declared_variables(code) {
+        if name == "evcxr_variable_store" {
+            continue;
+        }
+        let variable = state
+            .variable_states
+            .entry(name)
+            .or_insert_with(|| VariableState {
+                type_name: String::new(),
+                is_mut,
+                move_state: VariableMoveState::New,
+                definition_span: None,
+            });
+        variable.type_name = INFERRED_TYPE.to_owned();
+    }
+}
+
+/// gpulab patch: the names (and whether `mut`) bound by the analysis wrapper's top-level `let`
+/// statements, from the syntax tree alone.
+fn declared_variables(code: &str) -> Vec<(String, bool)> {
+    use ra_ap_syntax::AstNode;
+    use ra_ap_syntax::ast::HasModuleItem;
+    use ra_ap_syntax::ast::HasName;
+    let file = ra_ap_syntax::SourceFile::parse(code, crate::rust_analyzer::EDITION).tree();
+    let mut variables = Vec::new();
+    for item in file.items() {
+        let ast::Item::Fn(function) = item else {
+            continue;
+        };
+        if !function
+            .name()
+            .is_some_and(|n| n.text() == "evcxr_analysis_wrapper")
+        {
+            continue;
+        }
+        let Some(body) = function.body() else {
+            continue;
+        };
+        for statement in body.statements() {
+            let ast::Stmt::LetStmt(let_stmt) = statement else {
+                continue;
+            };
+            let Some(pat) = let_stmt.pat() else { continue };
+            for node in pat.syntax().descendants() {
+                if let Some(ident) = ast::IdentPat::cast(node)
+                    && let Some(name) = ident.name()
+                {
+                    variables.push((name.text().to_string(), ident.mut_token().is_some()));
+                }
+            }
+        }
+    }
+    variables
+}
+
+/// gpulab patch: whether every path in a type rustc printed starts at something the next cell
+/// can name: `std`, `core`, a crate the cell crate depends on, or an item the session defined.
+/// rustc prints visible paths, which may go through a crate only a dependency depends on.
+fn type_roots_nameable(type_name: &str, roots: &HashSet<String>) -> bool {
+    let bytes = type_name.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut start = 0;
+    while start < bytes.len() {
+        if !is_ident(bytes[start]) {
+            start += 1;
+            continue;
+        }
+        let mut end = start;
+        while end < bytes.len() && is_ident(bytes[end]) {
+            end += 1;
+        }
+        let after_path = type_name[end..].starts_with("::");
+        let before_path = type_name[..start].ends_with("::");
+        if after_path && !before_path && !roots.contains(&type_name[start..end]) {
+            return false;
+        }
+        start = end;
+    }
+    true
 }
 
 /// gpulab patch: whether the analysis wrapper has a top-level `let` (the statements

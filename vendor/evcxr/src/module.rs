@@ -18,6 +18,7 @@ use anyhow::Result;
 use anyhow::anyhow;
 use once_cell::sync::Lazy;
 use regex::Regex;
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs;
 use std::io::Write;
@@ -127,6 +128,12 @@ pub(crate) struct Module {
     direct: Option<DirectBuild>,
     /// gpulab patch: whether the last build ran rustc directly (shown in `:timing`'s phases).
     pub(crate) last_build_direct: bool,
+    /// gpulab patch: the next build has type probes, so rustc is to print full type paths.
+    pub(crate) untrimmed_types: bool,
+    /// gpulab patch: the types the last build's probes named, by variable.
+    type_probes: HashMap<String, String>,
+    /// gpulab patch: whether this rustc takes `-Ztrim-diagnostic-paths=no` (asked once).
+    untrimmed_supported: Option<bool>,
 }
 
 const CRATE_NAME: &str = "ctx";
@@ -136,6 +143,9 @@ impl Module {
         Ok(Module {
             build_num: 0,
             last_allow_static: None,
+            untrimmed_types: false,
+            type_probes: HashMap::new(),
+            untrimmed_supported: None,
             direct: None,
             last_build_direct: false,
         })
@@ -211,7 +221,16 @@ impl Module {
         let key = DirectBuild::key(config);
         let direct = self.direct.take().filter(|d| Some(&d.key) == key.as_ref());
         let so_file = if let Some(direct) = direct {
-            let output = run_cargo(direct.command(config), code_block);
+            let mut command = direct.command(config);
+            if self.untrimmed_types {
+                command
+                    .args(UNTRIMMED_FLAGS)
+                    .env("RUSTC_BOOTSTRAP", CRATE_NAME);
+            }
+            let output = run_cargo(command, code_block);
+            if let Ok(output) = &output {
+                self.type_probes = type_probes(output, code_block);
+            }
             let so_file = direct.so_file.clone();
             // Errors in the cell's code leave the command good for the next cell; any other
             // failure (rustc killed by an interrupt, say) hands the next build back to cargo.
@@ -259,6 +278,28 @@ impl Module {
         Ok(SoFile {
             path: copied_so_file,
         })
+    }
+
+    /// gpulab patch: whether the next build will call rustc directly with a rustc that can print
+    /// full type paths, so that type probes can name the types of new variables (see
+    /// `EvalContext::set_types_from_rustc`). Other builds go through cargo, which would pass
+    /// the flag to every crate, so their variables' types come from rust-analyzer.
+    pub(crate) fn probes_types(&mut self, config: &Config) -> bool {
+        let Some(direct) = &self.direct else {
+            return false;
+        };
+        if Some(&direct.key) != DirectBuild::key(config).as_ref() {
+            return false;
+        }
+        if self.untrimmed_supported.is_none() {
+            self.untrimmed_supported = Some(rustc_prints_untrimmed(&direct.program, config));
+        }
+        self.untrimmed_supported == Some(true)
+    }
+
+    /// gpulab patch: the types the last build's probes named, by variable.
+    pub(crate) fn take_type_probes(&mut self) -> HashMap<String, String> {
+        std::mem::take(&mut self.type_probes)
     }
 
     fn write_code(&self, code_block: &CodeBlock, config: &Config) -> Result<(), Error> {
@@ -647,6 +688,8 @@ fn errors_from_cargo_output(
         .filter_map(|line| {
             serde_json::from_str(line)
                 .ok()
+                // gpulab patch: type probes' warnings are answers, not problems.
+                .filter(|json| probed_type(json).is_none())
                 .and_then(|json| CompilationError::opt_new(json, code_block))
                 .or_else(|| {
                     if KNOWN_NON_JSON_ERRORS.is_match(line) {
@@ -657,6 +700,90 @@ fn errors_from_cargo_output(
         })
         .collect();
     (errors, non_json_error)
+}
+
+/// gpulab patch: make rustc print types with full visible paths (`std::collections::HashMap`,
+/// `gpulab::Tensor`), which a later cell can write, rather than trimmed to a unique name
+/// (`HashMap`), which it cannot unless it was imported; the second keeps long types from
+/// being trimmed all the same. Unstable options: `RUSTC_BOOTSTRAP` set to the cell crate's name
+/// allows them for that crate only.
+const UNTRIMMED_FLAGS: [&str; 2] = [
+    "-Ztrim-diagnostic-paths=no",
+    "-Zwrite-long-types-to-disk=no",
+];
+
+/// gpulab patch: whether `rustc` accepts `UNTRIMMED_FLAGS` (a later rustc may drop them; then
+/// every type comes from rust-analyzer, as upstream).
+fn rustc_prints_untrimmed(rustc: &OsString, config: &Config) -> bool {
+    let out = config
+        .crate_dir()
+        .join("target")
+        .join("evcxr-untrimmed-check");
+    let _ = fs::create_dir_all(&out);
+    Command::new(rustc)
+        .args([
+            "--crate-name",
+            CRATE_NAME,
+            "--crate-type",
+            "lib",
+            "--emit=metadata",
+        ])
+        .arg("--out-dir")
+        .arg(&out)
+        .args(UNTRIMMED_FLAGS)
+        .arg("-")
+        .env("RUSTC_BOOTSTRAP", CRATE_NAME)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// gpulab patch: the type a probe's warning names, "unused result of type
+/// `std::marker::PhantomData<T>`" (see `evcxr_internal_runtime::evcxr_type_probe`). A trimmed
+/// answer (`PhantomData<T>`) does not match, so that variable's type is asked elsewhere.
+fn probed_type(json: &serde_json::Value) -> Option<&str> {
+    let message = if json["message"].is_object() {
+        &json["message"]
+    } else {
+        json
+    };
+    if message["level"].as_str() != Some("warning")
+        || message["code"]["code"].as_str() != Some("unused_results")
+    {
+        return None;
+    }
+    message["message"]
+        .as_str()?
+        .strip_prefix("unused result of type `std::marker::PhantomData<")?
+        .strip_suffix(">`")
+}
+
+/// gpulab patch: the types a build's probes named, by the variable whose segment holds the
+/// probe.
+fn type_probes(output: &std::process::Output, code_block: &CodeBlock) -> HashMap<String, String> {
+    use crate::code_block::CodeKind;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let mut types = HashMap::new();
+    for line in stderr.lines() {
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let Some(type_name) = probed_type(&json) else {
+            continue;
+        };
+        let type_name = type_name.to_owned();
+        let Some(warning) = CompilationError::opt_new(json, code_block) else {
+            continue;
+        };
+        for origin in warning.code_origins {
+            if let CodeKind::PackVariable { variable_name } = origin {
+                types.insert(variable_name, type_name.clone());
+            }
+        }
+    }
+    types
 }
 
 /// gpulab patch: the rustc command cargo ran for the cell crate, with its environment, kept so
