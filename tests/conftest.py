@@ -50,6 +50,19 @@ class Session:
             outputs.append(msg)
         return reply["content"], outputs
 
+    def interrupt(self, timeout=60):
+        """Sends interrupt_request on the control channel and waits for its reply. An interrupt
+        names no cell: one still in flight when the next cell arrives interrupts that one, in
+        any kernel. Waiting for the reply makes a test's next cell come after it."""
+        msg = self.kc.session.msg("interrupt_request", {})
+        self.kc.control_channel.send(msg)
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self.kc.control_channel.get_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+                assert reply["msg_type"] == "interrupt_reply", reply
+                return
+
     def interrupt_after(self, code, delay, timeout=60):
         """Starts `code`, interrupts it after `delay` seconds; returns (reply content, seconds
         from the interrupt to the reply)."""

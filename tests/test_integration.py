@@ -281,7 +281,9 @@ def start_then_interrupt(session, code, delay, allow_stdin=False):
     msg_id = session.kc.execute(code, allow_stdin=allow_stdin)
     time.sleep(delay)
     start = time.monotonic()
-    session.km.interrupt_kernel()
+    # Answered once the kernel has acted on it, so the caller's next cell cannot receive it
+    # (a cell that ends just as the interrupt is sent would otherwise pass it on).
+    session.interrupt()
     reply, _ = session.collect(msg_id, 120)
     return reply, time.monotonic() - start
 
