@@ -56,8 +56,8 @@ impl Stopper {
         })
     }
 
-    /// The session is busy getting ready (start-up, or a warm-up while idle): an interrupt now
-    /// cancels the cell that waits for it rather than touching anything.
+    /// The session is busy getting ready (start-up, or a prelude load a cell retries): an
+    /// interrupt now cancels the cell that waits for it rather than touching anything.
     pub fn starting(&self) {
         self.starting.store(true, Ordering::SeqCst);
     }
