@@ -936,14 +936,7 @@ impl EvalContext {
             }
             match probed.get(name) {
                 Some(type_name) if type_name.starts_with("{closure") => {
-                    bail!(
-                        "The variable `{}` is a closure, which cannot be persisted.\n\
-                         You can however persist closures if you box them. e.g.:\n\
-                         let f: Box<dyn Fn()> = Box::new(|| {{println!(\"foo\")}});\n\
-                         Alternatively, you can prevent evcxr from attempting to persist\n\
-                         the variable by wrapping your code in braces.",
-                        name
-                    );
+                    return Err(closure_error(name));
                 }
                 Some(type_name) if type_name.contains('{') || type_name.contains("impl ") => {
                     return non_persistable_type_error(name, type_name);
@@ -972,15 +965,8 @@ impl EvalContext {
                         variable.type_name = replace_reserved_words_in_type(type_name);
                     }
                 }
-                Some(TypeName::Closure) => bail!(
-                    "The variable `{}` is a closure, which cannot be persisted.",
-                    name
-                ),
-                _ => bail!(
-                    "Couldn't automatically determine type of variable `{}`.\n\
-                     Please give it an explicit type.",
-                    name
-                ),
+                Some(TypeName::Closure) => return Err(closure_error(&name)),
+                _ => return Err(unknown_type_error(&name)),
             }
         }
         Ok(())
@@ -1022,19 +1008,8 @@ impl EvalContext {
             }
             let type_name = match type_name {
                 TypeName::Named(x) => x,
-                TypeName::Closure => bail!(
-                    "The variable `{}` is a closure, which cannot be persisted.\n\
-                     You can however persist closures if you box them. e.g.:\n\
-                     let f: Box<dyn Fn()> = Box::new(|| {{println!(\"foo\")}});\n\
-                     Alternatively, you can prevent evcxr from attempting to persist\n\
-                     the variable by wrapping your code in braces.",
-                    variable_name
-                ),
-                TypeName::Unknown => bail!(
-                    "Couldn't automatically determine type of variable `{}`.\n\
-                     Please give it an explicit type.",
-                    variable_name
-                ),
+                TypeName::Closure => return Err(closure_error(&variable_name)),
+                TypeName::Unknown => return Err(unknown_type_error(&variable_name)),
             };
             // For now, we need to look for and escape any reserved words. This should probably in
             // theory be done in rust analyzer in a less hacky way.
@@ -1226,6 +1201,28 @@ impl EvalContext {
         }
         Ok(())
     }
+}
+
+/// gpulab patch: upstream's message for a closure variable, shared by rust-analyzer's and
+/// rustc's answers.
+fn closure_error(variable_name: &str) -> Error {
+    crate::errors::err!(
+        "The variable `{}` is a closure, which cannot be persisted.\n\
+         You can however persist closures if you box them. e.g.:\n\
+         let f: Box<dyn Fn()> = Box::new(|| {{println!(\"foo\")}});\n\
+         Alternatively, you can prevent evcxr from attempting to persist\n\
+         the variable by wrapping your code in braces.",
+        variable_name
+    )
+}
+
+/// gpulab patch: upstream's message for a variable whose type could not be named.
+fn unknown_type_error(variable_name: &str) -> Error {
+    crate::errors::err!(
+        "Couldn't automatically determine type of variable `{}`.\n\
+         Please give it an explicit type.",
+        variable_name
+    )
 }
 
 fn non_persistable_type_error(variable_name: &str, actual_type: &str) -> Result<(), Error> {
@@ -1930,7 +1927,7 @@ impl ContextState {
             if var_state.move_state == move_state && wanted(var_name) {
                 // gpulab patch: a variable whose type rustc is to name gets a probe, a statement
                 // never run whose unused result has the variable's type (see
-                // `module::parse_type_probe`). It sits in the variable's own segment, so that
+                // `module::probed_type`). It sits in the variable's own segment, so that
                 // the warning is traced back to the variable.
                 let probe_code = if probe && var_state.type_name == INFERRED_TYPE {
                     format!(
@@ -2417,24 +2414,10 @@ fn type_roots_nameable(type_name: &str, roots: &HashSet<String>) -> bool {
     true
 }
 
-/// gpulab patch: whether the analysis wrapper has a top-level `let` (the statements
-/// `RustAnalyzer::top_level_variables` reads), judged from the syntax tree alone.
+/// gpulab patch: whether the analysis wrapper's top-level `let`s bind any variable (what
+/// `RustAnalyzer::top_level_variables` would report), judged from the syntax tree alone.
 fn declares_variables(code: &str) -> bool {
-    use ra_ap_syntax::ast::HasModuleItem;
-    use ra_ap_syntax::ast::HasName;
-    let file = ra_ap_syntax::SourceFile::parse(code, crate::rust_analyzer::EDITION).tree();
-    file.items().any(|item| match item {
-        ast::Item::Fn(function) => {
-            function
-                .name()
-                .is_some_and(|n| n.text() == "evcxr_analysis_wrapper")
-                && function.body().is_some_and(|body| {
-                    body.statements()
-                        .any(|s| matches!(s, ast::Stmt::LetStmt(_)))
-                })
-        }
-        _ => false,
-    })
+    !declared_variables(code).is_empty()
 }
 
 fn default_cargo_path() -> Result<PathBuf> {
