@@ -7,10 +7,10 @@
   first notebook cell            (goal <= 2 s from kernel_info in a fresh session after ./install):
       every tutorial starts with `machine()`, a cell that declares no variable (evcxr_jupyter:
       `1`), sent the moment kernel_info answers
-  first prelude cell with a `let`, two ways (a `let` needs rust-analyzer's types, which the
-      kernel loads in the background):
-      start -> reply when the cell is sent the moment kernel_info answers (it waits for
-      evcxr and the prelude to load), and the cell's own time once the session is ready
+  first prelude cell with a `let`, two ways: start -> reply when the cell is sent the moment
+      kernel_info answers (it waits for evcxr and the prelude to load), and the cell's own time
+      once the session is ready (the variable's type comes from the cell's own rustc build,
+      evcxr patch 4, so no rust-analyzer is loaded)
 
   start -> first prelude cell on a fresh build slot (a new student's first session: the slot
       starts from the prebuilt prelude that `gpulab-kernel warm` made, or compiles it without one)
@@ -93,7 +93,7 @@ def measure(kernel_name, prelude_cell, cells):
         first_prelude = run_cell(kc, prelude_cell[0]) if prelude_cell else None
         since_start = time.perf_counter() - t0
         run_cell(kc, "1")
-        time.sleep(8)  # a user reading the notebook: the kernel finishes its idle warm-ups
+        time.sleep(8)  # a user reading the notebook before the next cell
         ready_prelude = run_cell(kc, prelude_cell[1]) if prelude_cell else None
         trivial = [run_cell(kc, "1") for _ in range(cells)]
         # A long session: evcxr keeps every function defined so far in each cell's crate.
