@@ -1,15 +1,18 @@
-"""The two evcxr patches that make cells fast (vendor/evcxr/GPULAB-PATCHES.md), end to end:
+"""The evcxr patches (vendor/evcxr/GPULAB-PATCHES.md), end to end:
 
 - cells built by calling rustc directly once cargo has built the session's crate, and cargo
   again whenever something only cargo would notice may have changed (a local path dependency);
 - the types of the variables a cell declares named by rustc in that cell's build, so that
-  rust-analyzer is only loaded for completions, hover, and builds that go through cargo.
+  rust-analyzer is only loaded for completions, hover, and builds that go through cargo;
+- only the variables a cell names moved through it;
+- `:opt` setting the cell crate's level only, so no dependency is rebuilt and no variable lost.
 
 Each test reads the kernel's phase log (GPULAB_LOG_TIMING=1) to see which way a cell was built.
 """
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 from jupyter_client.manager import KernelManager
@@ -226,3 +229,37 @@ def test_variables_a_cell_does_not_name_stay_in_the_store_and_keep_their_values(
         assert reply["status"] == "ok", (code, reply)
         if expected is not None:
             assert text(outputs).strip() == expected, (code, text(outputs))
+
+
+def test_opt_sets_the_cells_level_only_and_keeps_every_variable(session):
+    # `:opt` used to set the level of every crate: cargo rebuilt the prelude (~35 s here) as a
+    # new dylib under the name the session's process had loaded, the next cell could not link,
+    # and the process ended with every variable.
+    run_ok(session, "let keep = 41;\nlet t = Tensor::ones([3], Device::Cpu)?;")
+    compiled_before = compiling_lines(session)
+    for level in ["0", "1", "s", "3"]:
+        assert run_ok(session, f":opt {level}")[0] == f"Optimization: {level}"
+        assert run_ok(session, "keep + 1")[0] == "42"
+        manifest = (cell_dir(session) / "Cargo.toml").read_text()
+        assert "[profile.dev]\nopt-level = 2" in manifest, manifest
+        expected = level if level.isdigit() else f'"{level}"'
+        assert f"[profile.dev.package.ctx]\nopt-level = {expected}" in manifest, manifest
+    assert compiling_lines(session) == compiled_before, "a dependency was rebuilt"
+    assert run_ok(session, "t.sum()?.item::<f32>()? + keep as f32")[0] == "44.0"
+    # Only cargo's levels go into the manifest; anything else is refused and changes nothing.
+    reply, _, _ = session.run(":opt fast")
+    assert reply["status"] == "error"
+    assert "`fast` is not one of cargo's" in reply["evalue"], reply["evalue"]
+    output, phase = run_ok(session, "keep * 2")
+    assert output == "82"
+    assert "Final compile (rustc)" in phase, phase
+
+
+def compiling_lines(session):
+    session.log.flush()
+    with open(session.log_path) as f:
+        return [l for l in f if l.strip().startswith("Compiling ")]
+
+
+def cell_dir(session):
+    return Path(run_ok(session, ":last_compile_dir")[0])

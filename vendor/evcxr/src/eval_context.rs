@@ -1524,6 +1524,14 @@ impl ContextState {
         if level.is_empty() {
             bail!("Optimization level cannot be an empty string");
         }
+        // gpulab patch: the level goes into Cargo.toml, where anything else than cargo's levels
+        // broke every later build; it is refused here with the levels cargo accepts.
+        if !matches!(level, "0" | "1" | "2" | "3" | "s" | "z") {
+            bail!(
+                "Optimization level `{}` is not one of cargo's: 0, 1, 2, 3, s or z",
+                level
+            );
+        }
         level.clone_into(&mut self.config.opt_level);
         Ok(())
     }

@@ -326,6 +326,13 @@ impl Module {
         );
     }
 
+    // gpulab patch: `:opt` sets the optimisation of the cell crate only; dependencies keep
+    // the profile's opt-level 2 (the level goes in `[profile.dev.package.ctx]`, which leaves
+    // every other crate's profile, build scripts included, as it was). Upstream's profile
+    // applied to every crate, so `:opt` rebuilt all dependencies (about 35 s with gpulab's
+    // prelude on 2 cores), and a dependency built as a dylib (the prelude) was rebuilt under
+    // the same file name as the copy the session's process had already loaded: the next cell
+    // could not link against it, the process ended and every variable was lost.
     fn get_cargo_toml_contents(&self, state: &ContextState) -> String {
         let crate_imports = state.format_cargo_deps();
         format!(
@@ -340,7 +347,7 @@ crate-type = ["cdylib"]
 path = "src/lib.rs"
 
 [profile.dev]
-opt-level = {}
+opt-level = 2
 debug = false
 strip = "debuginfo"
 rpath = true
@@ -351,11 +358,15 @@ panic = 'unwind'
 incremental = true
 overflow-checks = true
 
+[profile.dev.package.{}]
+opt-level = {}
+
 [dependencies]
 {}
 "#,
             CRATE_NAME,
-            state.opt_level(),
+            CRATE_NAME,
+            toml_opt_level(state.opt_level()),
             crate_imports
         )
     }
@@ -369,6 +380,16 @@ offline = {}
 "#,
             state.offline_mode()
         )
+    }
+}
+
+/// gpulab patch: an opt-level as TOML: a number bare, "s" and "z" quoted (`set_opt_level` only
+/// accepts these).
+fn toml_opt_level(level: &str) -> String {
+    if level.bytes().all(|b| b.is_ascii_digit()) {
+        level.to_owned()
+    } else {
+        format!("{level:?}")
     }
 }
 
