@@ -163,15 +163,17 @@ def test_variable_types_come_from_rustc_without_loading_the_analyzer(session):
         'let parsed: u8 = "7".parse()?;',
         "let tensors = vec![Tensor::ones([2, 2], Device::Cpu)?];",
         "let boxed: Box<dyn Fn(i32) -> i32> = Box::new(|a| a + 1);",
+        # The prelude's f16 (half's), not rustc's unstable primitive of the same name.
+        "let half_t = Tensor::from_vec(vec![f16::from_f32(0.5), f16::ONE], [2], Device::Cpu)?;",
         "count += 1;",
     ]
     phases = [run_ok(session, code)[1] for code in cells]
     assert all(p is not None and "Final compile (rustc)" in p for p in phases), phases
     out, _ = run_ok(
         session,
-        "(m.len(), started.elapsed().as_secs() < 600, p.x, count, label, q, parsed, tensors[0].shape().to_vec(), boxed(1))",
+        "(m.len(), started.elapsed().as_secs() < 600, p.x, count, label, q, parsed, tensors[0].shape().to_vec(), boxed(1), half_t.to_vec::<f16>()?)",
     )
-    assert out == '(0, true, 3, 2, "pair", 3, 7, [2, 2], 2)', out
+    assert out == '(0, true, 3, 2, "pair", 3, 7, [2, 2], 2, [0.5, 1.0])', out
     reply, outputs, _ = session.run(":vars")
     listed = text(outputs)
     assert "std::collections::HashMap<std::string::String, std::vec::Vec<std::time::Instant>>" in listed, listed

@@ -20,9 +20,13 @@ pub use cuda::{Event, KernelArg, LaunchConfig};
 pub use device::Device;
 pub use error::Error;
 pub use smi::{nvidia_smi, SmiReport};
+// `f16` and `bf16` are the `half` crate's element types (what `Tensor::from_vec`, `item` and
+// `to_vec` take for DType::F16 and DType::BF16). Exported at the root so that a cell can write
+// `f16::from_f32(0.5)`: without it the name found rustc's own primitive `f16`, which is
+// unstable, and the student got "the type `f16` is unstable".
 pub use tensor::{
-    get_float32_matmul_precision, manual_seed, set_float32_matmul_precision, DType, Shape, Tensor,
-    WithDType,
+    bf16, f16, get_float32_matmul_precision, manual_seed, set_float32_matmul_precision, DType,
+    Shape, Tensor, WithDType,
 };
 
 /// torch's `torch.backends` switches: `backends::cuda::matmul::set_allow_tf32(true)`.
