@@ -7,30 +7,9 @@ use gpulab::tensor::DType;
 use gpulab::{Device, Tensor};
 
 mod common;
-use common::have_gpu;
+use common::{err_has, have_gpu, iota, vals};
 
 const CPU: Device = Device::Cpu;
-
-/// 0, 1, 2, ... in `shape` as f32.
-fn iota(shape: &[usize]) -> Tensor {
-    let n: usize = shape.iter().product();
-    Tensor::from_vec((0..n).map(|i| i as f32).collect::<Vec<_>>(), shape, CPU).unwrap()
-}
-
-fn vals(t: &Tensor) -> Vec<f64> {
-    t.to_f64_vec().unwrap()
-}
-
-#[track_caller]
-fn err_has(r: gpulab::error::Result<impl Sized>, parts: &[&str]) {
-    let e = match r {
-        Ok(_) => panic!("expected an error containing {parts:?}"),
-        Err(e) => e.to_string(),
-    };
-    for p in parts {
-        assert!(e.contains(p), "{e:?} should contain {p:?}");
-    }
-}
 
 // ---- reshape / view with -1 ---------------------------------------------------------------
 
@@ -235,18 +214,8 @@ fn flip_cases() -> Vec<(Vec<usize>, Vec<isize>)> {
 
 #[test]
 fn flip_matches_index_loops_for_every_dtype() {
-    let dtypes = [
-        DType::F32,
-        DType::F64,
-        DType::F16,
-        DType::BF16,
-        DType::I32,
-        DType::I64,
-        DType::U8,
-        DType::Bool,
-    ];
     for (shape, dims) in flip_cases() {
-        for dtype in dtypes {
+        for dtype in DType::ALL {
             // Bool gets an irregular pattern (every third element true), so a reversal
             // shows; the other dtypes hold 0, 1, 2, ... exactly at these sizes.
             let x = match dtype {

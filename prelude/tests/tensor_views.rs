@@ -8,19 +8,9 @@ use gpulab::tensor::DType;
 use gpulab::{Device, Tensor};
 
 mod common;
-use common::have_gpu;
+use common::{err_has, have_gpu, iota, vals};
 
 const CPU: Device = Device::Cpu;
-
-/// 0, 1, 2, ... in `shape` as f32.
-fn iota(shape: &[usize]) -> Tensor {
-    let n: usize = shape.iter().product();
-    Tensor::from_vec((0..n).map(|i| i as f32).collect::<Vec<_>>(), shape, CPU).unwrap()
-}
-
-fn vals(t: &Tensor) -> Vec<f64> {
-    t.to_f64_vec().unwrap()
-}
 
 /// Row-major coordinates of every element of `dims`.
 fn coords(dims: &[usize]) -> Vec<Vec<usize>> {
@@ -507,17 +497,6 @@ fn index_select_gather_cat_stack_match_loops_for_every_dtype() {
         });
         let st0 = Tensor::stack(&[&x, &x], 0).unwrap();
         check_view("stack 0", &st0, &[2, 3, 4], |c| xv[c[1] * 4 + c[2]]);
-    }
-}
-
-#[track_caller]
-fn err_has(r: gpulab::error::Result<impl Sized>, parts: &[&str]) {
-    let e = match r {
-        Ok(_) => panic!("expected an error containing {parts:?}"),
-        Err(e) => e.to_string(),
-    };
-    for p in parts {
-        assert!(e.contains(p), "{e:?} should contain {p:?}");
     }
 }
 

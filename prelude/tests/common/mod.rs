@@ -3,7 +3,7 @@
 //! uses a part of it.
 #![allow(dead_code)]
 
-use gpulab::cuda;
+use gpulab::{cuda, Device, Tensor};
 
 /// Whether a CUDA device is there; if not, says "skipped: no CUDA device" with the reason, so
 /// a GPU test that returns early counts as skipped, not passed silently.
@@ -48,4 +48,31 @@ pub fn matmul_error_bound(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) ->
     let k_eps = k as f64 * f32::EPSILON as f64;
     out.iter_mut().for_each(|v| *v *= k_eps);
     out
+}
+
+/// 0, 1, 2, ... in `shape` as f32, on the CPU.
+pub fn iota(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    Tensor::from_vec(
+        (0..n).map(|i| i as f32).collect::<Vec<_>>(),
+        shape,
+        Device::Cpu,
+    )
+    .unwrap()
+}
+
+pub fn vals(t: &Tensor) -> Vec<f64> {
+    t.to_f64_vec().unwrap()
+}
+
+/// `r` is an error whose message contains every one of `parts`.
+#[track_caller]
+pub fn err_has(r: gpulab::error::Result<impl Sized>, parts: &[&str]) {
+    let e = match r {
+        Ok(_) => panic!("expected an error containing {parts:?}"),
+        Err(e) => e.to_string(),
+    };
+    for p in parts {
+        assert!(e.contains(p), "{e:?} should contain {p:?}");
+    }
 }
