@@ -125,10 +125,12 @@ def environment(notes):
     env.setdefault("GPULAB_TORCH_PYTHON", sys.executable)  # train_bench's PyTorch reference
     env["GPULAB_BENCH_DIR"] = str(PACK / "bench")
     env["RUST_BACKTRACE"] = "1"
+    if (PACK / "data" / "mnist").is_dir():  # packed by gpu-check/build when the checkout had them
+        env.setdefault("GPULAB_MNIST_DIR", str(PACK / "data" / "mnist"))
     if not wheels:
         notes.append("no NVIDIA NVRTC/cuBLAS pip wheels found in this Python's site-packages")
     return env, {k: env.get(k) for k in ("GPULAB_NVRTC_PATH", "GPULAB_CUBLAS_PATH", "LD_LIBRARY_PATH",
-                                         "GPULAB_PYTHON", "GPULAB_DISABLE_CUDA")}
+                                         "GPULAB_PYTHON", "GPULAB_DISABLE_CUDA", "GPULAB_MNIST_DIR")}
 
 
 def machine():
@@ -375,6 +377,12 @@ def run_notebooks(progs, env, cwd, clock, out, machine_info):
         if left < 15:
             results.append({"notebook": nb.name, "status": "not run: out of time"})
             continue
+        # Notebook 01 reads MNIST from data/mnist beside it: the packed files, when there are some.
+        mnist = env.get("GPULAB_MNIST_DIR")
+        link = pathlib.Path(cwd) / "data" / "mnist"
+        if mnist and not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(mnist, target_is_directory=True)
         saved = dict(os.environ)
         os.environ.clear()
         os.environ.update(env)
