@@ -17,8 +17,10 @@ struct Flag {
     byte: *const u8,
 }
 
-// The mapping lives for the whole process and is only ever read.
+// SAFETY: the pointer is to a read-only mapping that lives for the whole process (never
+// unmapped) and is only ever read with volatile loads, so any thread may hold and read it.
 unsafe impl Send for Flag {}
+// SAFETY: as for Send: shared reads of a byte only the kernel (another process) writes.
 unsafe impl Sync for Flag {}
 
 static FLAG: OnceLock<Option<Flag>> = OnceLock::new();

@@ -110,6 +110,7 @@ impl Nvml {
             detail: format!("{e}; it ships with the NVIDIA driver, so this machine has no NVIDIA driver installed"),
         })?;
         let n = Nvml { lib };
+        // SAFETY: nvmlInit_v2 takes no arguments; the signature is NVML's.
         n.check("nvmlInit_v2", unsafe {
             n.sym::<unsafe extern "C" fn() -> c_int>("nvmlInit_v2")?()
         })?;
@@ -134,6 +135,7 @@ impl Nvml {
             .sym::<unsafe extern "C" fn(c_int) -> *const c_char>("nvmlErrorString")
             .ok()
             .map(|f| {
+                // SAFETY: nvmlErrorString returns a static NUL-terminated string for any code.
                 unsafe { CStr::from_ptr(f(ret)) }
                     .to_string_lossy()
                     .into_owned()
@@ -148,6 +150,8 @@ impl Nvml {
     fn string(&self, op: &str, f: impl FnOnce(*mut c_char, c_uint) -> c_int) -> Result<String> {
         let mut buf = [0 as c_char; 256];
         self.check(op, f(buf.as_mut_ptr(), buf.len() as c_uint))?;
+        // SAFETY: on success NVML wrote a NUL-terminated string of at most `buf.len()` bytes; the
+        // buffer starts zeroed, so it is terminated even if NVML wrote nothing.
         Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
             .to_string_lossy()
             .into_owned())
@@ -155,6 +159,9 @@ impl Nvml {
 
     fn report(&self) -> Result<SmiReport> {
         type StrFn = unsafe extern "C" fn(*mut c_char, c_uint) -> c_int;
+        // SAFETY (each NVML call below): the symbol's type is NVML's C signature for that name;
+        // every pointer passed is to a live local of the declared `#[repr(C)]` type, or a buffer
+        // whose length is passed alongside; the device handle comes from NVML in this session.
         let driver_version = self.string("nvmlSystemGetDriverVersion", |p, n| unsafe {
             self.sym::<StrFn>("nvmlSystemGetDriverVersion")
                 .map(|f| f(p, n))
@@ -164,12 +171,14 @@ impl Nvml {
         let get_cuda = self.sym::<unsafe extern "C" fn(*mut c_int) -> c_int>(
             "nvmlSystemGetCudaDriverVersion_v2",
         )?;
+        // SAFETY: see the note at the top of this function.
         self.check("nvmlSystemGetCudaDriverVersion", unsafe {
             get_cuda(&mut cuda)
         })?;
         let mut count: c_uint = 0;
         let get_count =
             self.sym::<unsafe extern "C" fn(*mut c_uint) -> c_int>("nvmlDeviceGetCount_v2")?;
+        // SAFETY: see the note at the top of this function.
         self.check("nvmlDeviceGetCount", unsafe { get_count(&mut count) })?;
         let mut gpus = (0..count)
             .map(|i| self.gpu(i))
@@ -198,19 +207,27 @@ impl Nvml {
         let by_index = self.sym::<unsafe extern "C" fn(c_uint, *mut Dev) -> c_int>(
             "nvmlDeviceGetHandleByIndex_v2",
         )?;
+        // SAFETY (each NVML call in this function): the symbol's type is NVML's C signature;
+        // pointers are to live locals of the declared `#[repr(C)]` types (or a buffer with its
+        // length); `dev` is the handle NVML returned here for `index`.
         self.check("nvmlDeviceGetHandleByIndex", unsafe {
             by_index(index, &mut dev)
         })?;
+        // SAFETY: see the note above.
         let name = self.string("nvmlDeviceGetName", |p, n| unsafe {
             self.sym::<unsafe extern "C" fn(Dev, *mut c_char, c_uint) -> c_int>("nvmlDeviceGetName")
                 .map(|f| f(dev, p, n))
                 .unwrap_or(-1)
         })?;
+        // SAFETY: PciInfo is plain integers and byte arrays, for which all zeroes is valid.
         let mut pci: PciInfo = unsafe { std::mem::zeroed() };
         let bus_id = match self
             .sym::<unsafe extern "C" fn(Dev, *mut PciInfo) -> c_int>("nvmlDeviceGetPciInfo_v3")
         {
+            // SAFETY: see the note above; on success `bus_id` is NUL-terminated within its 32
+            // bytes (it starts zeroed in any case).
             Ok(f) if unsafe { f(dev, &mut pci) } == 0 => {
+                // SAFETY: as just said, a NUL-terminated string inside `pci`.
                 unsafe { CStr::from_ptr(pci.bus_id.as_ptr()) }
                     .to_string_lossy()
                     .into_owned()
@@ -245,6 +262,7 @@ impl Nvml {
             let get_mem = self.sym::<unsafe extern "C" fn(Dev, *mut Memory) -> c_int>(
                 "nvmlDeviceGetMemoryInfo",
             )?;
+            // SAFETY: see the note above; `mem` is an nvmlMemory_t.
             self.check("nvmlDeviceGetMemoryInfo", unsafe { get_mem(dev, &mut mem) })?;
         }
         // The rest is optional: NVML answers "not supported" for some of it on some boards.
@@ -259,6 +277,7 @@ impl Nvml {
             .ok()
             .and_then(|f| {
                 let mut u = Utilization { gpu: 0, memory: 0 };
+                // SAFETY: see the note above; `u` is an nvmlUtilization_t.
                 (unsafe { f(dev, &mut u) } == 0).then_some(u.gpu)
             });
         let temp_fn = self
@@ -266,11 +285,13 @@ impl Nvml {
                 "nvmlDeviceGetTemperature",
             )
             .ok();
+        // SAFETY: see the note above; 0 is NVML_TEMPERATURE_GPU and `v` points to a c_uint.
         let temperature_c = temp_fn.and_then(|f| u32_query(&|d, v| unsafe { f(d, 0, v) }));
         let milliwatts = |sym: &str| -> Option<f64> {
             let f = self
                 .sym::<unsafe extern "C" fn(Dev, *mut c_uint) -> c_int>(sym)
                 .ok()?;
+            // SAFETY: see the note above; `v` points to a c_uint.
             u32_query(&|d, v| unsafe { f(d, v) }).map(|mw| mw as f64 / 1000.0)
         };
         let processes = self.processes(index, dev);
@@ -310,12 +331,15 @@ impl Nvml {
             // write past the buffer.
             2 * n as usize
         ];
+        // SAFETY: `n` tells NVML how many entries it may write; the buffer holds twice as many
+        // (see above), and `dev` is a handle NVML returned.
         let mut ret = unsafe { list(dev, &mut n, buf.as_mut_ptr()) };
         if ret == NVML_INSUFFICIENT_SIZE {
             // More processes than the buffer holds: NVML said how many; ask again with room
             // for a few that may start meanwhile.
             n += 8;
             buf.resize(2 * n as usize, buf[0]);
+            // SAFETY: as above, with the buffer resized to twice the new `n`.
             ret = unsafe { list(dev, &mut n, buf.as_mut_ptr()) };
         }
         if ret != 0 {
@@ -334,6 +358,7 @@ impl Nvml {
                 pid: p.pid,
                 name: name_fn
                     .and_then(|f| {
+                        // SAFETY: `b` is a buffer of `l` bytes (`Nvml::string`), the signature NVML's.
                         self.string("nvmlSystemGetProcessName", |b, l| unsafe { f(p.pid, b, l) })
                             .ok()
                     })
@@ -349,6 +374,7 @@ impl Nvml {
 impl Drop for Nvml {
     fn drop(&mut self) {
         if let Ok(f) = self.sym::<unsafe extern "C" fn() -> c_int>("nvmlShutdown") {
+            // SAFETY: balances the nvmlInit_v2 of `open`; no NVML handle outlives `self`.
             unsafe { f() };
         }
     }

@@ -208,6 +208,7 @@ fn compile(source: &str, arch: &str) -> Result<(String, bool)> {
     struct Prog(sys::nvrtcProgram);
     impl Drop for Prog {
         fn drop(&mut self) {
+            // SAFETY: the program was created above and is destroyed once, here.
             let _ = unsafe { result::destroy_program(self.0) };
         }
     }
