@@ -75,6 +75,47 @@ fn non_leaves_keep_no_grad_and_only_leaves_switch_off() {
 }
 
 #[test]
+fn in_place_writes_follow_torchs_autograd_rules() {
+    let w = leaf(vec![1.0, 2.0]);
+    // Into a leaf that requires grad: an error while grad mode is on, as torch.
+    let e = w.add_(1.0).unwrap_err().to_string();
+    assert!(
+        e.contains("leaf tensor that requires grad") && e.contains("no_grad"),
+        "{e}"
+    );
+    for r in [
+        w.fill_(0.0),
+        w.copy_(&Tensor::zeros(2, CPU).unwrap()),
+        w.mul_(2.0),
+    ] {
+        assert!(r.is_err());
+    }
+    assert_eq!(
+        w.to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0],
+        "a refused write changed nothing"
+    );
+    // Under no_grad it is an update, as an optimiser's step; the gradient slot is kept.
+    (&w * 3.0).sum().unwrap().backward().unwrap();
+    no_grad(|| w.sub_(&(w.grad().unwrap() * 0.5))).unwrap();
+    assert_eq!(w.to_vec::<f32>().unwrap(), vec![-0.5, 0.5]);
+    assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), vec![3.0, 3.0]);
+    // Into a tensor computed by a recorded op: refused, naming the op.
+    let y = w.exp().unwrap();
+    let e = y.add_(1.0).unwrap_err().to_string();
+    assert!(
+        e.contains("computed by exp") && e.contains("out-of-place"),
+        "{e}"
+    );
+    // A detached tensor, or one that does not require grad, is written as before.
+    let d = y.detach();
+    d.add_(1.0).unwrap();
+    let plain = Tensor::ones(2, CPU).unwrap();
+    plain.add_(1.0).unwrap();
+    assert_eq!(plain.to_vec::<f32>().unwrap(), vec![2.0, 2.0]);
+}
+
+#[test]
 fn backward_with_a_gradient_for_non_scalars() {
     let x = leaf(vec![1.0, 2.0, 3.0]);
     let y = x.mul(3.0).unwrap();

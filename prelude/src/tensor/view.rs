@@ -274,6 +274,7 @@ impl Tensor {
     /// converted to this dtype and device and broadcast to this shape. Writes through a
     /// view reach every tensor sharing the storage.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        self.check_inplace_autograd()?;
         if self.layout.has_overlap() {
             return Err(Error::Invalid(format!(
                 "copy_: this tensor (shape {:?}, strides {:?}) is an expanded view in which \
@@ -297,6 +298,33 @@ impl Tensor {
         };
         let data = src.read();
         self.write().write_layout(&self.layout, &data)
+    }
+
+    /// torch's rule for in-place writes while grad mode is on: not into a leaf that requires
+    /// grad (a parameter changed behind autograd's back; an optimiser's update runs under
+    /// `no_grad`), and not into a tensor computed by a recorded op (torch records the write;
+    /// this engine cannot, so the gradient would silently be that of the old value).
+    fn check_inplace_autograd(&self) -> Result<()> {
+        let Some(meta) = self.grad_meta() else {
+            return Ok(());
+        };
+        if !crate::autograd::is_grad_enabled() {
+            return Ok(());
+        }
+        Err(Error::Invalid(match meta.op_name() {
+            None => format!(
+                "a leaf tensor that requires grad (shape {:?}) is being used in an in-place \
+                 operation: write under no_grad(|| ...) (as an optimiser's step does), or \
+                 into a .detach()ed tensor",
+                self.shape()
+            ),
+            Some(op) => format!(
+                "in-place operation on a tensor computed by {op} (shape {:?}), which \
+                 backward needs as it was: in-place writes are not recorded for backward; \
+                 use the out-of-place op (x = x.add(..)?) or write into a .detach()ed tensor",
+                self.shape()
+            ),
+        }))
     }
 
     /// Sets every element to `value` (converted to the dtype), in place.
