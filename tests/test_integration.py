@@ -410,6 +410,22 @@ def test_a_failed_question_mark_is_an_error(kernel):
     assert kernel.result_text(outputs) == "13"
 
 
+def test_clear_empties_the_session_but_keeps_the_prelude(fresh_kernel):
+    # evcxr's `:clear` also dropped `use gpulab::*`, so every later cell failed with
+    # "cannot find type `Tensor`" until the kernel was restarted.
+    assert fresh_kernel.execute("let before_clear = 41;")[0]["status"] == "ok"
+    reply, _ = fresh_kernel.execute(":clear")
+    assert reply["status"] == "ok", reply
+    reply, _ = fresh_kernel.execute("before_clear")
+    assert reply["status"] == "error" and "cannot find value" in reply["evalue"], reply
+    reply, outputs = fresh_kernel.execute("Tensor::ones([2], Device::Cpu)?.sum()?.item::<f32>()?")
+    assert reply["status"] == "ok", reply
+    assert fresh_kernel.result_text(outputs) == "2.0"
+    # The panic hook came back with the prelude: a panic still names the cell's own line.
+    reply, _ = fresh_kernel.execute('let z = 0;\npanic!("after clear {z}");')
+    assert reply["status"] == "error" and "cell line 2" in "\n".join(reply["traceback"]), reply
+
+
 def test_a_panic_points_at_the_cells_own_line(kernel):
     reply, outputs = kernel.execute('let a = 1;\nlet b = a + 1;\nif b == 2 { panic!("boom {b}"); }\nlet c = 3;')
     assert reply["status"] == "error" and reply["ename"] == "panic", reply

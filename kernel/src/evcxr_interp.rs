@@ -557,6 +557,19 @@ impl Interpreter for EvcxrInterpreter {
             }
         };
         self.stop.cell_finished();
+        // evcxr's `:clear` empties the session, its dependencies and `use`s included, so every
+        // later cell failed with "cannot find type `Tensor`". Put the prelude back at once, as
+        // a restarted kernel would have it; if that fails, the next cell tries again and says why.
+        if self.load_prelude && clears_state(req.code) {
+            self.prelude_loaded = false;
+            let notice = self.notice.take(); // shown once per session, not again after a clear
+            self.stop.starting();
+            if let Err(e) = self.load_prelude() {
+                self.prelude_error = Some(e);
+            }
+            self.stop.started();
+            self.notice = notice;
+        }
         // Information, not an error: one line, on the first cell that worked, so a failing
         // first cell still shows exactly its error.
         if matches!(outcome, ExecuteOutcome::Ok { .. }) && !req.silent {
@@ -623,6 +636,12 @@ impl Interpreter for EvcxrInterpreter {
     fn shutdown(&mut self, _restart: bool) {
         self.stop.terminate();
     }
+}
+
+/// Whether a cell holds evcxr's `:clear` command (a line of its own; not `:clear_cache`).
+fn clears_state(code: &str) -> bool {
+    code.lines()
+        .any(|l| l.split_whitespace().next() == Some(":clear"))
 }
 
 fn fmt_dur(d: Duration) -> String {
