@@ -116,6 +116,52 @@ fn in_place_writes_follow_torchs_autograd_rules() {
 }
 
 #[test]
+fn a_kept_tensor_written_in_place_before_backward_is_an_error() {
+    // mul keeps both operands: x changed after the forward pass would give w the gradient of
+    // values the forward never used. torch refuses with its version counter; so do we.
+    let w = leaf(vec![1.0, 2.0]);
+    let x = Tensor::from_vec(vec![3.0f32, 4.0], 2, CPU).unwrap();
+    let y = w.mul(&x).unwrap().sum().unwrap();
+    x.add_(1.0).unwrap();
+    let e = y.backward().unwrap_err().to_string();
+    assert!(e.contains("backward of mul"), "{e}");
+    assert!(
+        e.contains("modified by an in-place operation") && e.contains("version 1, expected 0"),
+        "{e}"
+    );
+    assert!(w.grad().is_none(), "no gradient from a refused backward");
+    // add keeps nothing, so the same write is harmless there (as in torch).
+    let z = w.add(&x).unwrap().sum().unwrap();
+    x.add_(1.0).unwrap();
+    z.backward().unwrap();
+    assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 1.0]);
+    // exp keeps its output: a write into it (possible under no_grad) is caught too.
+    let e_out = w.exp().unwrap();
+    let loss = e_out.sum().unwrap();
+    no_grad(|| e_out.mul_(2.0)).unwrap();
+    let e = loss.backward().unwrap_err().to_string();
+    assert!(e.contains("backward of exp"), "{e}");
+    // A 1-D operand of matmul is kept as a reshaped view: still the same storage's version.
+    let m = Tensor::ones((2, 3), CPU)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let v = Tensor::from_vec(vec![1.0f32, 2.0], 2, CPU).unwrap();
+    let p = v.matmul(&m).unwrap().sum().unwrap();
+    v.fill_(0.0).unwrap();
+    let e = p.backward().unwrap_err().to_string();
+    assert!(e.contains("backward of matmul"), "{e}");
+    // Written before the forward pass, nothing is wrong.
+    let v2 = Tensor::from_vec(vec![1.0f32, 2.0], 2, CPU).unwrap();
+    v2.add_(1.0).unwrap();
+    v2.matmul(&m).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(
+        m.grad().unwrap().to_vec::<f32>().unwrap(),
+        vec![2.0, 2.0, 2.0, 3.0, 3.0, 3.0]
+    );
+}
+
+#[test]
 fn backward_with_a_gradient_for_non_scalars() {
     let x = leaf(vec![1.0, 2.0, 3.0]);
     let y = x.mul(3.0).unwrap();

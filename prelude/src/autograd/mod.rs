@@ -123,6 +123,40 @@ pub fn no_grad<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// A tensor a backward rule keeps, with its storage's version at the time (torch's saved
+/// tensors): an in-place write into it before `backward` would make the rule compute the
+/// gradient of values the forward pass never used, so `get` refuses instead, naming the shape
+/// and the versions, as torch does.
+pub(crate) struct Saved {
+    t: Tensor,
+    version: u64,
+}
+
+impl Saved {
+    pub(crate) fn new(t: &Tensor) -> Saved {
+        Saved {
+            t: t.detach(),
+            version: t.version(),
+        }
+    }
+
+    pub(crate) fn get(&self) -> Result<&Tensor> {
+        let now = self.t.version();
+        if now == self.version {
+            return Ok(&self.t);
+        }
+        Err(Error::Invalid(format!(
+            "one of the tensors this gradient needs (shape {:?}, {}) was modified by an \
+             in-place operation after the forward pass used it: it is at version {now}, \
+             expected {}. Compute the forward pass again after the write, or write into a \
+             .deep_clone() (torch's clone)",
+            self.t.shape(),
+            self.t.dtype(),
+            self.version
+        )))
+    }
+}
+
 /// Whether an op over `inputs` is recorded: grad mode is on and one input requires grad.
 pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
     is_grad_enabled() && inputs.iter().any(|t| t.grad_meta().is_some())

@@ -7,7 +7,7 @@
 //! CUDA backend has no comparison kernels yet, so the masks that ReLU, abs, max and maximum
 //! need are built there from `relu` and `minimum` (see [`pos_mask`]).
 
-use super::record;
+use super::{record, Saved};
 use crate::error::Result;
 use crate::tensor::{DType, Tensor};
 
@@ -51,24 +51,25 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Tensor) -> Tenso
     if !super::needs_grad(&[a, b]) {
         return out;
     }
-    let (x, y) = (a.detach(), b.detach());
-    let y_out = out.detach();
+    let (xs, ys, outs) = (Saved::new(a), Saved::new(b), Saved::new(&out));
     record(out, op.name(), &[a, b], move |g| {
+        // Only the arms that need a kept tensor check it, as torch saves only those.
+        let (x, y, y_out) = (|| xs.get(), || ys.get(), || outs.get());
         Ok(match op {
             BinaryOp::Add => vec![Some(g.clone()), Some(g.clone())],
             BinaryOp::Sub => vec![Some(g.clone()), Some(g.neg()?)],
-            BinaryOp::Mul => vec![Some(g.mul(&y)?), Some(g.mul(&x)?)],
+            BinaryOp::Mul => vec![Some(g.mul(y()?)?), Some(g.mul(x()?)?)],
             BinaryOp::Div => {
-                let gx = g.div(&y)?;
-                let gy = gx.mul(&y_out)?.neg()?;
+                let gx = g.div(y()?)?;
+                let gy = gx.mul(y_out()?)?.neg()?;
                 vec![Some(gx), Some(gy)]
             }
             BinaryOp::Maximum | BinaryOp::Minimum => {
                 // Ties go to the left operand.
                 let m = if op == BinaryOp::Maximum {
-                    ge_mask(&x, &y)?
+                    ge_mask(x()?, y()?)?
                 } else {
-                    ge_mask(&y, &x)?
+                    ge_mask(y()?, x()?)?
                 };
                 let gx = g.mul(&m)?;
                 let gy = g.sub(&gx)?;
@@ -76,8 +77,9 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Tensor) -> Tenso
             }
             BinaryOp::Pow => {
                 // d/dx x^y = y x^(y-1); d/dy x^y = x^y ln x.
-                let gx = g.mul(&y)?.mul(&x.pow(&y.sub(1.0)?)?)?;
-                let gy = g.mul(&y_out)?.mul(&x.log()?)?;
+                let (x, y) = (x()?, y()?);
+                let gx = g.mul(y)?.mul(&x.pow(&y.sub(1.0)?)?)?;
+                let gy = g.mul(y_out()?)?.mul(&x.log()?)?;
                 vec![Some(gx), Some(gy)]
             }
         })
@@ -89,20 +91,20 @@ pub(crate) fn scalar(op: BinaryOp, s: f64, scalar_first: bool, x: &Tensor, out: 
     if !super::needs_grad(&[x]) {
         return out;
     }
-    let xd = x.detach();
-    let y = out.detach();
+    let (xs, ys) = (Saved::new(x), Saved::new(&out));
     record(out, op.name(), &[x], move |g| {
+        let (xd, y) = (|| xs.get(), || ys.get());
         let gx = match (op, scalar_first) {
             (BinaryOp::Add, _) | (BinaryOp::Sub, false) => g.clone(),
             (BinaryOp::Sub, true) => g.neg()?,
             (BinaryOp::Mul, _) => g.mul(s)?,
             (BinaryOp::Div, false) => g.mul(1.0 / s)?,
             // d/dx s/x = -s/x^2 = -y/x
-            (BinaryOp::Div, true) => g.mul(&y)?.div(&xd)?.neg()?,
-            (BinaryOp::Maximum, _) => g.mul(&pos_mask(&xd.sub(s)?)?)?,
-            (BinaryOp::Minimum, _) => g.mul(&pos_mask(&xd.sub(s)?.neg()?)?)?,
-            (BinaryOp::Pow, false) => g.mul(&xd.pow(s - 1.0)?)?.mul(s)?,
-            (BinaryOp::Pow, true) => g.mul(&y)?.mul(s.ln())?,
+            (BinaryOp::Div, true) => g.mul(y()?)?.div(xd()?)?.neg()?,
+            (BinaryOp::Maximum, _) => g.mul(&pos_mask(&xd()?.sub(s)?)?)?,
+            (BinaryOp::Minimum, _) => g.mul(&pos_mask(&xd()?.sub(s)?.neg()?)?)?,
+            (BinaryOp::Pow, false) => g.mul(&xd()?.pow(s - 1.0)?)?.mul(s)?,
+            (BinaryOp::Pow, true) => g.mul(y()?)?.mul(s.ln())?,
         };
         Ok(vec![Some(gx)])
     })
@@ -112,21 +114,30 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
     if !super::needs_grad(&[x]) {
         return out;
     }
-    let xd = x.detach();
-    let y = out.detach();
+    let (xs, ys) = (Saved::new(x), Saved::new(&out));
     record(out, op.name(), &[x], move |g| {
+        let (xd, y) = (|| xs.get(), || ys.get());
         let gx = match op {
             UnaryOp::Neg => g.neg()?,
-            UnaryOp::Abs => g.mul(&pos_mask(&xd)?.sub(&pos_mask(&xd.neg()?)?)?)?,
-            UnaryOp::Exp => g.mul(&y)?,
-            UnaryOp::Sqrt => g.div(&y.mul(2.0)?)?,
-            UnaryOp::Relu => match Tensor::relu_backward_cpu(g, &xd)? {
+            UnaryOp::Abs => {
+                let xd = xd()?;
+                g.mul(&pos_mask(xd)?.sub(&pos_mask(&xd.neg()?)?)?)?
+            }
+            UnaryOp::Exp => g.mul(y()?)?,
+            UnaryOp::Sqrt => g.div(&y()?.mul(2.0)?)?,
+            UnaryOp::Relu => match Tensor::relu_backward_cpu(g, xd()?)? {
                 Some(gx) => gx,
-                None => g.mul(&pos_mask(&xd)?)?,
+                None => g.mul(&pos_mask(xd()?)?)?,
             },
-            UnaryOp::Log => g.div(&xd)?,
-            UnaryOp::Tanh => g.mul(&y.mul(&y)?.neg()?.add(1.0)?)?,
-            UnaryOp::Sigmoid => g.mul(&y.mul(&y.neg()?.add(1.0)?)?)?,
+            UnaryOp::Log => g.div(xd()?)?,
+            UnaryOp::Tanh => {
+                let y = y()?;
+                g.mul(&y.mul(y)?.neg()?.add(1.0)?)?
+            }
+            UnaryOp::Sigmoid => {
+                let y = y()?;
+                g.mul(&y.mul(&y.neg()?.add(1.0)?)?)?
+            }
         };
         Ok(vec![Some(gx)])
     })
@@ -147,8 +158,7 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: Option<usize>, out: Tensor) 
             k
         }
     };
-    let xd = x.detach();
-    let y = out.detach();
+    let (xs, ys) = (Saved::new(x), Saved::new(&out));
     record(out, op.name(), &[x], move |g| {
         let g = g.reshape(&kept)?;
         let gx = match op {
@@ -156,11 +166,11 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: Option<usize>, out: Tensor) 
             ReduceOp::Max | ReduceOp::Min => {
                 // The gradient is shared evenly between tied extremes (torch's rule for
                 // max() over all elements; torch's max(dim) gives it to one index).
-                let y = y.reshape(&kept)?;
+                let (xd, y) = (xs.get()?, ys.get()?.reshape(&kept)?);
                 let mask = if op == ReduceOp::Max {
-                    ge_mask(&xd, &y)?
+                    ge_mask(xd, &y)?
                 } else {
-                    ge_mask(&y, &xd)?
+                    ge_mask(&y, xd)?
                 };
                 let count = match dim {
                     None => mask.sum()?,
@@ -192,6 +202,8 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: Tensor) -> Tensor {
     let (Ok(a2), Ok(b2)) = (a2, b2) else {
         return out;
     };
+    // Kept with the versions of `a` and `b` (a reshape of a 1-D operand shares its storage).
+    let (a2s, b2s) = (Saved::new(&a2), Saved::new(&b2));
     let (m, n) = (a2.shape()[0], b2.shape()[1]);
     let (need_a, need_b) = (a.requires_grad(), b.requires_grad());
     // An operand that is a transposed view (`w.t()` in a Linear layer) gets its gradient
@@ -201,15 +213,16 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: Tensor) -> Tensor {
     let b_t = b2.rank() == 2 && !b2.is_contiguous() && b2.t().is_ok_and(|t| t.is_contiguous());
     record(out, "matmul", &[a, b], move |g| {
         let g2 = g.reshape((m, n))?;
+        let (a2, b2) = (|| a2s.get(), || b2s.get());
         let ga = match (need_a, a_t) {
             (false, _) => None,
-            (true, false) => Some(g2.matmul(&b2.t()?)?.reshape(&ad)?),
-            (true, true) => Some(b2.matmul(&g2.t()?)?.t()?),
+            (true, false) => Some(g2.matmul(&b2()?.t()?)?.reshape(&ad)?),
+            (true, true) => Some(b2()?.matmul(&g2.t()?)?.t()?),
         };
         let gb = match (need_b, b_t) {
             (false, _) => None,
-            (true, false) => Some(a2.t()?.matmul(&g2)?.reshape(&bd)?),
-            (true, true) => Some(g2.t()?.matmul(&a2)?.t()?),
+            (true, false) => Some(a2()?.t()?.matmul(&g2)?.reshape(&bd)?),
+            (true, true) => Some(g2.t()?.matmul(a2()?)?.t()?),
         };
         Ok(vec![ga, gb])
     })
@@ -220,10 +233,11 @@ pub(crate) fn where_(x: &Tensor, cond: &Tensor, other: &Tensor, out: Tensor) -> 
     if !super::needs_grad(&[x, other]) {
         return out;
     }
-    let c = cond.detach();
+    let cs = Saved::new(cond);
     record(out, "where", &[x, other], move |g| {
+        let c = cs.get()?;
         let zero = g.mul(0.0)?;
-        Ok(vec![Some(g.where_(&c, &zero)?), Some(zero.where_(&c, g)?)])
+        Ok(vec![Some(g.where_(c, &zero)?), Some(zero.where_(c, g)?)])
     })
 }
 

@@ -511,12 +511,12 @@ impl Tensor {
         let ncols = cols.len();
         let cols = need[1].then(|| Tensor::from_storage(Storage::Cpu(cols), vec![ncols]));
         let has_bias = bias.is_some();
-        let wkeep = weight.detach();
+        let wkeep = crate::autograd::Saved::new(weight);
         let dims = [x.shape().to_vec(), weight.shape().to_vec(), vec![g.o]];
         Ok(Some(autograd::record(out, "conv2d", &all, move |gout| {
             let gd = gout.dense()?;
             let gr = gd.read();
-            let wd = wkeep.dense()?;
+            let wd = wkeep.get()?.dense()?;
             let wr = wd.read();
             let cr = cols.as_ref().map(|c| c.read());
             let empty32: [f32; 0] = [];
@@ -545,7 +545,7 @@ impl Tensor {
                         "conv2d backward: a {:?} gradient on {:?} for a {:?} weight",
                         gout.dtype(),
                         gout.device(),
-                        wkeep.dtype()
+                        wd.dtype()
                     )))
                 }
             };

@@ -139,8 +139,21 @@ impl Tensor {
         self.storage.data.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The storage, write-locked for an in-place write: the write counts as a new version.
     fn write(&self) -> RwLockWriteGuard<'_, Storage> {
-        self.storage.data.write().unwrap_or_else(|e| e.into_inner())
+        let guard = self.storage.data.write().unwrap_or_else(|e| e.into_inner());
+        self.storage
+            .version
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        guard
+    }
+
+    /// How many in-place writes the storage has had (torch's `_version`), shared by every
+    /// view of it.
+    pub(crate) fn version(&self) -> u64 {
+        self.storage
+            .version
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// True when the elements fill the storage row-major from element 0: what the backends

@@ -22,6 +22,7 @@ use crate::cuda::{self, Gpu};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaSlice, DevicePtr};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 
 pub(crate) enum Storage {
@@ -38,6 +39,9 @@ pub(crate) struct Shared {
     pub device: Device,
     pub len: usize,
     pub data: RwLock<Storage>,
+    /// How many times the numbers were written in place (torch's version counter): autograd
+    /// compares it with the count when a rule kept the tensor (`autograd::Saved`).
+    pub version: AtomicU64,
 }
 
 impl Shared {
@@ -47,6 +51,7 @@ impl Shared {
             device: s.device(),
             len: s.len(),
             data: RwLock::new(s),
+            version: AtomicU64::new(0),
         }
     }
 }
