@@ -1,6 +1,7 @@
 """End-to-end behaviour of the real kernel through jupyter_client."""
 
 import os
+import re
 import tempfile
 import time
 import uuid
@@ -64,6 +65,19 @@ def test_shell_escape_and_time_magic(kernel):
     assert reply["status"] == "ok"
     out = kernel.stdout(outputs)
     assert "compile:" in out and "run:" in out, out
+
+
+def test_timing_command_reports_each_cells_time_until_turned_off(fresh_kernel):
+    # evcxr's `:timing` was accepted ("Timing: true") and then showed nothing.
+    reply, outputs = fresh_kernel.execute(":timing")
+    assert reply["status"] == "ok" and fresh_kernel.result_text(outputs).strip() == "Timing: true", outputs
+    reply, outputs = fresh_kernel.execute("40 + 2")
+    assert reply["status"] == "ok"
+    assert re.search(r"^Took \d+(\.\d+)? (ms|s|µs)$", fresh_kernel.stdout(outputs).strip()), outputs
+    assert fresh_kernel.result_text(outputs) == "42"
+    fresh_kernel.execute(":timing")
+    reply, outputs = fresh_kernel.execute("1")
+    assert "Took" not in fresh_kernel.stdout(outputs)
 
 
 def test_forged_signature_is_not_executed(kernel, tmp_path):

@@ -553,6 +553,10 @@ impl Interpreter for EvcxrInterpreter {
             }
             Cell::Rust(code) => {
                 let (result, vars) = self.run_rust(code, &outputs);
+                // After evcxr's `:timing`, each cell says how long it took (as evcxr_jupyter).
+                if let Some(took) = result.as_ref().ok().and_then(|o| o.timing) {
+                    outputs.stream("stdout", &format!("Took {}\n", fmt_dur(took)));
+                }
                 self.outcome(result, vars, code, line_base(req.code, code))
             }
         };
