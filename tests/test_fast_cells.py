@@ -23,11 +23,11 @@ from conftest import KERNEL_NAME, STARTUP_TIMEOUT
 class LoggedSession:
     """A kernel whose stderr (the phase log) goes to a file the test reads."""
 
-    def __init__(self, log_path):
+    def __init__(self, log_path, env=None):
         self.log_path = log_path
         self.km = KernelManager(kernel_name=KERNEL_NAME)
         self.log = open(log_path, "w")
-        self.km.start_kernel(env=dict(os.environ, GPULAB_LOG_TIMING="1"), stderr=self.log)
+        self.km.start_kernel(env=dict(os.environ, GPULAB_LOG_TIMING="1", **(env or {})), stderr=self.log)
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=STARTUP_TIMEOUT)
@@ -134,6 +134,46 @@ def test_a_local_path_dependency_edited_between_cells_is_rebuilt_by_cargo(sessio
     assert reply["status"] == "ok", reply
     assert "Final compile (cargo)" in phase, phase
     assert run_ok(session, "got * 10")[0] == "20"
+
+
+def test_a_dep_that_rebuilds_the_prelude_restarts_the_process_and_says_so(tmp_path):
+    # A crate asking for a feature of one of the prelude's own dependencies (libc's
+    # extra_traits): cargo builds one libc with both feature sets, so it rebuilds the prelude's
+    # dylib under the name the session's process has loaded. The next cell used to end the
+    # process (exit 99) with no word of why. Its own build slot (a fresh one, seeded from the
+    # prebuilt prelude), so the rebuild stays out of the slots other tests use; offline, as
+    # every crate involved is already in cargo's cache.
+    crate = tmp_path / "libcfeature"
+    (crate / "src").mkdir(parents=True)
+    (crate / "Cargo.toml").write_text(
+        '[package]\nname = "libcfeature"\nversion = "0.1.0"\nedition = "2021"\n\n'
+        '[dependencies]\nlibc = { version = "0.2", features = ["extra_traits"] }\n'
+    )
+    (crate / "src" / "lib.rs").write_text("pub fn answer() -> i32 { 42 }\n")
+    s = LoggedSession(tmp_path / "kernel.log", env={"GPULAB_CACHE_DIR": str(tmp_path / "cache"), "CARGO_NET_OFFLINE": "true"})
+    try:
+        run_ok(s, "let before = 7;")
+        reply, outputs, _ = s.run(f':dep libcfeature = {{ path = "{crate}" }}', timeout=900)
+        assert reply["status"] == "ok", reply
+        said = "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream")
+        assert "prelude was rebuilt" in said and "variables lost: before" in said, said
+        assert any("Compiling gpulab" in l for l in open(s.log_path)), "the prelude was expected to be rebuilt"
+        assert run_ok(s, "libcfeature::answer()")[0] == "42"
+        assert run_ok(s, "Tensor::ones([3], Device::Cpu)?.sum()?.item::<f32>()?")[0] == "3.0"
+        reply, _, _ = s.run("before")
+        assert reply["status"] == "error" and "cannot find value" in reply["evalue"], reply
+        # A dependency that leaves the prelude alone restarts nothing.
+        plain = tmp_path / "plaincrate"
+        (plain / "src").mkdir(parents=True)
+        (plain / "Cargo.toml").write_text('[package]\nname = "plaincrate"\nversion = "0.1.0"\nedition = "2021"\n')
+        (plain / "src" / "lib.rs").write_text("pub fn one() -> i32 { 1 }\n")
+        run_ok(s, "let after = 5;")
+        reply, outputs, _ = s.run(f':dep plaincrate = {{ path = "{plain}" }}')
+        assert reply["status"] == "ok", reply
+        assert "prelude was rebuilt" not in text(outputs), text(outputs)
+        assert run_ok(s, "after + plaincrate::one()")[0] == "6"
+    finally:
+        s.close()
 
 
 def test_a_first_cell_that_declares_variables_gets_their_types(session):

@@ -31,6 +31,8 @@ pub struct EvcxrInterpreter {
     injected_failures: u32,
     /// The one-line no-GPU notice, shown after the first cell that succeeds.
     notice: Option<String>,
+    /// The prelude's dylib as the child process loaded it (see `prelude_rebuilt`).
+    prelude_dylib: Option<FileIdentity>,
     load_prelude: bool,
 }
 
@@ -69,6 +71,7 @@ impl EvcxrInterpreter {
             startup_error,
             prelude_loaded: false,
             prelude_error: None,
+            prelude_dylib: None,
             injected_failures: if std::env::var("GPULAB_TEST_HOOKS").is_ok_and(|v| v == "1") {
                 std::env::var("GPULAB_TEST_PRELUDE_FAILURES")
                     .ok()
@@ -186,10 +189,91 @@ impl EvcxrInterpreter {
         let notice = result.map_err(|e| e.to_string())?;
         self.prelude_loaded = true;
         self.prelude_error = None;
+        self.prelude_dylib = self.prelude_dylib_identity();
         self.notice = notice
             .map(|n| n.trim().to_owned())
             .filter(|n| !n.is_empty());
         Ok(())
+    }
+
+    /// The prelude's dylib in this session's build slot (cargo names a path crate's dylib
+    /// without a hash, so a rebuild replaces it under the same name).
+    fn prelude_dylib_identity(&self) -> Option<FileIdentity> {
+        let slot = self._slot.as_ref()?;
+        let target = slot.dir.join("target");
+        let mut dirs = vec![target.join("debug/deps")];
+        if let Ok(entries) = std::fs::read_dir(&target) {
+            dirs.extend(entries.flatten().map(|e| e.path().join("debug/deps")));
+        }
+        dirs.iter()
+            .find_map(|d| FileIdentity::of(&d.join("libgpulab.so")))
+    }
+
+    /// A `:dep` whose features differ from the prelude's for a crate they share (cargo builds
+    /// one copy with the union of the features) rebuilds the prelude's dylib under the file
+    /// name the child process has already loaded: the next cell could not be linked against
+    /// it and the process ended (exit 99), every variable lost, with no word of why. When the
+    /// file changed, the child is restarted now, and the cell says so; a cell whose own run
+    /// already ended the process gets the reason added.
+    fn restart_if_prelude_rebuilt(
+        &mut self,
+        mut outcome: ExecuteOutcome,
+        outputs: &Arc<dyn Outputs>,
+    ) -> ExecuteOutcome {
+        if !self.prelude_loaded || self.prelude_dylib.is_none() {
+            return outcome;
+        }
+        let now = self.prelude_dylib_identity();
+        if now == self.prelude_dylib {
+            return outcome;
+        }
+        self.prelude_dylib = now;
+        let why = "gpulab's prelude was rebuilt: a dependency added with `:dep` asks for \
+                   features of a crate the prelude also uses, and cargo builds one copy of it \
+                   with both sets. The session's process must load the new prelude, so it was \
+                   restarted";
+        if let ExecuteOutcome::Error {
+            ename,
+            evalue,
+            traceback,
+        } = &mut outcome
+        {
+            // evcxr has already started a new process (it does after one ends).
+            if ename == "ProcessEnded" {
+                evalue.push_str(&format!("\n{why}."));
+                traceback.push(format!("{why}."));
+                return outcome;
+            }
+        }
+        self.restart_now(outcome, why, outputs)
+    }
+
+    fn restart_now(
+        &mut self,
+        outcome: ExecuteOutcome,
+        why: &str,
+        outputs: &Arc<dyn Outputs>,
+    ) -> ExecuteOutcome {
+        let Some(ctx) = self.ctx.as_mut() else {
+            return outcome;
+        };
+        let lost: Vec<String> = ctx
+            .variables_and_types()
+            .map(|(v, _)| v.to_owned())
+            .collect();
+        if let Err(e) = ctx.restart_child_process() {
+            outputs.stream("stderr", &format!("{why}, but the restart failed: {e}\n"));
+            return outcome;
+        }
+        self.stop.child_ended();
+        self.reinstall_hook();
+        let lost = if lost.is_empty() {
+            "none".to_owned()
+        } else {
+            lost.join(", ")
+        };
+        outputs.stream("stderr", &format!("{why}; variables lost: {lost}\n"));
+        outcome
     }
 
     /// Runs `code` with its output kept rather than shown; returns what it printed, if anything.
@@ -561,6 +645,7 @@ impl Interpreter for EvcxrInterpreter {
             }
         };
         self.stop.cell_finished();
+        let outcome = self.restart_if_prelude_rebuilt(outcome, &outputs);
         // evcxr's `:clear` empties the session, its dependencies and `use`s included, so every
         // later cell failed with "cannot find type `Tensor`". Put the prelude back at once, as
         // a restarted kernel would have it; if that fails, the next cell tries again and says why.
@@ -639,6 +724,28 @@ impl Interpreter for EvcxrInterpreter {
 
     fn shutdown(&mut self, _restart: bool) {
         self.stop.terminate();
+    }
+}
+
+/// A file as the loader saw it: a rebuild replaces it (new inode) or rewrites it (new mtime).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct FileIdentity {
+    dev: u64,
+    ino: u64,
+    mtime_ns: i128,
+    len: u64,
+}
+
+impl FileIdentity {
+    fn of(path: &std::path::Path) -> Option<FileIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(FileIdentity {
+            dev: m.dev(),
+            ino: m.ino(),
+            mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+            len: m.len(),
+        })
     }
 }
 

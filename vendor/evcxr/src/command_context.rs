@@ -86,6 +86,13 @@ impl CommandContext {
         self.eval_context.process_handle()
     }
 
+    /// gpulab patch: ends the child process and starts a fresh one, keeping everything but the
+    /// variables (what evcxr does by itself after the child dies). For an embedder that knows
+    /// the child holds a library a build has since replaced under the same file name.
+    pub fn restart_child_process(&mut self) -> Result<(), Error> {
+        self.eval_context.restart_child_process()
+    }
+
     pub fn variables_and_types(&self) -> impl Iterator<Item = (&str, &str)> {
         self.eval_context.variables_and_types()
     }

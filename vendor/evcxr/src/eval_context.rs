@@ -745,6 +745,7 @@ impl EvalContext {
     }
 
     pub(crate) fn restart_child_process(&mut self) -> Result<(), Error> {
+        // (gpulab patch: also reached from `CommandContext::restart_child_process`.)
         self.committed_state.variable_states.clear();
         self.committed_state.stored_variable_states.clear();
         self.child_process = self.child_process.restart()?;
