@@ -11,6 +11,7 @@ use crate::startup::{rust_libs_loader_path, Capture, ALLOW_QUESTION_MARK, GPU_NO
 use crate::stopper::Stopper;
 use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
 use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,8 +32,9 @@ pub struct EvcxrInterpreter {
     injected_failures: u32,
     /// The one-line no-GPU notice, shown after the first cell that succeeds.
     notice: Option<String>,
-    /// The prelude's dylib as the child process loaded it (see `prelude_rebuilt`).
-    prelude_dylib: Option<FileIdentity>,
+    /// The prelude's dylib and its identity as the child process loaded it (see
+    /// `restart_if_prelude_rebuilt`).
+    prelude_dylib: Option<(PathBuf, FileIdentity)>,
     load_prelude: bool,
 }
 
@@ -189,24 +191,25 @@ impl EvcxrInterpreter {
         let notice = result.map_err(|e| e.to_string())?;
         self.prelude_loaded = true;
         self.prelude_error = None;
-        self.prelude_dylib = self.prelude_dylib_identity();
+        self.prelude_dylib = self.find_prelude_dylib();
         self.notice = notice
             .map(|n| n.trim().to_owned())
             .filter(|n| !n.is_empty());
         Ok(())
     }
 
-    /// The prelude's dylib in this session's build slot (cargo names a path crate's dylib
-    /// without a hash, so a rebuild replaces it under the same name).
-    fn prelude_dylib_identity(&self) -> Option<FileIdentity> {
-        let slot = self._slot.as_ref()?;
-        let target = slot.dir.join("target");
+    /// The prelude's dylib in this session's build slot, found once per prelude load (cargo
+    /// names a path crate's dylib without a hash, so a rebuild replaces it under the same name).
+    fn find_prelude_dylib(&self) -> Option<(PathBuf, FileIdentity)> {
+        let target = self._slot.as_ref()?.dir.join("target");
         let mut dirs = vec![target.join("debug/deps")];
         if let Ok(entries) = std::fs::read_dir(&target) {
             dirs.extend(entries.flatten().map(|e| e.path().join("debug/deps")));
         }
-        dirs.iter()
-            .find_map(|d| FileIdentity::of(&d.join("libgpulab.so")))
+        dirs.into_iter().find_map(|d| {
+            let path = d.join("libgpulab.so");
+            FileIdentity::of(&path).map(|id| (path, id))
+        })
     }
 
     /// A `:dep` whose features differ from the prelude's for a crate they share (cargo builds
@@ -220,14 +223,15 @@ impl EvcxrInterpreter {
         mut outcome: ExecuteOutcome,
         outputs: &Arc<dyn Outputs>,
     ) -> ExecuteOutcome {
-        if !self.prelude_loaded || self.prelude_dylib.is_none() {
+        let Some((path, loaded)) = self.prelude_dylib.as_mut().filter(|_| self.prelude_loaded)
+        else {
             return outcome;
-        }
-        let now = self.prelude_dylib_identity();
-        if now == self.prelude_dylib {
+        };
+        // One stat per cell.
+        let Some(now) = FileIdentity::of(path).filter(|now| now != loaded) else {
             return outcome;
-        }
-        self.prelude_dylib = now;
+        };
+        *loaded = now;
         let why = "gpulab's prelude was rebuilt: a dependency added with `:dep` asks for \
                    features of a crate the prelude also uses, and cargo builds one copy of it \
                    with both sets. The session's process must load the new prelude, so it was \
@@ -267,12 +271,10 @@ impl EvcxrInterpreter {
         }
         self.stop.child_ended();
         self.reinstall_hook();
-        let lost = if lost.is_empty() {
-            "none".to_owned()
-        } else {
-            lost.join(", ")
-        };
-        outputs.stream("stderr", &format!("{why}; variables lost: {lost}\n"));
+        outputs.stream(
+            "stderr",
+            &format!("{why}; variables lost: {}\n", names_or_none(&lost)),
+        );
         outcome
     }
 
@@ -401,11 +403,7 @@ impl EvcxrInterpreter {
             Err(evcxr::Error::SubprocessTerminated(message)) => {
                 self.stop.child_ended();
                 self.reinstall_hook();
-                let lost = if vars_before.is_empty() {
-                    "none".to_owned()
-                } else {
-                    vars_before.join(", ")
-                };
+                let lost = names_or_none(&vars_before);
                 let (ename, why) = if interrupted {
                     (
                         "KeyboardInterrupt",
@@ -737,7 +735,7 @@ struct FileIdentity {
 }
 
 impl FileIdentity {
-    fn of(path: &std::path::Path) -> Option<FileIdentity> {
+    fn of(path: &Path) -> Option<FileIdentity> {
         use std::os::unix::fs::MetadataExt;
         let m = std::fs::metadata(path).ok()?;
         Some(FileIdentity {
@@ -746,6 +744,15 @@ impl FileIdentity {
             mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
             len: m.len(),
         })
+    }
+}
+
+/// Variable names for a "variables lost" message.
+fn names_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
     }
 }
 
