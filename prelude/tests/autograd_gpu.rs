@@ -173,3 +173,99 @@ fn a_batch_on_another_device_than_the_model_says_how_to_fix_it() {
         "{err}"
     );
 }
+
+/// The torch table of `common/ties.rs` on CUDA: the masks there are comparison kernels, so
+/// ties, bounds and NaNs give exactly the CPU's (and torch's) gradients.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn element_picking_gradients_on_cuda_follow_torch() {
+    if !have_gpu() {
+        return;
+    }
+    common::ties::check_on(GPU);
+}
+
+/// conv2d, max_pool2d and torch's gather in f64, f32, f16 and bf16 on CUDA (one gather kernel
+/// per element size, scatter-adds in f32/f64): outputs and gradients equal the CPU's in the
+/// same dtype, and a window's tied maxima send the gradient to the first, as on the CPU.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn conv_pool_and_gather_gradients_on_cuda_equal_the_cpus_in_every_float_dtype() {
+    use gpulab::DType;
+    if !have_gpu() {
+        return;
+    }
+    manual_seed(4);
+    let (x0, w0) = (
+        Tensor::randn((2, 2, 6, 6), CPU).unwrap(),
+        Tensor::randn((3, 2, 3, 3), CPU).unwrap(),
+    );
+    let idx = Tensor::from_vec(vec![2i64, 0, 2, 1, 1, 0], (2, 3), CPU).unwrap();
+    for (dtype, tol) in [
+        (DType::F64, 1e-9),
+        (DType::F32, 1e-4),
+        (DType::F16, 1e-2),
+        (DType::BF16, 5e-2),
+    ] {
+        let run = |dev: Device| {
+            let leaf = |t: &Tensor| {
+                t.to_dtype(dtype)
+                    .unwrap()
+                    .to(dev)
+                    .unwrap()
+                    .requires_grad_(true)
+                    .unwrap()
+            };
+            let (x, w) = (leaf(&x0), leaf(&w0));
+            let y = F::max_pool2d(&F::conv2d(&x, &w, None, 1, 1).unwrap(), 2, 2).unwrap();
+            let picked = y
+                .flatten()
+                .unwrap()
+                .reshape((6, 9))
+                .unwrap()
+                .gather(1, &idx.to(dev).unwrap());
+            let loss = y
+                .sum()
+                .unwrap()
+                .add(&picked.unwrap().sum().unwrap())
+                .unwrap();
+            loss.backward().unwrap();
+            let f = |t: &Tensor| {
+                t.to_dtype(DType::F64)
+                    .unwrap()
+                    .cpu()
+                    .unwrap()
+                    .to_vec::<f64>()
+                    .unwrap()
+            };
+            [f(&y), f(&x.grad().unwrap()), f(&w.grad().unwrap())]
+        };
+        let (cpu, gpu) = (run(CPU), run(GPU));
+        for (part, (a, b)) in ["output", "x grad", "w grad"]
+            .iter()
+            .zip(cpu.iter().zip(&gpu))
+        {
+            for (i, (p, q)) in a.iter().zip(b).enumerate() {
+                assert!(
+                    (p - q).abs() <= tol * (1.0 + p.abs()),
+                    "{dtype:?} {part}[{i}]: cpu {p}, cuda {q}"
+                );
+            }
+        }
+    }
+    // Ties: a window of four equal values gives its gradient to the first.
+    let x = Tensor::from_vec(vec![3.0f32; 4], [1, 1, 2, 2], CPU)
+        .unwrap()
+        .to(GPU)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    F::max_pool2d(&x, 2, 2)
+        .unwrap()
+        .sum()
+        .unwrap()
+        .backward()
+        .unwrap();
+    let g = x.grad().unwrap().cpu().unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(g, vec![1.0, 0.0, 0.0, 0.0]);
+}

@@ -495,17 +495,45 @@ fn views_and_index_ops() {
             x[0].transpose(0, 2)?.index_select(1, &idx)
         },
     );
-    // torch's gather has no rule yet: backward says so instead of dropping the gradient.
-    let x = input(&[2, 2], 92);
-    let idx = Tensor::from_vec(vec![1i64, 0, 0, 1], (2, 2), CPU).unwrap();
-    let e = x
-        .gather(1, &idx)
-        .unwrap()
-        .sum()
-        .unwrap()
-        .backward()
-        .unwrap_err();
-    assert!(e.to_string().contains("gather"), "{e}");
+    check(
+        "gather with repeated indices and a smaller index",
+        vec![input(&[3, 4], 92)],
+        |x| {
+            let idx = Tensor::from_vec(vec![3i64, 0, 3, 1, 1, 2], (2, 3), CPU)?;
+            x[0].gather(1, &idx)
+        },
+    );
+    check(
+        "gather along dimension 0 of a transpose",
+        vec![input(&[4, 3], 97)],
+        |x| {
+            let idx = Tensor::from_vec(vec![2i32, 2, 0, 1, 0, 2], (2, 3), CPU)?;
+            x[0].t()?.gather(0, &idx)
+        },
+    );
+}
+
+/// torch's `gather` backward adds each gradient at the element it was read from: the
+/// values torch 2.9.1 gives for `x.gather(1, idx).sum().backward()`.
+#[test]
+fn gather_gradient_matches_torch() {
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let x = Tensor::zeros_dtype((2, 3), dtype, CPU)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let idx = Tensor::from_vec(vec![2i64, 2, 0, 1], (2, 2), CPU).unwrap();
+        x.gather(1, &idx)
+            .unwrap()
+            .sum()
+            .unwrap()
+            .backward()
+            .unwrap();
+        let g = x.grad().unwrap();
+        assert_eq!(g.dtype(), dtype);
+        let g = g.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+        assert_eq!(g, vec![0.0, 0.0, 2.0, 1.0, 1.0, 0.0], "{dtype:?}");
+    }
 }
 
 /// torch's max_pool2d rules on the CPU: the gradient of a window goes to its first maximum
@@ -557,4 +585,57 @@ fn max_pool2d_ties_nan_and_overlap_follow_torch() {
     y.sum().unwrap().backward().unwrap();
     let g = x.grad().unwrap().to_vec::<f64>().unwrap();
     assert_eq!(g, vec![0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0]);
+}
+
+/// conv2d and max_pool2d in every float dtype: f64 passes the finite-difference check
+/// above; f16 and bf16 (computed through f32, as the CPU does for halves) give the f32
+/// result and gradients to the halves' precision.
+#[test]
+fn conv2d_and_max_pool2d_run_in_every_float_dtype() {
+    let run = |dtype: DType| {
+        let x = input(&[2, 2, 6, 6], 120)
+            .detach()
+            .to_dtype(dtype)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let w = input(&[3, 2, 3, 3], 121)
+            .detach()
+            .to_dtype(dtype)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let b = input(&[3], 122)
+            .detach()
+            .to_dtype(dtype)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let y = F::max_pool2d(&F::conv2d(&x, &w, Some(&b), 1, 1).unwrap(), 2, 2).unwrap();
+        assert_eq!(y.dtype(), dtype);
+        assert_eq!(y.shape(), &[2, 3, 3, 3]);
+        y.sum().unwrap().backward().unwrap();
+        let f = |t: &Tensor| t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+        [
+            f(&y),
+            f(&x.grad().unwrap()),
+            f(&w.grad().unwrap()),
+            f(&b.grad().unwrap()),
+        ]
+    };
+    let want = run(DType::F32);
+    for (dtype, tol) in [(DType::F64, 1e-5), (DType::F16, 2e-2), (DType::BF16, 1e-1)] {
+        let got = run(dtype);
+        for (part, (g, w)) in ["output", "x grad", "w grad", "b grad"]
+            .iter()
+            .zip(got.iter().zip(&want))
+        {
+            for (i, (a, b)) in g.iter().zip(w).enumerate() {
+                assert!(
+                    (a - b).abs() <= tol * (1.0 + b.abs()),
+                    "{dtype:?} {part}[{i}]: {a} against f32's {b}"
+                );
+            }
+        }
+    }
 }

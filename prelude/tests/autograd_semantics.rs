@@ -372,3 +372,12 @@ fn init_follows_torch_bounds() {
         .unwrap();
     assert_eq!(w, again);
 }
+
+mod common;
+
+/// maximum / minimum split ties, clamp passes the bound, max() shares, max(dim) picks the
+/// first extreme, NaNs as torch: the table in `common/ties.rs`.
+#[test]
+fn element_picking_gradients_follow_torch_at_ties_and_nans() {
+    common::ties::check_on(CPU);
+}

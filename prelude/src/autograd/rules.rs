@@ -3,9 +3,9 @@
 //! attached when one is needed (see `record`). The tensor methods call them as their last
 //! step, so an op's forward code and its rule stay independent.
 //!
-//! Rules are written with tensor ops only, so one rule serves every device and dtype. The
-//! CUDA backend has no comparison kernels yet, so the masks that ReLU, abs, max and maximum
-//! need are built there from `relu` and `minimum` (see [`pos_mask`]).
+//! Rules are written with tensor ops only, so one rule serves every device and dtype. Where
+//! torch's rule picks elements (ReLU, abs, max, maximum), the mask is a comparison turned into
+//! the gradient's dtype (`mask`), exact on both devices.
 
 use super::{record, Saved};
 use crate::error::Result;
@@ -13,20 +13,14 @@ use crate::tensor::{DType, Tensor};
 
 pub(crate) use crate::tensor::op::{BinaryOp, ReduceOp, UnaryOp};
 
-/// 1 where `x > 0`, else 0, in `x`'s dtype. On the CPU an exact comparison; on CUDA
-/// `min(relu(x) * 1e30, 1)`, exact for every `x` above 1e-30 (smaller positive values,
-/// denormal-sized, get a fraction of the gradient).
-pub(crate) fn pos_mask(x: &Tensor) -> Result<Tensor> {
-    if x.is_cuda() {
-        x.relu()?.mul(1e30)?.minimum(1.0)
-    } else {
-        x.gt(0.0)?.to_dtype(x.dtype())
-    }
+/// A bool tensor as 1 / 0 in `dtype`, to multiply a gradient with.
+fn mask(b: Tensor, dtype: DType) -> Result<Tensor> {
+    b.to_dtype(dtype)
 }
 
-/// 1 where `a >= b` (broadcast), else 0.
-fn ge_mask(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    pos_mask(&b.sub(a)?)?.neg()?.add(1.0)
+/// 1 where `x > 0`, else 0, in `x`'s dtype (ReLU's and abs's gradient).
+pub(crate) fn pos_mask(x: &Tensor) -> Result<Tensor> {
+    mask(x.gt(0.0)?, x.dtype())
 }
 
 pub(crate) fn reshape(x: &Tensor, out: Tensor) -> Tensor {
@@ -65,15 +59,21 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Tensor) -> Tenso
                 vec![Some(gx), Some(gy)]
             }
             BinaryOp::Maximum | BinaryOp::Minimum => {
-                // Ties go to the left operand.
-                let m = if op == BinaryOp::Maximum {
-                    ge_mask(x()?, y()?)?
+                // torch's rule: the larger (smaller) operand takes the gradient, a tie splits
+                // it in half, and a NaN on either side gives both operands all of it.
+                let (x, y) = (x()?, y()?);
+                let dt = g.dtype();
+                let tie = mask(x.eq(y)?, dt)?.mul(0.5)?;
+                let (x_loses, y_loses) = if op == BinaryOp::Maximum {
+                    (x.lt(y)?, x.gt(y)?)
                 } else {
-                    ge_mask(y()?, x()?)?
+                    (x.gt(y)?, x.lt(y)?)
                 };
-                let gx = g.mul(&m)?;
-                let gy = g.sub(&gx)?;
-                vec![Some(gx), Some(gy)]
+                let share = |loses: Tensor| mask(loses, dt)?.add(&tie)?.neg()?.add(1.0);
+                vec![
+                    Some(g.mul(&share(x_loses)?)?),
+                    Some(g.mul(&share(y_loses)?)?),
+                ]
             }
             BinaryOp::Pow => {
                 // d/dx x^y = y x^(y-1); d/dy x^y = x^y ln x.
@@ -101,8 +101,9 @@ pub(crate) fn scalar(op: BinaryOp, s: f64, scalar_first: bool, x: &Tensor, out: 
             (BinaryOp::Div, false) => g.mul(1.0 / s)?,
             // d/dx s/x = -s/x^2 = -y/x
             (BinaryOp::Div, true) => g.mul(y()?)?.div(xd()?)?.neg()?,
-            (BinaryOp::Maximum, _) => g.mul(&pos_mask(&xd()?.sub(s)?)?)?,
-            (BinaryOp::Minimum, _) => g.mul(&pos_mask(&xd()?.sub(s)?.neg()?)?)?,
+            // torch's clamp_min / clamp_max: the gradient passes where x reaches the bound.
+            (BinaryOp::Maximum, _) => g.mul(&mask(xd()?.ge(s)?, g.dtype())?)?,
+            (BinaryOp::Minimum, _) => g.mul(&mask(xd()?.le(s)?, g.dtype())?)?,
             (BinaryOp::Pow, false) => g.mul(&xd()?.pow(s - 1.0)?)?.mul(s)?,
             (BinaryOp::Pow, true) => g.mul(y()?)?.mul(s.ln())?,
         };
@@ -164,19 +165,31 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: Option<usize>, out: Tensor) 
         let gx = match op {
             ReduceOp::Sum => g.expand_to(&dims)?,
             ReduceOp::Max | ReduceOp::Min => {
-                // The gradient is shared evenly between tied extremes (torch's rule for
-                // max() over all elements; torch's max(dim) gives it to one index).
-                let (xd, y) = (xs.get()?, ys.get()?.reshape(&kept)?);
-                let mask = if op == ReduceOp::Max {
-                    ge_mask(xd, &y)?
-                } else {
-                    ge_mask(&y, xd)?
-                };
-                let count = match dim {
-                    None => mask.sum()?,
-                    Some(d) => mask.sum_keepdim(d as isize)?,
-                };
-                mask.mul(&g.div(&count)?)?
+                let (xd, dt) = (xs.get()?, g.dtype());
+                match dim {
+                    // torch's max(): shared evenly between the elements equal to the result
+                    // (all the NaNs when the result is NaN).
+                    None => {
+                        let y = ys.get()?.reshape(&kept)?;
+                        let both_nan = mask(xd.ne(xd)?, dt)?.mul(&mask(y.ne(&y)?, dt)?)?;
+                        let m = mask(xd.eq(&y)?, dt)?.add(&both_nan)?;
+                        m.mul(&g.div(&m.sum()?)?)?
+                    }
+                    // torch's max(dim): all of it to the index max(dim) returns, the first
+                    // extreme along `d` (or the first NaN), as argmax finds it.
+                    Some(d) => {
+                        let at = if op == ReduceOp::Max {
+                            xd.argmax_dim(d as isize)?
+                        } else {
+                            xd.argmin_dim(d as isize)?
+                        };
+                        let mut along = vec![1; dims.len()];
+                        along[d] = dims[d];
+                        let pos =
+                            Tensor::from_vec((0..dims[d] as i64).collect(), along, xd.device())?;
+                        mask(pos.eq(&at.reshape(&kept)?)?, dt)?.mul(&g)?
+                    }
+                }
             }
         };
         Ok(vec![Some(gx)])
@@ -283,15 +296,13 @@ pub(crate) fn flip(x: &Tensor, dims: Vec<isize>, out: Tensor) -> Tensor {
 }
 
 /// `index_select` along `dim` with indices `idx`: rows of `g` added back where they came
-/// from, repeated indices accumulating. One `scatter_add_flat` (a kernel on either device)
-/// where it has the dtype (f32; f64 on the CPU); otherwise one in-place add per index.
+/// from, repeated indices accumulating. One `scatter_add_flat` (a kernel on either device,
+/// every float dtype); past the 32-bit index range one in-place add per index.
 pub(crate) fn index_select(x: &Tensor, dim: usize, idx: Vec<i64>, out: Tensor) -> Tensor {
     let dims = x.shape().to_vec();
     record(out, "index_select", &[x], move |g| {
         let total: usize = dims.iter().product();
-        let scatter = total <= i32::MAX as usize
-            && (g.dtype() == DType::F32 || (g.dtype() == DType::F64 && !g.is_cuda()));
-        if scatter {
+        if total <= i32::MAX as usize {
             let outer: usize = dims[..dim].iter().product();
             let inner: usize = dims[dim + 1..].iter().product();
             let len = dims[dim];
@@ -315,14 +326,50 @@ pub(crate) fn index_select(x: &Tensor, dim: usize, idx: Vec<i64>, out: Tensor) -
     })
 }
 
-/// torch's `gather` has no backward rule here yet: an error at `backward()`, never a
-/// silently missing gradient (`F`'s ops use their own gather, which has one).
-pub(crate) fn gather_unsupported(x: &Tensor, out: Tensor) -> Tensor {
-    record(out, "gather", &[x], |_| {
-        Err(crate::error::Error::Invalid(
-            "Tensor::gather has no backward rule yet; use index_select, or detach() the \
-             source"
-                .into(),
-        ))
+/// torch's `gather` along `dim` (`idx` holds the index tensor's values, row-major over
+/// `index_dims`): each gradient element is added back at the source element it was read
+/// from, repeated indices accumulating (one `scatter_add_flat`).
+pub(crate) fn gather(
+    x: &Tensor,
+    dim: usize,
+    idx: &[i64],
+    index_dims: &[usize],
+    out: Tensor,
+) -> Tensor {
+    if !super::needs_grad(&[x]) {
+        return out;
+    }
+    let src = x.shape().to_vec();
+    let total: usize = src.iter().product();
+    // The source's flat offset of each output element: its own coordinates, with the
+    // index's value in place of the coordinate along `dim`.
+    let flat = (total <= i32::MAX as usize).then(|| {
+        let mut stride = vec![1usize; src.len()];
+        for k in (0..src.len().saturating_sub(1)).rev() {
+            stride[k] = stride[k + 1] * src[k + 1];
+        }
+        let mut coord = vec![0usize; index_dims.len()];
+        let mut flat = Vec::with_capacity(idx.len());
+        for &i in idx {
+            let off: usize = (0..coord.len())
+                .map(|k| if k == dim { i as usize } else { coord[k] } * stride[k])
+                .sum();
+            flat.push(off as i32);
+            for k in (0..coord.len()).rev() {
+                coord[k] += 1;
+                if coord[k] < index_dims[k] {
+                    break;
+                }
+                coord[k] = 0;
+            }
+        }
+        std::sync::Arc::new(flat)
+    });
+    record(out, "gather", &[x], move |g| match &flat {
+        Some(flat) => Ok(vec![Some(g.scatter_add_flat(flat.clone(), src.clone())?)]),
+        None => Err(crate::error::Error::BadShape(format!(
+            "gather: the backward of a source of {total} elements (shape {src:?}) is past \
+             the 32-bit index range"
+        ))),
     })
 }

@@ -327,10 +327,10 @@ pub fn conv2d(
 }
 
 /// Max over `kernel` x `kernel` windows moved by `stride` (torch's default stride is the
-/// kernel size), no padding; `x` is `[N, C, H, W]`. The gradient goes to the maximum of each
-/// window: on the CPU to the first of tied maxima, as torch does (one pass that records
-/// where each maximum was); on CUDA, which gathers the windows and reduces them, shared
-/// evenly between ties. The two agree whenever a window's maximum is unique.
+/// kernel size), no padding; `x` is `[N, C, H, W]`. The gradient of each window goes to its
+/// first maximum in row-major order (a NaN counts as the maximum), as torch's does: on the
+/// CPU from one pass that records where each maximum was; elsewhere the windows are gathered
+/// and reduced by `max_dim`, whose gradient goes to the index `argmax_dim` finds.
 pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
     let [n, c, h, w] = nchw(x, "max_pool2d")?;
     let oh = out_size(h, kernel, stride, 0, "max_pool2d")?;

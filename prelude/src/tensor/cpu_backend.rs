@@ -54,6 +54,8 @@ macro_rules! same_variant {
     };
 }
 
+pub(crate) use same_variant;
+
 /// Applies `$body` (generic over the element type) to the vector inside `$s`.
 macro_rules! any_variant {
     ($s:expr, $v:ident => $body:expr) => {

@@ -3,9 +3,9 @@
 //! `gather_flat` reads `out[i] = src[idx[i]]` over the flattened source (`-1` reads zero:
 //! padding); its gradient is `scatter_add_flat`, which adds `g[i]` into `src[idx[i]]`.
 
-use super::cpu_backend::{unsupported, CpuStorage};
+use super::cpu_backend::{same_variant, unsupported, CpuStorage};
 use super::dtype::DType;
-use super::storage::{self, Storage};
+use super::storage::{self, CudaBuf, Storage};
 use super::Tensor;
 use crate::autograd;
 use crate::cuda::{launch_builtin, KernelArg as A, LaunchConfig};
@@ -35,7 +35,41 @@ fn launch_cfg(n: usize) -> LaunchConfig {
     }
 }
 
+/// The `kernels-cu/conv.cu` kernel that gathers `dtype`'s elements: one per element size.
+fn gather_kernel(dtype: DType) -> String {
+    format!("gather_b{}", dtype.size_in_bytes())
+}
+
+/// The `conv.cu` kernel that scatter-adds `dtype` (f32 and f64 have one).
+fn scatter_kernel(dtype: DType) -> String {
+    format!("scatter_add_{}", dtype.kernel_suffix())
+}
+
+/// One grid-stride launch of a `conv.cu` kernel over `n` indices: `(src, idx, out, n)`.
+fn launch_indexed(b: &CudaBuf, kernel: &str, idx: &[i32], out: &CudaBuf) -> Result<()> {
+    let n = idx.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let ix = upload_indices(&b.gpu, idx)?;
+    let ip = ix.device_ptr(&b.gpu.stream).0;
+    launch_builtin(
+        &b.gpu,
+        "conv",
+        "",
+        kernel,
+        launch_cfg(n),
+        &mut [
+            A::U64(b.ptr()),
+            A::U64(ip),
+            A::U64(out.ptr()),
+            A::I64(n as i64),
+        ],
+    )
+}
+
 impl Storage {
+    /// Every dtype: a gather only copies elements (zero for `-1`).
     fn gather_flat_idx(&self, idx: &[i32]) -> Result<Storage> {
         fn run<T: Copy + Default + Send + Sync>(src: &[T], idx: &[i32]) -> Vec<T> {
             idx.par_iter()
@@ -44,38 +78,17 @@ impl Storage {
                 .collect()
         }
         match self {
-            Storage::Cpu(CpuStorage::F32(v)) => Ok(Storage::Cpu(CpuStorage::F32(run(v, idx)))),
-            Storage::Cpu(CpuStorage::F64(v)) => Ok(Storage::Cpu(CpuStorage::F64(run(v, idx)))),
-            Storage::Cpu(c) => Err(unsupported("gather", &[c.dtype()], self.device())),
-            Storage::Cuda(b) if b.dtype != DType::F32 => {
-                Err(unsupported("gather", &[b.dtype], self.device()))
-            }
+            Storage::Cpu(c) => Ok(Storage::Cpu(same_variant!(c, v => run(v, idx)))),
             Storage::Cuda(b) => {
-                let n = idx.len();
-                let out = storage::alloc(&b.gpu, n, DType::F32)?;
-                if n > 0 {
-                    let ix = upload_indices(&b.gpu, idx)?;
-                    let ip = ix.device_ptr(&b.gpu.stream).0;
-                    launch_builtin(
-                        &b.gpu,
-                        "conv",
-                        "",
-                        "gather_f32",
-                        launch_cfg(n),
-                        &mut [
-                            A::U64(b.ptr()),
-                            A::U64(ip),
-                            A::U64(out.ptr()),
-                            A::I64(n as i64),
-                        ],
-                    )?;
-                }
+                let out = storage::alloc(&b.gpu, idx.len(), b.dtype)?;
+                launch_indexed(b, &gather_kernel(b.dtype), idx, &out)?;
                 Ok(Storage::Cuda(out))
             }
         }
     }
 
-    /// `len` zeros, then `out[idx[i]] += self[i]`.
+    /// `len` zeros, then `out[idx[i]] += self[i]`; f32 and f64 (`scatter_add_flat` brings
+    /// halves here as f32).
     fn scatter_add_idx(&self, idx: &[i32], len: usize) -> Result<Storage> {
         fn run<T: Copy + Default + std::ops::AddAssign>(
             g: &[T],
@@ -94,31 +107,12 @@ impl Storage {
             Storage::Cpu(CpuStorage::F32(v)) => Ok(Storage::Cpu(CpuStorage::F32(run(v, idx, len)))),
             Storage::Cpu(CpuStorage::F64(v)) => Ok(Storage::Cpu(CpuStorage::F64(run(v, idx, len)))),
             Storage::Cpu(c) => Err(unsupported("scatter_add", &[c.dtype()], self.device())),
-            Storage::Cuda(b) if b.dtype != DType::F32 => {
-                Err(unsupported("scatter_add", &[b.dtype], self.device()))
-            }
-            Storage::Cuda(b) => {
-                let out = storage::zeros(&b.gpu, len, DType::F32)?;
-                let n = idx.len();
-                if n > 0 {
-                    let ix = upload_indices(&b.gpu, idx)?;
-                    let ip = ix.device_ptr(&b.gpu.stream).0;
-                    launch_builtin(
-                        &b.gpu,
-                        "conv",
-                        "",
-                        "scatter_add_f32",
-                        launch_cfg(n),
-                        &mut [
-                            A::U64(b.ptr()),
-                            A::U64(ip),
-                            A::U64(out.ptr()),
-                            A::I64(n as i64),
-                        ],
-                    )?;
-                }
+            Storage::Cuda(b) if matches!(b.dtype, DType::F32 | DType::F64) => {
+                let out = storage::zeros(&b.gpu, len, b.dtype)?;
+                launch_indexed(b, &scatter_kernel(b.dtype), idx, &out)?;
                 Ok(Storage::Cuda(out))
             }
+            Storage::Cuda(b) => Err(unsupported("scatter_add", &[b.dtype], self.device())),
         }
     }
 }
@@ -155,6 +149,14 @@ impl Tensor {
     /// The adjoint of `gather_flat`: a tensor of shape `dims`, zero except that each
     /// `self[i]` is added at `idx[i]`.
     pub(crate) fn scatter_add_flat(&self, idx: Indices, dims: Vec<usize>) -> Result<Tensor> {
+        if matches!(self.dtype(), DType::F16 | DType::BF16) {
+            // Added up in f32 (no rounding between the additions), as torch accumulates halves.
+            let dt = self.dtype();
+            return self
+                .to_dtype(DType::F32)?
+                .scatter_add_flat(idx, dims)?
+                .to_dtype(dt);
+        }
         let len: usize = dims.iter().product();
         check_index_range(len)?;
         let storage = self.dense()?.read().scatter_add_idx(&idx, len)?;
@@ -335,5 +337,33 @@ impl Tensor {
                 ))])
             },
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{gather_kernel, scatter_kernel};
+    use crate::cuda::{builtin_source, nvrtc};
+    use crate::tensor::DType;
+
+    /// Every kernel the gathers launch is an entry of `conv.cu`'s PTX: a gather for each
+    /// dtype, a scatter-add for f32 and f64.
+    #[test]
+    fn conv_cu_has_a_kernel_for_every_dtype_gathered() {
+        let mut want: Vec<String> = DType::ALL.iter().map(|&d| gather_kernel(d)).collect();
+        want.extend([DType::F32, DType::F64].map(scatter_kernel));
+        if let Err(e) = nvrtc::version() {
+            println!("skipped: no NVRTC ({e})");
+            return;
+        }
+        let ptx =
+            nvrtc::compile_ptx(builtin_source("conv").unwrap(), "conv.cu", "compute_90").unwrap();
+        for k in &want {
+            assert!(
+                ptx.contains(&format!(".entry {k}(")),
+                "conv.cu: no entry {k}"
+            );
+        }
+        assert_eq!(ptx.matches(".entry ").count(), 6, "conv.cu: other kernels");
     }
 }

@@ -457,7 +457,7 @@ impl Tensor {
             .read()
             .gather(&self.layout, d, &idx, &idx_strides, &dims)?;
         let out = Tensor::from_storage(storage, dims);
-        Ok(rules::gather_unsupported(self, out))
+        Ok(rules::gather(self, d, &idx, index.shape(), out))
     }
 
     /// The tensors joined along `dim` (torch's `cat`): every other dimension, the dtype and

@@ -5,6 +5,8 @@
 
 use gpulab::{cuda, Device, Tensor};
 
+pub mod ties;
+
 /// Whether a CUDA device is there; if not, says "skipped: no CUDA device" with the reason, so
 /// a GPU test that returns early counts as skipped, not passed silently.
 pub fn have_gpu() -> bool {
