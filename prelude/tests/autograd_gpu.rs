@@ -240,18 +240,9 @@ fn conv_pool_and_gather_gradients_on_cuda_equal_the_cpus_in_every_float_dtype() 
             };
             [f(&y), f(&x.grad().unwrap()), f(&w.grad().unwrap())]
         };
-        let (cpu, gpu) = (run(CPU), run(GPU));
-        for (part, (a, b)) in ["output", "x grad", "w grad"]
-            .iter()
-            .zip(cpu.iter().zip(&gpu))
-        {
-            for (i, (p, q)) in a.iter().zip(b).enumerate() {
-                assert!(
-                    (p - q).abs() <= tol * (1.0 + p.abs()),
-                    "{dtype:?} {part}[{i}]: cpu {p}, cuda {q}"
-                );
-            }
-        }
+        let what = format!("{dtype:?} cuda against cpu");
+        let names = ["output", "x grad", "w grad"];
+        common::parts_close(&what, &names, &run(GPU), &run(CPU), tol);
     }
     // Ties: a window of four equal values gives its gradient to the first.
     let x = Tensor::from_vec(vec![3.0f32; 4], [1, 1, 2, 2], CPU)

@@ -9,6 +9,8 @@
 use gpulab::nn::{self, Module};
 use gpulab::{manual_seed, no_grad, DType, Device, Tensor, F};
 
+mod common;
+
 const CPU: Device = Device::Cpu;
 type R<T> = gpulab::error::Result<T>;
 
@@ -625,17 +627,8 @@ fn conv2d_and_max_pool2d_run_in_every_float_dtype() {
     };
     let want = run(DType::F32);
     for (dtype, tol) in [(DType::F64, 1e-5), (DType::F16, 2e-2), (DType::BF16, 1e-1)] {
-        let got = run(dtype);
-        for (part, (g, w)) in ["output", "x grad", "w grad", "b grad"]
-            .iter()
-            .zip(got.iter().zip(&want))
-        {
-            for (i, (a, b)) in g.iter().zip(w).enumerate() {
-                assert!(
-                    (a - b).abs() <= tol * (1.0 + b.abs()),
-                    "{dtype:?} {part}[{i}]: {a} against f32's {b}"
-                );
-            }
-        }
+        let names = ["output", "x grad", "w grad", "b grad"];
+        let what = format!("{dtype:?} against f32");
+        common::parts_close(&what, &names, &run(dtype), &want, tol);
     }
 }

@@ -35,68 +35,49 @@ pub(crate) struct Kernel<T> {
 pub(crate) trait Elem:
     Copy + Default + Send + Sync + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + 'static
 {
+    /// The micro-kernels this CPU can run for the type, best first; the portable one last.
+    fn kernels() -> Vec<Kernel<Self>>;
+    /// The best of them (looked up once).
     fn kernel() -> Kernel<Self>;
 }
 
+/// The portable micro-kernel: a 4 x 16 tile the compiler vectorises as it can.
+fn portable<T: Elem>() -> Kernel<T> {
+    Kernel {
+        mr: 4,
+        nr: 16,
+        f: kernel_portable::<T>,
+    }
+}
+
 impl Elem for f32 {
+    fn kernels() -> Vec<Kernel<f32>> {
+        #[cfg(target_arch = "x86_64")]
+        let mut k = x86::available(x86::AVX512_F32, x86::AVX2_F32);
+        #[cfg(not(target_arch = "x86_64"))]
+        let mut k = Vec::new();
+        k.push(portable());
+        k
+    }
     fn kernel() -> Kernel<f32> {
-        kernel_f32()
+        static BEST: std::sync::OnceLock<Kernel<f32>> = std::sync::OnceLock::new();
+        *BEST.get_or_init(|| Self::kernels()[0])
     }
 }
 
 impl Elem for f64 {
     /// Half as many lanes per register as f32: NR halves, MR stays.
-    fn kernel() -> Kernel<f64> {
+    fn kernels() -> Vec<Kernel<f64>> {
         #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return Kernel {
-                    mr: 12,
-                    nr: 16,
-                    f: x86::kernel_avx512_f64,
-                };
-            }
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                return Kernel {
-                    mr: 6,
-                    nr: 8,
-                    f: x86::kernel_avx2_f64,
-                };
-            }
-        }
-        Kernel {
-            mr: 4,
-            nr: 16,
-            f: kernel_portable::<f64>,
-        }
+        let mut k = x86::available(x86::AVX512_F64, x86::AVX2_F64);
+        #[cfg(not(target_arch = "x86_64"))]
+        let mut k = Vec::new();
+        k.push(portable());
+        k
     }
-}
-
-fn kernel_f32() -> Kernel<f32> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return Kernel {
-                mr: 12,
-                nr: 32,
-                f: x86::kernel_avx512,
-            };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            return Kernel {
-                mr: 6,
-                nr: 16,
-                f: x86::kernel_avx2,
-            };
-        }
-    }
-    Kernel {
-        mr: 4,
-        nr: 16,
-        f: kernel_portable::<f32>,
+    fn kernel() -> Kernel<f64> {
+        static BEST: std::sync::OnceLock<Kernel<f64>> = std::sync::OnceLock::new();
+        *BEST.get_or_init(|| Self::kernels()[0])
     }
 }
 
@@ -134,143 +115,83 @@ unsafe fn kernel_portable<T: Elem>(
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use super::Kernel;
     use std::arch::x86_64::*;
 
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn kernel_avx512_f64(
-        kc: usize,
-        a: *const f64,
-        b: *const f64,
-        c: *mut f64,
-        ldc: usize,
-        accumulate: bool,
-    ) {
-        const MR: usize = 12;
-        let mut acc = [[_mm512_setzero_pd(); 2]; MR];
-        for p in 0..kc {
-            let b0 = _mm512_loadu_pd(b.add(p * 16));
-            let b1 = _mm512_loadu_pd(b.add(p * 16 + 8));
-            let ap = a.add(p * MR);
-            for i in 0..MR {
-                let ai = _mm512_set1_pd(*ap.add(i));
-                acc[i][0] = _mm512_fmadd_pd(ai, b0, acc[i][0]);
-                acc[i][1] = _mm512_fmadd_pd(ai, b1, acc[i][1]);
-            }
+    /// Of the two kernels, those this CPU has the instructions for, AVX-512 first.
+    pub(super) fn available<T>(avx512: Kernel<T>, avx2: Kernel<T>) -> Vec<Kernel<T>> {
+        let mut k = Vec::new();
+        if is_x86_feature_detected!("avx512f") {
+            k.push(avx512);
         }
-        for i in 0..MR {
-            let row = c.add(i * ldc);
-            for h in 0..2 {
-                let v = if accumulate {
-                    _mm512_add_pd(_mm512_loadu_pd(row.add(8 * h)), acc[i][h])
-                } else {
-                    acc[i][h]
-                };
-                _mm512_storeu_pd(row.add(8 * h), v);
-            }
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            k.push(avx2);
         }
+        k
     }
 
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn kernel_avx2_f64(
-        kc: usize,
-        a: *const f64,
-        b: *const f64,
-        c: *mut f64,
-        ldc: usize,
-        accumulate: bool,
-    ) {
-        const MR: usize = 6;
-        let mut acc = [[_mm256_setzero_pd(); 2]; MR];
-        for p in 0..kc {
-            let b0 = _mm256_loadu_pd(b.add(p * 8));
-            let b1 = _mm256_loadu_pd(b.add(p * 8 + 4));
-            let ap = a.add(p * MR);
-            for i in 0..MR {
-                let ai = _mm256_set1_pd(*ap.add(i));
-                acc[i][0] = _mm256_fmadd_pd(ai, b0, acc[i][0]);
-                acc[i][1] = _mm256_fmadd_pd(ai, b1, acc[i][1]);
+    /// One register-tiled micro-kernel, `$kernel` (its tile: `MR` rows, two vectors of `W`
+    /// lanes), whose function `$f` keeps `MR x 2` accumulators over the packed panels and
+    /// then stores (or adds) them into `c`. The four instances differ only in the vector
+    /// width, the element type and the intrinsics.
+    macro_rules! micro_kernel {
+        ($kernel:ident, $f:ident, $feature:literal, $t:ty, $mr:literal, $w:literal,
+         $zero:ident, $load:ident, $splat:ident, $fma:ident, $add:ident, $store:ident) => {
+            pub(super) const $kernel: Kernel<$t> = Kernel {
+                mr: $mr,
+                nr: 2 * $w,
+                f: $f,
+            };
+
+            #[target_feature(enable = $feature)]
+            unsafe fn $f(
+                kc: usize,
+                a: *const $t,
+                b: *const $t,
+                c: *mut $t,
+                ldc: usize,
+                accumulate: bool,
+            ) {
+                const MR: usize = $mr;
+                const W: usize = $w;
+                let mut acc = [[$zero(); 2]; MR];
+                for p in 0..kc {
+                    let b0 = $load(b.add(p * 2 * W));
+                    let b1 = $load(b.add(p * 2 * W + W));
+                    let ap = a.add(p * MR);
+                    for i in 0..MR {
+                        let ai = $splat(*ap.add(i));
+                        acc[i][0] = $fma(ai, b0, acc[i][0]);
+                        acc[i][1] = $fma(ai, b1, acc[i][1]);
+                    }
+                }
+                for i in 0..MR {
+                    let row = c.add(i * ldc);
+                    for h in 0..2 {
+                        let v = if accumulate {
+                            $add($load(row.add(W * h)), acc[i][h])
+                        } else {
+                            acc[i][h]
+                        };
+                        $store(row.add(W * h), v);
+                    }
+                }
             }
-        }
-        for i in 0..MR {
-            let row = c.add(i * ldc);
-            for h in 0..2 {
-                let v = if accumulate {
-                    _mm256_add_pd(_mm256_loadu_pd(row.add(4 * h)), acc[i][h])
-                } else {
-                    acc[i][h]
-                };
-                _mm256_storeu_pd(row.add(4 * h), v);
-            }
-        }
+        };
     }
 
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn kernel_avx512(
-        kc: usize,
-        a: *const f32,
-        b: *const f32,
-        c: *mut f32,
-        ldc: usize,
-        accumulate: bool,
-    ) {
-        const MR: usize = 12;
-        let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-        for p in 0..kc {
-            let b0 = _mm512_loadu_ps(b.add(p * 32));
-            let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
-            let ap = a.add(p * MR);
-            for i in 0..MR {
-                let ai = _mm512_set1_ps(*ap.add(i));
-                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
-            }
-        }
-        for i in 0..MR {
-            let row = c.add(i * ldc);
-            for h in 0..2 {
-                let v = if accumulate {
-                    _mm512_add_ps(_mm512_loadu_ps(row.add(16 * h)), acc[i][h])
-                } else {
-                    acc[i][h]
-                };
-                _mm512_storeu_ps(row.add(16 * h), v);
-            }
-        }
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn kernel_avx2(
-        kc: usize,
-        a: *const f32,
-        b: *const f32,
-        c: *mut f32,
-        ldc: usize,
-        accumulate: bool,
-    ) {
-        const MR: usize = 6;
-        let mut acc = [[_mm256_setzero_ps(); 2]; MR];
-        for p in 0..kc {
-            let b0 = _mm256_loadu_ps(b.add(p * 16));
-            let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
-            let ap = a.add(p * MR);
-            for i in 0..MR {
-                let ai = _mm256_set1_ps(*ap.add(i));
-                acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-                acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
-            }
-        }
-        for i in 0..MR {
-            let row = c.add(i * ldc);
-            for h in 0..2 {
-                let v = if accumulate {
-                    _mm256_add_ps(_mm256_loadu_ps(row.add(8 * h)), acc[i][h])
-                } else {
-                    acc[i][h]
-                };
-                _mm256_storeu_ps(row.add(8 * h), v);
-            }
-        }
-    }
+    #[rustfmt::skip]
+    micro_kernel!(AVX512_F64, avx512_f64, "avx512f", f64, 12, 8, _mm512_setzero_pd,
+        _mm512_loadu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, _mm512_storeu_pd);
+    #[rustfmt::skip]
+    micro_kernel!(AVX2_F64, avx2_f64, "avx2,fma", f64, 6, 4, _mm256_setzero_pd,
+        _mm256_loadu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, _mm256_storeu_pd);
+    #[rustfmt::skip]
+    micro_kernel!(AVX512_F32, avx512_f32, "avx512f", f32, 12, 16, _mm512_setzero_ps,
+        _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_storeu_ps);
+    #[rustfmt::skip]
+    micro_kernel!(AVX2_F32, avx2_f32, "avx2,fma", f32, 6, 8, _mm256_setzero_ps,
+        _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_storeu_ps);
 }
 
 /// Packs `b[pc..pc+kc][jc..jc+nc]` (element `(p, j)` at `p * b.rs + j * b.cs`) into NR-wide
@@ -459,6 +380,19 @@ pub(crate) fn matmul_strided<T: Elem>(
     k: usize,
     n: usize,
 ) -> Vec<T> {
+    matmul_with(T::kernel(), a, b, m, k, n)
+}
+
+/// [`matmul_strided`] with the packed product's micro-kernel given (the tests run each one
+/// this CPU has).
+fn matmul_with<T: Elem>(
+    kern: Kernel<T>,
+    a: Strided<T>,
+    b: Strided<T>,
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Vec<T> {
     let mut c = vec![T::default(); m * n];
     if m == 0 || n == 0 || k == 0 {
         return c;
@@ -476,7 +410,6 @@ pub(crate) fn matmul_strided<T: Elem>(
         small(a, b, &mut c, m, k, n);
         return c;
     }
-    let kern = T::kernel();
     // Waking the other cores costs tens of microseconds: not worth it for small products.
     let threaded = m * n * k >= 1 << 21;
     let (mr, nr) = (kern.mr, kern.nr);
@@ -573,6 +506,67 @@ mod tests {
             .flat_map(|j| (0..r).map(move |i| (i, j)))
             .map(|(i, j)| x[i * c + j])
             .collect()
+    }
+
+    /// Every micro-kernel this CPU can run (AVX-512, AVX2+FMA, the portable one: only the best
+    /// is used, so the others are checked here), f32 and f64, on sizes with edge tiles in
+    /// both directions and more than one KC block.
+    #[test]
+    fn every_micro_kernel_this_cpu_has_gives_the_product() {
+        fn run<T: Elem + Into<f64>>(from: fn(f64) -> T, tol: f64) -> usize {
+            let (m, k, n) = (37, 300, 45);
+            let a: Vec<f64> = (0..m * k)
+                .map(|i| ((i * 37 % 101) as f64 - 50.0) / 50.0)
+                .collect();
+            let b: Vec<f64> = (0..k * n)
+                .map(|i| ((i * 53 % 97) as f64 - 48.0) / 48.0)
+                .collect();
+            let want = naive(&a, &b, m, k, n);
+            let (at, bt): (Vec<T>, Vec<T>) = (
+                a.iter().map(|&v| from(v)).collect(),
+                b.iter().map(|&v| from(v)).collect(),
+            );
+            let kernels = T::kernels();
+            for kern in &kernels {
+                let got = matmul_with(
+                    *kern,
+                    Strided {
+                        data: &at[..],
+                        rs: k,
+                        cs: 1,
+                    },
+                    Strided {
+                        data: &bt[..],
+                        rs: n,
+                        cs: 1,
+                    },
+                    m,
+                    k,
+                    n,
+                );
+                for (i, (g, w)) in got.into_iter().zip(&want).enumerate() {
+                    let g: f64 = g.into();
+                    assert!(
+                        (g - w).abs() <= tol * (1.0 + w.abs()),
+                        "{}x{} kernel [{i}]: {g} vs {w}",
+                        kern.mr,
+                        kern.nr
+                    );
+                }
+            }
+            kernels.len()
+        }
+        let n32 = run::<f32>(|v| v as f32, 1e-4);
+        let n64 = run::<f64>(|v| v, 1e-12);
+        println!("checked {n32} f32 and {n64} f64 micro-kernels");
+        assert_eq!(n32, n64);
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") {
+            assert!(
+                n32 >= 2,
+                "an AVX2 CPU has a SIMD kernel besides the portable one"
+            );
+        }
     }
 
     /// Transposed operands read through their strides give the product of the matrices

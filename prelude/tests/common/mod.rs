@@ -78,3 +78,18 @@ pub fn err_has(r: gpulab::error::Result<impl Sized>, parts: &[&str]) {
         assert!(e.contains(p), "{e:?} should contain {p:?}");
     }
 }
+
+/// Named parts (`["output", "x grad"]`) of two runs agree element by element within `tol`,
+/// relative above 1 and absolute below; the message names `what`, the part and the index.
+#[track_caller]
+pub fn parts_close(what: &str, names: &[&str], got: &[Vec<f64>], want: &[Vec<f64>], tol: f64) {
+    for (part, (g, w)) in names.iter().zip(got.iter().zip(want)) {
+        assert_eq!(g.len(), w.len(), "{what} {part}: lengths");
+        for (i, (a, b)) in g.iter().zip(w).enumerate() {
+            assert!(
+                (a - b).abs() <= tol * (1.0 + b.abs()),
+                "{what} {part}[{i}]: {a}, expected {b}"
+            );
+        }
+    }
+}
