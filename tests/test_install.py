@@ -80,3 +80,41 @@ def test_a_teacher_sets_a_gpu_memory_cap_in_the_kernelspec(tmp_path):
     for bad in (["--gpu-memory-fraction", "1.5"], ["--gpu-memory-fraction"], ["--gpu-memory-limit", "lots"]):
         run = subprocess.run([str(binary), "install", "--prefix", str(tmp_path), *bad], capture_output=True, text=True)
         assert run.returncode != 0 and bad[0] in run.stderr, run.stderr
+
+
+def test_clean_removes_what_an_older_version_left(tmp_path):
+    """After an update, `gpulab-kernel clean` removes the older version's sources and prebuilt
+    prelude and keeps what this version uses; an idle slot that built the old version stays
+    while no prebuilt prelude of this version is there to re-seed it."""
+    binary, _ = installed_binary()
+    old = "0123456789abcdef"
+    root, cache = tmp_path / "prelude", tmp_path / "cache"
+    (root / f"src-{old}/prelude").mkdir(parents=True)
+    (root / f"src-{old}/prelude/Cargo.toml").write_text("[package]\n")
+    (root / f"prebuilt-{old}/target").mkdir(parents=True)
+    (root / f"prebuilt-{old}/target/libgpulab.so").write_bytes(b"\0" * 4096)
+    (root / f"prebuilt-{old}.lock").touch()
+    (root / "kernel.json").write_text("{}")
+    slot = cache / "slots/slot-0"
+    slot.mkdir(parents=True)
+    (slot / f".seeded-r2-{old}").touch()
+    (slot / "Cargo.toml").write_text(f'gpulab = {{ path = "{root}/src-{old}/prelude" }}\n')
+    env = dict(os.environ, GPULAB_PRELUDE_DIR=str(root), GPULAB_CACHE_DIR=str(cache),
+               XDG_DATA_HOME=str(tmp_path / "data"))
+
+    def clean(*flags):
+        out = subprocess.run([str(binary), "clean", *flags], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    dry = clean("--dry-run")
+    assert f"would remove {root}/prebuilt-{old}" in dry and f"would remove {root}/src-{old}" in dry
+    assert (root / f"prebuilt-{old}").exists(), "a dry run removes nothing"
+    report = clean()
+    assert not (root / f"prebuilt-{old}").exists() and not (root / f"src-{old}").exists()
+    assert not (root / f"prebuilt-{old}.lock").exists()
+    assert (root / "kernel.json").exists() and slot.exists()
+    assert f"kept {slot}: holds compiled dependencies" in report and "warm" in report
+    assert report.strip().splitlines()[-1].startswith("freed ")
+    bad = subprocess.run([str(binary), "clean", "--everything"], env=env, capture_output=True, text=True)
+    assert bad.returncode != 0 and "clean [--dry-run]" in bad.stderr

@@ -2,6 +2,7 @@
 //! ARCHITECTURE.md at the repository root explains how the pieces fit.
 
 pub mod child;
+pub mod clean;
 pub mod connection;
 pub mod evcxr_interp;
 pub mod forward;

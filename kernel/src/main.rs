@@ -11,6 +11,8 @@ const USAGE: &str = "usage:
                                              (a per-kernel GPU memory cap, e.g. 0.1 or 4GiB)
   gpulab-kernel uninstall [--user | --sys-prefix | --prefix DIR]
   gpulab-kernel warm                         build the prelude once so the first cell is fast
+  gpulab-kernel clean [--dry-run]            remove what older gpulab versions left (sources,
+                                             prebuilt preludes, idle build slots that built them)
   gpulab-kernel --version";
 
 fn main() {
@@ -30,6 +32,16 @@ fn run(args: &[String]) -> Result<()> {
         Some("install") => install::install(&args[1..]),
         Some("uninstall") => install::uninstall(&args[1..]),
         Some("warm") => warm(),
+        Some("clean") => {
+            let dry_run = match &args[1..] {
+                [] => false,
+                [flag] if flag == "--dry-run" || flag == "-n" => true,
+                _ => bail!("{USAGE}"),
+            };
+            let report = gpulab_kernel::clean::clean(dry_run)?;
+            gpulab_kernel::clean::print(&report, dry_run);
+            Ok(())
+        }
         Some("--version") | Some("-V") => {
             println!("gpulab-kernel {}", env!("CARGO_PKG_VERSION"));
             Ok(())

@@ -11,20 +11,24 @@ mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
 }
 
+/// The content hash of the prelude this binary embeds: it names this version's `src-<hash>`
+/// and `prebuilt-<hash>` folders.
+pub const CURRENT_HASH: &str = embedded::HASH;
+
 fn home() -> PathBuf {
     std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
-fn data_dir() -> PathBuf {
+pub fn data_dir() -> PathBuf {
     std::env::var_os("XDG_DATA_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| home().join(".local/share"))
         .join("gpulab")
 }
 
-fn cache_dir() -> PathBuf {
+pub fn cache_dir() -> PathBuf {
     std::env::var_os("GPULAB_CACHE_DIR")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("gpulab")))
@@ -153,6 +157,13 @@ fn lock_file(path: &Path) -> Result<File> {
         .write(true)
         .open(path)
         .with_context(|| format!("opening {}", path.display()))
+}
+
+/// The lock at `path` taken without waiting (created if missing): `None` while a session, a
+/// `warm` or a `clean` holds it. Released when the file is dropped.
+pub fn try_lock(path: &Path) -> Result<Option<File>> {
+    let file = lock_file(path)?;
+    Ok(flock(&file, libc::LOCK_EX | libc::LOCK_NB).then_some(file))
 }
 
 pub fn take_slot() -> Result<Slot> {
