@@ -102,6 +102,21 @@ impl interp::Outputs for Console {
 /// Where that folder cannot be written (a system-wide kernelspec warmed by a user), warms the
 /// user's own build slot instead.
 fn warm() -> Result<()> {
+    warm_prebuilt()?;
+    // After an update the older version's folders are still there: say what `clean` would free.
+    if let Ok(report) = gpulab_kernel::clean::clean(true) {
+        if report.freed() > 0 {
+            println!(
+                "older gpulab versions left {:.0} MiB here: `gpulab-kernel clean` removes them \
+                 (`--dry-run` lists them)",
+                report.freed() as f64 / (1024.0 * 1024.0)
+            );
+        }
+    }
+    Ok(())
+}
+
+fn warm_prebuilt() -> Result<()> {
     let toolchain = session::toolchain_id();
     if session::prebuilt_ready(&toolchain) {
         println!(
