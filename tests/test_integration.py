@@ -80,6 +80,46 @@ def test_timing_command_reports_each_cells_time_until_turned_off(fresh_kernel):
     assert "Took" not in fresh_kernel.stdout(outputs)
 
 
+def test_fmt_and_types_change_how_results_show(fresh_kernel):
+    # The prelude gives every Debug value an evcxr_display, which hid evcxr's `:fmt` and
+    # `:types`: both were accepted and then changed nothing (evcxr patch 7).
+    k = fresh_kernel
+    reply, outputs = k.execute("#[derive(Debug)] struct P { x: i32, y: i32 }")
+    assert reply["status"] == "ok", outputs
+    reply, outputs = k.execute("P { x: 1, y: 2 }")
+    assert k.result_text(outputs) == "P { x: 1, y: 2 }", outputs
+    reply, outputs = k.execute(":fmt {:#?}")
+    assert reply["status"] == "ok", outputs
+    reply, outputs = k.execute("P { x: 1, y: 2 }")
+    assert k.result_text(outputs) == "P {\n    x: 1,\n    y: 2,\n}", outputs
+    # A value the format does not apply to (no Debug) still shows through its evcxr_display.
+    reply, outputs = k.execute(
+        "struct Shown; impl Shown { fn evcxr_display(&self) { "
+        "println!(\"EVCXR_BEGIN_CONTENT text/plain\\nshown\\nEVCXR_END_CONTENT\"); } }"
+    )
+    assert reply["status"] == "ok", outputs
+    reply, outputs = k.execute("Shown")
+    assert k.result_text(outputs) == "shown", outputs
+    reply, outputs = k.execute(":fmt {}")
+    reply, outputs = k.execute("255u8")
+    assert k.result_text(outputs) == "255", outputs
+    reply, outputs = k.execute(":fmt {:x}")
+    reply, outputs = k.execute("255u8")
+    assert k.result_text(outputs) == "ff", outputs
+    reply, outputs = k.execute(":fmt {:?}")
+    reply, outputs = k.execute(":types")
+    assert reply["status"] == "ok", outputs
+    reply, outputs = k.execute("vec![1u8, 2]")
+    assert k.result_text(outputs) == ": Vec<u8> = [1, 2]", outputs
+    k.execute(":types")
+    # Back to the defaults: a value with its own evcxr_display shows as HTML again, a plain
+    # value as Debug.
+    reply, outputs = k.execute('Html::new("<b>bold</b>")')
+    assert any("text/html" in o["content"].get("data", {}) for o in outputs if o["msg_type"] == "execute_result"), outputs
+    reply, outputs = k.execute("P { x: 3, y: 4 }")
+    assert k.result_text(outputs) == "P { x: 3, y: 4 }", outputs
+
+
 def test_forged_signature_is_not_executed(kernel, tmp_path):
     marker = tmp_path / "forged-ran"
     forged = WireSession(key=b"not-the-kernel-key", username="mallory")

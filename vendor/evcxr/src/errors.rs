@@ -187,7 +187,16 @@ impl CompilationError {
                 {
                     // Use the child instead of the top-level error.
                     user_error_json = Some(child.clone());
+                    // gpulab patch 7: an error raised in code that has a fallback still
+                    // selects the fallback when its help points at user code (`Shown` has no
+                    // `Debug`, with a note on `struct Shown`).
+                    let fallbacks: Vec<&CodeKind> = code_origins
+                        .iter()
+                        .copied()
+                        .filter(|k| matches!(k, CodeKind::WithFallback(_)))
+                        .collect();
                     code_origins = child_origins;
+                    code_origins.extend(fallbacks);
                     break;
                 } else {
                     code_origins.extend(child_origins);

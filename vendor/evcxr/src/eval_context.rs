@@ -2048,35 +2048,44 @@ impl ContextState {
             } else if ast::Expr::can_cast(node.kind()) {
                 if statement_index == num_statements - 1 {
                     if self.config.display_final_expression {
-                        code_out = code_out.code_with_fallback(
-                            // First we try calling .evcxr_display().
+                        // The text evcxr prints when the value has no `evcxr_display`: the
+                        // output format (`:fmt`), with the type first under `:types`.
+                        let formatted = if self.config.display_types {
                             CodeBlock::new()
-                                .generated("(")
-                                .with_segment(segment.clone())
-                                .generated(").evcxr_display();")
-                                .code_string(),
-                            // If that fails, we try debug format.
-                            if self.config.display_types {
-                                CodeBlock::new()
                                 .generated(SEND_TEXT_PLAIN_DEF)
                                 .generated(GET_TYPE_NAME_DEF)
                                 .generated("{ let r = &(")
-                                .with_segment(segment)
+                                .with_segment(segment.clone())
                                 .generated(format!(
                                     "); evcxr_send_text_plain(&format!(\": {{}} = {}\", evcxr_get_type_name(r), r)); }};",
                                     self.config.output_format
                                 ))
-                            } else {
-                                CodeBlock::new()
+                        } else {
+                            CodeBlock::new()
                                 .generated(SEND_TEXT_PLAIN_DEF)
                                 .generated(format!(
                                     "evcxr_send_text_plain(&format!(\"{}\",&(\n",
                                     self.config.output_format
                                 ))
-                                .with_segment(segment)
+                                .with_segment(segment.clone())
                                 .generated(")));")
-                                },
-                            );
+                        };
+                        let display = CodeBlock::new()
+                            .generated("(")
+                            .with_segment(segment)
+                            .generated(").evcxr_display();");
+                        // gpulab patch 7: a format or `:types` the user set is what they asked
+                        // to see, so it comes first, and `.evcxr_display()` serves values the
+                        // format does not apply to (a plot has no `Debug`). With the defaults
+                        // `.evcxr_display()` comes first, as upstream (an embedder may give
+                        // every `Debug` value one, as gpulab's prelude does to save the second
+                        // compile, which would otherwise hide `:fmt`).
+                        code_out =
+                            if self.config.output_format == "{:?}" && !self.config.display_types {
+                                code_out.code_with_fallback(display.code_string(), formatted)
+                            } else {
+                                code_out.code_with_fallback(formatted.code_string(), display)
+                            };
                     } else {
                         code_out = code_out
                             .generated("let _ = ")
