@@ -50,36 +50,29 @@ fn portable<T: Elem>() -> Kernel<T> {
     }
 }
 
-impl Elem for f32 {
-    fn kernels() -> Vec<Kernel<f32>> {
-        #[cfg(target_arch = "x86_64")]
-        let mut k = x86::available(x86::AVX512_F32, x86::AVX2_F32);
-        #[cfg(not(target_arch = "x86_64"))]
-        let mut k = Vec::new();
-        k.push(portable());
-        k
-    }
-    fn kernel() -> Kernel<f32> {
-        static BEST: std::sync::OnceLock<Kernel<f32>> = std::sync::OnceLock::new();
-        *BEST.get_or_init(|| Self::kernels()[0])
-    }
+/// `Elem` for a type with an AVX-512 and an AVX2 kernel in `x86` (f64's tiles are half as
+/// wide as f32's: NR halves, MR stays).
+macro_rules! impl_elem {
+    ($t:ty, $avx512:ident, $avx2:ident) => {
+        impl Elem for $t {
+            fn kernels() -> Vec<Kernel<$t>> {
+                #[cfg(target_arch = "x86_64")]
+                let mut k = x86::available(x86::$avx512, x86::$avx2);
+                #[cfg(not(target_arch = "x86_64"))]
+                let mut k = Vec::new();
+                k.push(portable());
+                k
+            }
+            fn kernel() -> Kernel<$t> {
+                static BEST: std::sync::OnceLock<Kernel<$t>> = std::sync::OnceLock::new();
+                *BEST.get_or_init(|| Self::kernels()[0])
+            }
+        }
+    };
 }
 
-impl Elem for f64 {
-    /// Half as many lanes per register as f32: NR halves, MR stays.
-    fn kernels() -> Vec<Kernel<f64>> {
-        #[cfg(target_arch = "x86_64")]
-        let mut k = x86::available(x86::AVX512_F64, x86::AVX2_F64);
-        #[cfg(not(target_arch = "x86_64"))]
-        let mut k = Vec::new();
-        k.push(portable());
-        k
-    }
-    fn kernel() -> Kernel<f64> {
-        static BEST: std::sync::OnceLock<Kernel<f64>> = std::sync::OnceLock::new();
-        *BEST.get_or_init(|| Self::kernels()[0])
-    }
-}
+impl_elem!(f32, AVX512_F32, AVX2_F32);
+impl_elem!(f64, AVX512_F64, AVX2_F64);
 
 unsafe fn kernel_portable<T: Elem>(
     kc: usize,
