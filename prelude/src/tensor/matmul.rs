@@ -494,6 +494,13 @@ mod tests {
         c
     }
 
+    /// Irregular `m x k` and `k x n` operands in [-1, 1], row-major.
+    fn operands(m: usize, k: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+        let a = (0..m * k).map(|i| ((i * 37 % 101) as f64 - 50.0) / 50.0);
+        let b = (0..k * n).map(|i| ((i * 53 % 97) as f64 - 48.0) / 48.0);
+        (a.collect(), b.collect())
+    }
+
     fn transpose<T: Copy>(x: &[T], r: usize, c: usize) -> Vec<T> {
         (0..c)
             .flat_map(|j| (0..r).map(move |i| (i, j)))
@@ -508,12 +515,7 @@ mod tests {
     fn every_micro_kernel_this_cpu_has_gives_the_product() {
         fn run<T: Elem + Into<f64>>(from: fn(f64) -> T, tol: f64) -> usize {
             let (m, k, n) = (37, 300, 45);
-            let a: Vec<f64> = (0..m * k)
-                .map(|i| ((i * 37 % 101) as f64 - 50.0) / 50.0)
-                .collect();
-            let b: Vec<f64> = (0..k * n)
-                .map(|i| ((i * 53 % 97) as f64 - 48.0) / 48.0)
-                .collect();
+            let (a, b) = operands(m, k, n);
             let want = naive(&a, &b, m, k, n);
             let (at, bt): (Vec<T>, Vec<T>) = (
                 a.iter().map(|&v| from(v)).collect(),
@@ -568,12 +570,7 @@ mod tests {
     #[test]
     fn strided_operands_multiply_as_their_contiguous_copies() {
         for &(m, k, n) in &[(33, 45, 70), (130, 300, 17), (200, 520, 150), (7, 1000, 33)] {
-            let a: Vec<f64> = (0..m * k)
-                .map(|i| ((i * 37 % 101) as f64 - 50.0) / 50.0)
-                .collect();
-            let b: Vec<f64> = (0..k * n)
-                .map(|i| ((i * 53 % 97) as f64 - 48.0) / 48.0)
-                .collect();
+            let (a, b) = operands(m, k, n);
             let want = naive(&a, &b, m, k, n);
             // a^T stored k x m, b^T stored n x k: the views `.t()` of those.
             let (at, bt) = (transpose(&a, m, k), transpose(&b, k, n));
