@@ -50,6 +50,16 @@ fn version_of(name: &str) -> Option<&str> {
     (hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hash)
 }
 
+/// The prelude versions a slot's manifest builds against (the hash of each `src-<hash>` path).
+fn manifest_versions(slot: &Path) -> Vec<String> {
+    let manifest = std::fs::read_to_string(slot.join("Cargo.toml")).unwrap_or_default();
+    manifest
+        .split("/src-")
+        .skip(1)
+        .map(|rest| rest.chars().take(16).collect())
+        .collect()
+}
+
 /// Whether an idle slot has built a prelude version other than `current`: it was seeded for
 /// one, or its manifest points at another version's sources.
 fn built_other_version(slot: &Path, current: &str) -> bool {
@@ -63,12 +73,7 @@ fn built_other_version(slot: &Path, current: &str) -> bool {
             name.strip_prefix(".seeded-r2-")
                 .is_some_and(|h| h != current)
         });
-    let manifest = std::fs::read_to_string(slot.join("Cargo.toml")).unwrap_or_default();
-    let other_sources = manifest
-        .split("/src-")
-        .skip(1)
-        .any(|rest| !rest.starts_with(current));
-    seeded_other || other_sources
+    seeded_other || manifest_versions(slot).iter().any(|h| h != current)
 }
 
 /// The prelude versions the manifests of this user's busy slots point at.
@@ -79,10 +84,7 @@ fn versions_in_use(slots: &Path) -> Result<Vec<String>> {
         if !dir.is_dir() || session::try_lock(&dir.with_extension("lock"))?.is_some() {
             continue;
         }
-        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
-        for rest in manifest.split("/src-").skip(1) {
-            versions.push(rest.chars().take(16).collect());
-        }
+        versions.extend(manifest_versions(&dir));
     }
     Ok(versions)
 }
@@ -218,7 +220,8 @@ pub fn print(report: &Report, dry_run: bool) {
     );
 }
 
-fn mib(bytes: u64) -> String {
+/// `bytes` as the command line shows sizes (`12.3 MiB`).
+pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 

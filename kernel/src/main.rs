@@ -107,9 +107,9 @@ fn warm() -> Result<()> {
     if let Ok(report) = gpulab_kernel::clean::clean(true) {
         if report.freed() > 0 {
             println!(
-                "older gpulab versions left {:.0} MiB here: `gpulab-kernel clean` removes them \
+                "older gpulab versions left {} here: `gpulab-kernel clean` removes them \
                  (`--dry-run` lists them)",
-                report.freed() as f64 / (1024.0 * 1024.0)
+                gpulab_kernel::clean::mib(report.freed())
             );
         }
     }
