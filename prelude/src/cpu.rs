@@ -1,9 +1,10 @@
 //! `cpu_info()`: the CPU side of a CPU-vs-GPU comparison: model, cores, memory and vector
 //! extensions, read from /proc on Linux.
 
+use crate::display::html_escape;
 use crate::display::{MimeBundle, Rich};
 use crate::error::human_bytes;
-use crate::smi::{escape, html_table, text_table};
+use crate::table::{html_table, text_table};
 use std::collections::HashSet;
 use std::fmt;
 
@@ -57,7 +58,7 @@ impl CpuInfo {
         )
         .replace(
             "<th></th><th></th>",
-            &format!("<th colspan=\"2\">{}</th>", escape(&self.model)),
+            &format!("<th colspan=\"2\">{}</th>", html_escape(&self.model)),
         )
     }
 }

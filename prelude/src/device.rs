@@ -1,7 +1,11 @@
 //! Where a tensor lives: `Device::Cpu` or `Device::Cuda(i)`, written like torch's
 //! `"cpu"`, `"cuda"`, `"cuda:1"`.
+//!
+//! A leaf of the crate: it names a device and knows nothing about finding one, so `error`
+//! and `cuda` can both depend on it without a cycle. What needs the driver lives in `cuda`
+//! (`Device::cuda_if_available` is implemented there), and a bad device string has its own
+//! error type, as `str::parse` has `ParseIntError`; `?` turns it into [`crate::Error`].
 
-use crate::error::{Error, Result};
 use std::fmt;
 use std::str::FromStr;
 
@@ -14,17 +18,8 @@ pub enum Device {
 impl Device {
     /// Parses `"cpu"`, `"cuda"` (= `cuda:0`) or `"cuda:N"`. Parsing does not look for the
     /// device: like `torch.device`, an index is checked when something is placed on it.
-    pub fn new(s: &str) -> Result<Device> {
+    pub fn new(s: &str) -> Result<Device, ParseDeviceError> {
         s.parse()
-    }
-
-    /// `cuda:0` when a CUDA device can be used, else `cpu`: the device-agnostic idiom.
-    pub fn cuda_if_available() -> Device {
-        if crate::cuda::is_available() {
-            Device::Cuda(0)
-        } else {
-            Device::Cpu
-        }
     }
 
     pub fn is_cuda(&self) -> bool {
@@ -45,8 +40,8 @@ impl Device {
 }
 
 impl FromStr for Device {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Device> {
+    type Err = ParseDeviceError;
+    fn from_str(s: &str) -> Result<Device, ParseDeviceError> {
         let t = s.trim().to_ascii_lowercase();
         match t.as_str() {
             "cpu" => return Ok(Device::Cpu),
@@ -58,13 +53,13 @@ impl FromStr for Device {
                 return Ok(Device::Cuda(i));
             }
         }
-        Err(Error::BadDeviceString(s.to_string()))
+        Err(ParseDeviceError(s.to_string()))
     }
 }
 
 impl TryFrom<&str> for Device {
-    type Error = Error;
-    fn try_from(s: &str) -> Result<Device> {
+    type Error = ParseDeviceError;
+    fn try_from(s: &str) -> Result<Device, ParseDeviceError> {
         s.parse()
     }
 }
@@ -94,3 +89,19 @@ impl From<&Device> for Device {
         *d
     }
 }
+
+/// A string that names no device; holds the string as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseDeviceError(pub String);
+
+impl fmt::Display for ParseDeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown device {:?}: expected \"cpu\", \"cuda\" or \"cuda:N\"",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseDeviceError {}

@@ -3,7 +3,7 @@
 //! Every message is meant to be read by a student in a notebook, so each variant says what
 //! went wrong and, where we know it, what to do about it.
 
-use crate::device::Device;
+use crate::device::{Device, ParseDeviceError};
 use std::fmt;
 
 /// `Result` with [`Error`]; kept out of the crate root so `use gpulab::*` does not shadow std's.
@@ -21,8 +21,8 @@ pub enum Error {
     BadShape(String),
     /// Operands on different devices (torch's rule: no implicit copies).
     DeviceMismatch { lhs: Device, rhs: Device },
-    /// A device string that does not parse, e.g. "gpu".
-    BadDeviceString(String),
+    /// A device string that does not parse, e.g. "gpu" (`Device::new`'s error, through `?`).
+    BadDevice(ParseDeviceError),
     /// `cuda:i` with `i` past the number of devices.
     BadDeviceIndex { index: usize, count: usize },
     /// No usable CUDA driver or device; the text says why.
@@ -76,10 +76,7 @@ impl fmt::Display for Error {
                 f,
                 "expected all tensors on the same device, found {lhs} and {rhs}"
             ),
-            Error::BadDeviceString(s) => write!(
-                f,
-                "unknown device {s:?}: expected \"cpu\", \"cuda\" or \"cuda:N\""
-            ),
+            Error::BadDevice(e) => e.fmt(f),
             Error::BadDeviceIndex { index, count } => write!(
                 f,
                 "invalid device cuda:{index}: this machine has {count} CUDA device{}",
@@ -122,6 +119,12 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl From<ParseDeviceError> for Error {
+    fn from(e: ParseDeviceError) -> Error {
+        Error::BadDevice(e)
+    }
+}
 
 /// 1536 -> "1.5 KiB"; shared by the error messages and the device reports.
 pub(crate) fn human_bytes(b: u64) -> String {

@@ -14,6 +14,7 @@ pub mod cuda;
 pub mod device;
 pub mod error;
 pub mod smi;
+mod table;
 pub mod tensor;
 pub use cpu::{cpu_info, CpuInfo};
 pub use cuda::{Event, KernelArg, LaunchConfig};

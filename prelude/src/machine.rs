@@ -5,7 +5,7 @@
 use crate::cpu::cpu_info;
 use crate::display::{MimeBundle, Rich};
 use crate::error::human_bytes;
-use crate::smi::{html_table, text_table};
+use crate::table::{html_table, text_table};
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq)]

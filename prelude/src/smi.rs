@@ -2,8 +2,9 @@
 //! nvidia-smi itself uses, `libnvidia-ml.so.1`, part of the driver). We load the dozen
 //! functions we need ourselves rather than pull in a wrapper crate and its proc macros.
 
-use crate::display::{MimeBundle, Rich};
+use crate::display::{html_escape, MimeBundle, Rich};
 use crate::error::{human_bytes, Error, Result};
+use crate::table::{html_table, text_table};
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::fmt;
@@ -446,7 +447,10 @@ impl SmiReport {
     }
 
     pub fn to_html(&self) -> String {
-        let mut s = format!("<div><b>NVIDIA GPUs</b> &mdash; {}", escape(&self.title()));
+        let mut s = format!(
+            "<div><b>NVIDIA GPUs</b> &mdash; {}",
+            html_escape(&self.title())
+        );
         s += &html_table(GPU_HEADER, &self.rows());
         if self.gpus.iter().any(|g| !g.processes.is_empty()) {
             s += &html_table(PROC_HEADER, &self.process_rows());
@@ -593,61 +597,6 @@ impl Rich for SmiReport {
 // `display(&nvidia_smi()?)` needs Rich; the inherent evcxr_display keeps a cell ending in
 // the report showing the table.
 crate::rich_evcxr_display!(SmiReport);
-
-pub(crate) fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-pub(crate) fn html_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut s = String::from("<table><thead><tr>");
-    for h in header {
-        s += &format!("<th>{}</th>", escape(h));
-    }
-    s += "</tr></thead><tbody>";
-    for r in rows {
-        s += "<tr>";
-        for c in r {
-            s += &format!("<td>{}</td>", escape(c));
-        }
-        s += "</tr>";
-    }
-    s + "</tbody></table>"
-}
-
-/// Columns padded to their widest cell, framed like nvidia-smi's table.
-pub(crate) fn text_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let rule: String = format!(
-        "+{}+\n",
-        w.iter()
-            .map(|n| "-".repeat(n + 2))
-            .collect::<Vec<_>>()
-            .join("+")
-    );
-    let line = |cells: Vec<&str>| -> String {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(&w)
-            .map(|(c, n)| format!(" {c:<n$} "))
-            .collect();
-        format!("|{}|\n", parts.join("|"))
-    };
-    let mut s = rule.clone();
-    s += &line(header.to_vec());
-    s += &rule.replace('-', "=");
-    for r in rows {
-        s += &line(r.iter().map(String::as_str).collect());
-    }
-    s + &rule
-}
 
 /// A PCI bus id as (domain, bus, device, function): NVML writes "00000000:3B:00.0", other tools
 /// "0000:3b:00.0"; both name the same slot.

@@ -23,7 +23,13 @@ fn device_strings_parse() {
     );
     for bad in ["gpu", "cuda:", "cuda:x", "cuda:-1", "", "tpu:0"] {
         match Device::new(bad) {
-            Err(e @ Error::BadDeviceString(_)) => assert!(e.to_string().contains("cuda:N"), "{e}"),
+            Err(e) => {
+                assert!(e.to_string().contains("cuda:N"), "{e}");
+                // `?` in a cell turns it into the prelude's error with the same message.
+                let converted = Error::from(e.clone());
+                assert_eq!(converted, Error::BadDevice(e.clone()));
+                assert_eq!(converted.to_string(), e.to_string());
+            }
             other => panic!("{bad:?} gave {other:?}"),
         }
     }

@@ -4,7 +4,7 @@
 
 use super::loader;
 use crate::display::{MimeBundle, Rich};
-use crate::smi::{html_table, text_table};
+use crate::table::{html_table, text_table};
 use std::fmt;
 use std::path::PathBuf;
 

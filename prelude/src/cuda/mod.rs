@@ -43,6 +43,18 @@ pub fn is_available() -> bool {
     device_count() > 0
 }
 
+impl Device {
+    /// `cuda:0` when a CUDA device can be used, else `cpu`: the device-agnostic idiom. It is
+    /// here rather than in `device.rs` because it asks the driver, and `device` stays a leaf.
+    pub fn cuda_if_available() -> Device {
+        if is_available() {
+            Device::Cuda(0)
+        } else {
+            Device::Cpu
+        }
+    }
+}
+
 /// Number of CUDA devices, 0 when the driver cannot be used (as `torch.cuda.device_count()`),
 /// so `for i in 0..device_count()` works everywhere. `unavailable_reason()` says why it is 0.
 pub fn device_count() -> usize {
