@@ -47,6 +47,13 @@ impl MimeBundle {
         )
     }
 
+    /// A PNG image with its plain-text stand-in (what a terminal or a text-only front end shows).
+    pub fn png(png: &[u8], text: impl Into<String>) -> Self {
+        Self::new()
+            .with_binary("image/png", png)
+            .with("text/plain", text)
+    }
+
     /// Adds a metadata entry; `json` must be valid JSON text, e.g. `r#"{"width": 640}"#`.
     pub fn with_metadata(mut self, key: &str, json: impl Into<String>) -> Self {
         self.metadata.insert(key.to_string(), json.into());
@@ -410,9 +417,7 @@ impl std::fmt::Debug for Png {
 
 impl Rich for Png {
     fn mime_bundle(&self) -> MimeBundle {
-        MimeBundle::new()
-            .with_binary("image/png", &self.0)
-            .with("text/plain", format!("{self:?}"))
+        MimeBundle::png(&self.0, format!("{self:?}"))
     }
 }
 

@@ -91,10 +91,13 @@ impl RgbImage {
         hi: f64,
         cmap: Colormap,
     ) -> Self {
-        assert_eq!(
+        // A builder-style call with no Result to return: a clear panic, which the kernel shows
+        // as the cell's error and survives with every variable kept.
+        assert!(
+            values.len() == width * height,
+            "RgbImage::from_values: {} values for a {width}x{height} image, which needs {}",
             values.len(),
-            width * height,
-            "values must hold width*height entries"
+            width * height
         );
         let lut = cmap.lut();
         let span = if hi > lo { hi - lo } else { 1.0 };
@@ -148,9 +151,7 @@ impl std::fmt::Debug for RgbImage {
 
 impl Rich for RgbImage {
     fn mime_bundle(&self) -> MimeBundle {
-        MimeBundle::new()
-            .with_binary("image/png", &self.to_png())
-            .with("text/plain", format!("{self:?}"))
+        MimeBundle::png(&self.to_png(), format!("{self:?}"))
     }
 }
 

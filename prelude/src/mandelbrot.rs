@@ -294,7 +294,14 @@ impl Mandelbrot {
 
     /// Wraps counts computed elsewhere (e.g. by the GPU kernel) as an image of this view.
     pub fn image_from_counts(&self, counts: Vec<u32>) -> MandelbrotImage {
-        assert_eq!(counts.len(), self.pixels(), "one count per pixel");
+        assert!(
+            counts.len() == self.pixels(),
+            "image_from_counts: {} counts for a {}x{} view, which has {} pixels",
+            counts.len(),
+            self.width,
+            self.height,
+            self.pixels()
+        );
         self.image(counts, "given counts")
     }
 }
@@ -422,9 +429,7 @@ impl std::fmt::Debug for MandelbrotImage {
 
 impl Rich for MandelbrotImage {
     fn mime_bundle(&self) -> MimeBundle {
-        MimeBundle::new()
-            .with_binary("image/png", &self.to_png())
-            .with("text/plain", format!("{self:?}"))
+        MimeBundle::png(&self.to_png(), format!("{self:?}"))
     }
 }
 

@@ -135,10 +135,13 @@ impl Figure {
         xs: &[X],
         ys: &[Y],
     ) -> Self {
-        assert_eq!(
+        // Chained builders have no Result to return: a clear panic, which the kernel shows as
+        // the cell's error and survives with every variable kept.
+        assert!(
+            xs.len() == ys.len(),
+            "series {name:?}: {} x values but {} y values (one y per x)",
             xs.len(),
-            ys.len(),
-            "series {name:?}: xs and ys differ in length"
+            ys.len()
         );
         let points = xs
             .iter()
@@ -544,7 +547,12 @@ pub struct BarChart {
 
 /// Bars of `values`, one per label.
 pub fn bar_chart<L: AsRef<str>, V: PlotValue>(title: &str, labels: &[L], values: &[V]) -> BarChart {
-    assert_eq!(labels.len(), values.len(), "one value per label");
+    assert!(
+        labels.len() == values.len(),
+        "bar_chart {title:?}: {} labels but {} values (one value per label)",
+        labels.len(),
+        values.len()
+    );
     BarChart {
         title: title.to_string(),
         ylabel: String::new(),

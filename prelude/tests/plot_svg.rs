@@ -137,3 +137,23 @@ fn tick_numbers() {
     assert_eq!(short_number(1e-9), "1e-9");
     assert_eq!(short_number(1.5e-9), "1.5e-9");
 }
+
+/// Mismatched lengths in the chained builders stop the cell with a message that counts both
+/// sides (the kernel shows a panic as the cell's error and keeps the session's variables).
+#[test]
+#[should_panic(expected = "series \"gpu\": 3 x values but 2 y values")]
+fn a_series_with_fewer_ys_than_xs_names_both_counts() {
+    let _ = Figure::new("t").line("gpu", &[1.0, 2.0, 3.0], &[1.0, 2.0]);
+}
+
+#[test]
+#[should_panic(expected = "bar_chart \"t\": 2 labels but 1 values")]
+fn a_bar_chart_with_a_missing_value_names_both_counts() {
+    let _ = bar_chart("t", &["cpu", "cuda"], &[1.0]);
+}
+
+#[test]
+#[should_panic(expected = "image_from_counts: 3 counts for a 4x2 view, which has 8 pixels")]
+fn counts_that_do_not_fill_the_view_name_its_size() {
+    let _ = Mandelbrot::new().size(4, 2).image_from_counts(vec![0; 3]);
+}
