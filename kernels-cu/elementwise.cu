@@ -70,9 +70,9 @@ __device__ __forceinline__ long long binary_apply(int op, long long a, long long
     case 4: return a > b ? a : b;
     case 5: return a < b ? a : b;
     case 6: {
-        // Wrapping square-and-multiply; a negative exponent gives 0 as the CPU's int_pow
-        // (the host rejects it for a tensor exponent; `2 ** t` with negative t reaches here).
-        if (b < 0) return 0;
+        // Wrapping square-and-multiply, as the CPU's int_pow. A negative exponent (allowed
+        // from a tensor, as in torch) keeps the powers of 1 and -1 and gives 0 otherwise.
+        if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
         u64 base = (u64)a, r = 1;
         u64 e = b > 0xffffffffLL ? 0xffffffffULL : (u64)b;
         while (e) {

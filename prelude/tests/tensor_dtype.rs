@@ -312,7 +312,19 @@ fn reductions_for_every_dtype_match_f64_loops_on(dev: Device) {
         check(&format!("min {d}"), &a.min().unwrap(), d, &[min]);
         let colmax: Vec<f64> = (0..3).map(|c| av[c].max(av[3 + c])).collect();
         check(&format!("max_dim {d}"), &a.max_dim(0).unwrap(), d, &colmax);
-        // argmax/argmin: int64, the first index on ties.
+        // argmax/argmin: int64, the first index on ties; bool input is refused, as in torch.
+        if d == Bool {
+            for e in [a.argmax(), a.argmin_dim(0)] {
+                let e = e.unwrap_err().to_string();
+                assert!(
+                    e.contains("does not support bool") && e.contains("[2, 3]"),
+                    "{e}"
+                );
+            }
+            let e = a.mean().unwrap_err().to_string();
+            assert!(e.contains("mean") && e.contains("bool"), "{e}");
+            continue;
+        }
         let first = |v: f64| av.iter().position(|&x| x == v).unwrap() as f64;
         check(
             &format!("argmax {d}"),
@@ -536,6 +548,91 @@ fn errors_name_the_op_dtypes_shapes_and_device_on(dev: Device) {
     );
 }
 
+/// Cases where a differential run against torch 2.9.1 (every op x dtype pair, CPU) found
+/// gpulab doing something else; the expected values are torch's, printed for the same inputs.
+#[test]
+fn edge_cases_follow_torch() {
+    edge_cases_follow_torch_on(CPU);
+}
+
+fn edge_cases_follow_torch_on(dev: Device) {
+    // Integer powers with a negative tensor exponent: 1 and -1 keep their powers, every other
+    // base gives 0 (a negative scalar exponent stays an error, as in torch).
+    for d in [I32, I64] {
+        let b = Tensor::from_vec(vec![1i64, -1, -1, 2, 0, -3], 6, dev)
+            .unwrap()
+            .to_dtype(d)
+            .unwrap();
+        let e = Tensor::from_vec(vec![-5i64, -3, -2, -1, -1, -2], 6, dev)
+            .unwrap()
+            .to_dtype(d)
+            .unwrap();
+        let p = b.pow(&e).unwrap();
+        assert_eq!(p.dtype(), d);
+        assert_eq!(
+            p.to_f64_vec().unwrap(),
+            [1., -1., 1., 0., 0., 0.],
+            "pow {d}"
+        );
+        assert!(b.pow(-1).is_err(), "pow {d} with a negative scalar");
+    }
+    // Subtraction with a bool operand is refused, with what to use instead.
+    let mask = Tensor::from_vec(vec![true, false, true], 3, dev).unwrap();
+    let x = Tensor::from_vec(vec![1.5f32, 2.0, 3.0], 3, dev).unwrap();
+    for (e, hint) in [
+        (x.sub(&mask), "logical_not"),
+        (mask.sub(&x), "logical_not"),
+        (mask.sub(1), "logical_not"),
+        (mask.sub(&mask), "exclusive or"),
+        (x.sub_(&mask).map(|_| x.clone()), "logical_not"),
+    ] {
+        let e = e.unwrap_err().to_string();
+        assert!(
+            e.contains("sub") && e.contains("bool") && e.contains(hint),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        x.to_vec::<f32>().unwrap(),
+        [1.5, 2.0, 3.0],
+        "a refused sub_ writes nothing"
+    );
+    // logical_not (and `!`): true where the element is zero; NaN is not zero.
+    assert_eq!(
+        mask.logical_not().unwrap().to_vec::<bool>().unwrap(),
+        [false, true, false]
+    );
+    assert_eq!((!&mask).dtype(), Bool);
+    let f = Tensor::from_vec(vec![0.0f32, 1.5, f32::NAN], 3, dev).unwrap();
+    assert_eq!(
+        f.logical_not().unwrap().to_vec::<bool>().unwrap(),
+        [true, false, false]
+    );
+    // An int scalar is cast to a uint8 tensor's dtype before comparing, wrapping as torch
+    // does: -1 is 255 and -253 is 3.
+    let u = Tensor::from_vec(vec![0u8, 3, 255], 3, dev).unwrap();
+    let bools = |t: Tensor| t.to_vec::<bool>().unwrap();
+    assert_eq!(bools(u.eq(-1).unwrap()), [false, false, true]);
+    assert_eq!(bools(u.lt(-253).unwrap()), [true, false, false]);
+    assert_eq!(bools(u.gt(-3).unwrap()), [false, false, true]);
+    // cat and stack promote mixed dtypes; each part's gradient comes back in its own dtype.
+    let a = Tensor::from_vec(vec![1.5f32, 2.0], 2, dev)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let i = Tensor::from_vec(vec![3i64, 4], 2, dev).unwrap();
+    let c = Tensor::cat(&[&a, &i], 0).unwrap();
+    assert_eq!(c.dtype(), F32);
+    assert_eq!(c.to_vec::<f32>().unwrap(), [1.5, 2.0, 3.0, 4.0]);
+    let w = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], 4, dev).unwrap();
+    c.mul(&w).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(a.grad().unwrap().to_vec::<f32>().unwrap(), [1.0, 2.0]);
+    let h = Tensor::from_vec(vec![0.5f64, 1.0], 2, dev).unwrap();
+    let s = Tensor::stack(&[&a.detach(), &h], 1).unwrap();
+    assert_eq!((s.dtype(), s.shape()), (F64, &[2usize, 2][..]));
+    assert_eq!(s.to_vec::<f64>().unwrap(), [1.5, 0.5, 2.0, 1.0]);
+}
+
 /// f64 goes through the packed product of matmul.rs (its own micro-kernels): sizes with
 /// ragged edges, several KC blocks and the threaded path, against a plain f64 loop.
 #[test]
@@ -598,5 +695,6 @@ mod gpu {
         comparisons_give_bool_and_where_picks => comparisons_give_bool_and_where_picks_on,
         conversions_and_generic_access => conversions_and_generic_access_on,
         errors_name_the_op_dtypes_shapes_and_device => errors_name_the_op_dtypes_shapes_and_device_on,
+        edge_cases_follow_torch => edge_cases_follow_torch_on,
     );
 }

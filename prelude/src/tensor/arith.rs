@@ -101,6 +101,7 @@ impl Tensor {
             Operand::Int(s) => return self.scalar_op(s as f64, false, op, false),
             Operand::Tensor(t) => t,
         };
+        no_bool_sub(op, self, Some(rhs))?;
         let (a, b, bc) = self.promoted(rhs, op.name(), float_div)?;
         let storage = a
             .dense()?
@@ -117,6 +118,7 @@ impl Tensor {
         op: BinaryOp,
         scalar_first: bool,
     ) -> Result<Tensor> {
+        no_bool_sub(op, self, None)?;
         let mut dt = promote_scalar(self.dtype(), is_float);
         if op == BinaryOp::Div && !dt.is_float() {
             dt = DType::F32;
@@ -150,7 +152,15 @@ impl Tensor {
                 &scalar
             }
             Operand::Int(s) => {
-                scalar = self.scalar_tensor(s as f64, promote_scalar(self.dtype(), false))?;
+                let dt = promote_scalar(self.dtype(), false);
+                // torch casts a Python int to the tensor's integer dtype first, wrapping as
+                // arithmetic does: `u8_tensor == -3` compares with 253.
+                let v = match dt {
+                    DType::U8 => s as u8 as f64,
+                    DType::I32 => s as i32 as f64,
+                    _ => s as f64,
+                };
+                scalar = self.scalar_tensor(v, dt)?;
                 &scalar
             }
         };
@@ -230,6 +240,12 @@ impl Tensor {
     }
     pub fn pow<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
         self.binary(rhs.into(), BinaryOp::Pow)
+    }
+
+    /// `true` where the element is zero (`false`), as a bool tensor: torch's `logical_not`,
+    /// the `~mask` of a mask. `!&t` is the same.
+    pub fn logical_not(&self) -> Result<Tensor> {
+        self.eq(0)
     }
 
     pub fn neg(&self) -> Result<Tensor> {
@@ -366,6 +382,14 @@ impl Tensor {
                 )
             }
         };
+        if self.dtype() == DType::Bool {
+            return Err(Error::Invalid(format!(
+                "{name}() does not support bool input, as in torch (shape {:?} on {}); convert \
+                 it first, e.g. t.to_dtype(DType::U8)",
+                self.shape(),
+                self.device()
+            )));
+        }
         if len == 0 {
             return Err(Error::Invalid(format!(
                 "{name}() of an empty dimension has no value (shape {:?})",
@@ -491,6 +515,28 @@ impl Tensor {
     }
 }
 
+/// torch refuses `-` with a bool operand (`1 - mask` is how a mask gets inverted by mistake as
+/// an integer tensor); the error says what to use instead. `rhs` is `None` for a scalar.
+fn no_bool_sub(op: BinaryOp, lhs: &Tensor, rhs: Option<&Tensor>) -> Result<()> {
+    let is_bool = |t: &Tensor| t.dtype() == DType::Bool;
+    if op != BinaryOp::Sub || !(is_bool(lhs) || rhs.is_some_and(is_bool)) {
+        return Ok(());
+    }
+    let what = match rhs {
+        Some(r) => format!("{} and {} on {}", lhs.dtype(), r.dtype(), lhs.device()),
+        None => format!("{} and a scalar on {}", lhs.dtype(), lhs.device()),
+    };
+    let hint = if is_bool(lhs) && rhs.is_some_and(is_bool) {
+        "for two masks, a.ne(&b) is their exclusive or"
+    } else {
+        "to invert a mask use mask.logical_not() (or !&mask); to count with it, convert it \
+         first (mask.to_dtype(DType::I64))"
+    };
+    Err(Error::Invalid(format!(
+        "sub: subtraction with a bool tensor is not supported, as in torch ({what}); {hint}"
+    )))
+}
+
 /// For operators: the error becomes a panic with the same message.
 fn unwrap(r: Result<Tensor>) -> Tensor {
     r.unwrap_or_else(|e| panic!("{e}"))
@@ -564,5 +610,19 @@ impl ops::Neg for Tensor {
     type Output = Tensor;
     fn neg(self) -> Tensor {
         unwrap(self.unary(UnaryOp::Neg))
+    }
+}
+
+/// `!&mask` is torch's `~mask` (`logical_not`): a bool tensor, `true` where the element is zero.
+impl ops::Not for &Tensor {
+    type Output = Tensor;
+    fn not(self) -> Tensor {
+        unwrap(self.logical_not())
+    }
+}
+impl ops::Not for Tensor {
+    type Output = Tensor;
+    fn not(self) -> Tensor {
+        unwrap(self.logical_not())
     }
 }

@@ -178,10 +178,20 @@ fn zip_map<T: WithDType, U: Send>(
 }
 
 /// Integer pow as torch computes it: wrapping, and an error for negative exponents.
+/// torch's integer power: wrapping for y >= 0; for a negative exponent (allowed from a tensor,
+/// refused from a scalar) 1 and -1 keep their powers and every other base gives 0.
 fn int_pow(x: i64, y: i64) -> i64 {
-    match y {
-        y if y < 0 => 0, // rejected before the loop runs (see `binary`)
-        y => x.wrapping_pow(y.min(u32::MAX as i64) as u32),
+    match (x, y) {
+        (_, 0..) => x.wrapping_pow(y.min(u32::MAX as i64) as u32),
+        (1, _) => 1,
+        (-1, _) => {
+            if y % 2 == 0 {
+                1
+            } else {
+                -1
+            }
+        }
+        _ => 0,
     }
 }
 
@@ -278,15 +288,6 @@ impl CpuStorage {
     ) -> Result<CpuStorage> {
         use CpuStorage as S;
         let int = |a: &[i64], b: &[i64]| zip_map(a, b, bc, |x, y| int_binary(op, x, y));
-        let negative_exponent = |b: &CpuStorage| {
-            op == BinaryOp::Pow && b.dtype().is_int() && b.to_f64_vec().iter().any(|&y| y < 0.0)
-        };
-        if negative_exponent(rhs) {
-            return Err(Error::Invalid(format!(
-                "pow: integers to negative integer powers are not allowed ({} tensors)",
-                rhs.dtype()
-            )));
-        }
         Ok(match (self, rhs) {
             (S::F32(a), S::F32(b)) => S::F32(match bc {
                 None => cpu::binary_same(op, a, b),

@@ -276,23 +276,6 @@ pub(crate) fn cast(a: &CudaBuf, dtype: DType) -> Result<CudaBuf> {
     )
 }
 
-/// Integer powers with a negative exponent are an error, as on the CPU (torch raises too);
-/// finding one costs a min-reduction and a one-element read.
-fn check_exponents(op: BinaryOp, b: &CudaBuf) -> Result<()> {
-    if op != BinaryOp::Pow || !b.dtype.is_int() || b.len == 0 {
-        return Ok(());
-    }
-    let min = super::storage::download(&reduce_all(ReduceOp::Min, b)?)?.to_f64_vec()[0];
-    if min < 0.0 {
-        return Err(Error::Invalid(format!(
-            "pow: integers to negative integer powers are not allowed ({} tensors on {})",
-            b.dtype,
-            b.gpu.device()
-        )));
-    }
-    Ok(())
-}
-
 /// `a op b`, of one shape (`bc` None) or broadcast.
 pub(crate) fn binary(
     op: BinaryOp,
@@ -302,7 +285,6 @@ pub(crate) fn binary(
 ) -> Result<CudaBuf> {
     let dt = same_dtype(op.name(), a, b)?;
     check_op(OpFamily::Binary, op as i32, dt, a.gpu.device())?;
-    check_exponents(op, b)?;
     match bc {
         None => {
             let n = a.len;

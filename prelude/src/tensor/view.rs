@@ -17,7 +17,7 @@
 //! `is_contiguous()`, `stride()` and `storage_offset()` are torch's. Dimension arguments may
 //! be negative (counted from the end).
 
-use super::dtype::DType;
+use super::dtype::{promote, DType};
 use super::layout::{resolve_insert_dim, Layout};
 use super::shape::{resolve_dim, IntoViewShape, Shape};
 use super::{Operand, Tensor};
@@ -460,8 +460,8 @@ impl Tensor {
         Ok(rules::gather(self, d, &idx, index.shape(), out))
     }
 
-    /// The tensors joined along `dim` (torch's `cat`): every other dimension, the dtype and
-    /// the device must agree. Takes `&[Tensor]` or `&[&Tensor]`.
+    /// The tensors joined along `dim` (torch's `cat`): every other dimension and the device
+    /// must agree; the dtypes promote as for `add`. Takes `&[Tensor]` or `&[&Tensor]`.
     pub fn cat<T: Borrow<Tensor>>(tensors: &[T], dim: isize) -> Result<Tensor> {
         let first = match tensors.first() {
             Some(t) => t.borrow(),
@@ -480,14 +480,6 @@ impl Tensor {
                     "cat: shapes {shapes:?} differ outside dimension {d}"
                 )));
             }
-            if t.dtype() != first.dtype() {
-                return Err(Error::Invalid(format!(
-                    "cat: all tensors need one dtype, got {} and {} (shapes {shapes:?}); \
-                     convert first with .to_dtype(..)",
-                    first.dtype(),
-                    t.dtype()
-                )));
-            }
             if t.device() != first.device() {
                 return Err(Error::Invalid(format!(
                     "cat: all tensors need one device, got {} and {} (shapes {shapes:?})",
@@ -495,6 +487,20 @@ impl Tensor {
                     t.device()
                 )));
             }
+        }
+        // Mixed dtypes promote as torch's `cat` does (an int64 and a float32 part give
+        // float32); the casts are recorded, so each part's gradient comes back in its dtype.
+        let dtype = tensors
+            .iter()
+            .map(|t| t.borrow().dtype())
+            .reduce(promote)
+            .unwrap_or(first.dtype());
+        if tensors.iter().any(|t| t.borrow().dtype() != dtype) {
+            let parts: Vec<Tensor> = tensors
+                .iter()
+                .map(|t| t.borrow().to_dtype(dtype))
+                .collect::<Result<_>>()?;
+            return Tensor::cat(&parts, dim);
         }
         let mut dims = first.shape().to_vec();
         dims[d] = shapes.iter().map(|s| s[d]).sum();
