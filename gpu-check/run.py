@@ -4,7 +4,7 @@
 Needs no Rust toolchain and no Jupyter: Python 3 (3.8+, standard library only for the runner;
 the benchmark references use numpy, torch, CuPy and numba-cuda where installed), Linux x86-64.
 
-    gpu-pack/run OUTDIR [--budget SECONDS] [--only probe,tests,bench,notebooks] [--save MACHINE]
+    gpu-pack/run OUTDIR [--budget SECONDS] [--only probe,tests,parity,bench,notebooks] [--save MACHINE]
 
 Writes into OUTDIR:
     gpu-results.json      everything: machine, driver, libraries loaded, every test's outcome,
@@ -37,7 +37,7 @@ PACK = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(PACK))
 import to_program  # noqa: E402  (the pack's copy of notebooks/to_program.py)
 
-STEPS = ("probe", "tests", "bench", "notebooks")
+STEPS = ("probe", "tests", "parity", "bench", "notebooks")
 
 
 class Clock:
@@ -254,6 +254,33 @@ def test_counts(results):
 # benchmarks
 
 
+def run_parity(progs, env, cwd, gpu, clock, logs):
+    """gpulab's ops against torch's, case by case (bench/torch_parity.py): on the CPU against
+    torch's recorded results, and on cuda:0 against live torch on the same GPU."""
+    exe = progs.get("examples", {}).get("torch_parity")
+    script = PACK / "bench" / "torch_parity.py"
+    if exe is None or not script.exists():
+        return {"status": "not run: not in the pack"}
+    runs = [("cpu", ["--device", "cpu", "--expected", str(PACK / "bench" / "torch_parity-cpu.txt.gz")])]
+    runs.append(("cuda", ["--device", "cuda"]) if gpu else ("cuda", None))
+    out = {}
+    for key, args in runs:
+        left = clock.left()
+        if args is None or left < 20:
+            out[key] = {"status": "skipped: no CUDA device" if args is None else "not run: out of time"}
+            continue
+        rc, stdout, stderr = sh([sys.executable, str(script), "--exe", str(exe), "--json", *args],
+                                timeout=min(300, left), env=env, cwd=cwd)
+        (logs / f"parity-{key}.stdout").write_text(stdout)
+        (logs / f"parity-{key}.stderr").write_text(stderr)
+        try:
+            summary = json.loads(stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            summary = {"error": (stderr.strip() or stdout.strip())[-3000:] or f"status {rc}"}
+        out[key] = {"status": rc, **summary}
+    return out
+
+
 def bench_json(stdout):
     return [json.loads(l[len("BENCH_JSON "):]) for l in stdout.splitlines() if l.startswith("BENCH_JSON ")]
 
@@ -436,6 +463,19 @@ def summary_md(res):
             extra = (f"; FAILED: {', '.join(failed)}" if failed else "") + (f"; skipped: {len(skipped)}" if skipped else "")
             err = f"; error: {r['error'][:200]}" if r.get("error") else ""
             lines.append(f"- {b}: {passed} passed{extra}{err}")
+    par = res.get("parity")
+    if par:
+        lines += ["", "## Tensor ops against torch (bench/torch_parity.py)", ""]
+        if "status" in par:
+            lines.append(f"- {par['status']}")
+        for dev, r in (x for x in par.items() if isinstance(x[1], dict)):
+            if "cases" in r:
+                first = "; first: " + "; ".join(r["first"][:5]) if r.get("first") else ""
+                lines.append(f"- {dev}: {r['cases']} cases against torch {r['torch']}: {r['differ']} differ, "
+                             f"{r['known']} known differences{first}")
+            else:
+                err = f"; error: {r['error'][:300]}" if r.get("error") else ""
+                lines.append(f"- {dev}: {r.get('status')}{err}")
     b = res.get("bench")
     if b:
         s = b["summary"]
@@ -544,6 +584,9 @@ def main():
         print("running the test binaries ...", flush=True)
         binaries = run_tests(progs, env, cwd, gpu, clock, out / "logs")
         res["tests"] = {"gpu_tests_included": gpu, "binaries": binaries, "counts": test_counts(binaries)}
+    if "parity" in only:
+        print("comparing the tensor ops with torch's ...", flush=True)
+        res["parity"] = run_parity(progs, env, cwd, gpu, clock, out / "logs")
     if "notebooks" in only:
         print("running the notebook programs ...", flush=True)
         m = res["machine"]
@@ -564,7 +607,9 @@ def main():
         save(out, a.save)
     failed = res.get("tests", {}).get("counts", {}).get("failed", 0)
     nb_errors = sum(len(r.get("errors", [])) for r in res.get("notebooks", []))
-    return 1 if failed or nb_errors else 0
+    parity = res.get("parity", {})
+    differ = sum(r.get("differ", 0) for r in parity.values() if isinstance(r, dict))
+    return 1 if failed or nb_errors or differ else 0
 
 
 if __name__ == "__main__":

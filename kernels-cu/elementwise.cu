@@ -31,8 +31,9 @@ __device__ __forceinline__ float binary_apply(int op, float a, float b)
     case 1: return a - b;
     case 2: return a * b;
     case 3: return a / b;
-    case 4: return fmaxf(a, b);
-    case 5: return fminf(a, b);
+    // fmaxf/fminf drop a NaN; torch's maximum/minimum return it (`a != a` is NaN's test).
+    case 4: return (a > b || a != a) ? a : b;
+    case 5: return (a < b || a != a) ? a : b;
     case 6: return powf(a, b);
     default: __trap();
     }
@@ -46,8 +47,8 @@ __device__ __forceinline__ double binary_apply(int op, double a, double b)
     case 1: return a - b;
     case 2: return a * b;
     case 3: return a / b;
-    case 4: return fmax(a, b);
-    case 5: return fmin(a, b);
+    case 4: return (a > b || a != a) ? a : b;
+    case 5: return (a < b || a != a) ? a : b;
     case 6: return pow(a, b);
     default: __trap();
     }
@@ -95,7 +96,7 @@ __device__ __forceinline__ float unary_apply(int op, float x)
     case 1: return fabsf(x);
     case 2: return expf(x);
     case 3: return sqrtf(x);
-    case 4: return x > 0.0f ? x : 0.0f;
+    case 4: return x < 0.0f ? 0.0f : x; // a NaN passes through, as in torch
     case 5: return logf(x);
     case 6: return tanhf(x);
     case 7: return 1.0f / (1.0f + expf(-x));
@@ -111,7 +112,7 @@ __device__ __forceinline__ double unary_apply(int op, double x)
     case 1: return fabs(x);
     case 2: return exp(x);
     case 3: return sqrt(x);
-    case 4: return x > 0.0 ? x : 0.0;
+    case 4: return x < 0.0 ? 0.0 : x;
     case 5: return log(x);
     case 6: return tanh(x);
     case 7: return 1.0 / (1.0 + exp(-x));

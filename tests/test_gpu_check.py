@@ -113,3 +113,18 @@ def test_bench_summary_dtype_rows():
     assert (mm["dtype"], mm["side"], mm["gpulab_TFLOPs"], mm["torch_over_gpulab"]) == ("tf32", 4096, 400.0, 0.8)
     # The older rows are untouched by the dtype rows.
     assert s["elementwise"] == [] and s["matmul"] == []
+
+
+def test_parity_results_show_in_the_summary_and_a_difference_fails_the_run(tmp_path):
+    assert run.run_parity({}, {}, tmp_path, True, run.Clock(60), tmp_path) == {
+        "status": "not run: not in the pack"}
+    res = {"machine": {}, "probe": {}, "pack": {"commit": "abc"}, "parity": {
+        "cpu": {"status": 0, "device": "cpu", "torch": "2.9.1", "cases": 3648, "differ": 0, "known": 4,
+                "first": []},
+        "cuda": {"status": 1, "device": "cuda", "torch": "2.11.0", "cases": 3648, "differ": 2, "known": 4,
+                 "first": ["sun relu f32: values differ", "bin add f16 f16: values differ"]}}}
+    md = run.summary_md(res)
+    assert "- cpu: 3648 cases against torch 2.9.1: 0 differ, 4 known differences" in md
+    assert "- cuda: 3648 cases against torch 2.11.0: 2 differ" in md and "sun relu f32" in md
+    res["parity"]["cuda"] = {"status": "skipped: no CUDA device"}
+    assert "- cuda: skipped: no CUDA device" in run.summary_md(res)

@@ -94,7 +94,7 @@ pub(crate) fn unary(op: UnaryOp, a: &[f32]) -> Vec<f32> {
     match op {
         UnaryOp::Neg => map1(a, |x| -x),
         UnaryOp::Abs => map1(a, f32::abs),
-        UnaryOp::Relu => map1(a, |x| if x > 0.0 { x } else { 0.0 }),
+        UnaryOp::Relu => map1(a, |x| if x < 0.0 { 0.0 } else { x }),
         UnaryOp::Sqrt => map1(a, f32::sqrt),
         op => map1(a, move |x| op.apply(x)),
     }

@@ -20,8 +20,8 @@ impl BinaryOp {
             BinaryOp::Sub => a - b,
             BinaryOp::Mul => a * b,
             BinaryOp::Div => a / b,
-            BinaryOp::Maximum => a.max(b),
-            BinaryOp::Minimum => a.min(b),
+            BinaryOp::Maximum => nan_max(a, b),
+            BinaryOp::Minimum => nan_min(a, b),
             BinaryOp::Pow => a.powf(b),
         }
     }
@@ -33,8 +33,8 @@ impl BinaryOp {
             BinaryOp::Sub => a - b,
             BinaryOp::Mul => a * b,
             BinaryOp::Div => a / b,
-            BinaryOp::Maximum => a.max(b),
-            BinaryOp::Minimum => a.min(b),
+            BinaryOp::Maximum => nan_max(a, b),
+            BinaryOp::Minimum => nan_min(a, b),
             BinaryOp::Pow => a.powf(b),
         }
     }
@@ -48,6 +48,31 @@ impl BinaryOp {
             BinaryOp::Minimum => "minimum",
             BinaryOp::Pow => "pow",
         }
+    }
+}
+
+/// torch's `maximum`: a NaN on either side is the result (`f32::max` would drop it).
+#[inline(always)]
+pub(crate) fn nan_max<T: PartialOrd + Copy>(a: T, b: T) -> T {
+    // `a != a` is NaN's test for any float type; when `b` is NaN, `a > b` is false and b wins.
+    #[allow(clippy::eq_op)]
+    let a_nan = a != a;
+    if a > b || a_nan {
+        a
+    } else {
+        b
+    }
+}
+
+/// torch's `minimum`, NaN-propagating as [`nan_max`].
+#[inline(always)]
+pub(crate) fn nan_min<T: PartialOrd + Copy>(a: T, b: T) -> T {
+    #[allow(clippy::eq_op)]
+    let a_nan = a != a;
+    if a < b || a_nan {
+        a
+    } else {
+        b
     }
 }
 
@@ -71,11 +96,12 @@ impl UnaryOp {
             UnaryOp::Abs => x.abs(),
             UnaryOp::Exp => x.exp(),
             UnaryOp::Sqrt => x.sqrt(),
+            // `x < 0` rather than `x > 0`: a NaN passes through, as in torch.
             UnaryOp::Relu => {
-                if x > 0.0 {
-                    x
-                } else {
+                if x < 0.0 {
                     0.0
+                } else {
+                    x
                 }
             }
             UnaryOp::Log => x.ln(),
@@ -90,11 +116,12 @@ impl UnaryOp {
             UnaryOp::Abs => x.abs(),
             UnaryOp::Exp => x.exp(),
             UnaryOp::Sqrt => x.sqrt(),
+            // `x < 0` rather than `x > 0`: a NaN passes through, as in torch.
             UnaryOp::Relu => {
-                if x > 0.0 {
-                    x
-                } else {
+                if x < 0.0 {
                     0.0
+                } else {
+                    x
                 }
             }
             UnaryOp::Log => x.ln(),

@@ -1,0 +1,243 @@
+"""gpulab's tensor ops against torch's, case by case: every binary op, comparison, in-place op,
+unary op, reduction, cast, broadcast, view and join for every pair of the eight dtypes, plus
+special values (NaN, infinities, overflow, integer limits). Each case's result dtype, shape and
+values, or the fact that it is an error, must be torch's.
+
+    python3 bench/torch_parity.py                      # live torch, CPU (needs torch)
+    python3 bench/torch_parity.py --device cuda        # live torch on the GPU, gpulab on cuda:0
+    python3 bench/torch_parity.py --expected FILE.gz   # torch's recorded results, no torch needed
+    python3 bench/torch_parity.py --record FILE.gz     # record torch's results (needs torch)
+
+gpulab's side is `prelude/examples/torch_parity.rs` (`--exe PATH`, else built with cargo).
+Exit status 1 when a case differs (KNOWN differences aside, each with its reason). `--json`
+prints a summary object last, for gpu-check/run.py.
+"""
+
+import argparse
+import gzip
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DTYPES = ["f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"]
+SCALARS = ["2", "-3", "2.5", "-0.5", "0"]
+BINARY = "add sub mul div pow maximum minimum eq ne lt le gt ge".split()
+INPLACE = "add_ sub_ mul_ div_".split()
+UNARY = "neg abs exp log sqrt relu sigmoid tanh".split()
+REDUCE = ("sum mean max min argmax argmin sum_dim sum_keepdim mean_dim max_dim min_dim "
+          "argmax_dim argmin_dim").split()
+FLOATS = {"f32", "f64", "f16", "bf16"}
+
+# Cases where gpulab keeps its own answer on purpose.
+KNOWN = {
+    # A negative float cast to uint8 is undefined behaviour in C++; torch's CPU wraps through
+    # int64 (-3.0 -> 253), CUDA's conversion instruction saturates. gpulab saturates (0) on
+    # both devices, so the answer does not depend on the device.
+    **{f"cast x {d} u8": "negative floats to uint8 are undefined in torch" for d in FLOATS},
+}
+
+
+def cases():
+    out = []
+    for op in BINARY:
+        out += [f"bin {op} {a} {b}" for a in DTYPES for b in DTYPES]
+        out += [f"tbin {op} {a} {a}" for a in DTYPES]
+        out += [f"sbin {op} {a} {a}" for a in DTYPES]
+        if op not in ("maximum", "minimum"):  # torch.maximum takes tensors only
+            out += [f"bins {op} {a} {s}" for a in DTYPES for s in SCALARS]
+    for op in INPLACE:
+        out += [f"inp {op} {a} {b}" for a in DTYPES for b in DTYPES]
+        out += [f"inps {op} {a} {s}" for a in DTYPES for s in SCALARS]
+    for op in UNARY:
+        out += [f"un {op} {a}" for a in DTYPES] + [f"sun {op} {a}" for a in DTYPES]
+    for op in REDUCE:
+        out += [f"red {op} {a}" for a in DTYPES] + [f"sred {op} {a}" for a in DTYPES]
+    out += [f"not x {a}" for a in DTYPES]
+    for kind in ("row", "col"):
+        out += [f"{kind} {op} {a} {b}" for op in ("add", "mul", "maximum", "eq", "lt", "pow", "div", "sub")
+                for a in DTYPES for b in DTYPES]
+    for kind in ("cast", "where", "cat", "stack", "matmul", "tmatmul"):
+        out += [f"{kind} x {a} {b}" for a in DTYPES for b in DTYPES]
+    return out
+
+
+def values(d, which):
+    """Mirrors `values` in torch_parity.rs."""
+    big = 9007199254740992.0
+    if d == "u8":
+        return [[0., 1, 2, 3, 5, 7], [1., 0, 3, 2, 2, 1], [255., 0, 128, 1, 254, 3]][which]
+    if d == "bool":
+        return [[1., 0, 1, 1, 0, 0], [1., 1, 0, 1, 0, 1], [1., 1, 1, 0, 0, 0]][which]
+    if d in ("i32", "i64"):
+        special = [2147483647., -2147483648., -1, 0, 1, 7] if d == "i32" else [big, -big, -1, 0, 1, 7]
+        return [[-3., -1, 0, 1, 2, 7], [2., -1, 0, 3, 1, -2], special][which]
+    return [[-3, -1.5, 0, 0.5, 2, 7.25], [2, -1.25, 0.5, 3, 1, -2],
+            [math.nan, math.inf, -math.inf, 131008.0, 1e-8, -0.0]][which]
+
+
+def torch_results(lines, device):
+    import torch
+
+    T = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+         "i32": torch.int32, "i64": torch.int64, "u8": torch.uint8, "bool": torch.bool}
+    names = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
+             torch.int32: "I32", torch.int64: "I64", torch.uint8: "U8", torch.bool: "Bool"}
+    dev = torch.device(device)
+
+    def mk(d, which):
+        return torch.tensor(values(d, which), dtype=torch.float64).reshape(2, 3).to(T[d]).to(dev)
+
+    def scalar(s):
+        return float(s) if "." in s else int(s)
+
+    def binary(op, a, rhs):
+        if op.endswith("_"):
+            getattr(a, op)(rhs)
+            return a
+        return getattr(torch, op)(a, rhs)
+
+    def run(w):
+        kind, op, d = w[0], w[1], w[2]
+        a = mk(d, 2 if kind.startswith("s") else 0)
+        b = (lambda: mk(w[3], 1))
+        if kind in ("bin", "sbin", "inp"):
+            return binary(op, a, b())
+        if kind == "tbin":
+            return binary(op, a.t(), b().t())
+        if kind in ("bins", "inps"):
+            return binary(op, a, scalar(w[3]))
+        if kind in ("un", "sun"):
+            return getattr(torch, op)(a)
+        if kind == "not":
+            return torch.logical_not(a)
+        if kind in ("red", "sred"):
+            if op == "sum_keepdim":
+                return torch.sum(a, 1, keepdim=True)
+            if op.endswith("_dim"):
+                r = getattr(torch, op[:-4])(a, 1)
+                return r.values if op in ("max_dim", "min_dim") else r
+            return getattr(torch, op)(a)
+        if kind in ("row", "col"):
+            rhs = b()[1] if kind == "row" else b()[:, 2:3]
+            return getattr(torch, op)(a, rhs)
+        if kind == "cast":
+            return a.to(T[w[3]])
+        if kind == "where":
+            return torch.where(mk("bool", 1), a, b())
+        if kind == "cat":
+            return torch.cat([a, b()], 0)
+        if kind == "stack":
+            return torch.stack([a, b()], 1)
+        if kind == "matmul":
+            return a @ b().t()
+        if kind == "tmatmul":
+            return a.t() @ b()
+        raise ValueError(f"unknown case kind {kind!r}")
+
+    out = {}
+    for line in lines:
+        try:
+            r = run(line.split())
+            out[line] = f"{names[r.dtype]} {list(r.shape)} {r.double().flatten().cpu().tolist()}"
+        except Exception as e:  # torch's error is the expected result
+            out[line] = "ERR " + str(e).split("\n")[0]
+    return out, torch.__version__
+
+
+def ours(lines, exe, device):
+    if exe is None:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "gpulab", "--example", "torch_parity"],
+                       cwd=ROOT, check=True)
+        exe = ROOT / "target" / "release" / "examples" / "torch_parity"
+    p = subprocess.run([str(exe), "--device", device], input="\n".join(lines) + "\n",
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"{exe} failed with status {p.returncode}:\n{p.stderr[-3000:]}")
+    got = dict(l.split(" => ", 1) for l in p.stdout.splitlines() if " => " in l)
+    missing = [l for l in lines if l not in got]
+    if missing:
+        sys.exit(f"{exe} gave no result for {len(missing)} cases, first {missing[0]!r}")
+    return got
+
+
+def parse(s):
+    if s.startswith("ERR") or s == "PANIC":
+        return None
+    dtype, rest = s.split(" ", 1)
+    shape, vals = rest.split("] ", 1)
+    consts = {"nan": math.nan, "NaN": math.nan, "inf": math.inf, "Infinity": math.inf}
+    return dtype, shape + "]", eval(vals, {"__builtins__": {}}, consts)
+
+
+def tolerance(dtype, device):
+    """Relative: a few units in the last place of the result's dtype (bf16 and f16 results are
+    rounded from float32 work on both sides, and may land one unit apart)."""
+    return {"F64": 1e-12, "F32": 2e-6 if device == "cpu" else 1e-5, "F16": 2e-3, "BF16": 1.6e-2}.get(dtype, 0.0)
+
+
+def differs(mine, theirs, device):
+    """None when the results agree, else why not."""
+    if mine == "PANIC":
+        return "gpulab panicked"
+    a, b = parse(mine), parse(theirs)
+    if a is None or b is None:
+        return None if a is None and b is None else "one side is an error"
+    if a[:2] != b[:2]:
+        return f"dtype/shape {a[0]}{a[1]} vs torch {b[0]}{b[1]}"
+    tol = tolerance(a[0], device)
+    for x, y in zip(a[2], b[2]):
+        if x == y or (math.isnan(x) and math.isnan(y)):
+            continue
+        if not all(map(math.isfinite, (x, y))) or abs(x - y) > tol * max(1.0, abs(y)):
+            return "values differ"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--exe", type=Path, help="the built torch_parity example")
+    ap.add_argument("--expected", type=Path, help="torch's recorded results (gzip), instead of live torch")
+    ap.add_argument("--record", type=Path, help="write torch's results here (gzip) and stop")
+    ap.add_argument("--json", action="store_true", help="print a summary object last")
+    ap.add_argument("--show", type=int, default=40, help="how many differences to print")
+    a = ap.parse_args()
+    lines = cases()
+    if a.expected:
+        with gzip.open(a.expected, "rt") as f:
+            header = json.loads(f.readline())
+            ref = dict(l.rstrip("\n").split(" => ", 1) for l in f)
+        version = header["torch"]
+        lines = [l for l in lines if l in ref]
+    else:
+        ref, version = torch_results(lines, a.device)
+    if a.record:
+        with gzip.open(a.record, "wt") as f:
+            f.write(json.dumps({"torch": version, "device": a.device, "cases": len(lines)}) + "\n")
+            f.writelines(f"{l} => {ref[l]}\n" for l in lines)
+        print(f"recorded {len(lines)} results of torch {version} on {a.device} in {a.record}")
+        return 0
+    mine = ours(lines, a.exe, a.device)
+    bad, known = [], []
+    for l in lines:
+        why = differs(mine[l], ref[l], a.device)
+        if why:
+            (known if l in KNOWN else bad).append((l, why))
+    print(f"{len(lines)} cases on {a.device}, torch {version}: {len(lines) - len(bad) - len(known)} agree, "
+          f"{len(known)} known differences, {len(bad)} differ")
+    for l, why in bad[: a.show]:
+        print(f"  {l}: {why}\n    gpulab: {mine[l][:160]}\n    torch:  {ref[l][:160]}")
+    for l, _ in known:
+        print(f"  known: {l} ({KNOWN[l]})")
+    if a.json:
+        print(json.dumps({"device": a.device, "torch": version, "cases": len(lines), "differ": len(bad),
+                          "known": len(known), "first": [f"{l}: {why}" for l, why in bad[:20]]}))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+//! The gpulab side of `bench/torch_parity.py`: reads one case per line on stdin, runs it on
+//! the device named by `--device` (`cpu` default, `cuda`), and prints `case => result`, where
+//! the result is `DTYPE [shape] [values as f64]` or `ERR message`. The Python side runs the
+//! same cases in torch and compares; the two must build their inputs the same way (`input`).
+//!
+//! A case is `kind op dtype [dtype|scalar]`:
+//! - `bin`/`sbin`/`tbin` op a b: a binary op or comparison between two tensors (`sbin`: the
+//!   left one holds special values, `tbin`: both are transposed views);
+//! - `bins` op a s: tensor op Python-style scalar (`2` is an int, `2.5` a float);
+//! - `inp`/`inps` op a b|s: the in-place `add_`..`div_`, printing the tensor afterwards;
+//! - `un`/`sun` op a: a unary op (`sun`: on the special values); `not` x a: `logical_not`;
+//! - `red`/`sred` op a: a reduction (`*_dim` ops along dim 1; `sum_keepdim` keeps it);
+//! - `row`/`col` op a b: broadcasting against one row / one column of b;
+//! - `cast` x a b, `where` x a b, `cat` x a b, `stack` x a b, `matmul` x a b, `tmatmul` x a b.
+
+use gpulab::tensor::{DType, Operand};
+use gpulab::{Device, Error, Tensor};
+use std::io::{BufRead, Write};
+
+fn dtype(s: &str) -> DType {
+    match s {
+        "f32" => DType::F32,
+        "f64" => DType::F64,
+        "f16" => DType::F16,
+        "bf16" => DType::BF16,
+        "i32" => DType::I32,
+        "i64" => DType::I64,
+        "u8" => DType::U8,
+        "bool" => DType::Bool,
+        _ => panic!("unknown dtype {s:?}"),
+    }
+}
+
+/// Six values of dtype `d`, shaped (2, 3): `which` 0 and 1 are ordinary operands, 2 the
+/// special values (NaN, infinities, overflow, the integer limits). Mirrored in torch_parity.py.
+fn values(d: &str, which: u8) -> Vec<f64> {
+    let big = 9007199254740992.0; // 2^53: exact in f64 and in int64
+    match (d, which) {
+        ("u8", 0) => vec![0., 1., 2., 3., 5., 7.],
+        ("u8", 1) => vec![1., 0., 3., 2., 2., 1.],
+        ("u8", _) => vec![255., 0., 128., 1., 254., 3.],
+        ("bool", 0) => vec![1., 0., 1., 1., 0., 0.],
+        ("bool", 1) => vec![1., 1., 0., 1., 0., 1.],
+        ("bool", _) => vec![1., 1., 1., 0., 0., 0.],
+        ("i32" | "i64", 0) => vec![-3., -1., 0., 1., 2., 7.],
+        ("i32" | "i64", 1) => vec![2., -1., 0., 3., 1., -2.],
+        ("i32", _) => vec![2147483647., -2147483648., -1., 0., 1., 7.],
+        ("i64", _) => vec![big, -big, -1., 0., 1., 7.],
+        (_, 0) => vec![-3., -1.5, 0., 0.5, 2., 7.25],
+        (_, 1) => vec![2., -1.25, 0.5, 3., 1., -2.],
+        (_, _) => vec![
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            131008.0,
+            1e-8,
+            -0.0,
+        ],
+    }
+}
+
+fn input(d: &str, which: u8, dev: Device) -> Tensor {
+    Tensor::from_vec(values(d, which), (2, 3), Device::Cpu)
+        .and_then(|t| t.to_dtype(dtype(d)))
+        .and_then(|t| t.to(dev))
+        .expect("inputs are well-formed")
+}
+
+fn show(r: Result<Tensor, Error>) -> String {
+    match r.and_then(|t| Ok((t.dtype(), t.shape().to_vec(), t.to_f64_vec()?))) {
+        Ok((d, s, v)) => format!("{d:?} {s:?} {v:?}"),
+        Err(e) => format!("ERR {}", e.to_string().replace('\n', " ")),
+    }
+}
+
+fn scalar(s: &str) -> Operand<'static> {
+    if s.contains('.') {
+        Operand::Scalar(s.parse().expect("a float scalar"))
+    } else {
+        Operand::Int(s.parse().expect("an int scalar"))
+    }
+}
+
+fn binary(op: &str, a: &Tensor, rhs: Operand) -> Result<Tensor, Error> {
+    match op {
+        "add" => a.add(rhs),
+        "sub" => a.sub(rhs),
+        "mul" => a.mul(rhs),
+        "div" => a.div(rhs),
+        "pow" => a.pow(rhs),
+        "maximum" => a.maximum(rhs),
+        "minimum" => a.minimum(rhs),
+        "eq" => a.eq(rhs),
+        "ne" => a.ne(rhs),
+        "lt" => a.lt(rhs),
+        "le" => a.le(rhs),
+        "gt" => a.gt(rhs),
+        "ge" => a.ge(rhs),
+        "add_" => a.add_(rhs).map(|_| a.clone()),
+        "sub_" => a.sub_(rhs).map(|_| a.clone()),
+        "mul_" => a.mul_(rhs).map(|_| a.clone()),
+        "div_" => a.div_(rhs).map(|_| a.clone()),
+        _ => panic!("unknown binary op {op:?}"),
+    }
+}
+
+fn unary(op: &str, a: &Tensor) -> Result<Tensor, Error> {
+    match op {
+        "neg" => a.neg(),
+        "abs" => a.abs(),
+        "exp" => a.exp(),
+        "log" => a.log(),
+        "sqrt" => a.sqrt(),
+        "relu" => a.relu(),
+        "sigmoid" => a.sigmoid(),
+        "tanh" => a.tanh(),
+        _ => panic!("unknown unary op {op:?}"),
+    }
+}
+
+fn reduction(op: &str, a: &Tensor) -> Result<Tensor, Error> {
+    match op {
+        "sum" => a.sum(),
+        "mean" => a.mean(),
+        "max" => a.max(),
+        "min" => a.min(),
+        "argmax" => a.argmax(),
+        "argmin" => a.argmin(),
+        "sum_dim" => a.sum_dim(1),
+        "sum_keepdim" => a.sum_keepdim(1),
+        "mean_dim" => a.mean_dim(1),
+        "max_dim" => a.max_dim(1),
+        "min_dim" => a.min_dim(1),
+        "argmax_dim" => a.argmax_dim(1),
+        "argmin_dim" => a.argmin_dim(1),
+        _ => panic!("unknown reduction {op:?}"),
+    }
+}
+
+fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    let (kind, op, d) = (w[0], w[1], w[2]);
+    let a = input(d, if kind.starts_with('s') { 2 } else { 0 }, dev);
+    let b = || input(w[3], 1, dev);
+    match kind {
+        "bin" | "sbin" | "inp" => binary(op, &a, (&b()).into()),
+        "tbin" => binary(op, &a.t()?, (&b().t()?).into()),
+        "bins" | "inps" => binary(op, &a, scalar(w[3])),
+        "un" | "sun" => unary(op, &a),
+        "not" => a.logical_not(),
+        "red" | "sred" => reduction(op, &a),
+        "row" => binary(op, &a, (&b().select(0, 1)?).into()),
+        "col" => binary(op, &a, (&b().narrow(1, 2, 1)?).into()),
+        "cast" => a.to_dtype(dtype(w[3])),
+        "where" => a.where_(&input("bool", 1, dev), &b()),
+        "cat" => Tensor::cat(&[a, b()], 0),
+        "stack" => Tensor::stack(&[a, b()], 1),
+        "matmul" => a.matmul(&b().t()?),
+        "tmatmul" => a.t()?.matmul(&b()),
+        _ => panic!("unknown case kind {kind:?}"),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let dev = match args.iter().position(|a| a == "--device") {
+        Some(i) => Device::new(&args[i + 1]).expect("--device cpu|cuda|cuda:N"),
+        None => Device::Cpu,
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.expect("stdin is text");
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.is_empty() {
+            continue;
+        }
+        // A panic is a finding too (the kernel would show it as an error): report and go on.
+        let result =
+            std::panic::catch_unwind(|| show(run(&w, dev))).unwrap_or_else(|_| "PANIC".to_string());
+        writeln!(out, "{line} => {result}").expect("stdout is open");
+    }
+}
