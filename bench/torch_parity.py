@@ -25,12 +25,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DTYPES = ["f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"]
 SCALARS = ["2", "-3", "2.5", "-0.5", "0"]
-BINARY = "add sub mul div pow maximum minimum eq ne lt le gt ge".split()
+BINARY = "add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or".split()
 INPLACE = "add_ sub_ mul_ div_".split()
 UNARY = "neg abs exp log sqrt relu sigmoid tanh".split()
 REDUCE = ("sum mean max min argmax argmin sum_dim sum_keepdim mean_dim max_dim min_dim "
           "argmax_dim argmin_dim").split()
 FLOATS = {"f32", "f64", "f16", "bf16"}
+GRAD_BINARY = "add sub mul div pow maximum minimum".split()
+GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim".split()
 
 # Cases where gpulab keeps its own answer on purpose.
 KNOWN = {
@@ -38,6 +40,9 @@ KNOWN = {
     # int64 (-3.0 -> 253), CUDA's conversion instruction saturates. gpulab saturates (0) on
     # both devices, so the answer does not depend on the device.
     **{f"cast x {d} u8": "negative floats to uint8 are undefined in torch" for d in FLOATS},
+    # torch's pow backward computes `exponent - 1`, which it refuses for a bool exponent;
+    # gpulab promotes the exponent first and gives the gradient (1 where it is true, else 0).
+    **{f"grad pow {d} bool x": "torch's backward fails on a bool exponent" for d in FLOATS},
 }
 
 
@@ -47,7 +52,7 @@ def cases():
         out += [f"bin {op} {a} {b}" for a in DTYPES for b in DTYPES]
         out += [f"tbin {op} {a} {a}" for a in DTYPES]
         out += [f"sbin {op} {a} {a}" for a in DTYPES]
-        if op not in ("maximum", "minimum"):  # torch.maximum takes tensors only
+        if op not in ("maximum", "minimum", "logical_and", "logical_or"):  # tensors only
             out += [f"bins {op} {a} {s}" for a in DTYPES for s in SCALARS]
     for op in INPLACE:
         out += [f"inp {op} {a} {b}" for a in DTYPES for b in DTYPES]
@@ -62,6 +67,18 @@ def cases():
                 for a in DTYPES for b in DTYPES]
     for kind in ("cast", "where", "cat", "stack", "matmul", "tmatmul"):
         out += [f"{kind} x {a} {b}" for a in DTYPES for b in DTYPES]
+    # Gradients: float inputs require grad; an integer operand gets none (both sides say so).
+    floats = [d for d in DTYPES if d in FLOATS]
+    for op in GRAD_BINARY:
+        for which in "xy":
+            out += [f"grad {op} {a} {b} {which}" for a in floats for b in DTYPES]
+            out += [f"rgrad {op} {a} {b} {which}" for a in floats for b in floats]
+            out += [f"sgrad {op} {a} {a} {which}" for a in floats]
+        # A scalar operand (maximum/minimum with a scalar are torch's clamp_min/clamp_max).
+        out += [f"{k} {op} {a} {s} x" for k in ("grad", "sgrad") for a in floats for s in SCALARS]
+    for op in UNARY + [f"red_{r}" for r in GRAD_REDUCE]:
+        out += [f"{k} {op} {a} - x" for k in ("grad", "sgrad") for a in floats]
+    out += [f"grad matmul {a} {b} {w}" for a in floats for b in floats for w in "xy"]
     return out
 
 
@@ -100,8 +117,42 @@ def torch_results(lines, device):
             return a
         return getattr(torch, op)(a, rhs)
 
+    def reduce(op, a):
+        if op == "sum_keepdim":
+            return torch.sum(a, 1, keepdim=True)
+        if op.endswith("_dim"):
+            r = getattr(torch, op[:-4])(a, 1)
+            return r.values if op in ("max_dim", "min_dim") else r
+        return getattr(torch, op)(a)
+
+    def gradient(w):
+        kind, op = w[0], w[1]
+        x = mk(w[2], 2 if kind == "sgrad" else 0).requires_grad_()
+        is_scalar = w[3] != "-" and w[3].lstrip("-").replace(".", "", 1).isdigit()
+        y = None if w[3] == "-" or is_scalar else mk(w[3], 1)
+        if y is not None and y.is_floating_point():
+            y.requires_grad_()
+        if is_scalar:
+            s = scalar(w[3])
+            clamp = {"maximum": {"min": s}, "minimum": {"max": s}}
+            out = torch.clamp(x, **clamp[op]) if op in clamp else getattr(torch, op)(x, s)
+        elif y is None:
+            out = reduce(op[4:], x) if op.startswith("red_") else getattr(torch, op)(x)
+        elif op == "matmul":
+            out = x @ y.t()
+        else:
+            out = getattr(torch, op)(x, y[1] if kind == "rgrad" else y)
+        weights = torch.arange(1, out.numel() + 1, dtype=torch.float32).reshape(out.shape)
+        (out * weights.to(out.dtype).to(dev)).sum().backward()
+        g = (y if w[4] == "y" else x).grad if (w[4] == "x" or y is not None) else None
+        if g is None:
+            raise ValueError("no gradient")
+        return g
+
     def run(w):
         kind, op, d = w[0], w[1], w[2]
+        if kind in ("grad", "sgrad", "rgrad"):
+            return gradient(w)
         a = mk(d, 2 if kind.startswith("s") else 0)
         b = (lambda: mk(w[3], 1))
         if kind in ("bin", "sbin", "inp"):
@@ -115,12 +166,7 @@ def torch_results(lines, device):
         if kind == "not":
             return torch.logical_not(a)
         if kind in ("red", "sred"):
-            if op == "sum_keepdim":
-                return torch.sum(a, 1, keepdim=True)
-            if op.endswith("_dim"):
-                r = getattr(torch, op[:-4])(a, 1)
-                return r.values if op in ("max_dim", "min_dim") else r
-            return getattr(torch, op)(a)
+            return reduce(op, a)
         if kind in ("row", "col"):
             rhs = b()[1] if kind == "row" else b()[:, 2:3]
             return getattr(torch, op)(a, rhs)

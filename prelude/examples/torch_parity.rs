@@ -11,7 +11,11 @@
 //! - `un`/`sun` op a: a unary op (`sun`: on the special values); `not` x a: `logical_not`;
 //! - `red`/`sred` op a: a reduction (`*_dim` ops along dim 1; `sum_keepdim` keeps it);
 //! - `row`/`col` op a b: broadcasting against one row / one column of b;
-//! - `cast` x a b, `where` x a b, `cat` x a b, `stack` x a b, `matmul` x a b, `tmatmul` x a b.
+//! - `cast` x a b, `where` x a b, `cat` x a b, `stack` x a b, `matmul` x a b, `tmatmul` x a b;
+//! - `grad`/`sgrad`/`rgrad` op a b x|y: the gradient of `sum(op(a, b) * w)` (w = 1, 2, 3, ..)
+//!   for a (`x`) or b (`y`), with b a row of its tensor for `rgrad` and a holding the special
+//!   values for `sgrad`; a unary op or a reduction names `-` for b. Both sides say `ERR` when
+//!   the tensor gets no gradient (an integer operand).
 
 use gpulab::tensor::{DType, Operand};
 use gpulab::{Device, Error, Tensor};
@@ -96,6 +100,11 @@ fn binary(op: &str, a: &Tensor, rhs: Operand) -> Result<Tensor, Error> {
         "le" => a.le(rhs),
         "gt" => a.gt(rhs),
         "ge" => a.ge(rhs),
+        "logical_and" | "logical_or" => match rhs {
+            Operand::Tensor(b) if op == "logical_and" => a.logical_and(b),
+            Operand::Tensor(b) => a.logical_or(b),
+            _ => panic!("{op} takes a tensor"),
+        },
         "add_" => a.add_(rhs).map(|_| a.clone()),
         "sub_" => a.sub_(rhs).map(|_| a.clone()),
         "mul_" => a.mul_(rhs).map(|_| a.clone()),
@@ -137,6 +146,41 @@ fn reduction(op: &str, a: &Tensor) -> Result<Tensor, Error> {
     }
 }
 
+/// The gradient a `grad` case asks for (see the module's doc).
+fn gradient(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    let (kind, op) = (w[0], w[1]);
+    let x = input(w[2], if kind == "sgrad" { 2 } else { 0 }, dev).requires_grad_(true)?;
+    let y = match w[3] {
+        "-" => None,
+        s if s.parse::<f64>().is_ok() => None,
+        d => {
+            let t = input(d, 1, dev);
+            Some(if t.dtype().is_float() {
+                t.requires_grad_(true)?
+            } else {
+                t
+            })
+        }
+    };
+    let out = match &y {
+        None if w[3] != "-" => binary(op, &x, scalar(w[3]))?,
+        None if op.starts_with("red_") => reduction(&op[4..], &x)?,
+        None => unary(op, &x)?,
+        Some(y) if op == "matmul" => x.matmul(&y.t()?)?,
+        Some(y) if kind == "rgrad" => binary(op, &x, (&y.select(0, 1)?).into())?,
+        Some(y) => binary(op, &x, y.into())?,
+    };
+    let n = out.numel();
+    let weights = Tensor::arange(1.0, n as f32 + 1.0, Device::Cpu)?
+        .reshape(out.shape().to_vec())?
+        .to_dtype(out.dtype())?
+        .to(dev)?;
+    out.mul(&weights)?.sum()?.backward()?;
+    let of = if w[4] == "y" { y.as_ref() } else { Some(&x) };
+    of.and_then(Tensor::grad)
+        .ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
     let a = input(d, if kind.starts_with('s') { 2 } else { 0 }, dev);
@@ -156,6 +200,7 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "stack" => Tensor::stack(&[a, b()], 1),
         "matmul" => a.matmul(&b().t()?),
         "tmatmul" => a.t()?.matmul(&b()),
+        "grad" | "sgrad" | "rgrad" => gradient(w, dev),
         _ => panic!("unknown case kind {kind:?}"),
     }
 }

@@ -18,9 +18,15 @@ fn mask(b: Tensor, dtype: DType) -> Result<Tensor> {
     b.to_dtype(dtype)
 }
 
-/// 1 where `x > 0`, else 0, in `x`'s dtype (ReLU's and abs's gradient).
+/// 1 where `x > 0`, else 0, in `x`'s dtype (abs's gradient).
 pub(crate) fn pos_mask(x: &Tensor) -> Result<Tensor> {
     mask(x.gt(0.0)?, x.dtype())
+}
+
+/// `t` with zeros where `cond` holds (broadcasting), as torch's `masked_fill(cond, 0)`: unlike
+/// multiplying by a 0/1 mask it also clears the NaNs and infinities `t` has there.
+fn zero_where(t: Tensor, cond: &Tensor) -> Result<Tensor> {
+    Tensor::zeros_dtype((), t.dtype(), t.device())?.where_(cond, &t)
 }
 
 pub(crate) fn reshape(x: &Tensor, out: Tensor) -> Tensor {
@@ -76,10 +82,12 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Tensor) -> Tenso
                 ]
             }
             BinaryOp::Pow => {
-                // d/dx x^y = y x^(y-1); d/dy x^y = x^y ln x.
+                // d/dx x^y = y x^(y-1), 0 where y = 0 (also at x = 0, where the formula
+                // gives 0 * inf); d/dy x^y = x^y ln x, 0 where x = 0 and y >= 0 (torch's).
                 let (x, y) = (x()?, y()?);
-                let gx = g.mul(y)?.mul(&x.pow(&y.sub(1.0)?)?)?;
+                let gx = zero_where(g.mul(y)?.mul(&x.pow(&y.sub(1.0)?)?)?, &y.eq(0)?)?;
                 let gy = g.mul(y_out()?)?.mul(&x.log()?)?;
+                let gy = zero_where(gy, &x.eq(0)?.logical_and(&y.ge(0)?)?)?;
                 vec![Some(gx), Some(gy)]
             }
         })
@@ -104,7 +112,13 @@ pub(crate) fn scalar(op: BinaryOp, s: f64, scalar_first: bool, x: &Tensor, out: 
             // torch's clamp_min / clamp_max: the gradient passes where x reaches the bound.
             (BinaryOp::Maximum, _) => g.mul(&mask(xd()?.ge(s)?, g.dtype())?)?,
             (BinaryOp::Minimum, _) => g.mul(&mask(xd()?.le(s)?, g.dtype())?)?,
+            // torch's: a zero exponent gives a zero gradient (not 0 * x^-1, NaN at x = 0), and
+            // 0^x's gradient is 0 where x >= 0 (not 0 * ln 0).
+            (BinaryOp::Pow, false) if s == 0.0 => g.mul(0.0)?,
             (BinaryOp::Pow, false) => g.mul(&xd()?.pow(s - 1.0)?)?.mul(s)?,
+            (BinaryOp::Pow, true) if s == 0.0 => {
+                zero_where(g.mul(y()?)?.mul(s.ln())?, &xd()?.ge(0)?)?
+            }
             (BinaryOp::Pow, true) => g.mul(y()?)?.mul(s.ln())?,
         };
         Ok(vec![Some(gx)])
@@ -126,9 +140,11 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
             }
             UnaryOp::Exp => g.mul(y()?)?,
             UnaryOp::Sqrt => g.div(&y()?.mul(2.0)?)?,
+            // torch's threshold_backward: the gradient is cleared where x <= 0, so a NaN input
+            // passes it (`x > 0` would clear it).
             UnaryOp::Relu => match Tensor::relu_backward_cpu(g, xd()?)? {
                 Some(gx) => gx,
-                None => g.mul(&pos_mask(xd()?)?)?,
+                None => zero_where(g.clone(), &xd()?.le(0)?)?,
             },
             UnaryOp::Log => g.div(xd()?)?,
             UnaryOp::Tanh => {

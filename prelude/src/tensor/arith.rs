@@ -248,6 +248,16 @@ impl Tensor {
         self.eq(0)
     }
 
+    /// `true` where both elements are non-zero (torch's `logical_and`); broadcasts.
+    pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
+        self.ne(0)?.mul(&other.ne(0)?)
+    }
+
+    /// `true` where either element is non-zero (torch's `logical_or`); broadcasts.
+    pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
+        self.ne(0)?.add(&other.ne(0)?)
+    }
+
     pub fn neg(&self) -> Result<Tensor> {
         self.unary(UnaryOp::Neg)
     }

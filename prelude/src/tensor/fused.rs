@@ -145,7 +145,8 @@ impl Tensor {
             g.par_iter()
                 .with_min_len(CHUNK)
                 .zip(x.par_iter())
-                .map(|(&g, &x)| if x > zero { g } else { zero })
+                // Cleared where x <= 0, so a NaN passes the gradient, as torch's.
+                .map(|(&g, &x)| if x <= zero { zero } else { g })
                 .collect()
         }
         let (gd, xd) = (g.dense()?, x.dense()?);
