@@ -27,7 +27,7 @@ DTYPES = ["f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"]
 SCALARS = ["2", "-3", "2.5", "-0.5", "0"]
 BINARY = "add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or".split()
 INPLACE = "add_ sub_ mul_ div_".split()
-UNARY = "neg abs exp log sqrt relu sigmoid tanh".split()
+UNARY = "neg abs exp log sqrt relu sigmoid tanh softmax log_softmax".split()
 REDUCE = ("sum mean max min argmax argmin sum_dim sum_keepdim mean_dim max_dim min_dim "
           "argmax_dim argmin_dim").split()
 FLOATS = {"f32", "f64", "f16", "bf16"}
@@ -43,6 +43,16 @@ KNOWN = {
     # torch's pow backward computes `exponent - 1`, which it refuses for a bool exponent;
     # gpulab promotes the exponent first and gives the gradient (1 where it is true, else 0).
     **{f"grad pow {d} bool x": "torch's backward fails on a bool exponent" for d in FLOATS},
+    # torch's loss kernels treat mixed dtypes their own way: mse_loss's backward refuses them
+    # ("Found dtype Double but expected Float"), binary_cross_entropy_with_logits returns the
+    # target's dtype and refuses integer targets. gpulab promotes as every op does (integer
+    # targets count as the input's dtype).
+    **{f"nn mse {a} {b} {w}": "torch's mse_loss backward refuses mixed dtypes"
+       for a in DTYPES for b in DTYPES if a != b for w in ("x", "y")},
+    **{f"nn bce {a} {b} {w}": "torch's bce-with-logits keeps the target's dtype, refuses int targets"
+       for a in FLOATS for b in DTYPES if a != b for w in ("out", "x", "y")},
+    # torch wants int64 class indices; gpulab takes any integer dtype.
+    **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
 
 
@@ -79,6 +89,13 @@ def cases():
     for op in UNARY + [f"red_{r}" for r in GRAD_REDUCE]:
         out += [f"{k} {op} {a} - x" for k in ("grad", "sgrad") for a in floats]
     out += [f"grad matmul {a} {b} {w}" for a in floats for b in floats for w in "xy"]
+    # The layers' functions, forward and backward.
+    for a in DTYPES:
+        for b in DTYPES:
+            out += [f"nn {op} {a} {b} {want}" for op in ("mse", "bce") for want in ("out", "x", "y")]
+        out += [f"nn ce {a} {t} {want}" for t in ("i64", "i32", "u8") for want in ("out", "x")]
+        out += [f"nn conv {a} {p} {want}" for p in ("s1p0", "s2p1", "s1p1") for want in ("out", "x", "w", "b")]
+        out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1") for want in ("out", "x")]
     return out
 
 
@@ -136,15 +153,56 @@ def torch_results(lines, device):
             s = scalar(w[3])
             clamp = {"maximum": {"min": s}, "minimum": {"max": s}}
             out = torch.clamp(x, **clamp[op]) if op in clamp else getattr(torch, op)(x, s)
+        elif y is None and "softmax" in op:
+            out = getattr(torch, op)(x, 1)
         elif y is None:
             out = reduce(op[4:], x) if op.startswith("red_") else getattr(torch, op)(x)
         elif op == "matmul":
             out = x @ y.t()
         else:
             out = getattr(torch, op)(x, y[1] if kind == "rgrad" else y)
+        weighted_backward(out)
+        g = (y if w[4] == "y" else x).grad if (w[4] == "x" or y is not None) else None
+        if g is None:
+            raise ValueError("no gradient")
+        return g
+
+    def ramp(shape, m, off, scale, d):
+        n = math.prod(shape)
+        v = [((i % m) - off) * scale for i in range(n)]
+        t = torch.tensor([abs(x) for x in v] if d == "u8" else v, dtype=torch.float64)
+        t = t.reshape(shape).to(T[d]).to(dev)
+        return t.requires_grad_() if t.is_floating_point() else t
+
+    def weighted_backward(out):
         weights = torch.arange(1, out.numel() + 1, dtype=torch.float32).reshape(out.shape)
         (out * weights.to(out.dtype).to(dev)).sum().backward()
-        g = (y if w[4] == "y" else x).grad if (w[4] == "x" or y is not None) else None
+
+    def nn_case(w):
+        F = torch.nn.functional
+        op, d, param, want = w[1], w[2], w[3], w[4]
+        x = ramp([2, 3], 5, 2.0, 0.75, d)
+        if op in ("mse", "bce"):
+            y = ramp([2, 3], 4, 1.0, 0.5, param)
+            out = F.mse_loss(x, y) if op == "mse" else F.binary_cross_entropy_with_logits(x, y)
+            inputs = {"x": x, "y": y}
+        elif op == "ce":
+            out, inputs = F.cross_entropy(x, torch.tensor([2, 0]).to(T[param]).to(dev)), {"x": x}
+        elif op == "conv":
+            x = ramp([1, 2, 5, 5], 7, 3.0, 0.5, d)
+            k, b = ramp([3, 2, 3, 3], 5, 2.0, 0.25, d), ramp([3], 3, 1.0, 0.5, d)
+            stride, pad = {"s1p0": (1, 0), "s2p1": (2, 1)}.get(param, (1, 1))
+            out, inputs = F.conv2d(x, k, b, stride=stride, padding=pad), {"x": x, "w": k, "b": b}
+        elif op == "pool":
+            x = ramp([1, 2, 5, 5], 4, 0.0, 1.0, d)
+            kernel, stride = {"k2s2": (2, 2), "k3s1": (3, 1)}.get(param, (2, 1))
+            out, inputs = F.max_pool2d(x, kernel, stride), {"x": x}
+        else:
+            raise ValueError(f"unknown nn op {op!r}")
+        if want == "out":
+            return out.detach()
+        weighted_backward(out)
+        g = inputs[want].grad if want in inputs else None
         if g is None:
             raise ValueError("no gradient")
         return g
@@ -153,6 +211,8 @@ def torch_results(lines, device):
         kind, op, d = w[0], w[1], w[2]
         if kind in ("grad", "sgrad", "rgrad"):
             return gradient(w)
+        if kind == "nn":
+            return nn_case(w)
         a = mk(d, 2 if kind.startswith("s") else 0)
         b = (lambda: mk(w[3], 1))
         if kind in ("bin", "sbin", "inp"):
@@ -162,7 +222,7 @@ def torch_results(lines, device):
         if kind in ("bins", "inps"):
             return binary(op, a, scalar(w[3]))
         if kind in ("un", "sun"):
-            return getattr(torch, op)(a)
+            return getattr(torch, op)(a, 1) if "softmax" in op else getattr(torch, op)(a)
         if kind == "not":
             return torch.logical_not(a)
         if kind in ("red", "sred"):

@@ -15,10 +15,14 @@
 //! - `grad`/`sgrad`/`rgrad` op a b x|y: the gradient of `sum(op(a, b) * w)` (w = 1, 2, 3, ..)
 //!   for a (`x`) or b (`y`), with b a row of its tensor for `rgrad` and a holding the special
 //!   values for `sgrad`; a unary op or a reduction names `-` for b. Both sides say `ERR` when
-//!   the tensor gets no gradient (an integer operand).
+//!   the tensor gets no gradient (an integer operand);
+//! - `nn` op a param out|x|y|w|b: the layers' functions on ramps (`ramp`): `mse`/`bce` (b of
+//!   dtype `param`), `ce` (int targets of dtype `param`), `conv` (`s1p0`: stride 1, padding
+//!   0), `pool` (`k2s2`: kernel 2, stride 2); `out` prints the result, a letter the gradient
+//!   of `sum(result * w)` for that input.
 
 use gpulab::tensor::{DType, Operand};
-use gpulab::{Device, Error, Tensor};
+use gpulab::{Device, Error, Tensor, F};
 use std::io::{BufRead, Write};
 
 fn dtype(s: &str) -> DType {
@@ -123,6 +127,8 @@ fn unary(op: &str, a: &Tensor) -> Result<Tensor, Error> {
         "relu" => a.relu(),
         "sigmoid" => a.sigmoid(),
         "tanh" => a.tanh(),
+        "softmax" => F::softmax(a, 1),
+        "log_softmax" => F::log_softmax(a, 1),
         _ => panic!("unknown unary op {op:?}"),
     }
 }
@@ -170,13 +176,93 @@ fn gradient(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         Some(y) if kind == "rgrad" => binary(op, &x, (&y.select(0, 1)?).into())?,
         Some(y) => binary(op, &x, y.into())?,
     };
-    let n = out.numel();
-    let weights = Tensor::arange(1.0, n as f32 + 1.0, Device::Cpu)?
+    weighted_backward(&out)?;
+    let of = if w[4] == "y" { y.as_ref() } else { Some(&x) };
+    of.and_then(Tensor::grad)
+        .ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
+/// `((i % m) - off) * scale` for i = 0, 1, .. in `shape`: inputs with repeats (ties for the
+/// pools) and both signs (magnitudes for uint8). Mirrored in torch_parity.py.
+fn ramp(
+    shape: &[usize],
+    m: usize,
+    off: f64,
+    scale: f64,
+    d: &str,
+    dev: Device,
+) -> Result<Tensor, Error> {
+    let n: usize = shape.iter().product();
+    // uint8 takes the magnitudes: a negative float cast to it is undefined in torch.
+    let v: Vec<f64> = (0..n)
+        .map(|i| ((i % m) as f64 - off) * scale)
+        .map(|v| if d == "u8" { v.abs() } else { v })
+        .collect();
+    Tensor::from_vec(v, shape.to_vec(), Device::Cpu)?
+        .to_dtype(dtype(d))?
+        .to(dev)?
+        .requires_grad_(dtype(d).is_float())
+}
+
+/// `sum(out * (1, 2, 3, ..))`'s backward, so every element's gradient differs.
+fn weighted_backward(out: &Tensor) -> Result<(), Error> {
+    let weights = Tensor::arange(1.0, out.numel() as f32 + 1.0, Device::Cpu)?
         .reshape(out.shape().to_vec())?
         .to_dtype(out.dtype())?
-        .to(dev)?;
-    out.mul(&weights)?.sum()?.backward()?;
-    let of = if w[4] == "y" { y.as_ref() } else { Some(&x) };
+        .to(out.device())?;
+    out.mul(&weights)?.sum()?.backward()
+}
+
+fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    let (op, d, param, want) = (w[1], w[2], w[3], w[4]);
+    let x = ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?;
+    let (out, inputs): (Tensor, Vec<(&str, Tensor)>) = match op {
+        "mse" | "bce" => {
+            let y = ramp(&[2, 3], 4, 1.0, 0.5, param, dev)?;
+            let out = if op == "mse" {
+                F::mse_loss(&x, &y)?
+            } else {
+                F::binary_cross_entropy_with_logits(&x, &y)?
+            };
+            (out, vec![("x", x), ("y", y)])
+        }
+        "ce" => {
+            let t = Tensor::from_vec(vec![2i64, 0], 2, Device::Cpu)?
+                .to_dtype(dtype(param))?
+                .to(dev)?;
+            (F::cross_entropy(&x, &t)?, vec![("x", x)])
+        }
+        "conv" => {
+            let x = ramp(&[1, 2, 5, 5], 7, 3.0, 0.5, d, dev)?;
+            let k = ramp(&[3, 2, 3, 3], 5, 2.0, 0.25, d, dev)?;
+            let b = ramp(&[3], 3, 1.0, 0.5, d, dev)?;
+            let (stride, pad) = match param {
+                "s1p0" => (1, 0),
+                "s2p1" => (2, 1),
+                _ => (1, 1),
+            };
+            let out = F::conv2d(&x, &k, Some(&b), stride, pad)?;
+            (out, vec![("x", x), ("w", k), ("b", b)])
+        }
+        "pool" => {
+            let x = ramp(&[1, 2, 5, 5], 4, 0.0, 1.0, d, dev)?;
+            let (kernel, stride) = match param {
+                "k2s2" => (2, 2),
+                "k3s1" => (3, 1),
+                _ => (2, 1),
+            };
+            (F::max_pool2d(&x, kernel, stride)?, vec![("x", x)])
+        }
+        _ => panic!("unknown nn op {op:?}"),
+    };
+    if want == "out" {
+        return Ok(out.detach());
+    }
+    weighted_backward(&out)?;
+    let of = inputs
+        .iter()
+        .find(|(name, _)| *name == want)
+        .map(|(_, t)| t);
     of.and_then(Tensor::grad)
         .ok_or_else(|| Error::Invalid("no gradient".into()))
 }
@@ -201,6 +287,7 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "matmul" => a.matmul(&b().t()?),
         "tmatmul" => a.t()?.matmul(&b()),
         "grad" | "sgrad" | "rgrad" => gradient(w, dev),
+        "nn" => nn_case(w, dev),
         _ => panic!("unknown case kind {kind:?}"),
     }
 }

@@ -7,9 +7,11 @@
 //! on the CPU (f32/f64) both first try a fused op with its own backward
 //! (`Tensor::conv2d_cpu`, `Tensor::max_pool2d_cpu`), which CUDA never takes.
 
+use crate::autograd::{record, Saved};
 use crate::error::{Error, Result};
-use crate::tensor::{ConvGeom, DType, Tensor};
+use crate::tensor::{promote, ConvGeom, DType, Tensor};
 use crate::Device;
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 /// What determines a window gather's indices: (conv or pool, input dims, kernel, stride, pad).
@@ -174,25 +176,60 @@ fn same_shape(a: &Tensor, b: &Tensor, op: &'static str) -> Result<()> {
     Ok(())
 }
 
-/// Mean squared error, `mean((input - target)^2)`; both of one shape.
+/// Integer and bool targets as floats of the input's dtype, as torch's losses read them
+/// (`1 - mask` would otherwise be refused, and an int64 target would not promote to f16).
+fn float_target<'a>(target: &'a Tensor, input: &Tensor) -> Result<Cow<'a, Tensor>> {
+    Ok(if target.dtype().is_float() {
+        Cow::Borrowed(target)
+    } else {
+        Cow::Owned(target.to_dtype(input.dtype())?)
+    })
+}
+
+/// Mean squared error, `mean((input - target)^2)`; both of one shape. The two promote to
+/// one dtype, which must be a float one (an integer input with float targets is fine, as in
+/// torch).
 pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
     same_shape(input, target, "mse_loss")?;
-    float_input(input, "mse_loss")?;
-    let d = input.sub(target)?;
+    let dt = promote(input.dtype(), target.dtype());
+    if !dt.is_float() {
+        float_input(input, "mse_loss")?;
+    }
+    // Both as `dt` first, so a bool operand never meets `-` (which refuses bools).
+    let d = input.to_dtype(dt)?.sub(&target.to_dtype(dt)?)?;
     d.mul(&d)?.mean()
 }
 
 /// Mean binary cross-entropy of `sigmoid(logits)` against `targets` in [0, 1], computed as
-/// `max(x, 0) - x*y + log(1 + exp(-|x|))`, which never takes the log of 0.
+/// `max(x, 0) - x*y + log(1 + exp(-|x|))`, which never takes the log of 0. Its gradient is
+/// torch's closed form, `(sigmoid(x) - y) / n` (and `-x / n` for the targets): the composed
+/// ops' subgradients at x = 0 (of max and |x|) would not add up to it.
 pub fn binary_cross_entropy_with_logits(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     same_shape(logits, targets, "binary_cross_entropy_with_logits")?;
     float_input(logits, "binary_cross_entropy_with_logits")?;
-    let soft = logits.abs()?.neg()?.exp()?.add(1.0)?.log()?;
-    logits
-        .relu()?
-        .sub(&logits.mul(targets)?)?
-        .add(&soft)?
-        .mean()
+    let targets = float_target(targets, logits)?;
+    let out = crate::autograd::no_grad(|| {
+        let soft = logits.abs()?.neg()?.exp()?.add(1.0)?.log()?;
+        logits
+            .relu()?
+            .sub(&logits.mul(&*targets)?)?
+            .add(&soft)?
+            .mean()
+    })?;
+    let n = logits.numel() as f64;
+    let (xs, ys) = (Saved::new(logits), Saved::new(&targets));
+    Ok(record(
+        out,
+        "binary_cross_entropy_with_logits",
+        &[logits, &targets],
+        move |g| {
+            let (x, y) = (xs.get()?, ys.get()?);
+            let g = g.div(n)?;
+            let gx = x.sigmoid()?.sub(y)?.mul(&g)?;
+            let gy = x.neg()?.mul(&g)?;
+            Ok(vec![Some(gx), Some(gy)])
+        },
+    ))
 }
 
 /// Zeroes each element with probability `p` and scales the rest by `1/(1-p)` while
@@ -333,6 +370,14 @@ pub fn conv2d(
 /// and reduced by `max_dim`, whose gradient goes to the index `argmax_dim` finds.
 pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
     let [n, c, h, w] = nchw(x, "max_pool2d")?;
+    if x.dtype() == DType::Bool {
+        return Err(Error::Invalid(format!(
+            "max_pool2d does not support bool input, as in torch (shape {:?} on {}); convert \
+             it first, e.g. x.to_dtype(DType::U8)",
+            x.shape(),
+            x.device()
+        )));
+    }
     let oh = out_size(h, kernel, stride, 0, "max_pool2d")?;
     let ow = out_size(w, kernel, stride, 0, "max_pool2d")?;
     // On the CPU one pass over the input, keeping where each maximum came from.
