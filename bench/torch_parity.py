@@ -96,6 +96,9 @@ def cases():
         out += [f"nn ce {a} {t} {want}" for t in ("i64", "i32", "u8") for want in ("out", "x")]
         out += [f"nn conv {a} {p} {want}" for p in ("s1p0", "s2p1", "s1p1") for want in ("out", "x", "w", "b")]
         out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1") for want in ("out", "x")]
+    # Optimizers: a parameter after three steps.
+    out += [f"optim sgd {a} {c}" for a in floats for c in ("plain", "mom", "momwd")]
+    out += [f"optim adam {a} {c}" for a in floats for c in ("plain", "wd", "betas")]
     return out
 
 
@@ -207,10 +210,28 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def optim_case(w):
+        opt, d, config = w[1], w[2], w[3]
+        p = torch.nn.Parameter(ramp([2, 3], 5, 2.0, 0.75, d).detach())
+        make = {("sgd", "plain"): lambda: torch.optim.SGD([p], lr=0.1),
+                ("sgd", "mom"): lambda: torch.optim.SGD([p], lr=0.1, momentum=0.9),
+                ("sgd", "momwd"): lambda: torch.optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.01),
+                ("adam", "plain"): lambda: torch.optim.Adam([p], lr=0.01),
+                ("adam", "wd"): lambda: torch.optim.Adam([p], lr=0.01, weight_decay=0.01),
+                ("adam", "betas"): lambda: torch.optim.Adam([p], lr=0.01, betas=(0.5, 0.9))}
+        o = make[(opt, config)]()
+        for t in range(3):
+            (p * ramp([2, 3], 4, float(t), 0.5, d).detach()).sum().backward()
+            o.step()
+            o.zero_grad()
+        return p.detach()
+
     def run(w):
         kind, op, d = w[0], w[1], w[2]
         if kind in ("grad", "sgrad", "rgrad"):
             return gradient(w)
+        if kind == "optim":
+            return optim_case(w)
         if kind == "nn":
             return nn_case(w)
         a = mk(d, 2 if kind.startswith("s") else 0)

@@ -19,8 +19,12 @@
 //! - `nn` op a param out|x|y|w|b: the layers' functions on ramps (`ramp`): `mse`/`bce` (b of
 //!   dtype `param`), `ce` (int targets of dtype `param`), `conv` (`s1p0`: stride 1, padding
 //!   0), `pool` (`k2s2`: kernel 2, stride 2); `out` prints the result, a letter the gradient
-//!   of `sum(result * w)` for that input.
+//!   of `sum(result * w)` for that input;
+//! - `optim` sgd|adam a config: a parameter after three steps whose gradients are ramps
+//!   (`plain`, `mom` momentum 0.9, `momwd` and weight decay 0.01; Adam `plain`, `wd`, `betas`).
 
+use gpulab::nn::Parameter;
+use gpulab::optim::{Adam, SGD};
 use gpulab::tensor::{DType, Operand};
 use gpulab::{Device, Error, Tensor, F};
 use std::io::{BufRead, Write};
@@ -267,6 +271,40 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         .ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// Three optimizer steps on one parameter, the gradient of step t being ramp t.
+fn optim_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    let (opt, d, config) = (w[1], w[2], w[3]);
+    let p = Parameter::new(ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?.detach())?;
+    enum Opt {
+        Sgd(SGD),
+        Adam(Adam),
+    }
+    let params = vec![p.clone()];
+    let mut o = match (opt, config) {
+        ("sgd", "plain") => Opt::Sgd(SGD::new(params, 0.1)),
+        ("sgd", "mom") => Opt::Sgd(SGD::new(params, 0.1).momentum(0.9)),
+        ("sgd", _) => Opt::Sgd(SGD::new(params, 0.1).momentum(0.9).weight_decay(0.01)),
+        ("adam", "plain") => Opt::Adam(Adam::new(params, 0.01)),
+        ("adam", "wd") => Opt::Adam(Adam::new(params, 0.01).weight_decay(0.01)),
+        _ => Opt::Adam(Adam::new(params, 0.01).betas(0.5, 0.9)),
+    };
+    for t in 0..3 {
+        let c = ramp(&[2, 3], 4, t as f64, 0.5, d, dev)?.detach();
+        p.tensor().mul(&c)?.sum()?.backward()?;
+        match &mut o {
+            Opt::Sgd(s) => {
+                s.step()?;
+                s.zero_grad();
+            }
+            Opt::Adam(a) => {
+                a.step()?;
+                a.zero_grad();
+            }
+        }
+    }
+    Ok(p.tensor().detach())
+}
+
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
     let a = input(d, if kind.starts_with('s') { 2 } else { 0 }, dev);
@@ -288,6 +326,7 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "tmatmul" => a.t()?.matmul(&b()),
         "grad" | "sgrad" | "rgrad" => gradient(w, dev),
         "nn" => nn_case(w, dev),
+        "optim" => optim_case(w, dev),
         _ => panic!("unknown case kind {kind:?}"),
     }
 }
