@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DTYPES = ["f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"]
 SCALARS = ["2", "-3", "2.5", "-0.5", "0"]
 BINARY = "add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or".split()
+CLAMPS = "clamp clamp_min clamp_max".split()  # with a scalar bound (torch's Python-number form)
 INPLACE = "add_ sub_ mul_ div_".split()
 UNARY = "neg abs exp log sqrt relu sigmoid tanh softmax log_softmax".split()
 REDUCE = ("sum mean max min argmax argmin sum_dim sum_keepdim mean_dim max_dim min_dim "
@@ -57,6 +58,7 @@ KNOWN = {
 
 
 def cases():
+    floats = [d for d in DTYPES if d in FLOATS]
     out = []
     for op in BINARY:
         out += [f"bin {op} {a} {b}" for a in DTYPES for b in DTYPES]
@@ -64,6 +66,9 @@ def cases():
         out += [f"sbin {op} {a} {a}" for a in DTYPES]
         if op not in ("maximum", "minimum", "logical_and", "logical_or"):  # tensors only
             out += [f"bins {op} {a} {s}" for a in DTYPES for s in SCALARS]
+    for op in CLAMPS:
+        out += [f"bins {op} {a} {s}" for a in DTYPES for s in SCALARS]
+        out += [f"{k} {op} {a} {s} x" for k in ("grad", "sgrad") for a in floats for s in SCALARS]
     for op in INPLACE:
         out += [f"inp {op} {a} {b}" for a in DTYPES for b in DTYPES]
         out += [f"inps {op} {a} {s}" for a in DTYPES for s in SCALARS]
@@ -78,7 +83,6 @@ def cases():
     for kind in ("cast", "where", "cat", "stack", "matmul", "tmatmul"):
         out += [f"{kind} x {a} {b}" for a in DTYPES for b in DTYPES]
     # Gradients: float inputs require grad; an integer operand gets none (both sides say so).
-    floats = [d for d in DTYPES if d in FLOATS]
     for op in GRAD_BINARY:
         for which in "xy":
             out += [f"grad {op} {a} {b} {which}" for a in floats for b in DTYPES]
@@ -132,6 +136,10 @@ def torch_results(lines, device):
         return float(s) if "." in s else int(s)
 
     def binary(op, a, rhs):
+        if op == "clamp":
+            return torch.clamp(a, rhs, 2)
+        if op in ("clamp_min", "clamp_max"):
+            return getattr(torch, op)(a, rhs)
         if op.endswith("_"):
             getattr(a, op)(rhs)
             return a
@@ -155,7 +163,7 @@ def torch_results(lines, device):
         if is_scalar:
             s = scalar(w[3])
             clamp = {"maximum": {"min": s}, "minimum": {"max": s}}
-            out = torch.clamp(x, **clamp[op]) if op in clamp else getattr(torch, op)(x, s)
+            out = torch.clamp(x, **clamp[op]) if op in clamp else binary(op, x, s)
         elif y is None and "softmax" in op:
             out = getattr(torch, op)(x, 1)
         elif y is None:

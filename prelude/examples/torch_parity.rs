@@ -113,6 +113,10 @@ fn binary(op: &str, a: &Tensor, rhs: Operand) -> Result<Tensor, Error> {
             Operand::Tensor(b) => a.logical_or(b),
             _ => panic!("{op} takes a tensor"),
         },
+        "clamp_min" => a.clamp_min(rhs),
+        "clamp_max" => a.clamp_max(rhs),
+        // Between the operand and 2 (a bound above some elements, below others).
+        "clamp" => a.clamp(rhs, 2),
         "add_" => a.add_(rhs).map(|_| a.clone()),
         "sub_" => a.sub_(rhs).map(|_| a.clone()),
         "mul_" => a.mul_(rhs).map(|_| a.clone()),

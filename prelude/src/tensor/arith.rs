@@ -98,7 +98,17 @@ impl Tensor {
         };
         let rhs = match rhs {
             Operand::Scalar(s) => return self.scalar_op(s, true, op, false),
-            Operand::Int(s) => return self.scalar_op(s as f64, false, op, false),
+            Operand::Int(s) => {
+                // Order-based ops see the wrapped value; `/` and `**` see the number itself
+                // (true division is in float, and a negative exponent must stay an error).
+                let s = match op {
+                    BinaryOp::Maximum | BinaryOp::Minimum => {
+                        wrap_int(s, promote_scalar(self.dtype(), false))
+                    }
+                    _ => s as f64,
+                };
+                return self.scalar_op(s, false, op, false);
+            }
             Operand::Tensor(t) => t,
         };
         no_bool_sub(op, self, Some(rhs))?;
@@ -153,14 +163,7 @@ impl Tensor {
             }
             Operand::Int(s) => {
                 let dt = promote_scalar(self.dtype(), false);
-                // torch casts a Python int to the tensor's integer dtype first, wrapping as
-                // arithmetic does: `u8_tensor == -3` compares with 253.
-                let v = match dt {
-                    DType::U8 => s as u8 as f64,
-                    DType::I32 => s as i32 as f64,
-                    _ => s as f64,
-                };
-                scalar = self.scalar_tensor(v, dt)?;
+                scalar = self.scalar_tensor(wrap_int(s, dt), dt)?;
                 &scalar
             }
         };
@@ -237,6 +240,23 @@ impl Tensor {
     }
     pub fn minimum<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
         self.binary(rhs.into(), BinaryOp::Minimum)
+    }
+    /// Each element limited to `[min, max]` (torch's `clamp`; a NaN stays NaN, and `min >
+    /// max` gives `max` everywhere). The gradient passes where `min <= x <= max`.
+    pub fn clamp<'a>(
+        &self,
+        min: impl Into<Operand<'a>>,
+        max: impl Into<Operand<'a>>,
+    ) -> Result<Tensor> {
+        self.maximum(min)?.minimum(max)
+    }
+    /// `clamp` with only a lower bound (torch's `clamp_min`, `clamp(min=..)`).
+    pub fn clamp_min<'a>(&self, min: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.maximum(min)
+    }
+    /// `clamp` with only an upper bound (torch's `clamp_max`).
+    pub fn clamp_max<'a>(&self, max: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.minimum(max)
     }
     pub fn pow<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
         self.binary(rhs.into(), BinaryOp::Pow)
@@ -522,6 +542,17 @@ impl Tensor {
             _ => return None,
         };
         Some(Storage::Cpu(out))
+    }
+}
+
+/// An int scalar as torch casts it to an integer tensor's dtype before the op, wrapping:
+/// `u8_tensor == -3` compares with 253 and `u8_tensor.clamp_min(-3)` is 253 everywhere.
+/// (Arithmetic wraps to the same result either way; the order-based ops need it first.)
+fn wrap_int(s: i64, dt: DType) -> f64 {
+    match dt {
+        DType::U8 => s as u8 as f64,
+        DType::I32 => s as i32 as f64,
+        _ => s as f64,
     }
 }
 
