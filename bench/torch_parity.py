@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DTYPES = ["f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"]
 SCALARS = ["2", "-3", "2.5", "-0.5", "0"]
 BINARY = "add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or".split()
+VIEWS = ("narrow select t permute expand flip reshape squeeze index_select gather where cat stack "
+         "t_matmul").split()
 CLAMPS = "clamp clamp_min clamp_max".split()  # with a scalar bound (torch's Python-number form)
 INPLACE = "add_ sub_ mul_ div_".split()
 UNARY = "neg abs exp log sqrt relu sigmoid tanh softmax log_softmax".split()
@@ -100,6 +102,8 @@ def cases():
         out += [f"nn ce {a} {t} {want}" for t in ("i64", "i32", "u8") for want in ("out", "x")]
         out += [f"nn conv {a} {p} {want}" for p in ("s1p0", "s2p1", "s1p1") for want in ("out", "x", "w", "b")]
         out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1") for want in ("out", "x")]
+    # Views and index ops, forward and backward.
+    out += [f"view {op} {a} {want}" for op in VIEWS for a in DTYPES for want in ("out", "x", "y")]
     # Optimizers: a parameter after three steps.
     out += [f"optim sgd {a} {c}" for a in floats for c in ("plain", "mom", "momwd")]
     out += [f"optim adam {a} {c}" for a in floats for c in ("plain", "wd", "betas")]
@@ -234,10 +238,40 @@ def torch_results(lines, device):
             o.zero_grad()
         return p.detach()
 
+    def view_case(w):
+        op, d, want = w[1], w[2], w[3]
+        x, y = ramp([2, 3], 5, 2.0, 0.75, d), ramp([2, 3], 4, 1.0, 0.5, d)
+        ints = lambda v, shape: torch.tensor(v).reshape(shape).to(dev)
+        out = {
+            "narrow": lambda: x.narrow(1, 1, 2),
+            "select": lambda: x.select(0, -1),
+            "t": lambda: x.t(),
+            "permute": lambda: x.unsqueeze(0).permute(2, 0, 1),
+            "expand": lambda: x.unsqueeze(0).expand(2, 2, 3),
+            "flip": lambda: x.flip(1),
+            "reshape": lambda: x.reshape(3, 2),
+            "squeeze": lambda: x.unsqueeze(1).squeeze(1),
+            "index_select": lambda: x.index_select(1, ints([2, 0, 2], [3])),
+            "gather": lambda: x.gather(1, ints([0, 2, 1, 1], [2, 2])),
+            "where": lambda: torch.where(x > y, x, y),
+            "cat": lambda: torch.cat([x, y], 1),
+            "stack": lambda: torch.stack([x, y], 0),
+            "t_matmul": lambda: x.t() @ y,
+        }[op]()
+        if want == "out":
+            return out.detach()
+        weighted_backward(out)
+        g = (y if want == "y" else x).grad
+        if g is None:
+            raise ValueError("no gradient")
+        return g
+
     def run(w):
         kind, op, d = w[0], w[1], w[2]
         if kind in ("grad", "sgrad", "rgrad"):
             return gradient(w)
+        if kind == "view":
+            return view_case(w)
         if kind == "optim":
             return optim_case(w)
         if kind == "nn":

@@ -21,7 +21,9 @@
 //!   0), `pool` (`k2s2`: kernel 2, stride 2); `out` prints the result, a letter the gradient
 //!   of `sum(result * w)` for that input;
 //! - `optim` sgd|adam a config: a parameter after three steps whose gradients are ramps
-//!   (`plain`, `mom` momentum 0.9, `momwd` and weight decay 0.01; Adam `plain`, `wd`, `betas`).
+//!   (`plain`, `mom` momentum 0.9, `momwd` and weight decay 0.01; Adam `plain`, `wd`, `betas`);
+//! - `view` op a out|x|y: views and index ops of a ramp (and `where`/`cat` with a second one),
+//!   their result or the gradient of `sum(result * w)`.
 
 use gpulab::nn::Parameter;
 use gpulab::optim::{Adam, SGD};
@@ -309,6 +311,37 @@ fn optim_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     Ok(p.tensor().detach())
 }
 
+fn view_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let x = ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?;
+    let y = ramp(&[2, 3], 4, 1.0, 0.5, d, dev)?;
+    let ints = |v: Vec<i64>, shape: Vec<usize>| Tensor::from_vec(v, shape, Device::Cpu)?.to(dev);
+    let out = match op {
+        "narrow" => x.narrow(1, 1, 2)?,
+        "select" => x.select(0, -1)?,
+        "t" => x.t()?,
+        "permute" => x.unsqueeze(0)?.permute(&[2, 0, 1])?,
+        "expand" => x.unsqueeze(0)?.expand((2, 2, 3))?,
+        "flip" => x.flip(&[1])?,
+        "reshape" => x.reshape((3, 2))?,
+        "squeeze" => x.unsqueeze(1)?.squeeze(1)?,
+        "index_select" => x.index_select(1, &ints(vec![2, 0, 2], vec![3])?)?,
+        "gather" => x.gather(1, &ints(vec![0, 2, 1, 1], vec![2, 2])?)?,
+        "where" => x.where_(&x.gt(&y)?, &y)?,
+        "cat" => Tensor::cat(&[&x, &y], 1)?,
+        "stack" => Tensor::stack(&[&x, &y], 0)?,
+        "t_matmul" => x.t()?.matmul(&y)?,
+        _ => panic!("unknown view op {op:?}"),
+    };
+    if want == "out" {
+        return Ok(out.detach());
+    }
+    weighted_backward(&out)?;
+    let of = if want == "y" { &y } else { &x };
+    of.grad()
+        .ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
     let a = input(d, if kind.starts_with('s') { 2 } else { 0 }, dev);
@@ -331,6 +364,7 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "grad" | "sgrad" | "rgrad" => gradient(w, dev),
         "nn" => nn_case(w, dev),
         "optim" => optim_case(w, dev),
+        "view" => view_case(w, dev),
         _ => panic!("unknown case kind {kind:?}"),
     }
 }
