@@ -1,7 +1,9 @@
 """gpulab's tensor ops against torch's, case by case: every binary op, comparison, in-place op,
-unary op, reduction, cast, broadcast, view and join for every pair of the eight dtypes, plus
-special values (NaN, infinities, overflow, integer limits). Each case's result dtype, shape and
-values, or the fact that it is an error, must be torch's.
+unary op, reduction, cast, broadcast, view, index op and join for every pair of the eight
+dtypes, plus special values (NaN, infinities, overflow, integer limits); the gradients of the
+differentiable ones; the layers' functions (losses, softmax, conv2d, max_pool2d); three steps of
+SGD and Adam. Each case's result dtype, shape and values, or the fact that it is an error, must
+be torch's.
 
     python3 bench/torch_parity.py                      # live torch, CPU (needs torch)
     python3 bench/torch_parity.py --device cuda        # live torch on the GPU, gpulab on cuda:0

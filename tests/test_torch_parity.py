@@ -1,6 +1,7 @@
 """gpulab's tensor ops give torch's answers: every binary op, comparison, in-place op, unary op,
-reduction, cast, broadcast, view and join for every pair of the eight dtypes, with special
-values (bench/torch_parity.py). torch 2.9.1's results are recorded in
+reduction, cast, broadcast, view, index op and join for every pair of the eight dtypes, with
+special values; their gradients; the layers' functions; three steps of SGD and Adam
+(bench/torch_parity.py). torch 2.9.1's results are recorded in
 bench/torch_parity-cpu.txt.gz, so no torch is needed here; re-record them with
 `python3 bench/torch_parity.py --record bench/torch_parity-cpu.txt.gz` where torch is installed.
 The GPU check (gpu-pack/run) runs the same cases on cuda:0 against live torch on that GPU.
