@@ -29,7 +29,7 @@ DTYPES = ["f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"]
 SCALARS = ["2", "-3", "2.5", "-0.5", "0"]
 BINARY = "add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or".split()
 VIEWS = ("narrow select t permute expand flip reshape squeeze index_select gather where cat stack "
-         "t_matmul").split()
+         "t_matmul bmm_matrix bmm_stack bmm_broadcast bmm_vector_left bmm_vector_right bmm_mismatch").split()
 CLAMPS = "clamp clamp_min clamp_max".split()  # with a scalar bound (torch's Python-number form)
 INPLACE = "add_ sub_ mul_ div_".split()
 UNARY = "neg abs exp log sqrt relu sigmoid tanh softmax log_softmax".split()
@@ -259,6 +259,12 @@ def torch_results(lines, device):
             "cat": lambda: torch.cat([x, y], 1),
             "stack": lambda: torch.stack([x, y], 0),
             "t_matmul": lambda: x.t() @ y,
+            "bmm_matrix": lambda: x.reshape(2, 1, 3) @ y.t(),
+            "bmm_stack": lambda: x.reshape(2, 1, 3) @ y.reshape(2, 3, 1),
+            "bmm_broadcast": lambda: x.reshape(1, 2, 3) @ y.reshape(3, 2).expand(2, 3, 2),
+            "bmm_vector_left": lambda: x.select(0, 0) @ y.reshape(2, 3, 1),
+            "bmm_vector_right": lambda: x.reshape(2, 1, 3) @ y.select(0, 1),
+            "bmm_mismatch": lambda: x.reshape(2, 1, 3) @ y.reshape(3, 2, 1),
         }[op]()
         if want == "out":
             return out.detach()

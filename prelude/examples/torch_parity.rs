@@ -331,6 +331,15 @@ fn view_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "cat" => Tensor::cat(&[&x, &y], 1)?,
         "stack" => Tensor::stack(&[&x, &y], 0)?,
         "t_matmul" => x.t()?.matmul(&y)?,
+        // Batched: a stack against one matrix, against a stack, broadcast, and vectors.
+        "bmm_matrix" => x.reshape((2, 1, 3))?.matmul(&y.t()?)?,
+        "bmm_stack" => x.reshape((2, 1, 3))?.matmul(&y.reshape((2, 3, 1))?)?,
+        "bmm_broadcast" => x
+            .reshape((1, 2, 3))?
+            .matmul(&y.reshape((3, 2)).and_then(|t| t.expand((2, 3, 2)))?)?,
+        "bmm_vector_left" => x.select(0, 0)?.matmul(&y.reshape((2, 3, 1))?)?,
+        "bmm_vector_right" => x.reshape((2, 1, 3))?.matmul(&y.select(0, 1)?)?,
+        "bmm_mismatch" => x.reshape((2, 1, 3))?.matmul(&y.reshape((3, 2, 1))?)?,
         _ => panic!("unknown view op {op:?}"),
     };
     if want == "out" {

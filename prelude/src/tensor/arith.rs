@@ -446,8 +446,73 @@ impl Tensor {
         self.arg_reduce(false, Some(dim))
     }
 
-    /// Matrix product of 1-D or 2-D tensors (torch's rules: a 1-D left operand is a row,
-    /// a 1-D right operand a column, and that dimension is dropped from the result).
+    /// torch's batched matmul, for an operand of rank > 2: a stack of matrices whose leading
+    /// dimensions broadcast against the other's (a 1-D operand is a row on the left, a column
+    /// on the right, its dimension dropped from the result). Against one matrix the stack is
+    /// one product of stacked rows; otherwise one product per matrix of the broadcast batch,
+    /// stacked (composed of differentiable ops, so autograd needs no rule of its own).
+    fn matmul_batched(&self, rhs: &Tensor) -> Result<Tensor> {
+        let bad = || Error::ShapeMismatch {
+            op: "matmul",
+            lhs: self.shape().to_vec(),
+            rhs: rhs.shape().to_vec(),
+        };
+        if self.rank() == 0 || rhs.rank() == 0 {
+            return Err(bad());
+        }
+        let a = if self.rank() == 1 {
+            self.unsqueeze(0)?
+        } else {
+            self.clone()
+        };
+        let b = if rhs.rank() == 1 {
+            rhs.unsqueeze(1)?
+        } else {
+            rhs.clone()
+        };
+        let (ar, br) = (a.rank(), b.rank());
+        let (m, k) = (a.shape()[ar - 2], a.shape()[ar - 1]);
+        let (k2, n) = (b.shape()[br - 2], b.shape()[br - 1]);
+        if k != k2 {
+            return Err(bad());
+        }
+        let batch = broadcast("matmul", &a.shape()[..ar - 2], &b.shape()[..br - 2])
+            .map_err(|_| bad())?
+            .dims;
+        let with = |tail: [usize; 2]| -> Vec<usize> { batch.iter().copied().chain(tail).collect() };
+        let out = if br == 2 {
+            // [..., m, k] x [k, n]: one product of all the rows.
+            a.reshape((a.numel() / k.max(1), k))?
+                .matmul(&b)?
+                .reshape(with([m, n]))?
+        } else {
+            let count: usize = batch.iter().product();
+            let a = a.expand(with([m, k]))?.reshape((count, m, k))?;
+            let b = b.expand(with([k, n]))?.reshape((count, k, n))?;
+            let parts = (0..count as isize)
+                .map(|i| a.select(0, i)?.matmul(&b.select(0, i)?))
+                .collect::<Result<Vec<_>>>()?;
+            if parts.is_empty() {
+                Tensor::zeros_dtype(with([m, n]), promote(a.dtype(), b.dtype()), self.device())?
+            } else {
+                Tensor::stack(&parts, 0)?.reshape(with([m, n]))?
+            }
+        };
+        let out = if self.rank() == 1 {
+            out.squeeze(-2)?
+        } else {
+            out
+        };
+        if rhs.rank() == 1 {
+            out.squeeze(-1)
+        } else {
+            Ok(out)
+        }
+    }
+
+    /// Matrix product (torch's rules: a 1-D left operand is a row, a 1-D right operand a
+    /// column, and that dimension is dropped from the result; operands of rank > 2 are stacks
+    /// of matrices whose leading dimensions broadcast).
     pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
         self.same_device(rhs)?;
         let bad = || Error::ShapeMismatch {
@@ -455,6 +520,9 @@ impl Tensor {
             lhs: self.shape().to_vec(),
             rhs: rhs.shape().to_vec(),
         };
+        if self.rank() > 2 || rhs.rank() > 2 {
+            return self.matmul_batched(rhs);
+        }
         let (m, k, lhs_vec) = match self.shape()[..] {
             [k] => (1, k, true),
             [m, k] => (m, k, false),
