@@ -32,7 +32,7 @@ VIEWS = ("narrow select t permute expand flip reshape squeeze index_select gathe
          "t_matmul bmm_matrix bmm_stack bmm_broadcast bmm_vector_left bmm_vector_right bmm_mismatch").split()
 CLAMPS = "clamp clamp_min clamp_max".split()  # with a scalar bound (torch's Python-number form)
 INPLACE = "add_ sub_ mul_ div_".split()
-UNARY = "neg abs exp log sqrt relu sigmoid tanh softmax log_softmax".split()
+UNARY = "neg abs exp log sqrt relu sigmoid tanh sin cos floor ceil round sign softmax log_softmax".split()
 REDUCE = ("sum mean max min argmax argmin sum_dim sum_keepdim mean_dim max_dim min_dim "
           "argmax_dim argmin_dim").split()
 FLOATS = {"f32", "f64", "f16", "bf16"}

@@ -88,7 +88,8 @@ __device__ __forceinline__ long long binary_apply(int op, long long a, long long
     return a;
 }
 
-// Unary op codes: 0 neg, 1 abs, 2 exp, 3 sqrt, 4 relu, 5 log, 6 tanh, 7 sigmoid.
+// Unary op codes: 0 neg, 1 abs, 2 exp, 3 sqrt, 4 relu, 5 log, 6 tanh, 7 sigmoid, 8 sin,
+// 9 cos, 10 floor, 11 ceil, 12 round (halves to even, as torch), 13 sign (0 for -0 and NaN).
 __device__ __forceinline__ float unary_apply(int op, float x)
 {
     switch (op) {
@@ -100,6 +101,12 @@ __device__ __forceinline__ float unary_apply(int op, float x)
     case 5: return logf(x);
     case 6: return tanhf(x);
     case 7: return 1.0f / (1.0f + expf(-x));
+    case 8: return sinf(x);
+    case 9: return cosf(x);
+    case 10: return floorf(x);
+    case 11: return ceilf(x);
+    case 12: return rintf(x);
+    case 13: return (float)((0.0f < x) - (x < 0.0f));
     default: __trap();
     }
     return x;
@@ -116,18 +123,27 @@ __device__ __forceinline__ double unary_apply(int op, double x)
     case 5: return log(x);
     case 6: return tanh(x);
     case 7: return 1.0 / (1.0 + exp(-x));
+    case 8: return sin(x);
+    case 9: return cos(x);
+    case 10: return floor(x);
+    case 11: return ceil(x);
+    case 12: return rint(x);
+    case 13: return (double)((0.0 < x) - (x < 0.0));
     default: __trap();
     }
     return x;
 }
 
-// Integers: only neg, abs and relu (the tensor layer converts to float for the others).
+// Integers: neg, abs, relu, and floor/ceil/round (the integer itself) and sign; the tensor
+// layer converts to float for the others.
 __device__ __forceinline__ long long unary_apply(int op, long long x)
 {
     switch (op) {
     case 0: return (long long)(0ULL - (unsigned long long)x);
     case 1: return x < 0 ? (long long)(0ULL - (unsigned long long)x) : x;
     case 4: return x > 0 ? x : 0;
+    case 10: case 11: case 12: return x;
+    case 13: return (x > 0) - (x < 0);
     default: __trap();
     }
     return x;

@@ -237,7 +237,7 @@ fn unary_ops_for_every_dtype_match_f64_loops() {
 
 fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
     type F = fn(f64) -> f64;
-    let ops: [(&str, F); 8] = [
+    let ops: [(&str, F); 14] = [
         ("neg", |x| -x),
         ("abs", f64::abs),
         ("relu", |x| x.max(0.0)),
@@ -246,6 +246,12 @@ fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
         ("log", f64::ln),
         ("tanh", f64::tanh),
         ("sigmoid", |x| 1.0 / (1.0 + (-x).exp())),
+        ("sin", f64::sin),
+        ("cos", f64::cos),
+        ("floor", f64::floor),
+        ("ceil", f64::ceil),
+        ("round", f64::round_ties_even),
+        ("sign", |x| ((0.0 < x) as i8 - (x < 0.0) as i8) as f64),
     ];
     for d in DType::ALL {
         let a = sample(d, 0, dev);
@@ -259,9 +265,22 @@ fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
                 "sqrt" => a.sqrt(),
                 "log" => a.log(),
                 "tanh" => a.tanh(),
+                "sin" => a.sin(),
+                "cos" => a.cos(),
+                "floor" => a.floor(),
+                "ceil" => a.ceil(),
+                "round" => a.round(),
+                "sign" => a.sign(),
                 _ => a.sigmoid(),
             };
-            let float_only = !matches!(name, "neg" | "abs" | "relu");
+            let float_only = !matches!(
+                name,
+                "neg" | "abs" | "relu" | "floor" | "ceil" | "round" | "sign"
+            );
+            if d == Bool && name == "sign" {
+                check("sign bool", &r.unwrap(), Bool, &av);
+                continue;
+            }
             if d == Bool && !float_only {
                 let e = r.unwrap_err().to_string();
                 assert!(e.contains(name) && e.contains("bool"), "{e}");

@@ -292,7 +292,7 @@ fn elementwise_every_op_and_dtype() {
             same(&format!("pow {d}"), &g, &c, tol(d).max(1e-6));
         }
         type Un = fn(&Tensor) -> gpulab::error::Result<Tensor>;
-        let unary: [(&str, Un); 8] = [
+        let unary: [(&str, Un); 14] = [
             ("neg", |x| x.neg()),
             ("abs", |x| x.abs()),
             ("relu", |x| x.relu()),
@@ -303,6 +303,12 @@ fn elementwise_every_op_and_dtype() {
             }),
             ("tanh", |x| x.tanh()),
             ("sigmoid", |x| x.sigmoid()),
+            ("sin", |x| x.sin()),
+            ("cos", |x| x.cos()),
+            ("floor", |x| x.floor()),
+            ("ceil", |x| x.ceil()),
+            ("round", |x| x.round()),
+            ("sign", |x| x.sign()),
         ];
         for (name, f) in unary {
             match (f(&a), f(&ga)) {

@@ -155,6 +155,12 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
                 let y = y()?;
                 g.mul(&y.mul(&y.neg()?.add(1.0)?)?)?
             }
+            UnaryOp::Sin => g.mul(&xd()?.cos()?)?,
+            UnaryOp::Cos => g.mul(&xd()?.sin()?.neg()?)?,
+            // Piecewise constant: torch's gradient is zeros (not g * 0, NaN where g is inf).
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => {
+                Tensor::zeros_dtype(g.shape().to_vec(), g.dtype(), g.device())?
+            }
         };
         Ok(vec![Some(gx)])
     })

@@ -302,6 +302,31 @@ impl Tensor {
     pub fn sigmoid(&self) -> Result<Tensor> {
         self.unary(UnaryOp::Sigmoid)
     }
+    pub fn sin(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Sin)
+    }
+    pub fn cos(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Cos)
+    }
+    /// Largest integer not above each element (an integer tensor is returned as it is).
+    pub fn floor(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Floor)
+    }
+    pub fn ceil(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Ceil)
+    }
+    /// Nearest integer, halves to even as torch's `round` (`2.5` gives 2).
+    pub fn round(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Round)
+    }
+    /// -1, 0 or 1 by the sign of each element (0 for NaN, as torch's); a bool tensor's
+    /// sign is itself.
+    pub fn sign(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return self.to_dtype(DType::U8)?.to_dtype(DType::Bool);
+        }
+        self.unary(UnaryOp::Sign)
+    }
 
     fn reduce_all(&self, op: ReduceOp) -> Result<Tensor> {
         if op != ReduceOp::Sum && self.numel() == 0 {

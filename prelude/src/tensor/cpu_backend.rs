@@ -364,7 +364,7 @@ impl CpuStorage {
     /// Float-only ops arrive here with a float dtype (the tensor layer casts integers).
     pub(crate) fn unary(&self, op: UnaryOp) -> Result<CpuStorage> {
         use CpuStorage as S;
-        let int_ok = matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu);
+        let int_ok = op.int_ok();
         Ok(match self {
             S::F32(a) => S::F32(cpu::unary(op, a)),
             S::F64(a) => S::F64(a.iter().map(|&x| op.apply_f64(x)).collect()),
@@ -373,12 +373,7 @@ impl CpuStorage {
             }
             S::I32(_) | S::I64(_) | S::U8(_) if int_ok => {
                 let a: Vec<i64> = self.cast_to();
-                let f = |x: i64| match op {
-                    UnaryOp::Neg => x.wrapping_neg(),
-                    UnaryOp::Abs => x.wrapping_abs(),
-                    _ => x.max(0),
-                };
-                S::I64(a.into_iter().map(f).collect()).to_dtype(self.dtype())
+                S::I64(a.into_iter().map(|x| op.apply_int(x)).collect()).to_dtype(self.dtype())
             }
             _ => return Err(unsupported(op.name(), &[self.dtype()], Device::Cpu)),
         })

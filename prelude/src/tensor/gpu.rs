@@ -177,8 +177,9 @@ pub(crate) enum OpFamily {
 }
 
 const BINARY_NAMES: [&str; 7] = ["add", "sub", "mul", "div", "maximum", "minimum", "pow"];
-const UNARY_NAMES: [&str; 8] = [
-    "neg", "abs", "exp", "sqrt", "relu", "log", "tanh", "sigmoid",
+const UNARY_NAMES: [&str; 14] = [
+    "neg", "abs", "exp", "sqrt", "relu", "log", "tanh", "sigmoid", "sin", "cos", "floor", "ceil",
+    "round", "sign",
 ];
 const COMPARE_NAMES: [&str; 6] = ["eq", "ne", "lt", "le", "gt", "ge"];
 const REDUCE_NAMES: [&str; 3] = ["sum", "max", "min"];
@@ -205,8 +206,9 @@ pub(crate) fn check_op(family: OpFamily, code: i32, dtype: DType, device: Device
         // torch's bool arithmetic: + and max are "or", * and min "and".
         (OpFamily::Binary, DType::Bool) => matches!(code, 0 | 2 | 4 | 5),
         (OpFamily::Unary, DType::Bool) => false,
-        // Integers: only neg, abs, relu (the tensor layer converts to float for the rest).
-        (OpFamily::Unary, d) if !d.is_float() => matches!(code, 0 | 1 | 4),
+        // Integers: neg, abs, relu, floor, ceil, round, sign (the tensor layer converts to
+        // float for the rest, as `UnaryOp::int_ok` says).
+        (OpFamily::Unary, d) if !d.is_float() => matches!(code, 0 | 1 | 4 | 10..=13),
         _ => true,
     };
     if ok {
@@ -859,7 +861,13 @@ mod tests {
             OpFamily::Compare,
             OpFamily::Reduce,
         ] {
-            for code in [-1, 8, 99] {
+            let past_the_end = match family {
+                OpFamily::Binary => super::BINARY_NAMES.len(),
+                OpFamily::Unary => super::UNARY_NAMES.len(),
+                OpFamily::Compare => super::COMPARE_NAMES.len(),
+                OpFamily::Reduce => super::REDUCE_NAMES.len(),
+            } as i32;
+            for code in [-1, past_the_end, 99] {
                 let e = check_op(family, code, DType::F16, dev)
                     .unwrap_err()
                     .to_string();
@@ -887,10 +895,10 @@ mod tests {
         for code in [0, 2, 4, 5] {
             check_op(OpFamily::Binary, code, DType::Bool, dev).unwrap();
         }
-        for code in [0, 1, 4] {
+        for code in [0, 1, 4, 10, 11, 12, 13] {
             check_op(OpFamily::Unary, code, DType::U8, dev).unwrap();
         }
-        for code in 0..8 {
+        for code in 0..super::UNARY_NAMES.len() as i32 {
             check_op(OpFamily::Unary, code, DType::BF16, dev).unwrap();
         }
     }

@@ -86,6 +86,19 @@ pub(crate) enum UnaryOp {
     Log = 5,
     Tanh = 6,
     Sigmoid = 7,
+    Sin = 8,
+    Cos = 9,
+    Floor = 10,
+    Ceil = 11,
+    Round = 12,
+    Sign = 13,
+}
+
+/// torch's `sign`, `(0 < x) - (x < 0)`: -1, 0 or 1, and 0 for -0.0 and NaN.
+#[inline(always)]
+fn sign<T: PartialOrd + Copy + From<i8>>(x: T) -> T {
+    let zero = T::from(0);
+    T::from((zero < x) as i8 - (x < zero) as i8)
 }
 
 impl UnaryOp {
@@ -107,6 +120,13 @@ impl UnaryOp {
             UnaryOp::Log => x.ln(),
             UnaryOp::Tanh => x.tanh(),
             UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnaryOp::Sin => x.sin(),
+            UnaryOp::Cos => x.cos(),
+            UnaryOp::Floor => x.floor(),
+            UnaryOp::Ceil => x.ceil(),
+            // torch rounds halves to even (`round(2.5)` is 2), not away from zero.
+            UnaryOp::Round => x.round_ties_even(),
+            UnaryOp::Sign => sign(x),
         }
     }
     #[inline(always)]
@@ -127,12 +147,42 @@ impl UnaryOp {
             UnaryOp::Log => x.ln(),
             UnaryOp::Tanh => x.tanh(),
             UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnaryOp::Sin => x.sin(),
+            UnaryOp::Cos => x.cos(),
+            UnaryOp::Floor => x.floor(),
+            UnaryOp::Ceil => x.ceil(),
+            UnaryOp::Round => x.round_ties_even(),
+            UnaryOp::Sign => sign(x),
+        }
+    }
+    /// The same on an integer (the integer dtypes' CPU kernels; wrapping as torch's).
+    pub fn apply_int(self, x: i64) -> i64 {
+        match self {
+            UnaryOp::Neg => x.wrapping_neg(),
+            UnaryOp::Abs => x.wrapping_abs(),
+            UnaryOp::Relu => x.max(0),
+            UnaryOp::Sign => x.signum(),
+            // floor, ceil and round of an integer are the integer.
+            _ => x,
         }
     }
     /// Ops defined only for floats: an integer or bool tensor is converted to float32
     /// first, as torch does (`torch.tensor([1, 4]).sqrt()` is float32).
     pub fn needs_float(self) -> bool {
-        !matches!(self, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu)
+        !self.int_ok()
+    }
+    /// Ops torch runs on integer tensors, keeping their dtype.
+    pub fn int_ok(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Neg
+                | UnaryOp::Abs
+                | UnaryOp::Relu
+                | UnaryOp::Floor
+                | UnaryOp::Ceil
+                | UnaryOp::Round
+                | UnaryOp::Sign
+        )
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -144,6 +194,12 @@ impl UnaryOp {
             UnaryOp::Log => "log",
             UnaryOp::Tanh => "tanh",
             UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Round => "round",
+            UnaryOp::Sign => "sign",
         }
     }
 }
