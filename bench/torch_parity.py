@@ -34,10 +34,10 @@ CLAMPS = "clamp clamp_min clamp_max".split()  # with a scalar bound (torch's Pyt
 INPLACE = "add_ sub_ mul_ div_".split()
 UNARY = "neg abs exp log sqrt relu sigmoid tanh sin cos floor ceil round sign softmax log_softmax".split()
 REDUCE = ("sum mean max min argmax argmin sum_dim sum_keepdim mean_dim max_dim min_dim "
-          "argmax_dim argmin_dim").split()
+          "argmax_dim argmin_dim var std var_dim std_dim").split()
 FLOATS = {"f32", "f64", "f16", "bf16"}
 GRAD_BINARY = "add sub mul div pow maximum minimum".split()
-GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim".split()
+GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var std var_dim std_dim".split()
 
 # Cases where gpulab keeps its own answer on purpose.
 KNOWN = {
@@ -154,6 +154,8 @@ def torch_results(lines, device):
     def reduce(op, a):
         if op == "sum_keepdim":
             return torch.sum(a, 1, keepdim=True)
+        if op in ("var_dim", "std_dim"):
+            return getattr(torch, op[:3])(a, 1 if op == "var_dim" else 0)
         if op.endswith("_dim"):
             r = getattr(torch, op[:-4])(a, 1)
             return r.values if op in ("max_dim", "min_dim") else r

@@ -157,6 +157,8 @@ fn unary_ops() {
     check("sqrt", vec![positive(&[5], 34)], |x| x[0].sqrt());
     check("tanh", vec![input(&[5], 35)], |x| x[0].tanh());
     check("sigmoid", vec![input(&[5], 36)], |x| x[0].sigmoid());
+    check("sin", vec![input(&[5], 37)], |x| x[0].sin());
+    check("cos", vec![input(&[5], 38)], |x| x[0].cos());
     check("relu", vec![input(&[8], 37)], |x| x[0].relu());
 }
 
@@ -169,6 +171,11 @@ fn reductions() {
     });
     check("mean", vec![input(&[2, 3], 43)], |x| x[0].mean());
     check("mean_dim", vec![input(&[2, 3], 44)], |x| x[0].mean_dim(0));
+    check("var", vec![input(&[2, 3], 45)], |x| x[0].var());
+    check("var_dim", vec![input(&[2, 3], 46)], |x| x[0].var_dim(1));
+    check("std", vec![input(&[2, 3], 47)], |x| x[0].std());
+    check("std_dim", vec![input(&[3, 2], 48)], |x| x[0].std_dim(0));
+    check("clamp", vec![input(&[6], 49)], |x| x[0].clamp(-0.5, 0.5));
     check("max", vec![input(&[2, 3], 45)], |x| x[0].max());
     check("max_dim", vec![input(&[3, 4], 46)], |x| x[0].max_dim(1));
     check("min", vec![input(&[2, 3], 47)], |x| x[0].min());

@@ -166,6 +166,20 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
     })
 }
 
+/// `var` over everything (`dim` None) or along `dim`: the gradient is `2 (x - mean) / (n - 1)`
+/// times the output's, as torch's `var_backward` (it does not pass through the mean, whose
+/// share sums to zero, and stays finite where the mean is infinite).
+pub(crate) fn variance(x: &Tensor, centred: Tensor, dim: Option<usize>, out: Tensor) -> Tensor {
+    let n = dim.map_or(x.numel(), |d| x.shape()[d]);
+    record(out, "var", &[x], move |g| {
+        let g = match dim {
+            None => g.clone(),
+            Some(d) => g.unsqueeze(d as isize)?,
+        };
+        Ok(vec![Some(centred.mul(&g)?.mul(2.0 / (n as f64 - 1.0))?)])
+    })
+}
+
 /// A reduction over all elements (`dim` None) or over one dimension.
 pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: Option<usize>, out: Tensor) -> Tensor {
     if !super::needs_grad(&[x]) {

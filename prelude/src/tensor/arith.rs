@@ -386,6 +386,44 @@ impl Tensor {
         }
     }
 
+    /// Variance of all elements with torch's default correction (divides by n - 1, so one
+    /// element gives NaN), a 0-d tensor.
+    pub fn var(&self) -> Result<Tensor> {
+        self.variance("var", None)
+    }
+    /// Variance along `dim` (n - 1 in the denominator), which disappears from the shape.
+    pub fn var_dim(&self, dim: isize) -> Result<Tensor> {
+        self.variance("var", Some(dim))
+    }
+    /// Standard deviation, `var().sqrt()` (torch's `std`, corrected as `var`).
+    pub fn std(&self) -> Result<Tensor> {
+        self.variance("std", None)?.sqrt()
+    }
+    pub fn std_dim(&self, dim: isize) -> Result<Tensor> {
+        self.variance("std", Some(dim))?.sqrt()
+    }
+    /// `sum((x - mean)^2) / (n - 1)`, over everything or along one dimension; two passes, as
+    /// torch's, so a large mean does not swallow the spread. The gradient is torch's closed
+    /// form, `2 (x - mean) / (n - 1)` (`rules::variance`).
+    fn variance(&self, name: &str, dim: Option<isize>) -> Result<Tensor> {
+        self.float_only(name)?;
+        let d = dim.map(|dim| resolve_dim(dim, self.rank())).transpose()?;
+        let (out, centred) = crate::autograd::no_grad(|| -> Result<_> {
+            let centred = match d {
+                None => self.sub(&self.mean()?)?,
+                Some(d) => self.sub(&self.mean_dim(d as isize)?.unsqueeze(d as isize)?)?,
+            };
+            let squares = centred.mul(&centred)?;
+            let total = match d {
+                None => squares.sum()?,
+                Some(d) => squares.sum_dim(d as isize)?,
+            };
+            let n = d.map_or(self.numel(), |d| self.shape()[d]);
+            Ok((total.div(n as f64 - 1.0)?, centred))
+        })?;
+        Ok(rules::variance(self, centred, d, out))
+    }
+
     pub fn mean(&self) -> Result<Tensor> {
         self.float_only("mean")?;
         if self.numel() == 0 {
