@@ -106,6 +106,7 @@ def cases():
         out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1") for want in ("out", "x")]
     # Views and index ops, forward and backward.
     out += [f"view {op} {a} {want}" for op in VIEWS for a in DTYPES for want in ("out", "x", "y")]
+    out += [f"arange {c} x" for c in ("int", "float", "step", "down", "tenth", "empty", "zero_step", "wrong_way")]
     # Optimizers: a parameter after three steps.
     out += [f"optim sgd {a} {c}" for a in floats for c in ("plain", "mom", "momwd")]
     out += [f"optim adam {a} {c}" for a in floats for c in ("plain", "wd", "betas")]
@@ -278,6 +279,11 @@ def torch_results(lines, device):
 
     def run(w):
         kind, op, d = w[0], w[1], w[2]
+        if kind == "arange":
+            args = {"int": (0, 5), "float": (0.0, 5.0), "step": (1.0, 2.0, 0.25), "down": (5, 0, -2),
+                    "tenth": (0.0, 1.0, 0.1), "empty": (3, 3), "zero_step": (0, 5, 0),
+                    "wrong_way": (5.0, 0.0, 1.0)}[op]
+            return torch.arange(*args, device=dev)
         if kind in ("grad", "sgrad", "rgrad"):
             return gradient(w)
         if kind == "view":

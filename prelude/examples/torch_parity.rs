@@ -23,7 +23,8 @@
 //! - `optim` sgd|adam a config: a parameter after three steps whose gradients are ramps
 //!   (`plain`, `mom` momentum 0.9, `momwd` and weight decay 0.01; Adam `plain`, `wd`, `betas`);
 //! - `view` op a out|x|y: views and index ops of a ramp (and `where`/`cat` with a second one),
-//!   their result or the gradient of `sum(result * w)`.
+//!   their result or the gradient of `sum(result * w)`;
+//! - `arange` case x: `Tensor::arange` / `arange_step` with integer or float arguments.
 
 use gpulab::nn::Parameter;
 use gpulab::optim::{Adam, SGD};
@@ -363,6 +364,18 @@ fn view_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
 
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
+    if kind == "arange" {
+        return match op {
+            "int" => Tensor::arange(0, 5, dev),
+            "float" => Tensor::arange(0.0, 5.0, dev),
+            "step" => Tensor::arange_step(1.0, 2.0, 0.25, dev),
+            "down" => Tensor::arange_step(5, 0, -2, dev),
+            "tenth" => Tensor::arange_step(0.0, 1.0, 0.1, dev),
+            "empty" => Tensor::arange(3, 3, dev),
+            "zero_step" => Tensor::arange_step(0, 5, 0, dev),
+            _ => Tensor::arange_step(5.0, 0.0, 1.0, dev),
+        };
+    }
     let a = input(d, if kind.starts_with('s') { 2 } else { 0 }, dev);
     let b = || input(w[3], 1, dev);
     match kind {

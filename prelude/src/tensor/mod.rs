@@ -52,6 +52,28 @@ mod view;
 
 pub use arith::Operand;
 pub use dtype::{promote, DType, WithDType};
+
+/// A number `Tensor::arange` counts in, and the dtype it gives, as torch's: a Rust integer
+/// gives int64 (a Python int's), a float the default float32 (a Python float's).
+pub trait ArangeValue: Copy + std::fmt::Display {
+    const ONE: Self;
+    const DTYPE: DType;
+    fn as_f64(self) -> f64;
+}
+
+macro_rules! arange_value {
+    ($dtype:ident, $one:expr, $($t:ty),*) => {$(
+        impl ArangeValue for $t {
+            const ONE: Self = $one;
+            const DTYPE: DType = DType::$dtype;
+            fn as_f64(self) -> f64 {
+                self as f64
+            }
+        }
+    )*};
+}
+arange_value!(I64, 1, i32, i64, usize);
+arange_value!(F32, 1.0, f32, f64);
 pub(crate) use fused::{AdamCoeffs, ConvGeom};
 pub use half::{bf16, f16};
 pub use precision::{get_float32_matmul_precision, set_float32_matmul_precision};
@@ -266,26 +288,32 @@ impl Tensor {
         Ok(Tensor::from_storage(storage, dims))
     }
 
-    /// `start, start + 1, ...` up to but not including `end`, like `torch.arange(start, end)`.
-    pub fn arange(start: f32, end: f32, device: impl Into<Device>) -> Result<Tensor> {
-        Tensor::arange_step(start, end, 1.0, device)
+    /// `start, start + 1, ...` up to but not including `end`, like `torch.arange(start, end)`:
+    /// integers give int64 (`arange(0, 5)`), floats float32 (`arange(0.0, 5.0)`).
+    pub fn arange<T: ArangeValue>(start: T, end: T, device: impl Into<Device>) -> Result<Tensor> {
+        Tensor::arange_step(start, end, T::ONE, device)
     }
 
-    pub fn arange_step(
-        start: f32,
-        end: f32,
-        step: f32,
+    /// `arange` in steps of `step` (negative to count down), as `torch.arange(start, end, step)`.
+    pub fn arange_step<T: ArangeValue>(
+        start: T,
+        end: T,
+        step: T,
         device: impl Into<Device>,
     ) -> Result<Tensor> {
-        if step == 0.0 || !step.is_finite() || (end - start) * step < 0.0 {
+        let (a, b, s) = (start.as_f64(), end.as_f64(), step.as_f64());
+        if s == 0.0 || !s.is_finite() || (b - a) * s < 0.0 {
             return Err(Error::Invalid(format!(
                 "arange: cannot go from {start} to {end} in steps of {step}"
             )));
         }
-        let n = ((end - start) / step).ceil().max(0.0) as usize;
-        // Multiplying rather than accumulating keeps the last values exact.
-        let data: Vec<f32> = (0..n).map(|i| start + i as f32 * step).collect();
-        Tensor::from_host(data, vec![n], device.into())
+        // As torch: the count from double arithmetic, each value `start + i * step` (not
+        // accumulated, so the last ones stay exact), then the dtype.
+        let n = ((b - a) / s).ceil().max(0.0) as usize;
+        let data: Vec<f64> = (0..n).map(|i| a + i as f64 * s).collect();
+        Tensor::from_cpu(CpuStorage::F64(data), vec![n], Device::Cpu)?
+            .to_dtype(T::DTYPE)?
+            .to_device(device.into())
     }
 
     /// Uniform samples in [0, 1) from the generator seeded by [`manual_seed`]; drawn on the
