@@ -12,32 +12,28 @@ pub(crate) enum BinaryOp {
     Pow = 6,
 }
 
+/// One body for each float type's CPU kernel (`apply` in f32, `apply_f64` in f64), so the two
+/// cannot drift apart.
+macro_rules! binary_apply {
+    ($name:ident, $t:ty) => {
+        #[inline(always)]
+        pub fn $name(self, a: $t, b: $t) -> $t {
+            match self {
+                BinaryOp::Add => a + b,
+                BinaryOp::Sub => a - b,
+                BinaryOp::Mul => a * b,
+                BinaryOp::Div => a / b,
+                BinaryOp::Maximum => nan_max(a, b),
+                BinaryOp::Minimum => nan_min(a, b),
+                BinaryOp::Pow => a.powf(b),
+            }
+        }
+    };
+}
+
 impl BinaryOp {
-    #[inline(always)]
-    pub fn apply(self, a: f32, b: f32) -> f32 {
-        match self {
-            BinaryOp::Add => a + b,
-            BinaryOp::Sub => a - b,
-            BinaryOp::Mul => a * b,
-            BinaryOp::Div => a / b,
-            BinaryOp::Maximum => nan_max(a, b),
-            BinaryOp::Minimum => nan_min(a, b),
-            BinaryOp::Pow => a.powf(b),
-        }
-    }
-    /// The same operation in f64 (the f64 dtype's CPU kernels).
-    #[inline(always)]
-    pub fn apply_f64(self, a: f64, b: f64) -> f64 {
-        match self {
-            BinaryOp::Add => a + b,
-            BinaryOp::Sub => a - b,
-            BinaryOp::Mul => a * b,
-            BinaryOp::Div => a / b,
-            BinaryOp::Maximum => nan_max(a, b),
-            BinaryOp::Minimum => nan_min(a, b),
-            BinaryOp::Pow => a.powf(b),
-        }
-    }
+    binary_apply!(apply, f32);
+    binary_apply!(apply_f64, f64);
     pub fn name(self) -> &'static str {
         match self {
             BinaryOp::Add => "add",
@@ -101,60 +97,42 @@ fn sign<T: PartialOrd + Copy + From<i8>>(x: T) -> T {
     T::from((zero < x) as i8 - (x < zero) as i8)
 }
 
+/// As `binary_apply!`: the f32 and f64 CPU kernels from one body.
+macro_rules! unary_apply {
+    ($name:ident, $t:ty) => {
+        #[inline(always)]
+        pub fn $name(self, x: $t) -> $t {
+            match self {
+                UnaryOp::Neg => -x,
+                UnaryOp::Abs => x.abs(),
+                UnaryOp::Exp => x.exp(),
+                UnaryOp::Sqrt => x.sqrt(),
+                // `x < 0` rather than `x > 0`: a NaN passes through, as in torch.
+                UnaryOp::Relu => {
+                    if x < 0.0 {
+                        0.0
+                    } else {
+                        x
+                    }
+                }
+                UnaryOp::Log => x.ln(),
+                UnaryOp::Tanh => x.tanh(),
+                UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+                UnaryOp::Sin => x.sin(),
+                UnaryOp::Cos => x.cos(),
+                UnaryOp::Floor => x.floor(),
+                UnaryOp::Ceil => x.ceil(),
+                // torch rounds halves to even (`round(2.5)` is 2), not away from zero.
+                UnaryOp::Round => x.round_ties_even(),
+                UnaryOp::Sign => sign(x),
+            }
+        }
+    };
+}
+
 impl UnaryOp {
-    #[inline(always)]
-    pub fn apply(self, x: f32) -> f32 {
-        match self {
-            UnaryOp::Neg => -x,
-            UnaryOp::Abs => x.abs(),
-            UnaryOp::Exp => x.exp(),
-            UnaryOp::Sqrt => x.sqrt(),
-            // `x < 0` rather than `x > 0`: a NaN passes through, as in torch.
-            UnaryOp::Relu => {
-                if x < 0.0 {
-                    0.0
-                } else {
-                    x
-                }
-            }
-            UnaryOp::Log => x.ln(),
-            UnaryOp::Tanh => x.tanh(),
-            UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            UnaryOp::Sin => x.sin(),
-            UnaryOp::Cos => x.cos(),
-            UnaryOp::Floor => x.floor(),
-            UnaryOp::Ceil => x.ceil(),
-            // torch rounds halves to even (`round(2.5)` is 2), not away from zero.
-            UnaryOp::Round => x.round_ties_even(),
-            UnaryOp::Sign => sign(x),
-        }
-    }
-    #[inline(always)]
-    pub fn apply_f64(self, x: f64) -> f64 {
-        match self {
-            UnaryOp::Neg => -x,
-            UnaryOp::Abs => x.abs(),
-            UnaryOp::Exp => x.exp(),
-            UnaryOp::Sqrt => x.sqrt(),
-            // `x < 0` rather than `x > 0`: a NaN passes through, as in torch.
-            UnaryOp::Relu => {
-                if x < 0.0 {
-                    0.0
-                } else {
-                    x
-                }
-            }
-            UnaryOp::Log => x.ln(),
-            UnaryOp::Tanh => x.tanh(),
-            UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            UnaryOp::Sin => x.sin(),
-            UnaryOp::Cos => x.cos(),
-            UnaryOp::Floor => x.floor(),
-            UnaryOp::Ceil => x.ceil(),
-            UnaryOp::Round => x.round_ties_even(),
-            UnaryOp::Sign => sign(x),
-        }
-    }
+    unary_apply!(apply, f32);
+    unary_apply!(apply_f64, f64);
     /// The same on an integer (the integer dtypes' CPU kernels; wrapping as torch's).
     pub fn apply_int(self, x: i64) -> i64 {
         match self {
