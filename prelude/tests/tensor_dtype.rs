@@ -650,6 +650,18 @@ fn edge_cases_follow_torch_on(dev: Device) {
     let s = Tensor::stack(&[&a.detach(), &h], 1).unwrap();
     assert_eq!((s.dtype(), s.shape()), (F64, &[2usize, 2][..]));
     assert_eq!(s.to_vec::<f64>().unwrap(), [1.5, 0.5, 2.0, 1.0]);
+    // Batched matmul with empty dimensions: torch's shapes, zeros where k is 0.
+    let z = |dims: &[usize]| Tensor::zeros(dims.to_vec(), dev).unwrap();
+    for (a, b, want) in [
+        (&[2usize, 3, 0][..], &[0usize, 2][..], &[2usize, 3, 2][..]),
+        (&[0, 2, 3], &[3, 4], &[0, 2, 4]),
+        (&[0, 2, 3], &[0, 3, 4], &[0, 2, 4]),
+        (&[2, 2, 0], &[2, 0, 3], &[2, 2, 3]),
+    ] {
+        let p = z(a).matmul(&z(b)).unwrap();
+        assert_eq!(p.shape(), want, "{a:?} @ {b:?}");
+        assert!(p.to_vec::<f32>().unwrap().iter().all(|&v| v == 0.0));
+    }
 }
 
 /// f64 goes through the packed product of matmul.rs (its own micro-kernels): sizes with

@@ -545,9 +545,8 @@ impl Tensor {
         let with = |tail: [usize; 2]| -> Vec<usize> { batch.iter().copied().chain(tail).collect() };
         let out = if br == 2 {
             // [..., m, k] x [k, n]: one product of all the rows.
-            a.reshape((a.numel() / k.max(1), k))?
-                .matmul(&b)?
-                .reshape(with([m, n]))?
+            let rows: usize = a.shape()[..ar - 1].iter().product();
+            a.reshape((rows, k))?.matmul(&b)?.reshape(with([m, n]))?
         } else {
             let count: usize = batch.iter().product();
             let a = a.expand(with([m, k]))?.reshape((count, m, k))?;
@@ -556,7 +555,7 @@ impl Tensor {
                 .map(|i| a.select(0, i)?.matmul(&b.select(0, i)?))
                 .collect::<Result<Vec<_>>>()?;
             if parts.is_empty() {
-                Tensor::zeros_dtype(with([m, n]), promote(a.dtype(), b.dtype()), self.device())?
+                Tensor::zeros_dtype(with([m, n]), a.dtype(), self.device())?
             } else {
                 Tensor::stack(&parts, 0)?.reshape(with([m, n]))?
             }
@@ -583,6 +582,16 @@ impl Tensor {
             lhs: self.shape().to_vec(),
             rhs: rhs.shape().to_vec(),
         };
+        if self.dtype() != rhs.dtype() {
+            return Err(Error::Invalid(format!(
+                "matmul: both operands need one dtype, got {} (shape {:?}) and {} (shape {:?}) on {}",
+                self.dtype(),
+                self.shape(),
+                rhs.dtype(),
+                rhs.shape(),
+                self.device()
+            )));
+        }
         if self.rank() > 2 || rhs.rank() > 2 {
             return self.matmul_batched(rhs);
         }
@@ -598,16 +607,6 @@ impl Tensor {
         };
         if k != k2 {
             return Err(bad());
-        }
-        if self.dtype() != rhs.dtype() {
-            return Err(Error::Invalid(format!(
-                "matmul: both operands need one dtype, got {} (shape {:?}) and {} (shape {:?}) on {}",
-                self.dtype(),
-                self.shape(),
-                rhs.dtype(),
-                rhs.shape(),
-                self.device()
-            )));
         }
         let storage = match self.matmul_cpu_views(rhs, m, k, n) {
             Some(s) => s,
