@@ -29,6 +29,12 @@ fn zero_where(t: Tensor, cond: &Tensor) -> Result<Tensor> {
     Tensor::zeros_dtype((), t.dtype(), t.device())?.where_(cond, &t)
 }
 
+/// The gradient of a piecewise-constant function: zeros shaped as `g` (torch's `zeros_like`;
+/// `g * 0` would be NaN where `g` is infinite).
+fn zeros_like(g: &Tensor) -> Result<Tensor> {
+    Tensor::zeros_dtype(g.shape().to_vec(), g.dtype(), g.device())
+}
+
 pub(crate) fn reshape(x: &Tensor, out: Tensor) -> Tensor {
     let dims = x.shape().to_vec();
     record(out, "reshape", &[x], move |g| {
@@ -114,7 +120,7 @@ pub(crate) fn scalar(op: BinaryOp, s: f64, scalar_first: bool, x: &Tensor, out: 
             (BinaryOp::Minimum, _) => g.mul(&mask(xd()?.le(s)?, g.dtype())?)?,
             // torch's: a zero exponent gives a zero gradient (not 0 * x^-1, NaN at x = 0), and
             // 0^x's gradient is 0 where x >= 0 (not 0 * ln 0).
-            (BinaryOp::Pow, false) if s == 0.0 => g.mul(0.0)?,
+            (BinaryOp::Pow, false) if s == 0.0 => zeros_like(g)?,
             (BinaryOp::Pow, false) => g.mul(&xd()?.pow(s - 1.0)?)?.mul(s)?,
             (BinaryOp::Pow, true) if s == 0.0 => {
                 zero_where(g.mul(y()?)?.mul(s.ln())?, &xd()?.ge(0)?)?
@@ -157,10 +163,7 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
             }
             UnaryOp::Sin => g.mul(&xd()?.cos()?)?,
             UnaryOp::Cos => g.mul(&xd()?.sin()?.neg()?)?,
-            // Piecewise constant: torch's gradient is zeros (not g * 0, NaN where g is inf).
-            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => {
-                Tensor::zeros_dtype(g.shape().to_vec(), g.dtype(), g.device())?
-            }
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => zeros_like(g)?,
         };
         Ok(vec![Some(gx)])
     })
