@@ -177,7 +177,6 @@ fn zip_map<T: WithDType, U: Send>(
     }
 }
 
-/// Integer pow as torch computes it: wrapping, and an error for negative exponents.
 /// torch's integer power: wrapping for y >= 0; for a negative exponent (allowed from a tensor,
 /// refused from a scalar) 1 and -1 keep their powers and every other base gives 0.
 fn int_pow(x: i64, y: i64) -> i64 {

@@ -206,9 +206,9 @@ pub(crate) fn check_op(family: OpFamily, code: i32, dtype: DType, device: Device
         // torch's bool arithmetic: + and max are "or", * and min "and".
         (OpFamily::Binary, DType::Bool) => matches!(code, 0 | 2 | 4 | 5),
         (OpFamily::Unary, DType::Bool) => false,
-        // Integers: neg, abs, relu, floor, ceil, round, sign (the tensor layer converts to
-        // float for the rest, as `UnaryOp::int_ok` says).
-        (OpFamily::Unary, d) if !d.is_float() => matches!(code, 0 | 1 | 4 | 10..=13),
+        // Integers: the ops `UnaryOp::int_ok` names (the tensor layer converts to float for
+        // the rest).
+        (OpFamily::Unary, d) if !d.is_float() => UnaryOp::ALL[code as usize].int_ok(),
         _ => true,
     };
     if ok {
@@ -849,6 +849,19 @@ mod tests {
                 "{file} {variant:?}: other instances built too"
             );
             println!("{file} {variant:?}: {entries} instances");
+        }
+    }
+
+    /// The host's op codes, names and integer support agree with the kernels' switch order.
+    #[test]
+    fn unary_codes_names_and_the_op_list_agree() {
+        use super::UnaryOp;
+        assert_eq!(UnaryOp::ALL.len(), super::UNARY_NAMES.len());
+        for (i, op) in UnaryOp::ALL.iter().enumerate() {
+            assert_eq!(*op as usize, i, "{op:?}");
+            assert_eq!(super::UNARY_NAMES[i], op.name());
+            let on_int = check_op(OpFamily::Unary, i as i32, DType::I32, Device::Cuda(0));
+            assert_eq!(on_int.is_ok(), op.int_ok(), "{op:?} on int32");
         }
     }
 

@@ -131,6 +131,23 @@ macro_rules! unary_apply {
 }
 
 impl UnaryOp {
+    /// Every op, in code order (`ALL[op as usize] == op`), for the CUDA side's checks.
+    pub const ALL: [UnaryOp; 14] = [
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Exp,
+        UnaryOp::Sqrt,
+        UnaryOp::Relu,
+        UnaryOp::Log,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Round,
+        UnaryOp::Sign,
+    ];
     unary_apply!(apply, f32);
     unary_apply!(apply_f64, f64);
     /// The same on an integer (the integer dtypes' CPU kernels; wrapping as torch's).
