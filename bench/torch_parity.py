@@ -36,6 +36,13 @@ UNARY = "neg abs exp log sqrt relu sigmoid tanh sin cos floor ceil round sign so
 REDUCE = ("sum mean max min argmax argmin sum_dim sum_keepdim mean_dim max_dim min_dim "
           "argmax_dim argmin_dim var std var_dim std_dim").split()
 FLOATS = {"f32", "f64", "f16", "bf16"}
+# Empty tensors (shapes with a 0): what each op gives, or that it is an error, as in torch.
+EMPTY_SHAPES = ["0", "3x0", "0x3", "2x0x3"]
+EMPTY_OPS = ("exp relu neg add mul_scalar lt_scalar sum mean max argmax var std sum_d0 sum_dlast "
+             "mean_d0 mean_dlast max_d0 max_dlast argmax_d0 argmax_dlast var_d0 var_dlast softmax "
+             "log_softmax_d0 matmul cat_d0 cat_dlast stack narrow index_select flip transpose reshape "
+             "cast where").split()
+EMPTY_NN = "ce mse conv pool".split()
 GRAD_BINARY = "add sub mul div pow maximum minimum".split()
 GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var std var_dim std_dim".split()
 
@@ -56,6 +63,10 @@ KNOWN = {
        for a in DTYPES for b in DTYPES if a != b for w in ("x", "y")},
     **{f"nn bce {a} {b} {w}": "torch's bce-with-logits keeps the target's dtype, refuses int targets"
        for a in FLOATS for b in DTYPES if a != b for w in ("out", "x", "y")},
+    # torch's softmax refuses integer input, except an empty one, which it returns as it is;
+    # gpulab refuses integer input whatever its size.
+    **{f"empty {op} i64 {s} out": "torch's softmax of an empty int tensor is not an error"
+       for op in ("softmax", "log_softmax_d0") for s in EMPTY_SHAPES},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -107,6 +118,9 @@ def cases():
     # Views and index ops, forward and backward.
     out += [f"view {op} {a} {want}" for op in VIEWS for a in DTYPES for want in ("out", "x", "y")]
     out += [f"arange {c} x" for c in ("int", "float", "step", "down", "tenth", "empty", "zero_step", "wrong_way")]
+    out += [f"empty {op} {a} {s} {want}" for op in EMPTY_OPS for a in ("f32", "i64") for s in EMPTY_SHAPES
+            for want in ("out", "x")]
+    out += [f"empty {op} f32 - {want}" for op in EMPTY_NN for want in ("out", "x")]
     # Optimizers: a parameter after three steps.
     out += [f"optim sgd {a} {c}" for a in floats for c in ("plain", "mom", "momwd")]
     out += [f"optim adam {a} {c}" for a in floats for c in ("plain", "wd", "betas")]
@@ -277,8 +291,52 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def empty_case(w):
+        F = torch.nn.functional
+        op, d, shape, want = w[1], w[2], w[3], w[4]
+        if op in EMPTY_NN:
+            x = torch.zeros({"ce": [0, 3], "mse": [0], "conv": [0, 2, 5, 5], "pool": [0, 2, 4, 4]}[op],
+                            dtype=T[d], device=dev).requires_grad_()
+            out = {"ce": lambda: F.cross_entropy(x, torch.zeros(0, dtype=torch.int64, device=dev)),
+                   "mse": lambda: F.mse_loss(x, torch.zeros(0, dtype=T[d], device=dev)),
+                   "conv": lambda: F.conv2d(x, torch.ones(3, 2, 3, 3, dtype=T[d], device=dev)),
+                   "pool": lambda: F.max_pool2d(x, 2, 2)}[op]()
+        else:
+            x = torch.zeros([int(n) for n in shape.split("x")], dtype=T[d], device=dev)
+            if x.is_floating_point():
+                x.requires_grad_()
+            last = x.dim() - 1
+            out = {
+                "exp": lambda: torch.exp(x), "relu": lambda: torch.relu(x), "neg": lambda: torch.neg(x),
+                "add": lambda: x + x, "mul_scalar": lambda: x * 2, "lt_scalar": lambda: x < 1,
+                "sum": lambda: x.sum(), "mean": lambda: x.mean(), "max": lambda: x.max(),
+                "argmax": lambda: x.argmax(), "var": lambda: x.var(), "std": lambda: x.std(),
+                "sum_d0": lambda: x.sum(0), "sum_dlast": lambda: x.sum(last),
+                "mean_d0": lambda: x.mean(0), "mean_dlast": lambda: x.mean(last),
+                "max_d0": lambda: x.max(0).values, "max_dlast": lambda: x.max(last).values,
+                "argmax_d0": lambda: x.argmax(0), "argmax_dlast": lambda: x.argmax(last),
+                "var_d0": lambda: x.var(0), "var_dlast": lambda: x.var(last),
+                "softmax": lambda: torch.softmax(x, last), "log_softmax_d0": lambda: torch.log_softmax(x, 0),
+                "matmul": lambda: x @ x.transpose(0, last),
+                "cat_d0": lambda: torch.cat([x, x], 0), "cat_dlast": lambda: torch.cat([x, x], last),
+                "stack": lambda: torch.stack([x, x], 1), "narrow": lambda: x.narrow(0, 0, 0),
+                "index_select": lambda: x.index_select(0, torch.zeros(0, dtype=torch.int64, device=dev)),
+                "flip": lambda: x.flip(0), "transpose": lambda: x.transpose(0, last).contiguous(),
+                "reshape": lambda: x.reshape(-1, 3) if x.dim() > 1 else x.reshape(-1),
+                "cast": lambda: x.to(torch.float64 if d == "i64" else torch.int64),
+                "where": lambda: torch.where(x > 0, x, x * 0),
+            }[op]()
+        if want == "out":
+            return out.detach()
+        weighted_backward(out)
+        if x.grad is None:
+            raise ValueError("no gradient")
+        return x.grad
+
     def run(w):
         kind, op, d = w[0], w[1], w[2]
+        if kind == "empty":
+            return empty_case(w)
         if kind == "arange":
             args = {"int": (0, 5), "float": (0.0, 5.0), "step": (1.0, 2.0, 0.25), "down": (5, 0, -2),
                     "tenth": (0.0, 1.0, 0.1), "empty": (3, 3), "zero_step": (0, 5, 0),

@@ -24,7 +24,10 @@
 //!   (`plain`, `mom` momentum 0.9, `momwd` and weight decay 0.01; Adam `plain`, `wd`, `betas`);
 //! - `view` op a out|x|y: views and index ops of a ramp (and `where`/`cat` with a second one),
 //!   their result or the gradient of `sum(result * w)`;
-//! - `arange` case x: `Tensor::arange` / `arange_step` with integer or float arguments.
+//! - `arange` case x: `Tensor::arange` / `arange_step` with integer or float arguments;
+//! - `empty` op a shape out|x: an op on zeros of a shape with a 0 in it (`3x0`), its result or
+//!   its input's gradient; `_d0`/`_dlast` name the dimension. With shape `-`, a layer's
+//!   function on an empty batch (`ce`, `mse`, `conv`, `pool`).
 
 use gpulab::nn::Parameter;
 use gpulab::optim::{Adam, SGD};
@@ -362,8 +365,78 @@ fn view_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         .ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+fn empty_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    let (op, d, shape, want) = (w[1], dtype(w[2]), w[3], w[4]);
+    let zeros = |dims: &[usize], d: DType| Tensor::zeros_dtype(dims.to_vec(), d, dev);
+    let no_index = || zeros(&[0], DType::I64);
+    let dims: Vec<usize> = match op {
+        "ce" => vec![0, 3],
+        "mse" => vec![0],
+        "conv" => vec![0, 2, 5, 5],
+        "pool" => vec![0, 2, 4, 4],
+        _ => shape.split('x').map(|n| n.parse().unwrap()).collect(),
+    };
+    let x = zeros(&dims, d)?.requires_grad_(d.is_float())?;
+    let last = x.rank() as isize - 1;
+    let out = match op {
+        "ce" => F::cross_entropy(&x, &no_index()?),
+        "mse" => F::mse_loss(&x, &zeros(&[0], d)?),
+        "conv" => F::conv2d(&x, &Tensor::ones_dtype([3, 2, 3, 3], d, dev)?, None, 1, 0),
+        "pool" => F::max_pool2d(&x, 2, 2),
+        "exp" => x.exp(),
+        "relu" => x.relu(),
+        "neg" => x.neg(),
+        "add" => x.add(&x),
+        "mul_scalar" => x.mul(2),
+        "lt_scalar" => x.lt(1),
+        "sum" => x.sum(),
+        "mean" => x.mean(),
+        "max" => x.max(),
+        "argmax" => x.argmax(),
+        "var" => x.var(),
+        "std" => x.std(),
+        "sum_d0" => x.sum_dim(0),
+        "sum_dlast" => x.sum_dim(last),
+        "mean_d0" => x.mean_dim(0),
+        "mean_dlast" => x.mean_dim(last),
+        "max_d0" => x.max_dim(0),
+        "max_dlast" => x.max_dim(last),
+        "argmax_d0" => x.argmax_dim(0),
+        "argmax_dlast" => x.argmax_dim(last),
+        "var_d0" => x.var_dim(0),
+        "var_dlast" => x.var_dim(last),
+        "softmax" => F::softmax(&x, last),
+        "log_softmax_d0" => F::log_softmax(&x, 0),
+        "matmul" => x.matmul(&x.transpose(0, last)?),
+        "cat_d0" => Tensor::cat(&[&x, &x], 0),
+        "cat_dlast" => Tensor::cat(&[&x, &x], last),
+        "stack" => Tensor::stack(&[&x, &x], 1),
+        "narrow" => x.narrow(0, 0, 0),
+        "index_select" => x.index_select(0, &no_index()?),
+        "flip" => x.flip(&[0]),
+        "transpose" => x.transpose(0, last)?.contiguous(),
+        "reshape" if x.rank() > 1 => x.reshape([-1, 3]),
+        "reshape" => x.reshape([-1]),
+        "cast" => x.to_dtype(if d == DType::I64 {
+            DType::F64
+        } else {
+            DType::I64
+        }),
+        "where" => x.where_(&x.gt(0)?, &x.mul(0)?),
+        _ => panic!("unknown empty-tensor op {op:?}"),
+    }?;
+    if want == "out" {
+        return Ok(out.detach());
+    }
+    weighted_backward(&out)?;
+    x.grad().ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
+    if kind == "empty" {
+        return empty_case(w, dev);
+    }
     if kind == "arange" {
         return match op {
             "int" => Tensor::arange(0, 5, dev),

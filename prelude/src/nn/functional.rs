@@ -65,6 +65,11 @@ impl Tensor {
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
         float_input(self, "log_softmax")?;
         let d = resolve(dim, self.rank(), "log_softmax")?;
+        if self.numel() == 0 {
+            // Nothing to normalise (and no max of an empty slice): an empty result, linked to
+            // the input for autograd, as torch's.
+            return self.mul(1.0);
+        }
         let mut kept = self.shape().to_vec();
         kept[d] = 1;
         // The shift changes no gradient (it cancels), so it is taken without history.
@@ -76,6 +81,7 @@ impl Tensor {
 
     /// Softmax along `dim` (each slice sums to 1), the exponential of [`Tensor::log_softmax`].
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+        float_input(self, "softmax")?;
         self.log_softmax(dim)?.exp()
     }
 }
@@ -134,7 +140,8 @@ fn class_labels(targets: &Tensor, n: usize, classes: usize, op: &str) -> Result<
 }
 
 /// Mean cross-entropy between `logits` (`[N, C]`, unnormalised scores) and `targets`, the
-/// class index of each row (`[N]`, int64), like torch's `F.cross_entropy`.
+/// class index of each row (`[N]`, int64), like torch's `F.cross_entropy` (NaN for an
+/// empty batch).
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     float_input(logits, "cross_entropy")?;
     let [n, c] = logits.shape()[..] else {
@@ -143,11 +150,7 @@ pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
             logits.shape()
         )));
     };
-    if n == 0 {
-        return Err(Error::Invalid(
-            "cross_entropy of an empty batch has no value".into(),
-        ));
-    }
+    // An empty batch gives NaN (the mean of no losses), as in torch.
     let labels = class_labels(targets, n, c, "cross_entropy")?;
     let mut onehot = vec![0f32; n * c];
     for (row, &l) in labels.iter().enumerate() {

@@ -387,7 +387,7 @@ impl Tensor {
     }
 
     /// Variance of all elements with torch's default correction (divides by n - 1, so one
-    /// element gives NaN), a 0-d tensor.
+    /// element or none gives NaN), a 0-d tensor.
     pub fn var(&self) -> Result<Tensor> {
         self.variance("var", None)
     }
@@ -418,30 +418,22 @@ impl Tensor {
                 None => squares.sum()?,
                 Some(d) => squares.sum_dim(d as isize)?,
             };
+            // torch's degrees of freedom, max(0, n - 1): one element or none gives 0/0.
             let n = d.map_or(self.numel(), |d| self.shape()[d]);
-            Ok((total.div(n as f64 - 1.0)?, centred))
+            Ok((total.div((n as f64 - 1.0).max(0.0))?, centred))
         })?;
         Ok(rules::variance(self, centred, d, out))
     }
 
+    /// Mean of all elements, a 0-d tensor; NaN for an empty tensor (0/0), as in torch.
     pub fn mean(&self) -> Result<Tensor> {
         self.float_only("mean")?;
-        if self.numel() == 0 {
-            return Err(Error::Invalid(
-                "mean() of an empty tensor has no value".into(),
-            ));
-        }
         self.sum()?.mul(1.0 / self.numel() as f64)
     }
+    /// Mean along `dim`; NaN where that dimension has size 0, as in torch.
     pub fn mean_dim(&self, dim: isize) -> Result<Tensor> {
         self.float_only("mean")?;
-        let d = resolve_dim(dim, self.rank())?;
-        let len = self.shape()[d];
-        if len == 0 {
-            return Err(Error::Invalid(format!(
-                "mean() over dimension {d} of size 0 has no value"
-            )));
-        }
+        let len = self.shape()[resolve_dim(dim, self.rank())?];
         self.sum_dim(dim)?.mul(1.0 / len as f64)
     }
     /// Largest element (NaN if any element is NaN, as in torch).

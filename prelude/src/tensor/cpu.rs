@@ -147,6 +147,10 @@ pub(crate) fn reduce_dim(
     inner: usize,
 ) -> Vec<f32> {
     let mut out = vec![op.identity(); outer * inner];
+    if out.is_empty() {
+        // `chunks_mut(0)` panics; an empty output has nothing to reduce into.
+        return out;
+    }
     if inner == 1 {
         let f = |(o, v): (usize, &mut f32)| *v = reduce_slice(op, &x[o * len..(o + 1) * len]);
         if x.len() >= PAR_MIN {

@@ -424,6 +424,10 @@ impl CpuStorage {
     /// the f32 arm keeps cpu.rs's tiled transpose and parallel permute.
     pub(crate) fn copy_layout(&self, layout: &Layout) -> CpuStorage {
         let (off, n) = (layout.offset(), layout.numel());
+        if n == 0 {
+            // An empty view's offset may lie past its (empty) storage's end.
+            return same_variant!(self, _v => Vec::new());
+        }
         if layout.is_contiguous() {
             return same_variant!(self, v => v[off..off + n].to_vec());
         }
@@ -439,6 +443,9 @@ impl CpuStorage {
     pub(crate) fn write_layout(&mut self, layout: &Layout, src: &CpuStorage) -> Result<()> {
         fn put<T: Copy>(dst: &mut [T], layout: &Layout, src: &[T]) {
             let (off, n) = (layout.offset(), layout.numel());
+            if n == 0 {
+                return; // an empty view's offset may lie past the storage's end
+            }
             if layout.is_contiguous() {
                 dst[off..off + n].copy_from_slice(&src[..n]);
             } else {

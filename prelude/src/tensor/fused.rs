@@ -465,6 +465,11 @@ impl Tensor {
         {
             return Ok(None);
         }
+        // im2col's buffer (`ckk` rows of `n * p`) can be far bigger than the input.
+        super::host_mem::host_room(
+            (g.ckk().saturating_mul(g.n * g.p())).saturating_add(g.n * g.o * g.p()),
+            x.dtype(),
+        )?;
         super::cpu::keep_freed_memory();
         let (xd, wd) = (x.dense()?, weight.dense()?);
         let bd = bias.map(|b| b.dense()).transpose()?;

@@ -180,6 +180,7 @@ impl Layout {
         if dims.len() < self.dims.len() {
             return Err(bad());
         }
+        super::host_mem::checked_numel(op, dims)?;
         let pad = dims.len() - self.dims.len();
         let mut strides = vec![0; dims.len()];
         for (i, &d) in dims.iter().enumerate().skip(pad) {

@@ -41,6 +41,7 @@ mod gather;
 mod gpu;
 mod gpu_strided;
 mod grad;
+mod host_mem;
 mod layout;
 mod matmul;
 pub(crate) mod op;
@@ -221,7 +222,7 @@ impl Tensor {
         device: impl Into<Device>,
     ) -> Result<Tensor> {
         let dims = shape.into().0;
-        let n: usize = dims.iter().product();
+        let n = host_mem::checked_numel("from_vec", &dims)?;
         if n != data.len() {
             return Err(Error::BadShape(format!(
                 "{} values cannot fill shape {dims:?} ({n} elements)",
@@ -241,7 +242,7 @@ impl Tensor {
 
     pub fn zeros(shape: impl Into<Shape>, device: impl Into<Device>) -> Result<Tensor> {
         let dims = shape.into().0;
-        let n = dims.iter().product();
+        let n = host_mem::checked_numel("zeros", &dims)?;
         let storage = Storage::full_f32(n, 0.0, device.into())?;
         Ok(Tensor::from_storage(storage, dims))
     }
@@ -270,7 +271,7 @@ impl Tensor {
     /// Every element set to `value`.
     pub fn full(shape: impl Into<Shape>, value: f32, device: impl Into<Device>) -> Result<Tensor> {
         let dims = shape.into().0;
-        let n = dims.iter().product();
+        let n = host_mem::checked_numel("full", &dims)?;
         let storage = Storage::full_f32(n, value, device.into())?;
         Ok(Tensor::from_storage(storage, dims))
     }
@@ -283,7 +284,7 @@ impl Tensor {
         device: impl Into<Device>,
     ) -> Result<Tensor> {
         let dims = shape.into().0;
-        let n = dims.iter().product();
+        let n = host_mem::checked_numel("full", &dims)?;
         let storage = Storage::full(n, value, dtype, device.into())?;
         Ok(Tensor::from_storage(storage, dims))
     }
@@ -302,14 +303,16 @@ impl Tensor {
         device: impl Into<Device>,
     ) -> Result<Tensor> {
         let (a, b, s) = (start.as_f64(), end.as_f64(), step.as_f64());
-        if s == 0.0 || !s.is_finite() || (b - a) * s < 0.0 {
+        if s == 0.0 || !(a.is_finite() && b.is_finite() && s.is_finite()) || (b - a) * s < 0.0 {
             return Err(Error::Invalid(format!(
                 "arange: cannot go from {start} to {end} in steps of {step}"
             )));
         }
         // As torch: the count from double arithmetic, each value `start + i * step` (not
-        // accumulated, so the last ones stay exact), then the dtype.
-        let n = ((b - a) / s).ceil().max(0.0) as usize;
+        // accumulated, so the last ones stay exact), then the dtype. Counts past 2^63 are
+        // refused with the rest by host_room (the f64 intermediate would need 8 bytes each).
+        let n = ((b - a) / s).ceil().clamp(0.0, (usize::MAX / 16) as f64) as usize;
+        host_mem::host_room(n, DType::F64)?;
         let data: Vec<f64> = (0..n).map(|i| a + i as f64 * s).collect();
         Tensor::from_cpu(CpuStorage::F64(data), vec![n], Device::Cpu)?
             .to_dtype(T::DTYPE)?
@@ -320,14 +323,18 @@ impl Tensor {
     /// host, so one seed gives the same numbers on every device.
     pub fn rand(shape: impl Into<Shape>, device: impl Into<Device>) -> Result<Tensor> {
         let dims = shape.into().0;
-        let data = random::uniform(dims.iter().product());
+        let n = host_mem::checked_numel("rand", &dims)?;
+        host_mem::host_room(n, DType::F32)?;
+        let data = random::uniform(n);
         Tensor::from_host(data, dims, device.into())
     }
 
     /// Standard normal samples; see [`Tensor::rand`].
     pub fn randn(shape: impl Into<Shape>, device: impl Into<Device>) -> Result<Tensor> {
         let dims = shape.into().0;
-        let data = random::normal(dims.iter().product());
+        let n = host_mem::checked_numel("randn", &dims)?;
+        host_mem::host_room(n, DType::F32)?;
+        let data = random::normal(n);
         Tensor::from_host(data, dims, device.into())
     }
 

@@ -253,6 +253,13 @@ pub(crate) struct Broadcast {
     pub sb: Vec<usize>,
 }
 
+impl Broadcast {
+    /// The result's element count (checked not to overflow when it was built).
+    pub fn numel(&self) -> usize {
+        self.dims.iter().product()
+    }
+}
+
 pub(crate) fn broadcast(op: &'static str, a: &[usize], b: &[usize]) -> Result<Broadcast> {
     let n = a.len().max(b.len());
     let pad = |s: &[usize]| -> Vec<usize> {
@@ -282,6 +289,7 @@ pub(crate) fn broadcast(op: &'static str, a: &[usize], b: &[usize]) -> Result<Br
             .map(|i| if p[i] == 1 && dims[i] != 1 { 0 } else { st[i] })
             .collect()
     };
+    super::host_mem::checked_numel(op, &dims)?;
     Ok(Broadcast {
         sa: stretch(&pa),
         sb: stretch(&pb),

@@ -15,6 +15,7 @@ use super::cpu_backend::{unsupported, CpuStorage};
 use super::dtype::DType;
 use super::gpu;
 use super::gpu_strided;
+use super::host_mem::host_room;
 use super::layout::Layout;
 use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use super::shape::Broadcast;
@@ -92,7 +93,14 @@ pub(crate) fn physical_len(n: usize) -> usize {
 
 /// An uninitialised buffer of `n` elements of `dtype` on `gpu` (stream-ordered).
 pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize, dtype: DType) -> Result<CudaBuf> {
-    let bytes = physical_len(n) * dtype.size_in_bytes();
+    // No device has 2^64 bytes: a product that overflows is simply too big (unchecked, it
+    // would wrap round to a small buffer that kernels then overrun).
+    let bytes = physical_len(n)
+        .checked_mul(dtype.size_in_bytes())
+        .ok_or(Error::OutOfMemory {
+            device: gpu.device(),
+            bytes: usize::MAX,
+        })?;
     // The kernel's GPU memory cap (cuda/memcap.rs); released by `CudaBuf`'s Drop once kept.
     let charge = cuda::memcap::Charge::new(gpu.ordinal, bytes as u64, || {
         Ok(cuda::get_device_properties(gpu.ordinal)?.total_memory)
@@ -115,7 +123,7 @@ pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize, dtype: DType) -> Result<CudaBuf> {
         if cuda::is_oom(&e) {
             Error::OutOfMemory {
                 device: gpu.device(),
-                bytes: n * dtype.size_in_bytes(),
+                bytes,
             }
         } else {
             cuda::driver_err("cuMemAlloc", e)
@@ -309,7 +317,10 @@ impl Storage {
     /// A contiguous copy of the elements `layout` selects (a plain copy when it is dense).
     pub fn copy_layout(&self, layout: &Layout) -> Result<Storage> {
         match self {
-            Storage::Cpu(a) => Ok(Storage::Cpu(a.copy_layout(layout))),
+            Storage::Cpu(a) => {
+                host_room(layout.numel(), a.dtype())?;
+                Ok(Storage::Cpu(a.copy_layout(layout)))
+            }
             Storage::Cuda(b) => Ok(Storage::Cuda(gpu_strided::copy_layout(
                 b,
                 self.dtype(),
@@ -344,13 +355,10 @@ impl Storage {
         out_dims: &[usize],
     ) -> Result<Storage> {
         match self {
-            Storage::Cpu(a) => Ok(Storage::Cpu(a.gather(
-                layout,
-                dim,
-                idx,
-                idx_strides,
-                out_dims,
-            ))),
+            Storage::Cpu(a) => Ok(Storage::Cpu({
+                host_room(out_dims.iter().product(), a.dtype())?;
+                a.gather(layout, dim, idx, idx_strides, out_dims)
+            })),
             Storage::Cuda(b) => Ok(Storage::Cuda(gpu_strided::gather(
                 b,
                 self.dtype(),
@@ -406,8 +414,15 @@ impl Storage {
     pub fn full(n: usize, value: f64, dtype: DType, device: Device) -> Result<Storage> {
         Ok(match device {
             Device::Cpu => Storage::Cpu(match dtype {
-                DType::F32 => CpuStorage::F32(vec![value as f32; n]),
-                _ => CpuStorage::F64(vec![value; n]).to_dtype(dtype),
+                // Checked first: `vec!` aborts the process on a failed allocation.
+                DType::F32 => {
+                    host_room(n, dtype)?;
+                    CpuStorage::F32(vec![value as f32; n])
+                }
+                _ => {
+                    host_room(n, DType::F64)?;
+                    CpuStorage::F64(vec![value; n]).to_dtype(dtype)
+                }
             }),
             Device::Cuda(i) => {
                 let one = CpuStorage::F64(vec![value]).to_dtype(dtype);
@@ -465,7 +480,10 @@ impl Storage {
 
     pub fn binary(&self, rhs: &Storage, op: BinaryOp, bc: Option<&Broadcast>) -> Result<Storage> {
         match (self, rhs) {
-            (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(a.binary(b, op, bc)?)),
+            (Storage::Cpu(a), Storage::Cpu(b)) => {
+                host_room(bc.map_or(a.len(), Broadcast::numel), a.dtype())?;
+                Ok(Storage::Cpu(a.binary(b, op, bc)?))
+            }
             (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(gpu::binary(op, a, b, bc)?)),
             _ => Err(self.mixed(rhs)),
         }
@@ -487,7 +505,10 @@ impl Storage {
 
     pub fn cmp(&self, rhs: &Storage, op: CmpOp, bc: Option<&Broadcast>) -> Result<Storage> {
         match (self, rhs) {
-            (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(a.cmp(b, op, bc)?)),
+            (Storage::Cpu(a), Storage::Cpu(b)) => {
+                host_room(bc.map_or(a.len(), Broadcast::numel), DType::Bool)?;
+                Ok(Storage::Cpu(a.cmp(b, op, bc)?))
+            }
             (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(gpu::cmp(op, a, b, bc)?)),
             _ => Err(self.mixed(rhs)),
         }
@@ -537,7 +558,10 @@ impl Storage {
 
     pub fn matmul(&self, rhs: &Storage, m: usize, k: usize, n: usize) -> Result<Storage> {
         match (self, rhs) {
-            (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(a.matmul(b, m, k, n)?)),
+            (Storage::Cpu(a), Storage::Cpu(b)) => {
+                host_room(m.saturating_mul(n), a.dtype())?;
+                Ok(Storage::Cpu(a.matmul(b, m, k, n)?))
+            }
             (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(gpu::matmul(a, b, m, k, n)?)),
             _ => Err(self.mixed(rhs)),
         }

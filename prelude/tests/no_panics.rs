@@ -1,0 +1,873 @@
+//! Random calls into the tensor API, with odd shapes (empty, 0-d, broadcast views), every dtype,
+//! special values and out-of-range arguments: each call must return `Ok` or an `Err`, never
+//! panic (a panic in a cell is a lost variable or worse). A seeded sweep, so a failure names a
+//! reproducible call; `GPULAB_FUZZ_SEED` / `GPULAB_FUZZ_CALLS` widen it by hand.
+
+use gpulab::nn::functional as F;
+use gpulab::*;
+mod common;
+use std::ops::Range;
+
+type Result<T> = std::result::Result<T, Error>;
+type Unary = fn(&Tensor) -> Result<Tensor>;
+type WithDim = fn(&Tensor, isize) -> Result<Tensor>;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// SplitMix64: a seeded generator small enough to live here (the prelude's own is private).
+#[derive(Clone)]
+struct StdRng(u64);
+
+impl StdRng {
+    fn seed_from_u64(seed: u64) -> StdRng {
+        StdRng(seed)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn gen_bool(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+    fn gen_range<T: Draw>(&mut self, r: Range<T>) -> T {
+        T::draw(self, r)
+    }
+}
+
+trait Draw: Sized {
+    fn draw(rng: &mut StdRng, r: Range<Self>) -> Self;
+}
+
+macro_rules! draw_int {
+    ($($t:ty),*) => {$(
+        impl Draw for $t {
+            fn draw(rng: &mut StdRng, r: Range<$t>) -> $t {
+                assert!(r.start < r.end);
+                let span = (r.end as i128 - r.start as i128) as u128;
+                (r.start as i128 + (rng.next() as u128 % span) as i128) as $t
+            }
+        }
+    )*};
+}
+draw_int!(usize, isize, i32, i64, u64);
+
+impl Draw for f64 {
+    fn draw(rng: &mut StdRng, r: Range<f64>) -> f64 {
+        r.start + rng.unit() * (r.end - r.start)
+    }
+}
+
+const DTYPES: [DType; 8] = [
+    DType::F32,
+    DType::F64,
+    DType::F16,
+    DType::BF16,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::Bool,
+];
+
+const VALUES: [f64; 12] = [
+    0.0,
+    1.0,
+    -1.0,
+    2.5,
+    -3.0,
+    255.0,
+    1e-8,
+    -0.0,
+    70000.0,
+    f64::NAN,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+];
+
+fn describe(t: &Tensor) -> String {
+    format!(
+        "{:?}{:?}{}",
+        t.dtype(),
+        t.shape(),
+        if t.is_contiguous() { "" } else { " (strided)" }
+    )
+}
+
+fn random_tensor(rng: &mut StdRng, dev: Device) -> Tensor {
+    let rank = rng.gen_range(0..5usize);
+    let dims: Vec<usize> = (0..rank)
+        .map(|_| [0, 1, 1, 2, 2, 3, 4][rng.gen_range(0..7)])
+        .collect();
+    let n: usize = dims.iter().product();
+    let values: Vec<f64> = (0..n)
+        .map(|_| {
+            if rng.gen_bool(0.3) {
+                VALUES[rng.gen_range(0..VALUES.len())]
+            } else {
+                rng.gen_range(-4.0..4.0)
+            }
+        })
+        .collect();
+    let dtype = DTYPES[rng.gen_range(0..DTYPES.len())];
+    // Built on the CPU and moved, so both devices start from the same bits.
+    let mut t = Tensor::from_vec(values, dims.clone(), Device::Cpu)
+        .and_then(|t| t.to_dtype(dtype)?.to(dev))
+        .expect("building a random tensor");
+    if rank >= 2 && rng.gen_bool(0.3) {
+        t = t.transpose(0, 1).unwrap();
+    }
+    if rank >= 1 && rng.gen_bool(0.1) {
+        // A broadcast view: stride 0 along a new leading axis.
+        let mut big = vec![2];
+        big.extend_from_slice(t.shape());
+        t = t.unsqueeze(0).unwrap().expand(big).unwrap();
+    }
+    if dtype.is_float() && rng.gen_bool(0.3) {
+        t = t.requires_grad_(true).unwrap();
+    }
+    t
+}
+
+fn dim(rng: &mut StdRng) -> isize {
+    rng.gen_range(-5..5)
+}
+
+fn scalar(rng: &mut StdRng) -> f64 {
+    VALUES[rng.gen_range(0..VALUES.len())]
+}
+
+/// One random call, described in `what` before it runs: a tensor, or nothing for in-place and
+/// backward calls.
+fn call(
+    rng: &mut StdRng,
+    pool: &[Tensor],
+    dev: Device,
+    what: &mut String,
+    used: &mut [usize; 2],
+) -> Result<Option<Tensor>> {
+    *used = [rng.gen_range(0..pool.len()), rng.gen_range(0..pool.len())];
+    let a = pool[used[0]].clone();
+    let b = pool[used[1]].clone();
+    let (da, db) = (describe(&a), describe(&b));
+    let d = dim(rng);
+    let s = scalar(rng);
+    let i = rng.gen_range(-3..6) as i64;
+    let some = |r: Result<Tensor>| r.map(Some);
+    let none = |r: Result<()>| r.map(|_| None);
+    match rng.gen_range(0..62) {
+        0 => {
+            *what = format!("{da} + {db}");
+            some(a.add(&b))
+        }
+        1 => {
+            *what = format!("{da} - {db}");
+            some(a.sub(&b))
+        }
+        2 => {
+            *what = format!("{da} * {db}");
+            some(a.mul(&b))
+        }
+        3 => {
+            *what = format!("{da} / {db}");
+            some(a.div(&b))
+        }
+        4 => {
+            *what = format!("{da}.pow({db})");
+            some(a.pow(&b))
+        }
+        5 => {
+            *what = format!("{da}.maximum({db})");
+            some(a.maximum(&b))
+        }
+        6 => {
+            *what = format!("{da}.pow({s})");
+            some(a.pow(s))
+        }
+        7 => {
+            *what = format!("{da}.div({i})");
+            some(a.div(i))
+        }
+        8 => {
+            *what = format!("{da}.lt({s})");
+            some(a.lt(s))
+        }
+        9 => {
+            *what = format!("{da}.eq({db})");
+            some(a.eq(&b))
+        }
+        10 => {
+            *what = format!("{da}.clamp({s}, {i})");
+            some(a.clamp(s, i))
+        }
+        11 => {
+            let c = pool[rng.gen_range(0..pool.len())].clone();
+            {
+                *what = format!("{da}.where_({}, {db})", describe(&c));
+                some(a.where_(&c, &b))
+            }
+        }
+        12 => {
+            *what = format!("{da}.logical_and({db})");
+            some(a.logical_and(&b))
+        }
+        13 => {
+            let ops: [(&str, Unary); 15] = [
+                ("neg", Tensor::neg),
+                ("abs", Tensor::abs),
+                ("exp", Tensor::exp),
+                ("sqrt", Tensor::sqrt),
+                ("relu", Tensor::relu),
+                ("log", Tensor::log),
+                ("tanh", Tensor::tanh),
+                ("sigmoid", Tensor::sigmoid),
+                ("sin", Tensor::sin),
+                ("cos", Tensor::cos),
+                ("floor", Tensor::floor),
+                ("ceil", Tensor::ceil),
+                ("round", Tensor::round),
+                ("sign", Tensor::sign),
+                ("logical_not", Tensor::logical_not),
+            ];
+            let (name, f) = ops[rng.gen_range(0..ops.len())];
+            {
+                *what = format!("{da}.{name}()");
+                some(f(&a))
+            }
+        }
+        14 => {
+            let ops: [(&str, Unary); 8] = [
+                ("sum", Tensor::sum),
+                ("mean", Tensor::mean),
+                ("max", Tensor::max),
+                ("min", Tensor::min),
+                ("argmax", Tensor::argmax),
+                ("argmin", Tensor::argmin),
+                ("var", Tensor::var),
+                ("std", Tensor::std),
+            ];
+            let (name, f) = ops[rng.gen_range(0..ops.len())];
+            {
+                *what = format!("{da}.{name}()");
+                some(f(&a))
+            }
+        }
+        15 => {
+            let ops: [(&str, WithDim); 12] = [
+                ("sum_dim", Tensor::sum_dim),
+                ("sum_keepdim", Tensor::sum_keepdim),
+                ("mean_dim", Tensor::mean_dim),
+                ("max_dim", Tensor::max_dim),
+                ("min_dim", Tensor::min_dim),
+                ("argmax_dim", Tensor::argmax_dim),
+                ("argmin_dim", Tensor::argmin_dim),
+                ("var_dim", Tensor::var_dim),
+                ("std_dim", Tensor::std_dim),
+                ("softmax", Tensor::softmax),
+                ("log_softmax", Tensor::log_softmax),
+                ("unsqueeze", Tensor::unsqueeze),
+            ];
+            let (name, f) = ops[rng.gen_range(0..ops.len())];
+            {
+                *what = format!("{da}.{name}({d})");
+                some(f(&a, d))
+            }
+        }
+        16 => {
+            *what = format!("{da}.matmul({db})");
+            some(a.matmul(&b))
+        }
+        17 => {
+            let d1 = dim(rng);
+            {
+                *what = format!("{da}.transpose({d}, {d1})");
+                some(a.transpose(d, d1))
+            }
+        }
+        18 => {
+            *what = format!("{da}.t()");
+            some(a.t())
+        }
+        19 => {
+            let dims: Vec<isize> = (0..rng.gen_range(0..5)).map(|_| dim(rng)).collect();
+            {
+                *what = format!("{da}.permute({dims:?})");
+                some(a.permute(&dims))
+            }
+        }
+        20 => {
+            let (start, len) = (rng.gen_range(0..5), rng.gen_range(0..5));
+            {
+                *what = format!("{da}.narrow({d}, {start}, {len})");
+                some(a.narrow(d, start, len))
+            }
+        }
+        21 => {
+            let (lo, hi) = (rng.gen_range(0..5usize), rng.gen_range(0..5usize));
+            {
+                *what = format!("{da}.slice({d}, {lo}..{hi})");
+                some(a.slice(d, lo..hi))
+            }
+        }
+        22 => {
+            let index = rng.gen_range(-5..5);
+            {
+                *what = format!("{da}.select({d}, {index})");
+                some(a.select(d, index))
+            }
+        }
+        23 => {
+            let shape: Vec<usize> = (0..rng.gen_range(0..5))
+                .map(|_| rng.gen_range(0..4))
+                .collect();
+            {
+                *what = format!("{da}.expand({shape:?})");
+                some(a.expand(shape))
+            }
+        }
+        24 => {
+            *what = format!("{da}.squeeze({d})");
+            some(a.squeeze(d))
+        }
+        25 => {
+            let shape: Vec<isize> = (0..rng.gen_range(0..4))
+                .map(|_| rng.gen_range(-2..5))
+                .collect();
+            {
+                *what = format!("{da}.reshape({shape:?})");
+                some(a.reshape(shape))
+            }
+        }
+        26 => {
+            let shape: Vec<isize> = (0..rng.gen_range(0..4))
+                .map(|_| rng.gen_range(-2..5))
+                .collect();
+            {
+                *what = format!("{da}.view({shape:?})");
+                some(a.view(shape))
+            }
+        }
+        27 => {
+            *what = format!("{da}.flatten()");
+            some(a.flatten())
+        }
+        28 => {
+            *what = format!("{da}.contiguous()");
+            some(a.contiguous())
+        }
+        29 => {
+            *what = format!("{da}.copy_({db})");
+            none(a.copy_(&b))
+        }
+        30 => {
+            *what = format!("{da}.fill_({s})");
+            none(a.fill_(s))
+        }
+        31 => {
+            *what = format!("{da}.add_({db})");
+            none(a.add_(&b))
+        }
+        32 => {
+            *what = format!("{da}.mul_({s})");
+            none(a.mul_(s))
+        }
+        33 => {
+            *what = format!("{da}.div_({i})");
+            none(a.div_(i))
+        }
+        34 => {
+            *what = format!("{da}.index_select({d}, {db})");
+            some(a.index_select(d, &b))
+        }
+        35 => {
+            *what = format!("{da}.gather({d}, {db})");
+            some(a.gather(d, &b))
+        }
+        36 => {
+            let dims: Vec<isize> = (0..rng.gen_range(0..4)).map(|_| dim(rng)).collect();
+            {
+                *what = format!("{da}.flip({dims:?})");
+                some(a.flip(&dims))
+            }
+        }
+        37 => {
+            *what = format!("cat([{da}, {db}], {d})");
+            some(Tensor::cat(&[&a, &b], d))
+        }
+        38 => {
+            *what = format!("stack([{da}, {db}], {d})");
+            some(Tensor::stack(&[&a, &b], d))
+        }
+        39 => {
+            *what = "cat([], 0)".to_string();
+            some(Tensor::cat::<Tensor>(&[], 0))
+        }
+        40 => {
+            let dtype = DTYPES[rng.gen_range(0..DTYPES.len())];
+            {
+                *what = format!("{da}.to_dtype({dtype:?})");
+                some(a.to_dtype(dtype))
+            }
+        }
+        41 => {
+            *what = format!("{da}.sum().backward()");
+            none(a.sum().and_then(|s| s.backward()))
+        }
+        42 => {
+            *what = format!("{da}.backward()");
+            none(a.backward())
+        }
+        43 => {
+            *what = format!("{da}.backward_with({db})");
+            none(a.backward_with(&b))
+        }
+        44 => {
+            *what = format!("{da}.item::<f32>()");
+            none(a.item::<f32>().map(|_| ()))
+        }
+        45 => {
+            *what = format!("{da}.item::<i64>()");
+            none(a.item::<i64>().map(|_| ()))
+        }
+        46 => {
+            *what = format!("{da}.to_vec::<u8>()");
+            none(a.to_vec::<u8>().map(|_| ()))
+        }
+        47 => {
+            *what = format!("{da}.to_vec2::<f64>()");
+            none(a.to_vec2::<f64>().map(|_| ()))
+        }
+        48 => {
+            *what = format!("cross_entropy({da}, {db})");
+            some(F::cross_entropy(&a, &b))
+        }
+        49 => {
+            *what = format!("mse_loss({da}, {db})");
+            some(F::mse_loss(&a, &b))
+        }
+        50 => {
+            *what = format!("bce_with_logits({da}, {db})");
+            some(F::binary_cross_entropy_with_logits(&a, &b))
+        }
+        51 => {
+            let p = [0.0, 0.5, 1.0, -0.5, 2.0, f64::NAN][rng.gen_range(0..6)];
+            {
+                *what = format!("dropout({da}, {p})");
+                some(F::dropout(&a, p, true))
+            }
+        }
+        52 => {
+            let (stride, pad) = (rng.gen_range(0..3), rng.gen_range(0..3));
+            {
+                *what = format!("conv2d({da}, {db}, stride {stride}, padding {pad})");
+                some(F::conv2d(&a, &b, None, stride, pad))
+            }
+        }
+        53 => {
+            let (k, stride) = (rng.gen_range(0..4), rng.gen_range(0..3));
+            {
+                *what = format!("max_pool2d({da}, {k}, {stride})");
+                some(F::max_pool2d(&a, k, stride))
+            }
+        }
+        54 => {
+            let (lo, hi) = (rng.gen_range(-3..4i64), rng.gen_range(-3..4i64));
+            {
+                *what = format!("arange({lo}, {hi})");
+                some(Tensor::arange(lo, hi, dev))
+            }
+        }
+        55 => {
+            // Steps of 1e-8 over a range of a few units are 10^8 values: real work, too slow
+            // to draw again and again (the huge counts are in the test below).
+            let step = [
+                1.0,
+                -1.0,
+                2.5,
+                -3.0,
+                0.0,
+                -0.0,
+                70000.0,
+                f64::NAN,
+                f64::INFINITY,
+            ][rng.gen_range(0..9usize)];
+            let (lo, hi) = (scalar(rng), scalar(rng));
+            {
+                *what = format!("arange_step({lo}, {hi}, {step})");
+                some(Tensor::arange_step(lo, hi, step, dev))
+            }
+        }
+        56 => {
+            let dtype = DTYPES[rng.gen_range(0..DTYPES.len())];
+            {
+                *what = format!("full_dtype([2, 0], {s}, {dtype:?})");
+                some(Tensor::full_dtype([2, 0], s, dtype, dev))
+            }
+        }
+        57 => {
+            *what = format!("{da}.detach()");
+            some(Ok(a.detach()))
+        }
+        58 => {
+            *what = format!("{da}.squeeze_all()");
+            some(Ok(a.squeeze_all()))
+        }
+        59 => {
+            *what = format!("{da}.expand_to(shape of {db})");
+            some(a.expand_to(b.shape()))
+        }
+        60 => {
+            *what = format!("{da} to the CPU and back");
+            some(a.to(Device::Cpu).and_then(|c| c.to(dev)))
+        }
+        _ => {
+            *what = format!("format {da}");
+            some(Ok(format!("{a}")).map(|_| a))
+        }
+    }
+}
+
+/// What one call gave: a tensor, nothing (in-place ops, backward), an error, or a panic.
+enum Outcome {
+    Value(Option<Tensor>),
+    Failed(String),
+    Panicked(String),
+}
+
+fn guarded(
+    rng: &StdRng,
+    pool: &[Tensor],
+    dev: Device,
+    what: &mut String,
+    used: &mut [usize; 2],
+) -> Outcome {
+    let mut rng = rng.clone();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let result = call(&mut rng, pool, dev, what, used)?;
+        // A result must also be readable: its element count matches its shape.
+        if let Some(t) = &result {
+            let values = t.to_f64_vec()?;
+            assert_eq!(values.len(), t.shape().iter().product::<usize>());
+            let _ = format!("{t}");
+        }
+        Ok::<_, Error>(result)
+    }));
+    match outcome {
+        Ok(Ok(t)) => Outcome::Value(t),
+        Ok(Err(e)) => {
+            let msg = e.to_string();
+            assert!(!msg.is_empty(), "{what}: an empty error message");
+            Outcome::Failed(msg)
+        }
+        Err(p) => Outcome::Panicked(
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default(),
+        ),
+    }
+}
+
+/// Sum and largest of the finite magnitudes in `t`: the scale its rounding errors grow with.
+fn magnitude(t: &Tensor) -> (f64, f64) {
+    let v = t.to_f64_vec().unwrap_or_default();
+    let finite = v.iter().filter(|x| x.is_finite()).map(|x| x.abs());
+    finite.fold((0.0, 0.0), |(s, m), x| (s + x, f64::max(m, x)))
+}
+
+/// Where the CPU's `x` and the GPU's `y` differ beyond rounding, described; None if they agree.
+/// `scale` bounds the rounding of sums and products of the inputs (loose on purpose: this
+/// looks for wrong elements, garbage and lost writes, not for the last bits, which the parity
+/// and dtype tests check).
+fn differs(x: &Tensor, y: &Tensor, scale: f64) -> Option<String> {
+    if x.dtype() != y.dtype() || x.shape() != y.shape() {
+        return Some(format!(
+            "CPU gave {:?}{:?}, CUDA {:?}{:?}",
+            x.dtype(),
+            x.shape(),
+            y.dtype(),
+            y.shape()
+        ));
+    }
+    let tol = match x.dtype() {
+        DType::F16 => 2e-3,
+        DType::BF16 => 1.6e-2,
+        DType::F32 => 1e-5,
+        DType::F64 => 1e-12,
+        _ => 0.0,
+    };
+    let (a, b) = (x.to_f64_vec().ok()?, y.to_f64_vec().ok()?);
+    for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+        let same = p == q
+            || (p.is_nan() && q.is_nan())
+            || (p.is_finite() && q.is_finite() && (p - q).abs() <= tol * (1.0 + p.abs() + scale));
+        if !same {
+            return Some(format!("element {i}: CPU {p}, CUDA {q}"));
+        }
+    }
+    None
+}
+
+struct Sweep {
+    ok: usize,
+    failed: usize,
+    problems: Vec<String>,
+}
+
+/// `calls` random calls on the CPU; with `gpu`, each also on that device from the same
+/// tensors and arguments, and the two compared: both errors, or both values that agree
+/// (dtype, shape, elements), and in-place writes and gradients that agree after each call
+/// that returns nothing.
+fn sweep(seed: u64, calls: usize, gpu: Option<Device>) -> Sweep {
+    // One sweep at a time: the panic hook and the dropout generator are process-wide.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut pool = Vec::new();
+    let mut gpool = Vec::new();
+    for _ in 0..16 {
+        let recipe = StdRng::seed_from_u64(rng.next());
+        pool.push(random_tensor(&mut recipe.clone(), Device::Cpu));
+        if let Some(g) = gpu {
+            gpool.push(random_tensor(&mut recipe.clone(), g));
+        }
+    }
+    // Silence the default hook's backtraces; the panics are collected and reported below.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut out = Sweep {
+        ok: 0,
+        failed: 0,
+        problems: Vec::new(),
+    };
+    for n in 0..calls {
+        if n % 50 == 0 {
+            let k = rng.gen_range(0..pool.len());
+            let recipe = StdRng::seed_from_u64(rng.next());
+            pool[k] = random_tensor(&mut recipe.clone(), Device::Cpu);
+            if let Some(g) = gpu {
+                gpool[k] = random_tensor(&mut recipe.clone(), g);
+            }
+        }
+        let args = StdRng::seed_from_u64(rng.next());
+        let (mut what, mut used) = (String::new(), [0; 2]);
+        let scales: Vec<(f64, f64)> = pool.iter().map(magnitude).collect();
+        // dropout draws its mask from the seeded generator: the same mask on both devices.
+        manual_seed(n as u64);
+        let cpu = guarded(&args, &pool, Device::Cpu, &mut what, &mut used);
+        let mut keep =
+            matches!(&cpu, Outcome::Value(Some(t)) if t.numel() <= 64) && rng.gen_bool(0.2);
+        match &cpu {
+            Outcome::Value(_) => out.ok += 1,
+            Outcome::Failed(_) => out.failed += 1,
+            Outcome::Panicked(msg) => out.problems.push(format!("call {n}: {what}: {msg}")),
+        }
+        if let Some(g) = gpu {
+            manual_seed(n as u64);
+            let mut gwhat = String::new();
+            let on_gpu = guarded(&args, &gpool, g, &mut gwhat, &mut used);
+            let ((sa, ma), (sb, mb)) = (scales[used[0]], scales[used[1]]);
+            let scale = sa + sb + sa * mb + sb * ma;
+            let problem = match (&cpu, &on_gpu) {
+                (_, Outcome::Panicked(msg)) => Some(format!("panicked on CUDA: {msg}")),
+                (Outcome::Value(Some(x)), Outcome::Value(Some(y))) => differs(x, y, scale),
+                (Outcome::Value(None), Outcome::Value(None)) => {
+                    pool.iter().zip(&gpool).enumerate().find_map(|(k, (x, y))| {
+                        let grads = match (x.grad(), y.grad()) {
+                            (None, None) => None,
+                            (Some(gx), Some(gy)) => differs(&gx, &gy, scale),
+                            (gx, gy) => Some(format!(
+                                "a gradient on one device only (CPU {}, CUDA {})",
+                                gx.is_some(),
+                                gy.is_some()
+                            )),
+                        };
+                        differs(x, y, scale)
+                            .or(grads)
+                            .map(|d| format!("afterwards, pool tensor {k}: {d}"))
+                    })
+                }
+                (Outcome::Failed(_), Outcome::Failed(_)) | (Outcome::Panicked(_), _) => None,
+                (Outcome::Failed(e), _) => Some(format!("CPU error ({e}), CUDA no error")),
+                (_, Outcome::Failed(e)) => Some(format!("CUDA error ({e}), CPU no error")),
+                _ => Some("one result on one device only".into()),
+            };
+            if let Some(p) = problem {
+                out.problems.push(format!("call {n}: {what}: {p}"));
+                // Keep the pools apart no longer than this call.
+                keep = false;
+            }
+            if keep {
+                if let Outcome::Value(Some(t)) = on_gpu {
+                    let k = rng.gen_range(0..pool.len());
+                    gpool[k] = t;
+                    if let Outcome::Value(Some(t)) = cpu {
+                        pool[k] = t;
+                    }
+                }
+            } else if problems_left_pools_apart(&out) {
+                // An in-place op that differed leaves the pools apart: rebuild them alike.
+                for k in 0..pool.len() {
+                    if let Ok(t) = pool[k].detach().to(g) {
+                        gpool[k] = t;
+                    }
+                }
+            }
+        } else if keep {
+            if let Outcome::Value(Some(t)) = cpu {
+                let k = rng.gen_range(0..pool.len());
+                pool[k] = t;
+            }
+        }
+    }
+    std::panic::set_hook(hook);
+    out
+}
+
+fn problems_left_pools_apart(out: &Sweep) -> bool {
+    out.problems
+        .last()
+        .is_some_and(|p| p.contains("afterwards"))
+}
+
+fn calls_and_seed() -> (usize, u64) {
+    let var = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u64>().ok());
+    let calls = var("GPULAB_FUZZ_CALLS").unwrap_or(20_000) as usize;
+    (calls, var("GPULAB_FUZZ_SEED").unwrap_or(20261122))
+}
+
+#[test]
+fn random_calls_return_errors_not_panics() {
+    let (calls, seed) = calls_and_seed();
+    let s = sweep(seed, calls, None);
+    println!(
+        "{calls} calls on the CPU (seed {seed}): {} ok, {} errors, {} panics",
+        s.ok,
+        s.failed,
+        s.problems.len()
+    );
+    assert!(
+        s.ok > calls / 10,
+        "too few calls succeeded to mean anything: {}",
+        s.ok
+    );
+    assert!(s.problems.is_empty(), "panics:\n{}", s.problems.join("\n"));
+}
+
+/// The same sweep on cuda:0, each call compared with the CPU's: odd shapes, strided and
+/// broadcast views, empty tensors and in-place writes through every GPU path.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn random_calls_agree_between_cpu_and_cuda() {
+    if !common::have_gpu() {
+        return;
+    }
+    let (calls, seed) = calls_and_seed();
+    let s = sweep(seed, calls, Some(Device::Cuda(0)));
+    println!(
+        "{calls} calls on the CPU and cuda:0 (seed {seed}): {} ok, {} errors, {} problems",
+        s.ok,
+        s.failed,
+        s.problems.len()
+    );
+    assert!(
+        s.ok > calls / 10,
+        "too few calls succeeded to mean anything: {}",
+        s.ok
+    );
+    let shown: Vec<_> = s.problems.iter().take(40).cloned().collect();
+    assert!(
+        s.problems.is_empty(),
+        "{} problems, the first {}:\n{}",
+        s.problems.len(),
+        shown.len(),
+        shown.join("\n")
+    );
+}
+
+/// Requests no memory can hold are errors, not an abort (Rust's allocation failure) or the
+/// kernel killed mid-fill (Linux's OOM killer): the session and its variables live on.
+#[test]
+fn impossible_sizes_are_errors() {
+    let cpu = Device::Cpu;
+    let checks: Vec<(&str, Result<Tensor>)> = vec![
+        // 2^80 elements: the product overflows a usize.
+        ("zeros 2^40 x 2^40", Tensor::zeros([1 << 40, 1 << 40], cpu)),
+        (
+            "full_dtype 2^40 x 2^40",
+            Tensor::full_dtype([1 << 40, 1 << 40], 1.0, DType::U8, cpu),
+        ),
+        ("rand 2^33 x 2^33", Tensor::rand([1 << 33, 1 << 33], cpu)),
+        // Fits a usize, not any machine: 2^50 floats.
+        ("zeros 2^50", Tensor::zeros([1 << 25, 1 << 25], cpu)),
+        (
+            "ones_dtype f64 2^50",
+            Tensor::ones_dtype([1 << 50], DType::F64, cpu),
+        ),
+        ("randn 2^50", Tensor::randn([1 << 50], cpu)),
+        (
+            "arange 7e12 values",
+            Tensor::arange_step(0.0, 70000.0, 1e-8, cpu),
+        ),
+        (
+            "arange to infinity",
+            Tensor::arange_step(0.0, f64::INFINITY, 1.0, cpu),
+        ),
+        (
+            "from_vec into 2^40 x 2^40",
+            Tensor::from_vec(vec![1f32], [1 << 40, 1 << 40], cpu),
+        ),
+    ];
+    for (what, r) in checks {
+        match r {
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("out of memory on cpu")
+                        || msg.contains("elements than any memory")
+                        || msg.contains("arange: cannot go"),
+                    "{what}: {msg}"
+                );
+            }
+            Ok(t) => panic!("{what}: made a tensor of shape {:?}", t.shape()),
+        }
+    }
+    // Views may be huge (stride 0 costs nothing), but not past a usize; their copies are
+    // refused, as are broadcast results and matrix products of that size.
+    let one = Tensor::ones([1, 1], cpu).unwrap();
+    assert!(one.expand([1 << 40, 1 << 40]).is_err());
+    let big = one.expand([1 << 30, 1 << 30]).unwrap();
+    assert_eq!(big.shape(), [1 << 30, 1 << 30]);
+    let e = big.contiguous().unwrap_err().to_string();
+    assert!(e.contains("out of memory on cpu"), "{e}");
+    let col = Tensor::ones([1 << 20, 1], cpu).unwrap();
+    let row = Tensor::ones([1, 1 << 20], cpu).unwrap();
+    let e = col.add(&row).unwrap_err().to_string();
+    assert!(e.contains("out of memory on cpu"), "{e}");
+    let e = col.lt(&row).unwrap_err().to_string();
+    assert!(e.contains("out of memory on cpu"), "{e}");
+    let e = col.matmul(&row).unwrap_err().to_string();
+    assert!(e.contains("out of memory on cpu"), "{e}");
+    // And the session goes on: ordinary work still runs.
+    assert_eq!(col.sum().unwrap().item::<f32>().unwrap(), (1 << 20) as f32);
+}
+
+/// The GPU sweep's bookkeeping, checked where there is no GPU: comparing the CPU with itself
+/// finds nothing (the pools stay alike, the arguments and dropout masks are the same), and
+/// the comparison does see a wrong element, a wrong dtype and a NaN.
+#[test]
+fn the_comparison_finds_only_real_differences() {
+    let s = sweep(7, 3000, Some(Device::Cpu));
+    assert!(s.ok > 300, "{}", s.ok);
+    assert!(s.problems.is_empty(), "{}", s.problems.join("\n"));
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, f32::NAN], 3, Device::Cpu).unwrap();
+    assert!(differs(&x, &x.deep_clone().unwrap(), 0.0).is_none());
+    let y = Tensor::from_vec(vec![1.0f32, 2.1, f32::NAN], 3, Device::Cpu).unwrap();
+    assert!(differs(&x, &y, 0.0).unwrap().contains("element 1"));
+    assert!(differs(&x, &x.to_dtype(DType::F64).unwrap(), 0.0).is_some());
+    let z = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], 3, Device::Cpu).unwrap();
+    assert!(differs(&x, &z, 0.0).unwrap().contains("element 2"));
+}
