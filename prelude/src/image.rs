@@ -119,8 +119,26 @@ impl RgbImage {
         [self.pixels[i], self.pixels[i + 1], self.pixels[i + 2]]
     }
 
-    /// Encodes as PNG.
+    /// Encodes as PNG. An image with no pixels (width or height 0) becomes one white pixel:
+    /// the format has no empty image, and displaying one must not fail.
     pub fn to_png(&self) -> Vec<u8> {
+        if self.width == 0 || self.height == 0 {
+            return RgbImage {
+                width: 1,
+                height: 1,
+                pixels: vec![255; 3],
+            }
+            .to_png();
+        }
+        // The fields are public: a clear message beats the encoder's when they disagree.
+        assert!(
+            self.pixels.len() == self.width * self.height * 3,
+            "RgbImage::to_png: {} bytes of pixels for a {}x{} image, which needs {}",
+            self.pixels.len(),
+            self.width,
+            self.height,
+            self.width * self.height * 3
+        );
         let mut out = Vec::new();
         let mut enc = png::Encoder::new(&mut out, self.width as u32, self.height as u32);
         enc.set_color(png::ColorType::Rgb);

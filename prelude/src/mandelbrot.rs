@@ -293,6 +293,7 @@ impl Mandelbrot {
     }
 
     /// Wraps counts computed elsewhere (e.g. by the GPU kernel) as an image of this view.
+    /// Panics, naming both numbers, when there is not one count per pixel.
     pub fn image_from_counts(&self, counts: Vec<u32>) -> MandelbrotImage {
         assert!(
             counts.len() == self.pixels(),

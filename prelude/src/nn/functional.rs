@@ -9,6 +9,7 @@
 
 use crate::autograd::{record, Saved};
 use crate::error::{Error, Result};
+use crate::tensor::host_mem::{checked_numel, host_room};
 use crate::tensor::{promote, ConvGeom, DType, Tensor};
 use crate::Device;
 use std::borrow::Cow;
@@ -279,12 +280,16 @@ fn out_size(len: usize, k: usize, stride: usize, pad: usize, what: &str) -> Resu
             "{what}: kernel size and stride must be positive, got kernel {k}, stride {stride}"
         )));
     }
-    if len + 2 * pad < k {
+    let padded = pad
+        .checked_mul(2)
+        .and_then(|p| p.checked_add(len))
+        .ok_or_else(|| Error::BadShape(format!("{what}: padding {pad} is too large")))?;
+    if padded < k {
         return Err(Error::BadShape(format!(
             "{what}: the input ({len} + 2x{pad} padding) is smaller than the kernel ({k})"
         )));
     }
-    Ok((len + 2 * pad - k) / stride + 1)
+    Ok((padded - k) / stride + 1)
 }
 
 /// 2-D convolution (cross-correlation, as torch's): `x` `[N, C, H, W]`, `weight`
@@ -308,6 +313,8 @@ pub fn conv2d(
     }
     let oh = out_size(h, kh, stride, padding, "conv2d")?;
     let ow = out_size(w, kw, stride, padding, "conv2d")?;
+    checked_numel("conv2d", &[n, o, oh, ow])?;
+    let unfolded = checked_numel("conv2d", &[n, oh, ow, c, kh, kw])?;
     // On the CPU, per image straight into NCHW with the bias fused (`Tensor::conv2d_cpu`).
     let geom = ConvGeom {
         n,
@@ -326,6 +333,8 @@ pub fn conv2d(
         return Ok(out);
     }
     let (p, s) = (padding as isize, stride as isize);
+    // The index of every unfolded element, built on the host.
+    host_room(unfolded, DType::I32)?;
     let key = (true, [n, c, h, w], [kh, kw], stride, padding);
     let idx = window_indices(key, || {
         let mut idx = Vec::with_capacity(n * oh * ow * c * kh * kw);
@@ -387,6 +396,10 @@ pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
     if let Some(out) = x.max_pool2d_cpu(kernel, stride, oh, ow)? {
         return Ok(out);
     }
+    host_room(
+        checked_numel("max_pool2d", &[n, c, oh, ow, kernel, kernel])?,
+        DType::I32,
+    )?;
     let key = (false, [n, c, h, w], [kernel, kernel], stride, 0);
     let idx = window_indices(key, || {
         let mut idx = Vec::with_capacity(n * c * oh * ow * kernel * kernel);

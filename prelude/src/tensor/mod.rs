@@ -41,7 +41,7 @@ mod gather;
 mod gpu;
 mod gpu_strided;
 mod grad;
-mod host_mem;
+pub(crate) mod host_mem;
 mod layout;
 mod matmul;
 pub(crate) mod op;
