@@ -43,6 +43,13 @@ EMPTY_OPS = ("exp relu neg add mul_scalar lt_scalar sum mean max argmax var std 
              "log_softmax_d0 matmul cat_d0 cat_dlast stack narrow index_select flip transpose reshape "
              "cast where").split()
 EMPTY_NN = "ce mse conv pool".split()
+# torch's conveniences (composed from the ops above in gpulab): on the (2, 3) inputs, with the
+# gradient of the first input where there is one. `s*` ops read the special values.
+MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sreciprocal norm snorm "
+        "leaky_relu silu sleaky_relu ssilu isclose sisclose allclose masked_fill tril triu tril_neg "
+        "outer dot repeat repeat_more chunk chunk_many split sort sort_desc ssort argsort topk "
+        "topk_smallest stopk topk_dim0 zeros_like ones_like full_like").split()
+MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 GRAD_BINARY = "add sub mul div pow maximum minimum".split()
 GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var std var_dim std_dim".split()
 
@@ -121,6 +128,8 @@ def cases():
     out += [f"empty {op} {a} {s} {want}" for op in EMPTY_OPS for a in ("f32", "i64") for s in EMPTY_SHAPES
             for want in ("out", "x")]
     out += [f"empty {op} f32 - {want}" for op in EMPTY_NN for want in ("out", "x")]
+    out += [f"more {op} {a} {want}" for op in MORE for a in DTYPES for want in ("out", "x")]
+    out += [f"more {op} f32 out" for op in MORE_MADE]
     # Optimizers: a parameter after three steps.
     out += [f"optim sgd {a} {c}" for a in floats for c in ("plain", "mom", "momwd")]
     out += [f"optim adam {a} {c}" for a in floats for c in ("plain", "wd", "betas")]
@@ -333,8 +342,57 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return x.grad
 
+    def more_case(w):
+        op, d, want = w[1], w[2], w[3]
+        if op in MORE_MADE:
+            return {"linspace": lambda: torch.linspace(-3, 7.25, 7, device=dev),
+                    "linspace_one": lambda: torch.linspace(2, 5, 1, device=dev),
+                    "linspace_none": lambda: torch.linspace(0, 1, 0, device=dev),
+                    "eye": lambda: torch.eye(3, device=dev),
+                    "eye_none": lambda: torch.eye(0, device=dev)}[op]()
+        x = ramp([2, 3], 5, 2.0, 0.75, d)
+        if op.startswith("s") and op[1:] in MORE:
+            op = op[1:]
+            x = mk(d, 2)
+            if x.is_floating_point():
+                x.requires_grad_()
+        y = ramp([2, 3], 4, 1.0, 0.5, d)
+        cat_flat = lambda parts: torch.cat([p.flatten() for p in parts])
+        out = {
+            "isnan": lambda: torch.isnan(x), "isinf": lambda: torch.isinf(x),
+            "isfinite": lambda: torch.isfinite(x), "square": lambda: torch.square(x),
+            "reciprocal": lambda: torch.reciprocal(x), "rsqrt": lambda: torch.rsqrt(x),
+            "norm": lambda: x.norm(), "leaky_relu": lambda: torch.nn.functional.leaky_relu(x, 0.1),
+            "silu": lambda: torch.nn.functional.silu(x),
+            "isclose": lambda: torch.isclose(x, y, rtol=0.5, atol=0.25),
+            "allclose": lambda: torch.tensor(torch.allclose(x, x * 1, rtol=0, atol=0)),
+            "masked_fill": lambda: x.masked_fill(mk("bool", 1), 2.5),
+            "tril": lambda: torch.tril(x), "triu": lambda: torch.triu(x, 1),
+            "tril_neg": lambda: torch.tril(x, -1),
+            "outer": lambda: torch.outer(x[0], y[1]), "dot": lambda: torch.dot(x[0], y[1]),
+            "repeat": lambda: x.repeat(2, 1), "repeat_more": lambda: x.repeat(2, 1, 2),
+            "chunk": lambda: cat_flat(x.chunk(2, 1)), "chunk_many": lambda: cat_flat(x.chunk(4, 1)),
+            "split": lambda: cat_flat(x.split(2, 1)),
+            "sort": lambda: torch.cat([(s := torch.sort(x, 1))[0].double().flatten(), s[1].double().flatten()]),
+            "sort_desc": lambda: torch.sort(x, 1, descending=True)[0],
+            "argsort": lambda: torch.argsort(x, 0),
+            "topk": lambda: torch.cat([(t := torch.topk(x, 2, 1))[0].double().flatten(), t[1].double().flatten()]),
+            "topk_smallest": lambda: torch.topk(x, 2, 1, largest=False)[0],
+            "topk_dim0": lambda: torch.topk(x, 1, 0)[1],
+            "zeros_like": lambda: torch.zeros_like(x), "ones_like": lambda: torch.ones_like(x),
+            "full_like": lambda: torch.full_like(x, 2.5),
+        }[op]()
+        if want == "out":
+            return out.detach()
+        weighted_backward(out)
+        if x.grad is None:
+            raise ValueError("no gradient")
+        return x.grad
+
     def run(w):
         kind, op, d = w[0], w[1], w[2]
+        if kind == "more":
+            return more_case(w)
         if kind == "empty":
             return empty_case(w)
         if kind == "arange":

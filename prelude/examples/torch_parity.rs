@@ -27,7 +27,10 @@
 //! - `arange` case x: `Tensor::arange` / `arange_step` with integer or float arguments;
 //! - `empty` op a shape out|x: an op on zeros of a shape with a 0 in it (`3x0`), its result or
 //!   its input's gradient; `_d0`/`_dlast` name the dimension. With shape `-`, a layer's
-//!   function on an empty batch (`ce`, `mse`, `conv`, `pool`).
+//!   function on an empty batch (`ce`, `mse`, `conv`, `pool`);
+//! - `more` op a out|x: torch's conveniences (`isnan`, `sort`, `topk`, `repeat`, ...) on a
+//!   ramp (an `s` prefix: on the special values), or a constructor (`linspace`, `eye`); a
+//!   list of tensors (`chunk`) prints as its pieces flattened and joined.
 
 use gpulab::nn::Parameter;
 use gpulab::optim::{Adam, SGD};
@@ -432,8 +435,100 @@ fn empty_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     x.grad().ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    let (mut op, d, want) = (w[1], w[2], w[3]);
+    match op {
+        "linspace" => return Tensor::linspace(-3.0, 7.25, 7, dev),
+        "linspace_one" => return Tensor::linspace(2.0, 5.0, 1, dev),
+        "linspace_none" => return Tensor::linspace(0.0, 1.0, 0, dev),
+        "eye" => return Tensor::eye(3, dev),
+        "eye_none" => return Tensor::eye(0, dev),
+        _ => {}
+    }
+    let special = [
+        "sisnan",
+        "sisinf",
+        "sisfinite",
+        "sreciprocal",
+        "snorm",
+        "sleaky_relu",
+        "ssilu",
+        "sisclose",
+        "ssort",
+        "stopk",
+    ];
+    let x = if special.contains(&op) {
+        op = &op[1..];
+        input(d, 2, dev).requires_grad_(dtype(d).is_float())?
+    } else {
+        ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?
+    };
+    let y = ramp(&[2, 3], 4, 1.0, 0.5, d, dev)?;
+    let flat = |parts: Vec<Tensor>| -> Result<Tensor, Error> {
+        let parts = parts
+            .iter()
+            .map(Tensor::flatten)
+            .collect::<Result<Vec<_>, _>>()?;
+        Tensor::cat(&parts, 0)
+    };
+    let both = |(v, i): (Tensor, Tensor)| -> Result<Tensor, Error> {
+        Tensor::cat(
+            &[
+                v.to_dtype(DType::F64)?.flatten()?,
+                i.to_dtype(DType::F64)?.flatten()?,
+            ],
+            0,
+        )
+    };
+    let out = match op {
+        "isnan" => x.isnan(),
+        "isinf" => x.isinf(),
+        "isfinite" => x.isfinite(),
+        "square" => x.square(),
+        "reciprocal" => x.reciprocal(),
+        "rsqrt" => x.rsqrt(),
+        "norm" => x.norm(),
+        "leaky_relu" => F::leaky_relu(&x, 0.1),
+        "silu" => F::silu(&x),
+        "isclose" => x.isclose(&y, 0.5, 0.25),
+        "allclose" => {
+            let close = x.allclose(&x.mul(1)?, 0.0, 0.0)?;
+            Tensor::from_vec(vec![close], (), Device::Cpu)
+        }
+        "masked_fill" => x.masked_fill(&input("bool", 1, dev), 2.5),
+        "tril" => x.tril(0),
+        "triu" => x.triu(1),
+        "tril_neg" => x.tril(-1),
+        "outer" => x.select(0, 0)?.outer(&y.select(0, 1)?),
+        "dot" => x.select(0, 0)?.dot(&y.select(0, 1)?),
+        "repeat" => x.repeat(&[2, 1]),
+        "repeat_more" => x.repeat(&[2, 1, 2]),
+        "chunk" => flat(x.chunk(2, 1)?),
+        "chunk_many" => flat(x.chunk(4, 1)?),
+        "split" => flat(x.split(2, 1)?),
+        "sort" => both(x.sort(1, false)?),
+        "sort_desc" => Ok(x.sort(1, true)?.0),
+        "argsort" => x.argsort(0, false),
+        "topk" => both(x.topk(2, 1, true)?),
+        "topk_smallest" => Ok(x.topk(2, 1, false)?.0),
+        "topk_dim0" => Ok(x.topk(1, 0, true)?.1),
+        "zeros_like" => x.zeros_like(),
+        "ones_like" => x.ones_like(),
+        "full_like" => x.full_like(2.5),
+        _ => panic!("unknown op {op:?}"),
+    }?;
+    if want == "out" {
+        return Ok(out.detach());
+    }
+    weighted_backward(&out)?;
+    x.grad().ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
+    if kind == "more" {
+        return more_case(w, dev);
+    }
     if kind == "empty" {
         return empty_case(w, dev);
     }

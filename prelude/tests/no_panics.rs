@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..62) {
+    match rng.gen_range(0..74) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -522,6 +522,67 @@ fn call(
         60 => {
             *what = format!("{da} to the CPU and back");
             some(a.to(Device::Cpu).and_then(|c| c.to(dev)))
+        }
+        61 => {
+            let desc = rng.gen_bool(0.5);
+            *what = format!("{da}.sort({d}, {desc})");
+            some(a.sort(d, desc).map(|(v, _)| v))
+        }
+        62 => {
+            let k = rng.gen_range(0..4usize);
+            *what = format!("{da}.topk({k}, {d})");
+            some(a.topk(k, d, true).map(|(_, i)| i))
+        }
+        63 => {
+            let reps: Vec<usize> = (0..rng.gen_range(0..5usize))
+                .map(|_| rng.gen_range(0..3usize))
+                .collect();
+            *what = format!("{da}.repeat({reps:?})");
+            some(a.repeat(&reps))
+        }
+        64 => {
+            let n = rng.gen_range(0..4usize);
+            *what = format!("{da}.chunk({n}, {d})");
+            some(a.chunk(n, d).and_then(|parts| {
+                let parts = parts
+                    .iter()
+                    .map(Tensor::flatten)
+                    .collect::<Result<Vec<_>>>()?;
+                Tensor::cat(&parts, 0)
+            }))
+        }
+        65 => {
+            *what = format!("{da}.masked_fill({db}, {s})");
+            some(a.masked_fill(&b, s))
+        }
+        66 => {
+            *what = format!("{da}.tril({i})");
+            some(a.tril(i))
+        }
+        67 => {
+            *what = format!("{da}.isclose({db})");
+            some(a.isclose(&b, 1e-3, 1e-5))
+        }
+        68 => {
+            *what = format!("{da}.norm()");
+            some(a.norm())
+        }
+        69 => {
+            let n = rng.gen_range(0..5usize);
+            *what = format!("linspace({s}, {i}, {n})");
+            some(Tensor::linspace(s, i as f64, n, dev))
+        }
+        70 => {
+            *what = format!("{da}.isfinite()");
+            some(a.isfinite())
+        }
+        71 => {
+            *what = format!("{da}.outer({db})");
+            some(a.outer(&b))
+        }
+        72 => {
+            *what = format!("{da}.leaky_relu(0.1)");
+            some(a.leaky_relu(0.1))
         }
         _ => {
             *what = format!("format {da}");

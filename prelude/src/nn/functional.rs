@@ -80,6 +80,19 @@ impl Tensor {
         z.sub(&lse)
     }
 
+    /// `x` where positive, `slope * x` elsewhere (torch's `leaky_relu`, whose default slope
+    /// is 0.01); at 0 the gradient is `slope`, as torch's.
+    pub fn leaky_relu(&self, slope: f64) -> Result<Tensor> {
+        float_input(self, "leaky_relu")?;
+        self.where_(&self.gt(0)?, &self.mul(slope)?)
+    }
+
+    /// `x * sigmoid(x)` (torch's `silu`, also called swish).
+    pub fn silu(&self) -> Result<Tensor> {
+        float_input(self, "silu")?;
+        self.mul(&self.sigmoid()?)
+    }
+
     /// Softmax along `dim` (each slice sums to 1), the exponential of [`Tensor::log_softmax`].
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
         float_input(self, "softmax")?;
@@ -90,6 +103,16 @@ impl Tensor {
 /// `x.softmax(dim)`.
 pub fn softmax(x: &Tensor, dim: isize) -> Result<Tensor> {
     x.softmax(dim)
+}
+
+/// `x.leaky_relu(slope)`.
+pub fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
+    x.leaky_relu(slope)
+}
+
+/// `x.silu()`.
+pub fn silu(x: &Tensor) -> Result<Tensor> {
+    x.silu()
 }
 
 /// `x.log_softmax(dim)`.

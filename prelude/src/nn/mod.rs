@@ -405,6 +405,39 @@ activation!(
     sigmoid
 );
 activation!(Tanh, tanh);
+activation!(
+    /// `x * sigmoid(x)` (torch's `nn.SiLU`).
+    SiLU,
+    silu
+);
+
+/// `x` where positive, `negative_slope * x` elsewhere (torch's `nn.LeakyReLU`; its default
+/// slope is 0.01, `LeakyReLU::default()`).
+#[derive(Clone, Copy, Debug)]
+pub struct LeakyReLU {
+    negative_slope: f64,
+}
+
+impl LeakyReLU {
+    pub fn new(negative_slope: f64) -> LeakyReLU {
+        LeakyReLU { negative_slope }
+    }
+}
+
+impl Default for LeakyReLU {
+    fn default() -> LeakyReLU {
+        LeakyReLU::new(0.01)
+    }
+}
+
+impl Module for LeakyReLU {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.leaky_relu(self.negative_slope)
+    }
+    fn describe(&self) -> String {
+        format!("LeakyReLU(negative_slope={})", self.negative_slope)
+    }
+}
 
 /// Softmax along `dim` (torch's `nn.Softmax(dim=...)`).
 pub struct Softmax {

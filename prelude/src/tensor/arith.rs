@@ -121,7 +121,7 @@ impl Tensor {
         Ok(rules::binary(op, &a, &b, self.with(storage, dims)))
     }
 
-    fn scalar_op(
+    pub(super) fn scalar_op(
         &self,
         s: f64,
         is_float: bool,

@@ -43,11 +43,13 @@ mod gpu_strided;
 mod grad;
 pub(crate) mod host_mem;
 mod layout;
+mod math;
 mod matmul;
 pub(crate) mod op;
 pub(crate) mod precision;
 mod random;
 mod shape;
+mod sort;
 mod storage;
 mod view;
 
@@ -317,6 +319,75 @@ impl Tensor {
         Tensor::from_cpu(CpuStorage::F64(data), vec![n], Device::Cpu)?
             .to_dtype(T::DTYPE)?
             .to_device(device.into())
+    }
+
+    /// `steps` evenly spaced float32 values from `start` to `end`, both included, as
+    /// `torch.linspace` (computed as torch does: from the start in the first half, from the
+    /// end in the second, so both ends are exact).
+    pub fn linspace(
+        start: f64,
+        end: f64,
+        steps: usize,
+        device: impl Into<Device>,
+    ) -> Result<Tensor> {
+        host_mem::host_room(steps, DType::F32)?;
+        let (a, b) = (start as f32, end as f32);
+        let step = if steps > 1 {
+            (b - a) / (steps - 1) as f32
+        } else {
+            0.0
+        };
+        let half = steps / 2;
+        let data: Vec<f32> = (0..steps)
+            .map(|i| {
+                if i < half || steps == 1 {
+                    a + step * i as f32
+                } else {
+                    b - step * (steps - 1 - i) as f32
+                }
+            })
+            .collect();
+        Tensor::from_host(data, vec![steps], device.into())
+    }
+
+    /// The `n x n` identity matrix in float32, as `torch.eye(n)`.
+    pub fn eye(n: usize, device: impl Into<Device>) -> Result<Tensor> {
+        let len = host_mem::checked_numel("eye", &[n, n])?;
+        host_mem::host_room(len, DType::F32)?;
+        let data: Vec<f32> = (0..len)
+            .map(|p| {
+                if p / n.max(1) == p % n.max(1) {
+                    1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        Tensor::from_host(data, vec![n, n], device.into())
+    }
+
+    /// Random int64 values in `low..high` from the generator seeded by [`manual_seed`], as
+    /// `torch.randint(low, high, shape)`.
+    pub fn randint(
+        low: i64,
+        high: i64,
+        shape: impl Into<Shape>,
+        device: impl Into<Device>,
+    ) -> Result<Tensor> {
+        if low >= high {
+            return Err(Error::Invalid(format!(
+                "randint: the range {low}..{high} is empty (low must be below high)"
+            )));
+        }
+        let dims = shape.into().0;
+        let n = host_mem::checked_numel("randint", &dims)?;
+        host_mem::host_room(n, DType::I64)?;
+        let span = (high as i128 - low as i128) as u128;
+        let data: Vec<i64> = random::bits(n)
+            .into_iter()
+            .map(|r| (low as i128 + (r as u128 % span) as i128) as i64)
+            .collect();
+        Tensor::from_cpu(CpuStorage::I64(data), dims, device.into())
     }
 
     /// Uniform samples in [0, 1) from the generator seeded by [`manual_seed`]; drawn on the

@@ -52,6 +52,11 @@ fn with_gen<T>(f: impl FnOnce(&mut SplitMix) -> T) -> T {
     out
 }
 
+/// `n` raw 64-bit draws (for `randint`).
+pub(crate) fn bits(n: usize) -> Vec<u64> {
+    with_gen(|g| (0..n).map(|_| g.next()).collect())
+}
+
 pub(crate) fn uniform(n: usize) -> Vec<f32> {
     with_gen(|g| (0..n).map(|_| g.unit()).collect())
 }

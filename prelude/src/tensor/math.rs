@@ -1,0 +1,275 @@
+//! torch's conveniences built from the primitive ops (so each runs on every device and has
+//! its gradient from theirs): tests for NaN and infinity, `square`/`reciprocal`/`rsqrt`,
+//! `norm`, `isclose`/`allclose`, `masked_fill`, `tril`/`triu`, `outer`/`dot`, `repeat`,
+//! `chunk`/`split`, and the `*_like` constructors.
+
+use super::dtype::{promote, DType};
+use super::op::BinaryOp;
+use super::shape::resolve_dim;
+use super::Tensor;
+use crate::autograd::{self, record};
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+impl Tensor {
+    /// A bool tensor of this shape, true everywhere (`value`) or false, on this device.
+    fn bools(&self, value: bool) -> Result<Tensor> {
+        Tensor::full_dtype(
+            self.shape().to_vec(),
+            value as u8 as f64,
+            DType::Bool,
+            self.device(),
+        )
+    }
+
+    /// True where the element is NaN (never for integers), as torch's `isnan`.
+    pub fn isnan(&self) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return self.bools(false);
+        }
+        autograd::no_grad(|| self.ne(self))
+    }
+
+    /// True where the element is +inf or -inf, as torch's `isinf`.
+    pub fn isinf(&self) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return self.bools(false);
+        }
+        autograd::no_grad(|| self.abs()?.eq(f64::INFINITY))
+    }
+
+    /// True where the element is neither NaN nor infinite, as torch's `isfinite`.
+    pub fn isfinite(&self) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return self.bools(true);
+        }
+        // x - x is 0 for every finite x and NaN for NaN and the infinities.
+        autograd::no_grad(|| self.sub(self)?.eq(0))
+    }
+
+    /// `x * x` (bool counts as int64, as torch's `square` gives).
+    pub fn square(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return self.to_dtype(DType::I64)?.square();
+        }
+        self.mul(self)
+    }
+
+    /// `1 / x` (float32 for integer input), as torch's `reciprocal`.
+    pub fn reciprocal(&self) -> Result<Tensor> {
+        self.scalar_op(1.0, true, BinaryOp::Div, true)
+    }
+
+    /// `1 / sqrt(x)`, as torch's `rsqrt`.
+    pub fn rsqrt(&self) -> Result<Tensor> {
+        self.sqrt()?.reciprocal()
+    }
+
+    /// The Euclidean (L2) norm of all elements, a 0-d tensor, as torch's `norm()`. Its
+    /// gradient is `x / norm`, and 0 at the zero vector (torch's choice there).
+    pub fn norm(&self) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(Error::Invalid(format!(
+                "norm() needs a floating-point tensor, got {} (shape {:?}); convert first with \
+                 .to_dtype(DType::F32)",
+                self.dtype(),
+                self.shape()
+            )));
+        }
+        let out = autograd::no_grad(|| self.square()?.sum()?.sqrt())?;
+        let (x, n) = (self.detach(), out.detach());
+        Ok(record(out, "norm", &[self], move |g| {
+            let scale = g.div(&n)?;
+            let scale = scale.where_(&n.ne(0)?, &scale.zeros_like()?)?;
+            Ok(vec![Some(x.mul(&scale)?)])
+        }))
+    }
+
+    /// Element-wise closeness, as torch's `isclose`: `|a - b| <= atol + rtol * |b|`, or
+    /// equal (so equal infinities are close; NaN never is). Both of one dtype; integers are
+    /// compared in float32, as torch does.
+    pub fn isclose(&self, other: &Tensor, rtol: f64, atol: f64) -> Result<Tensor> {
+        if self.dtype() != other.dtype() {
+            return Err(Error::Invalid(format!(
+                "isclose: both tensors need one dtype, got {} and {} (shapes {:?} and {:?})",
+                self.dtype(),
+                other.dtype(),
+                self.shape(),
+                other.shape()
+            )));
+        }
+        autograd::no_grad(|| {
+            let equal = self.eq(other)?;
+            if rtol == 0.0 && atol == 0.0 {
+                return Ok(equal);
+            }
+            let dt = promote(self.dtype(), DType::F32);
+            let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
+            let actual = a.sub(&b)?.abs()?;
+            let allowed = b.mul(rtol)?.abs()?.add(atol)?;
+            let near = actual.isfinite()?.logical_and(&actual.le(&allowed)?)?;
+            equal.logical_or(&near)
+        })
+    }
+
+    /// Whether every element is close to `other`'s ([`Tensor::isclose`]), as torch's
+    /// `allclose`.
+    pub fn allclose(&self, other: &Tensor, rtol: f64, atol: f64) -> Result<bool> {
+        Ok(self
+            .isclose(other, rtol, atol)?
+            .to_vec::<bool>()?
+            .into_iter()
+            .all(|c| c))
+    }
+
+    /// This tensor with `value` wherever the bool `mask` is true, as torch's `masked_fill`
+    /// (the mask broadcasts to this tensor's shape; `value` takes this tensor's dtype).
+    pub fn masked_fill(&self, mask: &Tensor, value: f64) -> Result<Tensor> {
+        if mask.dtype() != DType::Bool {
+            return Err(Error::Invalid(format!(
+                "masked_fill: the mask must be a bool tensor, got {} (shape {:?}); make one \
+                 with a comparison, e.g. x.lt(0)",
+                mask.dtype(),
+                mask.shape()
+            )));
+        }
+        let expanded = mask.broadcast_to(self.shape().to_vec()).map_err(|_| {
+            Error::BadShape(format!(
+                "masked_fill: mask of shape {:?} does not broadcast to the tensor's shape {:?}",
+                mask.shape(),
+                self.shape()
+            ))
+        })?;
+        let fill = Tensor::full_dtype((), value, self.dtype(), self.device())?;
+        self.where_(&expanded.logical_not()?, &fill)
+    }
+
+    /// The lower triangle of the last two dimensions (`diagonal` 0: the main diagonal and
+    /// below, 1: one more above, -1: one fewer), zeros elsewhere, as torch's `tril`.
+    pub fn tril(&self, diagonal: i64) -> Result<Tensor> {
+        self.triangle("tril", |i, j| j - i <= diagonal)
+    }
+
+    /// The upper triangle (`diagonal` as in [`Tensor::tril`]), as torch's `triu`.
+    pub fn triu(&self, diagonal: i64) -> Result<Tensor> {
+        self.triangle("triu", |i, j| j - i >= diagonal)
+    }
+
+    fn triangle(&self, op: &str, keep: impl Fn(i64, i64) -> bool) -> Result<Tensor> {
+        let r = self.rank();
+        if r < 2 {
+            return Err(Error::BadShape(format!(
+                "{op}: needs at least 2 dimensions, got shape {:?}",
+                self.shape()
+            )));
+        }
+        let (rows, cols) = (self.shape()[r - 2], self.shape()[r - 1]);
+        let mask: Vec<bool> = (0..rows * cols)
+            .map(|p| keep((p / cols) as i64, (p % cols) as i64))
+            .collect();
+        let mask = Tensor::from_vec(mask, [rows, cols], Device::Cpu)?.to(self.device())?;
+        let zero = Tensor::zeros_dtype((), self.dtype(), self.device())?;
+        self.where_(&mask, &zero)
+    }
+
+    /// The outer product of two vectors, `[n] x [m] -> [n, m]`, as torch's `outer`.
+    pub fn outer(&self, other: &Tensor) -> Result<Tensor> {
+        if self.rank() != 1 || other.rank() != 1 {
+            return Err(Error::BadShape(format!(
+                "outer: needs two 1-D tensors, got shapes {:?} and {:?}",
+                self.shape(),
+                other.shape()
+            )));
+        }
+        self.unsqueeze(1)?.mul(&other.unsqueeze(0)?)
+    }
+
+    /// The dot product of two vectors of one length and dtype, a 0-d tensor, as torch's `dot`.
+    pub fn dot(&self, other: &Tensor) -> Result<Tensor> {
+        if self.rank() != 1 || other.rank() != 1 || self.numel() != other.numel() {
+            return Err(Error::BadShape(format!(
+                "dot: needs two 1-D tensors of one length, got shapes {:?} and {:?}",
+                self.shape(),
+                other.shape()
+            )));
+        }
+        if self.dtype() != other.dtype() {
+            return Err(Error::Invalid(format!(
+                "dot: both vectors need one dtype, got {} and {}",
+                self.dtype(),
+                other.dtype()
+            )));
+        }
+        self.matmul(other)
+    }
+
+    /// This tensor tiled `repeats[i]` times along each dimension, as torch's `repeat` (a
+    /// copy; `repeats` may be longer than the rank, adding leading dimensions).
+    pub fn repeat(&self, repeats: &[usize]) -> Result<Tensor> {
+        let r = self.rank();
+        if repeats.len() < r {
+            return Err(Error::BadShape(format!(
+                "repeat: {} repeat counts for a tensor of rank {r} (shape {:?}); give one per \
+                 dimension at least",
+                repeats.len(),
+                self.shape()
+            )));
+        }
+        let mut dims = vec![1; repeats.len() - r];
+        dims.extend_from_slice(self.shape());
+        // [d0, d1, ..] seen as [1, d0, 1, d1, ..], each 1 stretched to its count, then merged.
+        let spaced: Vec<usize> = dims.iter().flat_map(|&d| [1, d]).collect();
+        let stretched: Vec<usize> = dims
+            .iter()
+            .zip(repeats)
+            .flat_map(|(&d, &k)| [k, d])
+            .collect();
+        let merged: Vec<usize> = dims.iter().zip(repeats).map(|(&d, &k)| d * k).collect();
+        self.reshape(spaced)?.expand(stretched)?.reshape(merged)
+    }
+
+    /// Views of `chunks` nearly equal pieces along `dim` (each `ceil(len / chunks)` long,
+    /// the last shorter), as torch's `chunk`.
+    pub fn chunk(&self, chunks: usize, dim: isize) -> Result<Vec<Tensor>> {
+        if chunks == 0 {
+            return Err(Error::Invalid(
+                "chunk: the number of chunks must be positive".into(),
+            ));
+        }
+        let len = self.shape()[resolve_dim(dim, self.rank())?];
+        self.split(len.div_ceil(chunks).max(1), dim)
+    }
+
+    /// Views of pieces `size` long along `dim` (the last one shorter), as torch's `split`.
+    pub fn split(&self, size: usize, dim: isize) -> Result<Vec<Tensor>> {
+        let d = resolve_dim(dim, self.rank())?;
+        let len = self.shape()[d];
+        if size == 0 {
+            return Err(Error::Invalid(format!(
+                "split: the piece size must be positive (dimension {d} has size {len})"
+            )));
+        }
+        if len == 0 {
+            return Ok(vec![self.clone()]);
+        }
+        (0..len)
+            .step_by(size)
+            .map(|start| self.narrow(d as isize, start, size.min(len - start)))
+            .collect()
+    }
+
+    /// Zeros of this tensor's shape, dtype and device (torch's `zeros_like`).
+    pub fn zeros_like(&self) -> Result<Tensor> {
+        self.full_like(0.0)
+    }
+
+    /// Ones of this tensor's shape, dtype and device (torch's `ones_like`).
+    pub fn ones_like(&self) -> Result<Tensor> {
+        self.full_like(1.0)
+    }
+
+    /// `value` (converted to this tensor's dtype) in this tensor's shape, on its device.
+    pub fn full_like(&self, value: f64) -> Result<Tensor> {
+        Tensor::full_dtype(self.shape().to_vec(), value, self.dtype(), self.device())
+    }
+}
