@@ -32,7 +32,8 @@ VIEWS = ("narrow select t permute expand flip reshape squeeze index_select gathe
          "t_matmul bmm_matrix bmm_stack bmm_broadcast bmm_vector_left bmm_vector_right bmm_mismatch").split()
 CLAMPS = "clamp clamp_min clamp_max".split()  # with a scalar bound (torch's Python-number form)
 INPLACE = "add_ sub_ mul_ div_".split()
-UNARY = "neg abs exp log sqrt relu sigmoid tanh sin cos floor ceil round sign softmax log_softmax".split()
+UNARY = ("neg abs exp log sqrt relu sigmoid tanh sin cos floor ceil round sign log1p expm1 softmax "
+         "log_softmax").split()
 REDUCE = ("sum mean max min argmax argmin sum_dim sum_keepdim mean_dim max_dim min_dim "
           "argmax_dim argmin_dim var std var_dim std_dim").split()
 FLOATS = {"f32", "f64", "f16", "bf16"}
@@ -46,7 +47,7 @@ EMPTY_NN = "ce mse conv pool".split()
 # torch's conveniences (composed from the ops above in gpulab): on the (2, 3) inputs, with the
 # gradient of the first input where there is one. `s*` ops read the special values.
 MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sreciprocal norm snorm "
-        "leaky_relu silu sleaky_relu ssilu isclose sisclose allclose masked_fill tril triu tril_neg "
+        "leaky_relu silu sleaky_relu ssilu softplus ssoftplus softplus_big isclose sisclose allclose masked_fill tril triu tril_neg "
         "outer dot repeat repeat_more chunk chunk_many split sort sort_desc ssort argsort topk "
         "topk_smallest stopk topk_dim0 zeros_like ones_like full_like").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
@@ -364,6 +365,8 @@ def torch_results(lines, device):
             "reciprocal": lambda: torch.reciprocal(x), "rsqrt": lambda: torch.rsqrt(x),
             "norm": lambda: x.norm(), "leaky_relu": lambda: torch.nn.functional.leaky_relu(x, 0.1),
             "silu": lambda: torch.nn.functional.silu(x),
+            "softplus": lambda: torch.nn.functional.softplus(x),
+            "softplus_big": lambda: torch.nn.functional.softplus(x * 30 if x.is_floating_point() else x),
             "isclose": lambda: torch.isclose(x, y, rtol=0.5, atol=0.25),
             "allclose": lambda: torch.tensor(torch.allclose(x, x * 1, rtol=0, atol=0)),
             "masked_fill": lambda: x.masked_fill(mk("bool", 1), 2.5),

@@ -89,7 +89,8 @@ __device__ __forceinline__ long long binary_apply(int op, long long a, long long
 }
 
 // Unary op codes: 0 neg, 1 abs, 2 exp, 3 sqrt, 4 relu, 5 log, 6 tanh, 7 sigmoid, 8 sin,
-// 9 cos, 10 floor, 11 ceil, 12 round (halves to even, as torch), 13 sign (0 for -0 and NaN).
+// 9 cos, 10 floor, 11 ceil, 12 round (halves to even, as torch), 13 sign (0 for -0 and NaN),
+// 14 log1p, 15 expm1 (exact near 0, where log(1 + x) and exp(x) - 1 lose every digit).
 __device__ __forceinline__ float unary_apply(int op, float x)
 {
     switch (op) {
@@ -107,6 +108,8 @@ __device__ __forceinline__ float unary_apply(int op, float x)
     case 11: return ceilf(x);
     case 12: return rintf(x);
     case 13: return (float)((0.0f < x) - (x < 0.0f));
+    case 14: return log1pf(x);
+    case 15: return expm1f(x);
     default: __trap();
     }
     return x;
@@ -129,6 +132,8 @@ __device__ __forceinline__ double unary_apply(int op, double x)
     case 11: return ceil(x);
     case 12: return rint(x);
     case 13: return (double)((0.0 < x) - (x < 0.0));
+    case 14: return log1p(x);
+    case 15: return expm1(x);
     default: __trap();
     }
     return x;

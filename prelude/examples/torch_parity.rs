@@ -150,6 +150,8 @@ fn unary(op: &str, a: &Tensor) -> Result<Tensor, Error> {
         "ceil" => a.ceil(),
         "round" => a.round(),
         "sign" => a.sign(),
+        "log1p" => a.log1p(),
+        "expm1" => a.expm1(),
         "softmax" => F::softmax(a, 1),
         "log_softmax" => F::log_softmax(a, 1),
         _ => panic!("unknown unary op {op:?}"),
@@ -453,6 +455,7 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "snorm",
         "sleaky_relu",
         "ssilu",
+        "ssoftplus",
         "sisclose",
         "ssort",
         "stopk",
@@ -490,6 +493,9 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "norm" => x.norm(),
         "leaky_relu" => F::leaky_relu(&x, 0.1),
         "silu" => F::silu(&x),
+        "softplus" => F::softplus(&x),
+        "softplus_big" if x.dtype().is_float() => F::softplus(&x.mul(30)?),
+        "softplus_big" => F::softplus(&x),
         "isclose" => x.isclose(&y, 0.5, 0.25),
         "allclose" => {
             let close = x.allclose(&x.mul(1)?, 0.0, 0.0)?;

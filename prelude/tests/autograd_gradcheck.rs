@@ -160,6 +160,30 @@ fn unary_ops() {
     check("sin", vec![input(&[5], 37)], |x| x[0].sin());
     check("cos", vec![input(&[5], 38)], |x| x[0].cos());
     check("relu", vec![input(&[8], 37)], |x| x[0].relu());
+    check("log1p", vec![positive(&[5], 39)], |x| x[0].log1p());
+    check("expm1", vec![input(&[5], 30)], |x| x[0].expm1());
+    // The composed conveniences, through their parts' rules.
+    check("softplus", vec![input(&[5], 31)], |x| x[0].softplus());
+    check("silu", vec![input(&[5], 32)], |x| x[0].silu());
+    check("leaky_relu", vec![input(&[5], 33)], |x| {
+        x[0].leaky_relu(0.1)
+    });
+    check("norm", vec![input(&[5], 34)], |x| x[0].norm());
+    check("square", vec![input(&[5], 35)], |x| x[0].square());
+    check("rsqrt", vec![positive(&[5], 36)], |x| x[0].rsqrt());
+    check("repeat", vec![input(&[2, 3], 37)], |x| {
+        x[0].repeat(&[2, 1, 2])
+    });
+    check("tril", vec![input(&[3, 3], 38)], |x| x[0].tril(0));
+    check("sort", vec![input(&[2, 4], 39)], |x| {
+        Ok(x[0].sort(1, true)?.0)
+    });
+    check("topk", vec![input(&[2, 4], 40)], |x| {
+        Ok(x[0].topk(2, 1, true)?.0)
+    });
+    check("outer", vec![input(&[3], 41), input(&[2], 42)], |x| {
+        x[0].outer(&x[1])
+    });
 }
 
 #[test]

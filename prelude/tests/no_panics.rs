@@ -215,7 +215,7 @@ fn call(
             some(a.logical_and(&b))
         }
         13 => {
-            let ops: [(&str, Unary); 15] = [
+            let ops: [(&str, Unary); 17] = [
                 ("neg", Tensor::neg),
                 ("abs", Tensor::abs),
                 ("exp", Tensor::exp),
@@ -230,6 +230,8 @@ fn call(
                 ("ceil", Tensor::ceil),
                 ("round", Tensor::round),
                 ("sign", Tensor::sign),
+                ("log1p", Tensor::log1p),
+                ("expm1", Tensor::expm1),
                 ("logical_not", Tensor::logical_not),
             ];
             let (name, f) = ops[rng.gen_range(0..ops.len())];

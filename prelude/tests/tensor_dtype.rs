@@ -237,7 +237,7 @@ fn unary_ops_for_every_dtype_match_f64_loops() {
 
 fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
     type F = fn(f64) -> f64;
-    let ops: [(&str, F); 14] = [
+    let ops: [(&str, F); 16] = [
         ("neg", |x| -x),
         ("abs", f64::abs),
         ("relu", |x| x.max(0.0)),
@@ -252,6 +252,8 @@ fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
         ("ceil", f64::ceil),
         ("round", f64::round_ties_even),
         ("sign", |x| ((0.0 < x) as i8 - (x < 0.0) as i8) as f64),
+        ("log1p", f64::ln_1p),
+        ("expm1", f64::exp_m1),
     ];
     for d in DType::ALL {
         let a = sample(d, 0, dev);
@@ -271,6 +273,8 @@ fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
                 "ceil" => a.ceil(),
                 "round" => a.round(),
                 "sign" => a.sign(),
+                "log1p" => a.log1p(),
+                "expm1" => a.expm1(),
                 _ => a.sigmoid(),
             };
             let float_only = !matches!(

@@ -161,6 +161,9 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
                 let y = y()?;
                 g.mul(&y.mul(&y.neg()?.add(1.0)?)?)?
             }
+            UnaryOp::Log1p => g.div(&xd()?.add(1.0)?)?,
+            // d/dx (e^x - 1) = e^x = y + 1.
+            UnaryOp::Expm1 => g.mul(&y()?.add(1.0)?)?,
             UnaryOp::Sin => g.mul(&xd()?.cos()?)?,
             UnaryOp::Cos => g.mul(&xd()?.sin()?.neg()?)?,
             UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => zeros_like(g)?,

@@ -87,6 +87,23 @@ impl Tensor {
         self.where_(&self.gt(0)?, &self.mul(slope)?)
     }
 
+    /// `ln(1 + exp(x))`, a smooth ReLU (torch's `softplus` with its defaults, beta 1 and
+    /// threshold 20: above 20 it is `x` itself).
+    pub fn softplus(&self) -> Result<Tensor> {
+        float_input(self, "softplus")?;
+        if matches!(self.dtype(), DType::F16 | DType::BF16) {
+            // In float32, as torch computes half types (exp(12) already overflows float16).
+            return self
+                .to_dtype(DType::F32)?
+                .softplus()?
+                .to_dtype(self.dtype());
+        }
+        // The exponent is clamped so that the branch `where` drops stays finite: its
+        // gradient would otherwise be 0 * inf = NaN for large x.
+        let smooth = self.clamp_max(20)?.exp()?.log1p()?;
+        self.where_(&self.gt(20)?, &smooth)
+    }
+
     /// `x * sigmoid(x)` (torch's `silu`, also called swish).
     pub fn silu(&self) -> Result<Tensor> {
         float_input(self, "silu")?;
@@ -108,6 +125,11 @@ pub fn softmax(x: &Tensor, dim: isize) -> Result<Tensor> {
 /// `x.leaky_relu(slope)`.
 pub fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
     x.leaky_relu(slope)
+}
+
+/// `x.softplus()`.
+pub fn softplus(x: &Tensor) -> Result<Tensor> {
+    x.softplus()
 }
 
 /// `x.silu()`.
@@ -286,14 +308,19 @@ pub fn dropout(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
     x.mul(&mask)
 }
 
-fn nchw(x: &Tensor, what: &str) -> Result<[usize; 4]> {
+/// The four sizes of `x`, or an error naming `what` and the `layout` it should have.
+fn four_d(x: &Tensor, what: &str, layout: &str) -> Result<[usize; 4]> {
     match x.shape()[..] {
         [n, c, h, w] => Ok([n, c, h, w]),
         _ => Err(Error::BadShape(format!(
-            "{what}: expected a 4-D input [N, C, H, W], got shape {:?}",
+            "{what}: expected a 4-D {layout}, got shape {:?}",
             x.shape()
         ))),
     }
+}
+
+fn nchw(x: &Tensor, what: &str) -> Result<[usize; 4]> {
+    four_d(x, what, "input [N, C, H, W]")
 }
 
 /// The output size of a sliding window along one axis, or an error naming the axis.
@@ -325,7 +352,11 @@ pub fn conv2d(
     stride: usize,
     padding: usize,
 ) -> Result<Tensor> {
-    let [o, wc, kh, kw] = nchw(weight, "conv2d weight")?;
+    let [o, wc, kh, kw] = four_d(
+        weight,
+        "conv2d",
+        "weight [out_channels, in_channels, kH, kW]",
+    )?;
     let [n, c, h, w] = nchw(x, "conv2d")?;
     if c != wc {
         return Err(Error::BadShape(format!(

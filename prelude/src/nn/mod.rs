@@ -406,6 +406,11 @@ activation!(
 );
 activation!(Tanh, tanh);
 activation!(
+    /// `ln(1 + exp(x))` (torch's `nn.Softplus()`).
+    Softplus,
+    softplus
+);
+activation!(
     /// `x * sigmoid(x)` (torch's `nn.SiLU`).
     SiLU,
     silu

@@ -308,6 +308,14 @@ impl Tensor {
     pub fn cos(&self) -> Result<Tensor> {
         self.unary(UnaryOp::Cos)
     }
+    /// `ln(1 + x)`, exact for small `x` (where `(1 + x).log()` rounds to 0), as torch's.
+    pub fn log1p(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Log1p)
+    }
+    /// `exp(x) - 1`, exact for small `x`, as torch's.
+    pub fn expm1(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Expm1)
+    }
     /// Largest integer not above each element (an integer tensor is returned as it is).
     pub fn floor(&self) -> Result<Tensor> {
         self.unary(UnaryOp::Floor)

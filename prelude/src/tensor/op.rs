@@ -88,6 +88,8 @@ pub(crate) enum UnaryOp {
     Ceil = 11,
     Round = 12,
     Sign = 13,
+    Log1p = 14,
+    Expm1 = 15,
 }
 
 /// torch's `sign`, `(0 < x) - (x < 0)`: -1, 0 or 1, and 0 for -0.0 and NaN.
@@ -125,6 +127,8 @@ macro_rules! unary_apply {
                 // torch rounds halves to even (`round(2.5)` is 2), not away from zero.
                 UnaryOp::Round => x.round_ties_even(),
                 UnaryOp::Sign => sign(x),
+                UnaryOp::Log1p => x.ln_1p(),
+                UnaryOp::Expm1 => x.exp_m1(),
             }
         }
     };
@@ -132,7 +136,7 @@ macro_rules! unary_apply {
 
 impl UnaryOp {
     /// Every op, in code order (`ALL[op as usize] == op`), for the CUDA side's checks.
-    pub const ALL: [UnaryOp; 14] = [
+    pub const ALL: [UnaryOp; 16] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -147,6 +151,8 @@ impl UnaryOp {
         UnaryOp::Ceil,
         UnaryOp::Round,
         UnaryOp::Sign,
+        UnaryOp::Log1p,
+        UnaryOp::Expm1,
     ];
     unary_apply!(apply, f32);
     unary_apply!(apply_f64, f64);
@@ -195,6 +201,8 @@ impl UnaryOp {
             UnaryOp::Ceil => "ceil",
             UnaryOp::Round => "round",
             UnaryOp::Sign => "sign",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Expm1 => "expm1",
         }
     }
 }
