@@ -51,6 +51,8 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "outer dot repeat repeat_more chunk chunk_many split sort sort_desc ssort argsort topk "
         "topk_smallest stopk topk_dim0 zeros_like ones_like full_like").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
+# Normalisation layers: output, gradients (input, weight, bias) and running statistics.
+NORMS = "bn2d_train bn1d_train bn1d3_train bn2d_eval ln ln2".split()
 GRAD_BINARY = "add sub mul div pow maximum minimum".split()
 GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var std var_dim std_dim".split()
 
@@ -131,6 +133,8 @@ def cases():
     out += [f"empty {op} f32 - {want}" for op in EMPTY_NN for want in ("out", "x")]
     out += [f"more {op} {a} {want}" for op in MORE for a in DTYPES for want in ("out", "x")]
     out += [f"more {op} f32 out" for op in MORE_MADE]
+    out += [f"norm {op} {a} {want}" for op in NORMS for a in floats
+            for want in ("out", "x", "w", "b") + (("rm", "rv") if op.startswith("bn") else ())]
     # Optimizers: a parameter after three steps.
     out += [f"optim sgd {a} {c}" for a in floats for c in ("plain", "mom", "momwd")]
     out += [f"optim adam {a} {c}" for a in floats for c in ("plain", "wd", "betas")]
@@ -392,8 +396,39 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return x.grad
 
+    def norm_case(w):
+        op, d, want = w[1], w[2], w[3]
+        nn = torch.nn
+        if op.startswith("bn"):
+            shape = {"bn2d": [2, 3, 2, 2], "bn1d": [4, 3], "bn1d3": [2, 3, 4]}[op.split("_")[0]]
+            m = nn.BatchNorm2d(3) if op.startswith("bn2d") else nn.BatchNorm1d(3)
+        else:
+            shape, ns = ([2, 3], [3]) if op == "ln" else ([2, 3, 2, 2], [2, 2])
+            m = nn.LayerNorm(ns)
+        m = m.to(T[d]).to(dev)
+        with torch.no_grad():
+            m.weight.copy_(ramp(list(m.weight.shape), 3, 1.0, 0.5, d).detach())
+            m.bias.copy_(ramp(list(m.bias.shape), 4, 2.0, 0.25, d).detach())
+        x = ramp(shape, 5, 2.0, 0.75, d)
+        if op.endswith("_eval"):
+            m(x)  # one training step moves the running statistics
+            m.eval()
+            x = ramp(shape, 4, 1.0, 0.5, d)
+        out = m(x)
+        if want in ("rm", "rv"):
+            return (m.running_mean if want == "rm" else m.running_var).detach()
+        if want == "out":
+            return out.detach()
+        weighted_backward(out)
+        g = {"x": x.grad, "w": m.weight.grad, "b": m.bias.grad}[want]
+        if g is None:
+            raise ValueError("no gradient")
+        return g
+
     def run(w):
         kind, op, d = w[0], w[1], w[2]
+        if kind == "norm":
+            return norm_case(w)
         if kind == "more":
             return more_case(w)
         if kind == "empty":

@@ -30,7 +30,10 @@
 //!   function on an empty batch (`ce`, `mse`, `conv`, `pool`);
 //! - `more` op a out|x: torch's conveniences (`isnan`, `sort`, `topk`, `repeat`, ...) on a
 //!   ramp (an `s` prefix: on the special values), or a constructor (`linspace`, `eye`); a
-//!   list of tensors (`chunk`) prints as its pieces flattened and joined.
+//!   list of tensors (`chunk`) prints as its pieces flattened and joined;
+//! - `norm` op a out|x|w|b|rm|rv: BatchNorm1d/2d in training (`_train`) or after one training
+//!   step in eval (`_eval`), LayerNorm over the last one (`ln`) or two (`ln2`) dimensions:
+//!   the output, a gradient, or the running mean / variance afterwards.
 
 use gpulab::nn::Parameter;
 use gpulab::optim::{Adam, SGD};
@@ -530,8 +533,61 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     x.grad().ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::nn::{BatchNorm1d, BatchNorm2d, LayerNorm, Module};
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let (mut m, shape): (Box<dyn Module>, Vec<usize>) = match op.split('_').next().unwrap() {
+        "bn2d" => (Box::new(BatchNorm2d::new(3)), vec![2, 3, 2, 2]),
+        "bn1d" => (Box::new(BatchNorm1d::new(3)), vec![4, 3]),
+        "bn1d3" => (Box::new(BatchNorm1d::new(3)), vec![2, 3, 4]),
+        "ln" => (Box::new(LayerNorm::new([3])), vec![2, 3]),
+        _ => (Box::new(LayerNorm::new([2, 2])), vec![2, 3, 2, 2]),
+    };
+    m.to_dtype(dtype(d))?;
+    m.to(dev)?;
+    let params = m.named_parameters();
+    for (name, p) in &params {
+        let (k, off, scale) = if name == "weight" {
+            (3, 1.0, 0.5)
+        } else {
+            (4, 2.0, 0.25)
+        };
+        p.set_data(ramp(&p.shape(), k, off, scale, d, dev)?)?;
+    }
+    let mut x = ramp(&shape, 5, 2.0, 0.75, d, dev)?;
+    if op.ends_with("_eval") {
+        m.forward(&x)?;
+        m.eval();
+        x = ramp(&shape, 4, 1.0, 0.5, d, dev)?;
+    }
+    let out = m.forward(&x)?;
+    let buffer = |name: &str| {
+        m.buffers()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b.tensor())
+            .ok_or_else(|| Error::Invalid(format!("no buffer {name}")))
+    };
+    match want {
+        "rm" => return buffer("running_mean"),
+        "rv" => return buffer("running_var"),
+        "out" => return Ok(out.detach()),
+        _ => {}
+    }
+    weighted_backward(&out)?;
+    let g = match want {
+        "x" => x.grad(),
+        "w" => params[0].1.grad(),
+        _ => params[1].1.grad(),
+    };
+    g.ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
+    if kind == "norm" {
+        return norm_case(w, dev);
+    }
     if kind == "more" {
         return more_case(w, dev);
     }

@@ -187,6 +187,18 @@ fn unary_ops() {
 }
 
 #[test]
+fn normalisation() {
+    let (x, w, b) = (input(&[3, 2, 2], 50), input(&[2], 51), input(&[2], 52));
+    check("batch_norm", vec![x, w, b], |t| {
+        F::batch_norm(&t[0], None, None, Some(&t[1]), Some(&t[2]), true, 0.1, 1e-5)
+    });
+    let (x, w, b) = (input(&[2, 3], 53), input(&[3], 54), input(&[3], 55));
+    check("layer_norm", vec![x, w, b], |t| {
+        F::layer_norm(&t[0], &[3], Some(&t[1]), Some(&t[2]), 1e-5)
+    });
+}
+
+#[test]
 fn reductions() {
     check("sum", vec![input(&[2, 3], 40)], |x| x[0].sum());
     check("sum_dim", vec![input(&[2, 3, 2], 41)], |x| x[0].sum_dim(1));

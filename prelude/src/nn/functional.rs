@@ -15,6 +15,8 @@ use crate::Device;
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
+pub use super::norm::{batch_norm, layer_norm};
+
 /// What determines a window gather's indices: (conv or pool, input dims, kernel, stride, pad).
 type WindowKey = (bool, [usize; 4], [usize; 2], usize, usize);
 

@@ -15,7 +15,9 @@
 //! generator ([`crate::manual_seed`]).
 
 pub mod functional;
+mod norm;
 pub mod safetensors;
+pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm};
 pub use safetensors::{load_safetensors, save_safetensors};
 
 use crate::autograd::no_grad;
@@ -37,6 +39,12 @@ impl Parameter {
         Ok(Parameter(Arc::new(RwLock::new(
             t.detach().requires_grad_(true)?,
         ))))
+    }
+
+    /// A tensor a layer keeps but does not learn (torch's buffers: BatchNorm's running
+    /// statistics): no gradient; moved, converted and saved with the parameters.
+    pub fn buffer(t: Tensor) -> Parameter {
+        Parameter(Arc::new(RwLock::new(t.detach())))
     }
 
     /// The current value, for use in a forward pass (gradients reach this parameter).
@@ -106,6 +114,13 @@ pub trait Module: Send + Sync {
             .collect()
     }
 
+    /// The tensors the layer keeps without learning them (torch's buffers, e.g. BatchNorm's
+    /// `running_mean`), under their `state_dict` names: `to` moves them, `to_dtype` converts
+    /// the float ones, the safetensors functions save and load them; no optimiser sees them.
+    fn buffers(&self) -> Vec<(String, Parameter)> {
+        Vec::new()
+    }
+
     /// One line naming the layer and its settings, as torch prints it.
     fn describe(&self) -> String;
 
@@ -128,6 +143,9 @@ pub trait Module: Send + Sync {
             p.set_data(t)?;
             p.zero_grad();
         }
+        for (_, b) in self.buffers() {
+            b.set_data(b.tensor().to(device)?)?;
+        }
         Ok(())
     }
 
@@ -137,6 +155,12 @@ pub trait Module: Send + Sync {
             let t = p.tensor().detach().to_dtype(dtype)?;
             p.set_data(t)?;
             p.zero_grad();
+        }
+        // As torch's `.double()`: float buffers follow, counters stay integers.
+        for (_, b) in self.buffers() {
+            if b.tensor().dtype().is_float() {
+                b.set_data(b.tensor().to_dtype(dtype)?)?;
+            }
         }
         Ok(())
     }
@@ -606,6 +630,15 @@ impl Module for Sequential {
         for (i, l) in self.layers.iter().enumerate() {
             for (name, p) in l.named_parameters() {
                 out.push((format!("{i}.{name}"), p));
+            }
+        }
+        out
+    }
+    fn buffers(&self) -> Vec<(String, Parameter)> {
+        let mut out = Vec::new();
+        for (i, l) in self.layers.iter().enumerate() {
+            for (name, b) in l.buffers() {
+                out.push((format!("{i}.{name}"), b));
             }
         }
         out

@@ -168,23 +168,26 @@ pub fn load(path: impl AsRef<Path>) -> Result<Vec<(String, Tensor)>> {
     Ok(out)
 }
 
-/// Saves a module's parameters under torch's `state_dict` names.
+/// Saves a module's parameters and buffers (BatchNorm's running statistics) under torch's
+/// `state_dict` names.
 pub fn save_safetensors(model: &dyn Module, path: impl AsRef<Path>) -> Result<()> {
     let named: Vec<(String, Tensor)> = model
         .named_parameters()
         .into_iter()
+        .chain(model.buffers())
         .map(|(n, p)| (n, p.tensor()))
         .collect();
     save(&named, path)
 }
 
-/// Loads a module's parameters saved by [`save_safetensors`] (or by torch for the same
-/// architecture): every parameter must be in the file with its shape; values are converted
+/// Loads a module's parameters and buffers saved by [`save_safetensors`] (or by torch for
+/// the same architecture): every one must be in the file with its shape; values are converted
 /// to the parameter's dtype and moved to its device.
 pub fn load_safetensors(model: &dyn Module, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     let file = load(path)?;
-    let named = model.named_parameters();
+    let mut named = model.named_parameters();
+    named.extend(model.buffers());
     // Check everything before changing anything, so a bad file leaves the model as it was.
     let mut values = Vec::new();
     for (name, p) in &named {

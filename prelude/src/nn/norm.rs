@@ -1,0 +1,385 @@
+//! Normalisation layers: `BatchNorm1d`/`BatchNorm2d` (per channel over the batch, with
+//! running statistics for eval mode) and `LayerNorm` (per sample over its last dimensions),
+//! torch's definitions, built from the tensor ops so they run on every device and take their
+//! gradients from them.
+
+use super::{same_device, Module, Parameter};
+use crate::autograd::no_grad;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Shape, Tensor};
+
+/// `x` summed over every dimension in `dims` (ascending), each kept with size 1.
+fn sum_keep(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    dims.iter()
+        .rev()
+        .try_fold(x.clone(), |acc, &d| acc.sum_keepdim(d as isize))
+}
+
+/// Mean and biased variance over `dims` (kept as size 1), and the element count behind each.
+fn moments(x: &Tensor, dims: &[usize]) -> Result<(Tensor, Tensor, usize)> {
+    let n: usize = dims.iter().map(|&d| x.shape()[d]).product();
+    let mean = sum_keep(x, dims)?.div(n as f64)?;
+    let centred = x.sub(&mean)?;
+    let var = sum_keep(&centred.square()?, dims)?.div(n as f64)?;
+    Ok((mean, var, n))
+}
+
+/// For a float16/bfloat16 `x`: `f` run on float32 copies of `x` and `others` (`[x, others..]`,
+/// None kept), its result cast back, as torch computes these layers for half types (rounding
+/// every step in half precision would lose a digit or two). None for other dtypes.
+fn in_float32(
+    x: &Tensor,
+    others: &[Option<&Tensor>],
+    f: impl FnOnce(&Tensor, &[Option<Tensor>]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    if !matches!(x.dtype(), DType::F16 | DType::BF16) {
+        return None;
+    }
+    let run = || -> Result<Tensor> {
+        let up: Vec<Option<Tensor>> = others
+            .iter()
+            .map(|t| t.map(|t| t.to_dtype(DType::F32)).transpose())
+            .collect::<Result<_>>()?;
+        f(&x.to_dtype(DType::F32)?, &up)?.to_dtype(x.dtype())
+    };
+    Some(run())
+}
+
+/// `[1, C, 1, ..]` for a channel vector against an input of `rank` dimensions.
+fn per_channel(t: &Tensor, rank: usize) -> Result<Tensor> {
+    let mut dims = vec![1; rank];
+    dims[1] = t.numel();
+    t.reshape(dims)
+}
+
+/// Batch normalisation as torch's `F.batch_norm`: `x` is `[N, C, ...]`; in training the
+/// batch's statistics per channel normalise it (and, when given, the running statistics
+/// move towards them by `momentum`, the variance unbiased); otherwise the running ones do.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm(
+    x: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<Tensor> {
+    if x.rank() < 2 {
+        return Err(Error::BadShape(format!(
+            "batch_norm: expected an input [N, C, ...], got shape {:?}",
+            x.shape()
+        )));
+    }
+    let c = x.shape()[1];
+    for (what, t) in [
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", weight),
+        ("bias", bias),
+    ] {
+        if let Some(t) = t.filter(|t| t.shape() != [c]) {
+            return Err(Error::BadShape(format!(
+                "batch_norm: {what} has shape {:?}, the input has {c} channels (shape {:?})",
+                t.shape(),
+                x.shape()
+            )));
+        }
+    }
+    if let Some(y) = in_float32(x, &[running_mean, running_var, weight, bias], |x, t| {
+        let [rm, rv, w, b] = [&t[0], &t[1], &t[2], &t[3]].map(Option::as_ref);
+        let y = batch_norm(x, rm, rv, w, b, training, momentum, eps)?;
+        // The running statistics moved in the float32 copies: back into the caller's.
+        for (mine, theirs) in [(&t[0], running_mean), (&t[1], running_var)] {
+            if let (Some(m), Some(t)) = (mine, theirs.filter(|_| training)) {
+                no_grad(|| t.copy_(&m.to_dtype(t.dtype())?))?;
+            }
+        }
+        Ok(y)
+    }) {
+        return y;
+    }
+    let dims: Vec<usize> = (0..x.rank()).filter(|&d| d != 1).collect();
+    let rank = x.rank();
+    let (mean, var) = if training {
+        let (mean, var, n) = moments(x, &dims)?;
+        if n <= 1 {
+            return Err(Error::Invalid(format!(
+                "batch_norm: expected more than 1 value per channel when training, got input \
+                 shape {:?}",
+                x.shape()
+            )));
+        }
+        if let (Some(rm), Some(rv)) = (running_mean, running_var) {
+            no_grad(|| -> Result<()> {
+                let unbiased = var.mul(n as f64 / (n as f64 - 1.0))?;
+                let new_mean = rm
+                    .mul(1.0 - momentum)?
+                    .add(&mean.reshape([c])?.mul(momentum)?)?;
+                let new_var = rv
+                    .mul(1.0 - momentum)?
+                    .add(&unbiased.reshape([c])?.mul(momentum)?)?;
+                rm.copy_(&new_mean.to_dtype(rm.dtype())?)?;
+                rv.copy_(&new_var.to_dtype(rv.dtype())?)
+            })?;
+        }
+        (mean, var)
+    } else {
+        match (running_mean, running_var) {
+            (Some(rm), Some(rv)) => (per_channel(rm, rank)?, per_channel(rv, rank)?),
+            _ => {
+                return Err(Error::Invalid(
+                    "batch_norm: eval mode needs the running mean and variance".into(),
+                ))
+            }
+        }
+    };
+    let mut y = x.sub(&mean)?.div(&var.add(eps)?.sqrt()?)?;
+    if let Some(w) = weight {
+        y = y.mul(&per_channel(w, rank)?)?;
+    }
+    if let Some(b) = bias {
+        y = y.add(&per_channel(b, rank)?)?;
+    }
+    Ok(y)
+}
+
+/// Layer normalisation as torch's `F.layer_norm`: each sample normalised over its last
+/// `normalized_shape.len()` dimensions (which must equal `normalized_shape`), then scaled by
+/// `weight` and shifted by `bias` of that shape.
+pub fn layer_norm(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let k = normalized_shape.len();
+    if k == 0 || x.rank() < k || x.shape()[x.rank() - k..] != *normalized_shape {
+        return Err(Error::BadShape(format!(
+            "layer_norm: the input's last dimensions must be {normalized_shape:?}, got shape {:?}",
+            x.shape()
+        )));
+    }
+    for (what, t) in [("weight", weight), ("bias", bias)] {
+        if let Some(t) = t.filter(|t| t.shape() != normalized_shape) {
+            return Err(Error::BadShape(format!(
+                "layer_norm: {what} has shape {:?}, expected {normalized_shape:?}",
+                t.shape()
+            )));
+        }
+    }
+    if let Some(y) = in_float32(x, &[weight, bias], |x, t| {
+        layer_norm(x, normalized_shape, t[0].as_ref(), t[1].as_ref(), eps)
+    }) {
+        return y;
+    }
+    let dims: Vec<usize> = (x.rank() - k..x.rank()).collect();
+    let (mean, var, _) = moments(x, &dims)?;
+    let mut y = x.sub(&mean)?.div(&var.add(eps)?.sqrt()?)?;
+    if let Some(w) = weight {
+        y = y.mul(w)?;
+    }
+    if let Some(b) = bias {
+        y = y.add(b)?;
+    }
+    Ok(y)
+}
+
+/// A tensor a layer keeps without learning it (running statistics): no gradient.
+fn buffer(t: Tensor) -> Parameter {
+    Parameter::buffer(t)
+}
+
+/// torch's `nn.BatchNorm1d` (input `[N, C]` or `[N, C, L]`) and `nn.BatchNorm2d` (input
+/// `[N, C, H, W]`): learned per-channel `weight` (ones) and `bias` (zeros), running mean and
+/// variance for `eval()` (momentum 0.1, eps 1e-5).
+pub struct BatchNorm {
+    name: &'static str,
+    ranks: &'static [usize],
+    channels: usize,
+    pub weight: Parameter,
+    pub bias: Parameter,
+    pub running_mean: Parameter,
+    pub running_var: Parameter,
+    num_batches_tracked: Parameter,
+    momentum: f64,
+    eps: f64,
+    training: bool,
+}
+
+/// Per-channel batch normalisation of `[N, C]` or `[N, C, L]` inputs.
+pub struct BatchNorm1d;
+/// Per-channel batch normalisation of `[N, C, H, W]` inputs.
+pub struct BatchNorm2d;
+
+impl BatchNorm1d {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(channels: usize) -> BatchNorm {
+        BatchNorm::with("BatchNorm1d", &[2, 3], channels)
+    }
+}
+
+impl BatchNorm2d {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(channels: usize) -> BatchNorm {
+        BatchNorm::with("BatchNorm2d", &[4], channels)
+    }
+}
+
+impl BatchNorm {
+    fn with(name: &'static str, ranks: &'static [usize], channels: usize) -> BatchNorm {
+        let ones = || Tensor::ones([channels], crate::Device::Cpu).expect("ones on the CPU");
+        let zeros = || Tensor::zeros([channels], crate::Device::Cpu).expect("zeros on the CPU");
+        let count = Tensor::zeros_dtype((), DType::I64, crate::Device::Cpu).expect("a 0-d int64");
+        BatchNorm {
+            name,
+            ranks,
+            channels,
+            weight: Parameter::new(ones()).expect("float32 can require grad"),
+            bias: Parameter::new(zeros()).expect("float32 can require grad"),
+            running_mean: buffer(zeros()),
+            running_var: buffer(ones()),
+            num_batches_tracked: buffer(count),
+            momentum: 0.1,
+            eps: 1e-5,
+            training: true,
+        }
+    }
+
+    /// The running statistics' update rate (torch's `momentum`, default 0.1).
+    pub fn momentum(mut self, momentum: f64) -> BatchNorm {
+        self.momentum = momentum;
+        self
+    }
+
+    /// Added to the variance before the square root (default 1e-5).
+    pub fn eps(mut self, eps: f64) -> BatchNorm {
+        self.eps = eps;
+        self
+    }
+}
+
+impl Module for BatchNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if !self.ranks.contains(&x.rank()) || x.shape()[1] != self.channels {
+            let want = if self.ranks == [4] {
+                format!("[N, {}, H, W]", self.channels)
+            } else {
+                format!("[N, {}] or [N, {}, L]", self.channels, self.channels)
+            };
+            return Err(Error::BadShape(format!(
+                "{}: expected an input {want}, got shape {:?}",
+                self.describe(),
+                x.shape()
+            )));
+        }
+        same_device(self, &self.weight, x)?;
+        // A summary's shape pass (zeros) must not move the running statistics.
+        let training = self.training && !super::SHAPE_PASS.with(std::cell::Cell::get);
+        let (rm, rv) = (self.running_mean.tensor(), self.running_var.tensor());
+        let y = batch_norm(
+            x,
+            Some(&rm),
+            Some(&rv),
+            Some(&self.weight.tensor()),
+            Some(&self.bias.tensor()),
+            training,
+            self.momentum,
+            self.eps,
+        )?;
+        if training {
+            let n = self.num_batches_tracked.tensor();
+            no_grad(|| n.add_(1))?;
+        }
+        Ok(y)
+    }
+    fn parameters(&self) -> Vec<Parameter> {
+        vec![self.weight.clone(), self.bias.clone()]
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        vec![
+            ("weight".into(), self.weight.clone()),
+            ("bias".into(), self.bias.clone()),
+        ]
+    }
+    fn buffers(&self) -> Vec<(String, Parameter)> {
+        vec![
+            ("running_mean".into(), self.running_mean.clone()),
+            ("running_var".into(), self.running_var.clone()),
+            (
+                "num_batches_tracked".into(),
+                self.num_batches_tracked.clone(),
+            ),
+        ]
+    }
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+    }
+    fn describe(&self) -> String {
+        format!(
+            "{}({}, eps={:e}, momentum={}, affine=True, track_running_stats=True)",
+            self.name, self.channels, self.eps, self.momentum
+        )
+    }
+}
+
+/// torch's `nn.LayerNorm(normalized_shape)`: each sample normalised over its last
+/// dimensions, with learned `weight` (ones) and `bias` (zeros) of that shape (eps 1e-5).
+pub struct LayerNorm {
+    shape: Vec<usize>,
+    pub weight: Parameter,
+    pub bias: Parameter,
+    eps: f64,
+}
+
+impl LayerNorm {
+    pub fn new(normalized_shape: impl Into<Shape>) -> LayerNorm {
+        let shape = normalized_shape.into().0;
+        let t = |v: f32| Tensor::full(shape.clone(), v, crate::Device::Cpu).expect("on the CPU");
+        LayerNorm {
+            weight: Parameter::new(t(1.0)).expect("float32 can require grad"),
+            bias: Parameter::new(t(0.0)).expect("float32 can require grad"),
+            shape,
+            eps: 1e-5,
+        }
+    }
+
+    /// Added to the variance before the square root (default 1e-5).
+    pub fn eps(mut self, eps: f64) -> LayerNorm {
+        self.eps = eps;
+        self
+    }
+}
+
+impl Module for LayerNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        same_device(self, &self.weight, x)?;
+        layer_norm(
+            x,
+            &self.shape,
+            Some(&self.weight.tensor()),
+            Some(&self.bias.tensor()),
+            self.eps,
+        )
+    }
+    fn parameters(&self) -> Vec<Parameter> {
+        vec![self.weight.clone(), self.bias.clone()]
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        vec![
+            ("weight".into(), self.weight.clone()),
+            ("bias".into(), self.bias.clone()),
+        ]
+    }
+    fn describe(&self) -> String {
+        let dims: Vec<String> = self.shape.iter().map(usize::to_string).collect();
+        let trail = if dims.len() == 1 { "," } else { "" };
+        format!(
+            "LayerNorm(({}{trail}), eps={:e}, elementwise_affine=True)",
+            dims.join(", "),
+            self.eps
+        )
+    }
+}
