@@ -305,6 +305,15 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def out_or_grad(out, x, want):
+        """Mirrors `out_or_grad` in torch_parity.rs."""
+        if want == "out":
+            return out.detach()
+        weighted_backward(out)
+        if x.grad is None:
+            raise ValueError("no gradient")
+        return x.grad
+
     def empty_case(w):
         F = torch.nn.functional
         op, d, shape, want = w[1], w[2], w[3], w[4]
@@ -340,12 +349,7 @@ def torch_results(lines, device):
                 "cast": lambda: x.to(torch.float64 if d == "i64" else torch.int64),
                 "where": lambda: torch.where(x > 0, x, x * 0),
             }[op]()
-        if want == "out":
-            return out.detach()
-        weighted_backward(out)
-        if x.grad is None:
-            raise ValueError("no gradient")
-        return x.grad
+        return out_or_grad(out, x, want)
 
     def more_case(w):
         op, d, want = w[1], w[2], w[3]
@@ -389,12 +393,7 @@ def torch_results(lines, device):
             "zeros_like": lambda: torch.zeros_like(x), "ones_like": lambda: torch.ones_like(x),
             "full_like": lambda: torch.full_like(x, 2.5),
         }[op]()
-        if want == "out":
-            return out.detach()
-        weighted_backward(out)
-        if x.grad is None:
-            raise ValueError("no gradient")
-        return x.grad
+        return out_or_grad(out, x, want)
 
     def norm_case(w):
         op, d, want = w[1], w[2], w[3]
