@@ -32,8 +32,8 @@ VIEWS = ("narrow select t permute expand flip reshape squeeze index_select gathe
          "t_matmul bmm_matrix bmm_stack bmm_broadcast bmm_vector_left bmm_vector_right bmm_mismatch").split()
 CLAMPS = "clamp clamp_min clamp_max".split()  # with a scalar bound (torch's Python-number form)
 INPLACE = "add_ sub_ mul_ div_".split()
-UNARY = ("neg abs exp log sqrt relu sigmoid tanh sin cos floor ceil round sign log1p expm1 softmax "
-         "log_softmax").split()
+UNARY = ("neg abs exp log sqrt relu sigmoid tanh sin cos floor ceil round sign log1p expm1 erf "
+         "softmax log_softmax").split()
 REDUCE = ("sum mean max min argmax argmin sum_dim sum_keepdim mean_dim max_dim min_dim "
           "argmax_dim argmin_dim var std var_dim std_dim").split()
 FLOATS = {"f32", "f64", "f16", "bf16"}
@@ -47,7 +47,7 @@ EMPTY_NN = "ce mse conv pool".split()
 # torch's conveniences (composed from the ops above in gpulab): on the (2, 3) inputs, with the
 # gradient of the first input where there is one. `s*` ops read the special values.
 MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sreciprocal norm snorm "
-        "leaky_relu silu sleaky_relu ssilu softplus ssoftplus softplus_big isclose sisclose allclose masked_fill tril triu tril_neg "
+        "leaky_relu silu sleaky_relu ssilu softplus ssoftplus softplus_big gelu sgelu gelu_wide isclose sisclose allclose masked_fill tril triu tril_neg "
         "outer dot repeat repeat_more chunk chunk_many split sort sort_desc ssort argsort topk "
         "topk_smallest stopk topk_dim0 zeros_like ones_like full_like").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
@@ -77,6 +77,9 @@ KNOWN = {
     # gpulab refuses integer input whatever its size.
     **{f"empty {op} i64 {s} out": "torch's softmax of an empty int tensor is not an error"
        for op in ("softmax", "log_softmax_d0") for s in EMPTY_SHAPES},
+    # torch's float32 CPU gelu (vectorised erf) gives NaN at +inf; its float64 one, and
+    # gpulab in every dtype, give inf (erf(inf) = 1).
+    **{f"more sgelu {d} out": "torch's float32 CPU gelu(+inf) is NaN" for d in ("f32", "bf16")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -374,6 +377,8 @@ def torch_results(lines, device):
             "norm": lambda: x.norm(), "leaky_relu": lambda: torch.nn.functional.leaky_relu(x, 0.1),
             "silu": lambda: torch.nn.functional.silu(x),
             "softplus": lambda: torch.nn.functional.softplus(x),
+            "gelu": lambda: torch.nn.functional.gelu(x),
+            "gelu_wide": lambda: torch.nn.functional.gelu(x * 4 if x.is_floating_point() else x),
             "softplus_big": lambda: torch.nn.functional.softplus(x * 30 if x.is_floating_point() else x),
             "isclose": lambda: torch.isclose(x, y, rtol=0.5, atol=0.25),
             "allclose": lambda: torch.tensor(torch.allclose(x, x * 1, rtol=0, atol=0)),

@@ -90,7 +90,8 @@ __device__ __forceinline__ long long binary_apply(int op, long long a, long long
 
 // Unary op codes: 0 neg, 1 abs, 2 exp, 3 sqrt, 4 relu, 5 log, 6 tanh, 7 sigmoid, 8 sin,
 // 9 cos, 10 floor, 11 ceil, 12 round (halves to even, as torch), 13 sign (0 for -0 and NaN),
-// 14 log1p, 15 expm1 (exact near 0, where log(1 + x) and exp(x) - 1 lose every digit).
+// 14 log1p, 15 expm1 (exact near 0, where log(1 + x) and exp(x) - 1 lose every digit),
+// 16 erf.
 __device__ __forceinline__ float unary_apply(int op, float x)
 {
     switch (op) {
@@ -110,6 +111,7 @@ __device__ __forceinline__ float unary_apply(int op, float x)
     case 13: return (float)((0.0f < x) - (x < 0.0f));
     case 14: return log1pf(x);
     case 15: return expm1f(x);
+    case 16: return erff(x);
     default: __trap();
     }
     return x;
@@ -134,6 +136,7 @@ __device__ __forceinline__ double unary_apply(int op, double x)
     case 13: return (double)((0.0 < x) - (x < 0.0));
     case 14: return log1p(x);
     case 15: return expm1(x);
+    case 16: return erf(x);
     default: __trap();
     }
     return x;

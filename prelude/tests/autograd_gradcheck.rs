@@ -164,6 +164,8 @@ fn unary_ops() {
     check("expm1", vec![input(&[5], 30)], |x| x[0].expm1());
     // The composed conveniences, through their parts' rules.
     check("softplus", vec![input(&[5], 31)], |x| x[0].softplus());
+    check("erf", vec![input(&[5], 43)], |x| x[0].erf());
+    check("gelu", vec![input(&[5], 44)], |x| x[0].gelu());
     check("silu", vec![input(&[5], 32)], |x| x[0].silu());
     check("leaky_relu", vec![input(&[5], 33)], |x| {
         x[0].leaky_relu(0.1)

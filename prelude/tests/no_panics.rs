@@ -215,7 +215,7 @@ fn call(
             some(a.logical_and(&b))
         }
         13 => {
-            let ops: [(&str, Unary); 17] = [
+            let ops: [(&str, Unary); 18] = [
                 ("neg", Tensor::neg),
                 ("abs", Tensor::abs),
                 ("exp", Tensor::exp),
@@ -232,6 +232,7 @@ fn call(
                 ("sign", Tensor::sign),
                 ("log1p", Tensor::log1p),
                 ("expm1", Tensor::expm1),
+                ("erf", Tensor::erf),
                 ("logical_not", Tensor::logical_not),
             ];
             let (name, f) = ops[rng.gen_range(0..ops.len())];

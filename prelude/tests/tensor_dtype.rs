@@ -237,7 +237,7 @@ fn unary_ops_for_every_dtype_match_f64_loops() {
 
 fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
     type F = fn(f64) -> f64;
-    let ops: [(&str, F); 16] = [
+    let ops: [(&str, F); 17] = [
         ("neg", |x| -x),
         ("abs", f64::abs),
         ("relu", |x| x.max(0.0)),
@@ -254,6 +254,7 @@ fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
         ("sign", |x| ((0.0 < x) as i8 - (x < 0.0) as i8) as f64),
         ("log1p", f64::ln_1p),
         ("expm1", f64::exp_m1),
+        ("erf", libm::erf),
     ];
     for d in DType::ALL {
         let a = sample(d, 0, dev);
@@ -275,6 +276,7 @@ fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
                 "sign" => a.sign(),
                 "log1p" => a.log1p(),
                 "expm1" => a.expm1(),
+                "erf" => a.erf(),
                 _ => a.sigmoid(),
             };
             let float_only = !matches!(

@@ -292,7 +292,7 @@ fn elementwise_every_op_and_dtype() {
             same(&format!("pow {d}"), &g, &c, tol(d).max(1e-6));
         }
         type Un = fn(&Tensor) -> gpulab::error::Result<Tensor>;
-        let unary: [(&str, Un); 16] = [
+        let unary: [(&str, Un); 17] = [
             ("neg", |x| x.neg()),
             ("abs", |x| x.abs()),
             ("relu", |x| x.relu()),
@@ -311,6 +311,7 @@ fn elementwise_every_op_and_dtype() {
             ("sign", |x| x.sign()),
             ("log1p", |x| x.abs().and_then(|y| y.log1p())),
             ("expm1", |x| x.expm1()),
+            ("erf", |x| x.erf()),
         ];
         for (name, f) in unary {
             match (f(&a), f(&ga)) {

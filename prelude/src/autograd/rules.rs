@@ -164,6 +164,16 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
             UnaryOp::Log1p => g.div(&xd()?.add(1.0)?)?,
             // d/dx (e^x - 1) = e^x = y + 1.
             UnaryOp::Expm1 => g.mul(&y()?.add(1.0)?)?,
+            // d/dx erf(x) = 2/sqrt(pi) * exp(-x^2).
+            UnaryOp::Erf => {
+                let xd = xd()?;
+                g.mul(
+                    &xd.mul(xd)?
+                        .neg()?
+                        .exp()?
+                        .mul(std::f64::consts::FRAC_2_SQRT_PI)?,
+                )?
+            }
             UnaryOp::Sin => g.mul(&xd()?.cos()?)?,
             UnaryOp::Cos => g.mul(&xd()?.sin()?.neg()?)?,
             UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => zeros_like(g)?,

@@ -106,6 +106,22 @@ impl Tensor {
         self.where_(&self.gt(20)?, &smooth)
     }
 
+    /// GELU, `x * Phi(x)` with `Phi` the standard normal CDF, `0.5 * x * (1 + erf(x /
+    /// sqrt(2)))` (torch's `gelu` with its default `approximate='none'`; halves computed in
+    /// float32 as torch does).
+    pub fn gelu(&self) -> Result<Tensor> {
+        float_input(self, "gelu")?;
+        if matches!(self.dtype(), DType::F16 | DType::BF16) {
+            return self.to_dtype(DType::F32)?.gelu()?.to_dtype(self.dtype());
+        }
+        let phi = self
+            .mul(std::f64::consts::FRAC_1_SQRT_2)?
+            .erf()?
+            .add(1.0)?
+            .mul(0.5)?;
+        self.mul(&phi)
+    }
+
     /// `x * sigmoid(x)` (torch's `silu`, also called swish).
     pub fn silu(&self) -> Result<Tensor> {
         float_input(self, "silu")?;
@@ -132,6 +148,11 @@ pub fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
 /// `x.softplus()`.
 pub fn softplus(x: &Tensor) -> Result<Tensor> {
     x.softplus()
+}
+
+/// `x.gelu()`.
+pub fn gelu(x: &Tensor) -> Result<Tensor> {
+    x.gelu()
 }
 
 /// `x.silu()`.

@@ -430,6 +430,11 @@ activation!(
 );
 activation!(Tanh, tanh);
 activation!(
+    /// `x * Phi(x)`, the exact GELU (torch's `nn.GELU()`).
+    GELU,
+    gelu
+);
+activation!(
     /// `ln(1 + exp(x))` (torch's `nn.Softplus()`).
     Softplus,
     softplus

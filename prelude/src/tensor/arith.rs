@@ -316,6 +316,10 @@ impl Tensor {
     pub fn expm1(&self) -> Result<Tensor> {
         self.unary(UnaryOp::Expm1)
     }
+    /// The error function, `2/sqrt(pi) * integral of exp(-t^2) from 0 to x`, as torch's.
+    pub fn erf(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Erf)
+    }
     /// Largest integer not above each element (an integer tensor is returned as it is).
     pub fn floor(&self) -> Result<Tensor> {
         self.unary(UnaryOp::Floor)

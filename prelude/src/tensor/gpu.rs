@@ -177,9 +177,9 @@ pub(crate) enum OpFamily {
 }
 
 const BINARY_NAMES: [&str; 7] = ["add", "sub", "mul", "div", "maximum", "minimum", "pow"];
-const UNARY_NAMES: [&str; 16] = [
+const UNARY_NAMES: [&str; 17] = [
     "neg", "abs", "exp", "sqrt", "relu", "log", "tanh", "sigmoid", "sin", "cos", "floor", "ceil",
-    "round", "sign", "log1p", "expm1",
+    "round", "sign", "log1p", "expm1", "erf",
 ];
 const COMPARE_NAMES: [&str; 6] = ["eq", "ne", "lt", "le", "gt", "ge"];
 const REDUCE_NAMES: [&str; 3] = ["sum", "max", "min"];

@@ -90,6 +90,7 @@ pub(crate) enum UnaryOp {
     Sign = 13,
     Log1p = 14,
     Expm1 = 15,
+    Erf = 16,
 }
 
 /// torch's `sign`, `(0 < x) - (x < 0)`: -1, 0 or 1, and 0 for -0.0 and NaN.
@@ -97,6 +98,21 @@ pub(crate) enum UnaryOp {
 fn sign<T: PartialOrd + Copy + From<i8>>(x: T) -> T {
     let zero = T::from(0);
     T::from((zero < x) as i8 - (x < zero) as i8)
+}
+
+/// libm's `erff` for f32 and `erf` for f64 (std has no erf on stable Rust).
+trait Erf {
+    fn erf(self) -> Self;
+}
+impl Erf for f32 {
+    fn erf(self) -> f32 {
+        libm::erff(self)
+    }
+}
+impl Erf for f64 {
+    fn erf(self) -> f64 {
+        libm::erf(self)
+    }
 }
 
 /// As `binary_apply!`: the f32 and f64 CPU kernels from one body.
@@ -129,6 +145,7 @@ macro_rules! unary_apply {
                 UnaryOp::Sign => sign(x),
                 UnaryOp::Log1p => x.ln_1p(),
                 UnaryOp::Expm1 => x.exp_m1(),
+                UnaryOp::Erf => Erf::erf(x),
             }
         }
     };
@@ -136,7 +153,7 @@ macro_rules! unary_apply {
 
 impl UnaryOp {
     /// Every op, in code order (`ALL[op as usize] == op`), for the CUDA side's checks.
-    pub const ALL: [UnaryOp; 16] = [
+    pub const ALL: [UnaryOp; 17] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -153,6 +170,7 @@ impl UnaryOp {
         UnaryOp::Sign,
         UnaryOp::Log1p,
         UnaryOp::Expm1,
+        UnaryOp::Erf,
     ];
     unary_apply!(apply, f32);
     unary_apply!(apply_f64, f64);
@@ -203,6 +221,7 @@ impl UnaryOp {
             UnaryOp::Sign => "sign",
             UnaryOp::Log1p => "log1p",
             UnaryOp::Expm1 => "expm1",
+            UnaryOp::Erf => "erf",
         }
     }
 }
