@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..74) {
+    match rng.gen_range(0..77) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -586,6 +586,37 @@ fn call(
         72 => {
             *what = format!("{da}.leaky_relu(0.1)");
             some(a.leaky_relu(0.1))
+        }
+        73 => {
+            let train = rng.gen_bool(0.7);
+            *what = format!("batch_norm({da}, training {train})");
+            let (rm, rv) = (b.clone(), b.clone());
+            some(F::batch_norm(
+                &a,
+                Some(&rm),
+                Some(&rv),
+                None,
+                Some(&b),
+                train,
+                0.1,
+                1e-5,
+            ))
+        }
+        74 => {
+            let shape: Vec<usize> = a
+                .shape()
+                .iter()
+                .rev()
+                .take(rng.gen_range(0..3usize))
+                .rev()
+                .copied()
+                .collect();
+            *what = format!("layer_norm({da}, {shape:?})");
+            some(F::layer_norm(&a, &shape, None, None, 1e-5))
+        }
+        75 => {
+            *what = format!("{da}.gelu()");
+            some(a.gelu())
         }
         _ => {
             *what = format!("format {da}");
