@@ -141,6 +141,8 @@ def cases():
     # Optimizers: a parameter after three steps.
     out += [f"optim sgd {a} {c}" for a in floats for c in ("plain", "mom", "momwd")]
     out += [f"optim adam {a} {c}" for a in floats for c in ("plain", "wd", "betas")]
+    out += [f"optim adamw {a} {c}" for a in floats for c in ("plain", "wd")]
+    out += [f"optim rmsprop {a} {c}" for a in floats for c in ("plain", "mom", "wdalpha")]
     return out
 
 
@@ -266,7 +268,12 @@ def torch_results(lines, device):
                 ("sgd", "momwd"): lambda: torch.optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.01),
                 ("adam", "plain"): lambda: torch.optim.Adam([p], lr=0.01),
                 ("adam", "wd"): lambda: torch.optim.Adam([p], lr=0.01, weight_decay=0.01),
-                ("adam", "betas"): lambda: torch.optim.Adam([p], lr=0.01, betas=(0.5, 0.9))}
+                ("adam", "betas"): lambda: torch.optim.Adam([p], lr=0.01, betas=(0.5, 0.9)),
+                ("adamw", "plain"): lambda: torch.optim.AdamW([p], lr=0.01),
+                ("adamw", "wd"): lambda: torch.optim.AdamW([p], lr=0.01, weight_decay=0.1),
+                ("rmsprop", "plain"): lambda: torch.optim.RMSprop([p], lr=0.01),
+                ("rmsprop", "mom"): lambda: torch.optim.RMSprop([p], lr=0.01, momentum=0.9),
+                ("rmsprop", "wdalpha"): lambda: torch.optim.RMSprop([p], lr=0.01, weight_decay=0.1, alpha=0.9)}
         o = make[(opt, config)]()
         for t in range(3):
             (p * ramp([2, 3], 4, float(t), 0.5, d).detach()).sum().backward()

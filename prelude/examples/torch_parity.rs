@@ -36,7 +36,7 @@
 //!   the output, a gradient, or the running mean / variance afterwards.
 
 use gpulab::nn::Parameter;
-use gpulab::optim::{Adam, SGD};
+use gpulab::optim::{Adam, AdamW, Optimizer, RMSprop, SGD};
 use gpulab::tensor::{DType, Operand};
 use gpulab::{Device, Error, Tensor, F};
 use std::io::{BufRead, Write};
@@ -304,32 +304,25 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
 fn optim_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (opt, d, config) = (w[1], w[2], w[3]);
     let p = Parameter::new(ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?.detach())?;
-    enum Opt {
-        Sgd(SGD),
-        Adam(Adam),
-    }
     let params = vec![p.clone()];
-    let mut o = match (opt, config) {
-        ("sgd", "plain") => Opt::Sgd(SGD::new(params, 0.1)),
-        ("sgd", "mom") => Opt::Sgd(SGD::new(params, 0.1).momentum(0.9)),
-        ("sgd", _) => Opt::Sgd(SGD::new(params, 0.1).momentum(0.9).weight_decay(0.01)),
-        ("adam", "plain") => Opt::Adam(Adam::new(params, 0.01)),
-        ("adam", "wd") => Opt::Adam(Adam::new(params, 0.01).weight_decay(0.01)),
-        _ => Opt::Adam(Adam::new(params, 0.01).betas(0.5, 0.9)),
+    let mut o: Box<dyn Optimizer> = match (opt, config) {
+        ("sgd", "plain") => Box::new(SGD::new(params, 0.1)),
+        ("sgd", "mom") => Box::new(SGD::new(params, 0.1).momentum(0.9)),
+        ("sgd", _) => Box::new(SGD::new(params, 0.1).momentum(0.9).weight_decay(0.01)),
+        ("adam", "plain") => Box::new(Adam::new(params, 0.01)),
+        ("adam", "wd") => Box::new(Adam::new(params, 0.01).weight_decay(0.01)),
+        ("adam", _) => Box::new(Adam::new(params, 0.01).betas(0.5, 0.9)),
+        ("adamw", "plain") => Box::new(AdamW::new(params, 0.01)),
+        ("adamw", _) => Box::new(AdamW::new(params, 0.01).weight_decay(0.1)),
+        ("rmsprop", "plain") => Box::new(RMSprop::new(params, 0.01)),
+        ("rmsprop", "mom") => Box::new(RMSprop::new(params, 0.01).momentum(0.9)),
+        _ => Box::new(RMSprop::new(params, 0.01).weight_decay(0.1).alpha(0.9)),
     };
     for t in 0..3 {
         let c = ramp(&[2, 3], 4, t as f64, 0.5, d, dev)?.detach();
         p.tensor().mul(&c)?.sum()?.backward()?;
-        match &mut o {
-            Opt::Sgd(s) => {
-                s.step()?;
-                s.zero_grad();
-            }
-            Opt::Adam(a) => {
-                a.step()?;
-                a.zero_grad();
-            }
-        }
+        o.step()?;
+        o.zero_grad();
     }
     Ok(p.tensor().detach())
 }

@@ -94,13 +94,15 @@ impl SGD {
 }
 
 /// Adam (Kingma & Ba), torch's defaults: lr 1e-3, betas (0.9, 0.999), eps 1e-8, no weight
-/// decay (L2 added to the gradient, as torch's `Adam`, not `AdamW`).
+/// decay (L2 added to the gradient, as torch's `Adam`; [`AdamW`] decouples it).
 pub struct Adam {
     params: Vec<Parameter>,
     lr: f64,
     betas: (f64, f64),
     eps: f64,
     weight_decay: f64,
+    /// AdamW: the decay shrinks the weights directly instead of joining the gradient.
+    decoupled: bool,
     t: i32,
     m: Vec<Option<Tensor>>,
     v: Vec<Option<Tensor>>,
@@ -115,6 +117,7 @@ impl Adam {
             betas: (0.9, 0.999),
             eps: 1e-8,
             weight_decay: 0.0,
+            decoupled: false,
             t: 0,
             m: vec![None; n],
             v: vec![None; n],
@@ -156,10 +159,19 @@ impl Adam {
         let (b1, b2) = self.betas;
         let bc1 = 1.0 - b1.powi(self.t);
         let bc2 = 1.0 - b2.powi(self.t);
+        // AdamW shrinks the weights by lr * weight_decay first; Adam adds the decay to the
+        // gradient (L2) below or in the fused pass.
+        let (decay, l2) = match self.decoupled {
+            true => (1.0 - self.lr * self.weight_decay, 0.0),
+            false => (1.0, self.weight_decay),
+        };
         no_grad(|| {
             for (i, p) in self.params.iter().enumerate() {
                 let Some(mut g) = p.grad() else { continue };
-                let w = p.tensor();
+                let mut w = p.tensor();
+                if decay != 1.0 {
+                    w = w.mul(decay)?;
+                }
                 // On the CPU one fused pass (tensor/fused.rs): the op-by-op form below
                 // allocates a parameter-sized buffer per op, ~1 s a step for 11 M parameters.
                 if self.m[i].is_none() && !w.is_cuda() {
@@ -173,15 +185,15 @@ impl Adam {
                         lr_bc1: self.lr / bc1,
                         inv_sqrt_bc2: 1.0 / bc2.sqrt(),
                         eps: self.eps,
-                        weight_decay: self.weight_decay,
+                        weight_decay: l2,
                     };
                     if let Some(new_w) = w.fused_adam_cpu(&g, m, v, c)? {
                         p.set_data(new_w)?;
                         continue;
                     }
                 }
-                if self.weight_decay != 0.0 {
-                    g = g.add(&w.mul(self.weight_decay)?)?;
+                if l2 != 0.0 {
+                    g = g.add(&w.mul(l2)?)?;
                 }
                 let m = match self.m[i].take() {
                     Some(m) => m.mul(b1)?.add(&g.mul(1.0 - b1)?)?,
@@ -204,6 +216,110 @@ impl Adam {
     }
     /// Clears every parameter's gradient.
     pub fn zero_grad(&self) {
+        for p in &self.params {
+            p.zero_grad();
+        }
+    }
+}
+
+/// torch's `AdamW` (Loshchilov & Hutter): Adam with the weight decay decoupled from the
+/// gradient, `p *= 1 - lr * weight_decay` before each step; torch's default decay 0.01.
+/// `AdamW::new` gives an [`Adam`] set up that way (its builder methods apply).
+pub struct AdamW;
+
+impl AdamW {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(params: Vec<Parameter>, lr: f64) -> Adam {
+        let mut a = Adam::new(params, lr).weight_decay(0.01);
+        a.decoupled = true;
+        a
+    }
+}
+
+/// RMSprop (Hinton), torch's algorithm and defaults: `sq = alpha * sq + (1 - alpha) * g^2`,
+/// `p -= lr * g / (sqrt(sq) + eps)`; alpha 0.99, eps 1e-8, optional momentum and weight
+/// decay (L2, added to the gradient).
+pub struct RMSprop {
+    params: Vec<Parameter>,
+    lr: f64,
+    alpha: f64,
+    eps: f64,
+    momentum: f64,
+    weight_decay: f64,
+    square_avg: Vec<Option<Tensor>>,
+    buffers: Vec<Option<Tensor>>,
+}
+
+impl RMSprop {
+    pub fn new(params: Vec<Parameter>, lr: f64) -> RMSprop {
+        let n = params.len();
+        RMSprop {
+            params,
+            lr,
+            alpha: 0.99,
+            eps: 1e-8,
+            momentum: 0.0,
+            weight_decay: 0.0,
+            square_avg: vec![None; n],
+            buffers: vec![None; n],
+        }
+    }
+    pub fn alpha(mut self, alpha: f64) -> RMSprop {
+        self.alpha = alpha;
+        self
+    }
+    pub fn eps(mut self, eps: f64) -> RMSprop {
+        self.eps = eps;
+        self
+    }
+    pub fn momentum(mut self, momentum: f64) -> RMSprop {
+        self.momentum = momentum;
+        self
+    }
+    pub fn weight_decay(mut self, weight_decay: f64) -> RMSprop {
+        self.weight_decay = weight_decay;
+        self
+    }
+    pub fn lr(&self) -> f64 {
+        self.lr
+    }
+    pub fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
+    }
+}
+
+impl Optimizer for RMSprop {
+    fn step(&mut self) -> Result<()> {
+        no_grad(|| {
+            for (i, p) in self.params.iter().enumerate() {
+                let Some(mut g) = p.grad() else { continue };
+                let w = p.tensor();
+                if self.weight_decay != 0.0 {
+                    g = g.add(&w.mul(self.weight_decay)?)?;
+                }
+                let g2 = g.mul(&g)?.mul(1.0 - self.alpha)?;
+                let sq = match self.square_avg[i].take() {
+                    Some(s) => s.mul(self.alpha)?.add(&g2)?,
+                    None => g2,
+                };
+                let step = g.div(&sq.sqrt()?.add(self.eps)?)?;
+                let step = if self.momentum != 0.0 {
+                    let b = match self.buffers[i].take() {
+                        Some(b) => b.mul(self.momentum)?.add(&step)?,
+                        None => step,
+                    };
+                    self.buffers[i] = Some(b.clone());
+                    b
+                } else {
+                    step
+                };
+                p.set_data(w.sub(&step.mul(self.lr)?)?)?;
+                self.square_avg[i] = Some(sq);
+            }
+            Ok(())
+        })
+    }
+    fn zero_grad(&self) {
         for p in &self.params {
             p.zero_grad();
         }
