@@ -3,7 +3,7 @@
 //! torch's definitions, built from the tensor ops so they run on every device and take their
 //! gradients from them.
 
-use super::{same_device, Module, Parameter};
+use super::{same_device, weight_and_bias, Module, Parameter};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Shape, Tensor};
@@ -299,10 +299,7 @@ impl Module for BatchNorm {
         vec![self.weight.clone(), self.bias.clone()]
     }
     fn named_parameters(&self) -> Vec<(String, Parameter)> {
-        vec![
-            ("weight".into(), self.weight.clone()),
-            ("bias".into(), self.bias.clone()),
-        ]
+        weight_and_bias(&self.weight, &Some(self.bias.clone()))
     }
     fn buffers(&self) -> Vec<(String, Parameter)> {
         vec![
@@ -368,10 +365,7 @@ impl Module for LayerNorm {
         vec![self.weight.clone(), self.bias.clone()]
     }
     fn named_parameters(&self) -> Vec<(String, Parameter)> {
-        vec![
-            ("weight".into(), self.weight.clone()),
-            ("bias".into(), self.bias.clone()),
-        ]
+        weight_and_bias(&self.weight, &Some(self.bias.clone()))
     }
     fn describe(&self) -> String {
         let dims: Vec<String> = self.shape.iter().map(usize::to_string).collect();

@@ -15,6 +15,12 @@ pub trait Optimizer {
     fn zero_grad(&self);
 }
 
+fn clear_grads(params: &[Parameter]) {
+    for p in params {
+        p.zero_grad();
+    }
+}
+
 /// Stochastic gradient descent with optional momentum and weight decay, torch's algorithm
 /// (`buf = momentum * buf + g`, no dampening, `p -= lr * buf`).
 pub struct SGD {
@@ -87,9 +93,7 @@ impl SGD {
     }
     /// Clears every parameter's gradient.
     pub fn zero_grad(&self) {
-        for p in &self.params {
-            p.zero_grad();
-        }
+        clear_grads(&self.params);
     }
 }
 
@@ -216,9 +220,7 @@ impl Adam {
     }
     /// Clears every parameter's gradient.
     pub fn zero_grad(&self) {
-        for p in &self.params {
-            p.zero_grad();
-        }
+        clear_grads(&self.params);
     }
 }
 
@@ -290,6 +292,16 @@ impl RMSprop {
 
 impl Optimizer for RMSprop {
     fn step(&mut self) -> Result<()> {
+        RMSprop::step(self)
+    }
+    fn zero_grad(&self) {
+        RMSprop::zero_grad(self)
+    }
+}
+
+impl RMSprop {
+    /// One update of every parameter that has a gradient.
+    pub fn step(&mut self) -> Result<()> {
         no_grad(|| {
             for (i, p) in self.params.iter().enumerate() {
                 let Some(mut g) = p.grad() else { continue };
@@ -319,9 +331,8 @@ impl Optimizer for RMSprop {
             Ok(())
         })
     }
-    fn zero_grad(&self) {
-        for p in &self.params {
-            p.zero_grad();
-        }
+    /// Clears every parameter's gradient.
+    pub fn zero_grad(&self) {
+        clear_grads(&self.params);
     }
 }
