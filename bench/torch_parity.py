@@ -143,6 +143,8 @@ def cases():
     out += [f"optim adam {a} {c}" for a in floats for c in ("plain", "wd", "betas")]
     out += [f"optim adamw {a} {c}" for a in floats for c in ("plain", "wd")]
     out += [f"optim rmsprop {a} {c}" for a in floats for c in ("plain", "mom", "wdalpha")]
+    # Learning-rate schedules: the rate after each of 14 epochs.
+    out += [f"sched {s} f64 x" for s in ("step", "exp", "cos", "cos_min")]
     return out
 
 
@@ -436,8 +438,23 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def sched_case(w):
+        p = torch.nn.Parameter(torch.zeros(1))
+        opt = torch.optim.SGD([p], lr=0.1)
+        S = torch.optim.lr_scheduler
+        sched = {"step": lambda: S.StepLR(opt, 3, 0.5), "exp": lambda: S.ExponentialLR(opt, 0.9),
+                 "cos": lambda: S.CosineAnnealingLR(opt, 5), "cos_min": lambda: S.CosineAnnealingLR(opt, 4, 0.01)}[w[1]]()
+        rates = []
+        for _ in range(14):
+            opt.step()
+            sched.step()
+            rates.append(opt.param_groups[0]["lr"])
+        return torch.tensor(rates, dtype=torch.float64)
+
     def run(w):
         kind, op, d = w[0], w[1], w[2]
+        if kind == "sched":
+            return sched_case(w)
         if kind == "norm":
             return norm_case(w)
         if kind == "more":

@@ -33,7 +33,9 @@
 //!   list of tensors (`chunk`) prints as its pieces flattened and joined;
 //! - `norm` op a out|x|w|b|rm|rv: BatchNorm1d/2d in training (`_train`) or after one training
 //!   step in eval (`_eval`), LayerNorm over the last one (`ln`) or two (`ln2`) dimensions:
-//!   the output, a gradient, or the running mean / variance afterwards.
+//!   the output, a gradient, or the running mean / variance afterwards;
+//! - `sched` schedule f64 x: the learning rate of an SGD after each of 14 epochs under
+//!   `StepLR` (3, 0.5), `ExponentialLR` (0.9) or `CosineAnnealingLR` (5; 4 with eta_min 0.01).
 
 use gpulab::nn::Parameter;
 use gpulab::optim::{Adam, AdamW, Optimizer, RMSprop, SGD};
@@ -582,8 +584,30 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+fn sched_case(w: &[&str]) -> Result<Tensor, Error> {
+    use gpulab::optim::lr_scheduler::{CosineAnnealingLR, ExponentialLR, LRScheduler, StepLR};
+    let p = Parameter::new(Tensor::zeros([1], Device::Cpu)?)?;
+    let mut opt = SGD::new(vec![p], 0.1);
+    let mut sched: Box<dyn LRScheduler> = match w[1] {
+        "step" => Box::new(StepLR::new(&opt, 3, 0.5)),
+        "exp" => Box::new(ExponentialLR::new(&opt, 0.9)),
+        "cos" => Box::new(CosineAnnealingLR::new(&opt, 5, 0.0)),
+        _ => Box::new(CosineAnnealingLR::new(&opt, 4, 0.01)),
+    };
+    let mut rates = Vec::new();
+    for _ in 0..14 {
+        opt.step()?;
+        sched.step(&mut opt);
+        rates.push(opt.lr());
+    }
+    Tensor::from_vec(rates, 14, Device::Cpu)
+}
+
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
+    if kind == "sched" {
+        return sched_case(w);
+    }
     if kind == "norm" {
         return norm_case(w, dev);
     }

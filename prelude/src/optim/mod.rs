@@ -7,12 +7,18 @@ use crate::error::Result;
 use crate::nn::Parameter;
 use crate::tensor::{AdamCoeffs, Tensor};
 
+pub mod lr_scheduler;
+
 /// What every optimiser does.
 pub trait Optimizer {
     /// One update of every parameter that has a gradient.
     fn step(&mut self) -> Result<()>;
     /// Clears every parameter's gradient (torch's `set_to_none=True`).
     fn zero_grad(&self);
+    /// The learning rate the next step uses (torch's `param_groups[0]["lr"]`).
+    fn lr(&self) -> f64;
+    /// Sets the learning rate, as the schedulers in [`lr_scheduler`] do.
+    fn set_lr(&mut self, lr: f64);
 }
 
 fn clear_grads(params: &[Parameter]) {
@@ -64,6 +70,12 @@ impl Optimizer for SGD {
     }
     fn zero_grad(&self) {
         SGD::zero_grad(self)
+    }
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+    fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
     }
 }
 
@@ -153,6 +165,12 @@ impl Optimizer for Adam {
     }
     fn zero_grad(&self) {
         Adam::zero_grad(self)
+    }
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+    fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
     }
 }
 
@@ -296,6 +314,12 @@ impl Optimizer for RMSprop {
     }
     fn zero_grad(&self) {
         RMSprop::zero_grad(self)
+    }
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+    fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
     }
 }
 
