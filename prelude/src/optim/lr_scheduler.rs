@@ -60,7 +60,7 @@ impl LRScheduler for StepLR {
     fn step(&mut self, opt: &mut dyn Optimizer) {
         self.at.epoch += 1;
         // torch's chainable form: the current rate times gamma at each boundary.
-        let lr = if self.at.epoch % self.step_size == 0 {
+        let lr = if self.at.epoch.is_multiple_of(self.step_size) {
             opt.lr() * self.gamma
         } else {
             opt.lr()
