@@ -21,10 +21,41 @@ pub trait Optimizer {
     fn set_lr(&mut self, lr: f64);
 }
 
-fn clear_grads(params: &[Parameter]) {
-    for p in params {
-        p.zero_grad();
-    }
+/// What every optimiser shares: `lr`/`set_lr` and `zero_grad`, inherent and in the trait
+/// (inherent too, so `opt.step()` works without the trait in scope), and the trait's `step`
+/// calling the inherent one.
+macro_rules! optimizer {
+    ($t:ty) => {
+        impl $t {
+            /// The learning rate the next step uses.
+            pub fn lr(&self) -> f64 {
+                self.lr
+            }
+            pub fn set_lr(&mut self, lr: f64) {
+                self.lr = lr;
+            }
+            /// Clears every parameter's gradient.
+            pub fn zero_grad(&self) {
+                for p in &self.params {
+                    p.zero_grad();
+                }
+            }
+        }
+        impl Optimizer for $t {
+            fn step(&mut self) -> Result<()> {
+                <$t>::step(self)
+            }
+            fn zero_grad(&self) {
+                <$t>::zero_grad(self)
+            }
+            fn lr(&self) -> f64 {
+                <$t>::lr(self)
+            }
+            fn set_lr(&mut self, lr: f64) {
+                <$t>::set_lr(self, lr)
+            }
+        }
+    };
 }
 
 /// Stochastic gradient descent with optional momentum and weight decay, torch's algorithm
@@ -56,30 +87,10 @@ impl SGD {
         self.weight_decay = weight_decay;
         self
     }
-    pub fn lr(&self) -> f64 {
-        self.lr
-    }
-    pub fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
 }
 
-impl Optimizer for SGD {
-    fn step(&mut self) -> Result<()> {
-        SGD::step(self)
-    }
-    fn zero_grad(&self) {
-        SGD::zero_grad(self)
-    }
-    fn lr(&self) -> f64 {
-        self.lr
-    }
-    fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-}
+optimizer!(SGD);
 
-// Inherent as well as the trait's, so `opt.step()` works with only `use gpulab::*` in scope.
 impl SGD {
     /// One update of every parameter that has a gradient.
     pub fn step(&mut self) -> Result<()> {
@@ -102,10 +113,6 @@ impl SGD {
             }
             Ok(())
         })
-    }
-    /// Clears every parameter's gradient.
-    pub fn zero_grad(&self) {
-        clear_grads(&self.params);
     }
 }
 
@@ -151,28 +158,9 @@ impl Adam {
         self.weight_decay = weight_decay;
         self
     }
-    pub fn lr(&self) -> f64 {
-        self.lr
-    }
-    pub fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
 }
 
-impl Optimizer for Adam {
-    fn step(&mut self) -> Result<()> {
-        Adam::step(self)
-    }
-    fn zero_grad(&self) {
-        Adam::zero_grad(self)
-    }
-    fn lr(&self) -> f64 {
-        self.lr
-    }
-    fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-}
+optimizer!(Adam);
 
 impl Adam {
     /// One update of every parameter that has a gradient.
@@ -236,10 +224,6 @@ impl Adam {
             Ok(())
         })
     }
-    /// Clears every parameter's gradient.
-    pub fn zero_grad(&self) {
-        clear_grads(&self.params);
-    }
 }
 
 /// torch's `AdamW` (Loshchilov & Hutter): Adam with the weight decay decoupled from the
@@ -300,28 +284,9 @@ impl RMSprop {
         self.weight_decay = weight_decay;
         self
     }
-    pub fn lr(&self) -> f64 {
-        self.lr
-    }
-    pub fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
 }
 
-impl Optimizer for RMSprop {
-    fn step(&mut self) -> Result<()> {
-        RMSprop::step(self)
-    }
-    fn zero_grad(&self) {
-        RMSprop::zero_grad(self)
-    }
-    fn lr(&self) -> f64 {
-        self.lr
-    }
-    fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-}
+optimizer!(RMSprop);
 
 impl RMSprop {
     /// One update of every parameter that has a gradient.
@@ -354,9 +319,5 @@ impl RMSprop {
             }
             Ok(())
         })
-    }
-    /// Clears every parameter's gradient.
-    pub fn zero_grad(&self) {
-        clear_grads(&self.params);
     }
 }
