@@ -49,6 +49,27 @@ fn resolve(dim: isize, rank: usize, op: &str) -> Result<usize> {
     Ok(d as usize)
 }
 
+/// For a float16/bfloat16 `x`: `f` run on float32 copies of `x` and `others` (`[x, others..]`,
+/// None kept), its result cast back, as torch computes these functions for half types (rounding
+/// every step in half precision would lose a digit or two). None for other dtypes.
+pub(super) fn in_float32(
+    x: &Tensor,
+    others: &[Option<&Tensor>],
+    f: impl FnOnce(&Tensor, &[Option<Tensor>]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    if !matches!(x.dtype(), DType::F16 | DType::BF16) {
+        return None;
+    }
+    let run = || -> Result<Tensor> {
+        let up: Vec<Option<Tensor>> = others
+            .iter()
+            .map(|t| t.map(|t| t.to_dtype(DType::F32)).transpose())
+            .collect::<Result<_>>()?;
+        f(&x.to_dtype(DType::F32)?, &up)?.to_dtype(x.dtype())
+    };
+    Some(run())
+}
+
 fn float_input(x: &Tensor, op: &str) -> Result<()> {
     if x.dtype().is_float() {
         Ok(())
@@ -93,12 +114,9 @@ impl Tensor {
     /// threshold 20: above 20 it is `x` itself).
     pub fn softplus(&self) -> Result<Tensor> {
         float_input(self, "softplus")?;
-        if matches!(self.dtype(), DType::F16 | DType::BF16) {
-            // In float32, as torch computes half types (exp(12) already overflows float16).
-            return self
-                .to_dtype(DType::F32)?
-                .softplus()?
-                .to_dtype(self.dtype());
+        // exp(12) already overflows float16.
+        if let Some(y) = in_float32(self, &[], |x, _| x.softplus()) {
+            return y;
         }
         // The exponent is clamped so that the branch `where` drops stays finite: its
         // gradient would otherwise be 0 * inf = NaN for large x.
@@ -111,8 +129,8 @@ impl Tensor {
     /// float32 as torch does).
     pub fn gelu(&self) -> Result<Tensor> {
         float_input(self, "gelu")?;
-        if matches!(self.dtype(), DType::F16 | DType::BF16) {
-            return self.to_dtype(DType::F32)?.gelu()?.to_dtype(self.dtype());
+        if let Some(y) = in_float32(self, &[], |x, _| x.gelu()) {
+            return y;
         }
         let phi = self
             .mul(std::f64::consts::FRAC_1_SQRT_2)?

@@ -3,6 +3,7 @@
 //! torch's definitions, built from the tensor ops so they run on every device and take their
 //! gradients from them.
 
+use super::functional::in_float32;
 use super::{same_device, weight_and_bias, Module, Parameter};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
@@ -22,27 +23,6 @@ fn moments(x: &Tensor, dims: &[usize]) -> Result<(Tensor, Tensor, usize)> {
     let centred = x.sub(&mean)?;
     let var = sum_keep(&centred.square()?, dims)?.div(n as f64)?;
     Ok((mean, var, n))
-}
-
-/// For a float16/bfloat16 `x`: `f` run on float32 copies of `x` and `others` (`[x, others..]`,
-/// None kept), its result cast back, as torch computes these layers for half types (rounding
-/// every step in half precision would lose a digit or two). None for other dtypes.
-fn in_float32(
-    x: &Tensor,
-    others: &[Option<&Tensor>],
-    f: impl FnOnce(&Tensor, &[Option<Tensor>]) -> Result<Tensor>,
-) -> Option<Result<Tensor>> {
-    if !matches!(x.dtype(), DType::F16 | DType::BF16) {
-        return None;
-    }
-    let run = || -> Result<Tensor> {
-        let up: Vec<Option<Tensor>> = others
-            .iter()
-            .map(|t| t.map(|t| t.to_dtype(DType::F32)).transpose())
-            .collect::<Result<_>>()?;
-        f(&x.to_dtype(DType::F32)?, &up)?.to_dtype(x.dtype())
-    };
-    Some(run())
 }
 
 /// `[1, C, 1, ..]` for a channel vector against an input of `rank` dimensions.

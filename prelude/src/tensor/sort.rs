@@ -10,6 +10,28 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
 
+/// The indices of the first `k` of each row of `len` in `rows` in `cmp`'s order (reversed
+/// when `descending`); equal values keep their order.
+fn first_k<T>(
+    rows: &[T],
+    len: usize,
+    k: usize,
+    descending: bool,
+    cmp: impl Fn(&T, &T) -> Ordering,
+) -> Vec<i64> {
+    let mut idx = Vec::with_capacity(rows.len() / len.max(1) * k);
+    for row in rows.chunks(len.max(1)).filter(|_| len > 0) {
+        let mut order: Vec<usize> = (0..len).collect();
+        if descending {
+            order.sort_by(|&i, &j| cmp(&row[j], &row[i]));
+        } else {
+            order.sort_by(|&i, &j| cmp(&row[i], &row[j]));
+        }
+        idx.extend(order[..k].iter().map(|&i| i as i64));
+    }
+    idx
+}
+
 /// Ascending order with NaN largest (as torch sorts), equal values keeping their order.
 fn ascending(a: f64, b: f64) -> Ordering {
     a.partial_cmp(&b)
@@ -19,7 +41,13 @@ fn ascending(a: f64, b: f64) -> Ordering {
 impl Tensor {
     /// The indices (int64, on the CPU) that put each slice along `dim` in order, the first
     /// `k` of each; the slices keep their place in the other dimensions.
-    fn order(&self, op: &str, dim: isize, descending: bool, k: usize) -> Result<(usize, Tensor)> {
+    fn order(
+        &self,
+        op: &str,
+        dim: isize,
+        descending: bool,
+        k: Option<usize>,
+    ) -> Result<(usize, Tensor)> {
         let d = resolve_dim(dim, self.rank().max(1))?;
         let shape = if self.rank() == 0 {
             vec![1]
@@ -27,6 +55,7 @@ impl Tensor {
             self.shape().to_vec()
         };
         let len = shape[d];
+        let k = k.unwrap_or(len);
         if k > len {
             return Err(Error::Invalid(format!(
                 "{op}: k = {k} is larger than dimension {d} (size {len}, shape {:?})",
@@ -40,34 +69,12 @@ impl Tensor {
             .reshape(shape.clone())?
             .transpose(d as isize, last as isize)?;
         // int64 beyond 2^53 would not survive f64; every other dtype does exactly.
-        let keys: Vec<f64> = match self.dtype() {
-            DType::I64 => {
-                let v = rows.to_vec::<i64>()?;
-                let mut rank: Vec<usize> = (0..v.len()).collect();
-                rank.sort_by_key(|&i| v[i]);
-                let mut key = vec![0.0; v.len()];
-                for (r, &i) in rank.iter().enumerate() {
-                    // Equal values share the smallest rank, so ties stay ties.
-                    key[i] = if r > 0 && v[rank[r - 1]] == v[i] {
-                        key[rank[r - 1]]
-                    } else {
-                        r as f64
-                    };
-                }
-                key
-            }
-            _ => rows.to_f64_vec()?,
+        let idx = match self.dtype() {
+            DType::I64 => first_k(&rows.to_vec::<i64>()?, len, k, descending, i64::cmp),
+            _ => first_k(&rows.to_f64_vec()?, len, k, descending, |a, b| {
+                ascending(*a, *b)
+            }),
         };
-        let mut idx: Vec<i64> = Vec::with_capacity(keys.len() / len.max(1) * k);
-        for row in keys.chunks(len.max(1)).filter(|_| len > 0) {
-            let mut order: Vec<usize> = (0..len).collect();
-            if descending {
-                order.sort_by(|&i, &j| ascending(row[j], row[i]));
-            } else {
-                order.sort_by(|&i, &j| ascending(row[i], row[j]));
-            }
-            idx.extend(order[..k].iter().map(|&i| i as i64));
-        }
         let mut dims = rows.shape().to_vec();
         dims[last] = k;
         let idx = Tensor::from_vec(idx, dims, Device::Cpu)?
@@ -80,12 +87,7 @@ impl Tensor {
     /// int64 indices they came from, as torch's `sort` (stable: equal values keep their
     /// order; NaN sorts as the largest). Gradients flow to the original positions.
     pub fn sort(&self, dim: isize, descending: bool) -> Result<(Tensor, Tensor)> {
-        let len = if self.rank() == 0 {
-            1
-        } else {
-            self.shape()[resolve_dim(dim, self.rank())?]
-        };
-        self.select_order("sort", dim, descending, len)
+        self.select_order("sort", dim, descending, None)
     }
 
     /// The int64 indices that sort `dim` (the second half of [`Tensor::sort`]).
@@ -104,7 +106,7 @@ impl Tensor {
                 self.shape()
             )));
         }
-        self.select_order("topk", dim, largest, k)
+        self.select_order("topk", dim, largest, Some(k))
     }
 
     fn select_order(
@@ -112,7 +114,7 @@ impl Tensor {
         op: &str,
         dim: isize,
         descending: bool,
-        k: usize,
+        k: Option<usize>,
     ) -> Result<(Tensor, Tensor)> {
         let (d, idx) = self.order(op, dim, descending, k)?;
         if self.rank() == 0 {
