@@ -42,14 +42,16 @@ EMPTY_SHAPES = ["0", "3x0", "0x3", "2x0x3"]
 EMPTY_OPS = ("exp relu neg add mul_scalar lt_scalar sum mean max argmax var std sum_d0 sum_dlast "
              "mean_d0 mean_dlast max_d0 max_dlast argmax_d0 argmax_dlast var_d0 var_dlast softmax "
              "log_softmax_d0 matmul cat_d0 cat_dlast stack narrow index_select flip transpose reshape "
-             "cast where").split()
+             "cast where cumsum_d0 cumsum_dlast cumprod_dlast prod prod_d0 prod_dlast").split()
 EMPTY_NN = "ce mse conv pool".split()
 # torch's conveniences (composed from the ops above in gpulab): on the (2, 3) inputs, with the
 # gradient of the first input where there is one. `s*` ops read the special values.
 MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sreciprocal norm snorm "
         "leaky_relu silu sleaky_relu ssilu softplus ssoftplus softplus_big gelu sgelu gelu_wide isclose sisclose allclose masked_fill tril triu tril_neg "
         "outer dot repeat repeat_more chunk chunk_many split sort sort_desc ssort argsort topk "
-        "topk_smallest stopk topk_dim0 zeros_like ones_like full_like").split()
+        "topk_smallest stopk topk_dim0 zeros_like ones_like full_like "
+        "cumsum cumsum_d0 scumsum cumprod cumprod_d0 scumprod cumprod_zeros prod prod_dim "
+        "prod_keepdim sprod prod_zeros").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # Normalisation layers: output, gradients (input, weight, bias) and running statistics.
 NORMS = "bn2d_train bn1d_train bn1d3_train bn2d_eval ln ln2".split()
@@ -360,6 +362,9 @@ def torch_results(lines, device):
                 "reshape": lambda: x.reshape(-1, 3) if x.dim() > 1 else x.reshape(-1),
                 "cast": lambda: x.to(torch.float64 if d == "i64" else torch.int64),
                 "where": lambda: torch.where(x > 0, x, x * 0),
+                "cumsum_d0": lambda: x.cumsum(0), "cumsum_dlast": lambda: x.cumsum(last),
+                "cumprod_dlast": lambda: x.cumprod(last), "prod": lambda: x.prod(),
+                "prod_d0": lambda: x.prod(0), "prod_dlast": lambda: x.prod(last),
             }[op]()
         return out_or_grad(out, x, want)
 
@@ -406,6 +411,13 @@ def torch_results(lines, device):
             "topk_dim0": lambda: torch.topk(x, 1, 0)[1],
             "zeros_like": lambda: torch.zeros_like(x), "ones_like": lambda: torch.ones_like(x),
             "full_like": lambda: torch.full_like(x, 2.5),
+            # x's first row is (-1.5, -0.75, 0): a zero in the line; repeated, two of them.
+            "cumsum": lambda: x.cumsum(1), "cumsum_d0": lambda: x.cumsum(0),
+            "cumprod": lambda: x.cumprod(1), "cumprod_d0": lambda: x.cumprod(0),
+            "cumprod_zeros": lambda: x.repeat(1, 2).cumprod(1),
+            "prod": lambda: x.prod(), "prod_dim": lambda: x.prod(1),
+            "prod_keepdim": lambda: x.prod(0, keepdim=True),
+            "prod_zeros": lambda: x.repeat(1, 2).prod(1),
         }[op]()
         return out_or_grad(out, x, want)
 

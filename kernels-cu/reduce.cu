@@ -6,8 +6,9 @@
 // instantiation; the host casts the result to the output dtype when it differs (f16 max,
 // i32 min; integer sums stay int64, as in torch).
 //
-// op codes (shared with prelude/src/tensor/op.rs): 0 sum, 1 max, 2 min; the host checks
-// them before launching, so the traps below are unreachable.
+// op codes (shared with prelude/src/tensor/op.rs): 0 sum, 1 max, 2 min, 3 prod; the host
+// checks them before launching, so the traps below are unreachable. scan_strided runs sum and
+// prod as inclusive scans (cumsum, cumprod).
 // A block reduces with warp shuffles, then one warp combines the per-warp results, so a
 // block needs 32 accumulators of shared memory whatever its size (up to 1024 threads).
 
@@ -16,16 +17,20 @@
 __device__ __forceinline__ float reduce_identity(int op, float)
 {
     // Bit patterns of -inf and +inf: NVRTC has no <cmath>, so no INFINITY macro.
-    return op == 0 ? 0.0f : __int_as_float(op == 1 ? 0xff800000 : 0x7f800000);
+    return op == 0 ? 0.0f : op == 3 ? 1.0f : __int_as_float(op == 1 ? 0xff800000 : 0x7f800000);
 }
 __device__ __forceinline__ double reduce_identity(int op, double)
 {
-    return op == 0 ? 0.0
-                   : __longlong_as_double(op == 1 ? 0xfff0000000000000LL : 0x7ff0000000000000LL);
+    return op == 0   ? 0.0
+           : op == 3 ? 1.0
+                     : __longlong_as_double(op == 1 ? 0xfff0000000000000LL : 0x7ff0000000000000LL);
 }
 __device__ __forceinline__ long long reduce_identity(int op, long long)
 {
-    return op == 0 ? 0 : op == 1 ? (-9223372036854775807LL - 1) : 9223372036854775807LL;
+    return op == 0   ? 0
+           : op == 3 ? 1
+           : op == 1 ? (-9223372036854775807LL - 1)
+                     : 9223372036854775807LL;
 }
 
 // fmaxf/fminf drop NaNs; torch propagates them, and so do we.
@@ -39,17 +44,20 @@ template <class A> __device__ __forceinline__ A reduce_combine(int op, A a, A b)
     case 2:
         if (a != a || b != b) return a + b;
         return a < b ? a : b;
+    case 3: return a * b;
     default: __trap();
     }
     return a;
 }
-// Integer sums wrap (through unsigned: signed overflow is undefined), as the CPU's.
+// Integer sums and products wrap (through unsigned: signed overflow is undefined), as the
+// CPU's.
 template <> __device__ __forceinline__ long long reduce_combine(int op, long long a, long long b)
 {
     switch (op) {
     case 0: return (long long)((unsigned long long)a + (unsigned long long)b);
     case 1: return a > b ? a : b;
     case 2: return a < b ? a : b;
+    case 3: return (long long)((unsigned long long)a * (unsigned long long)b);
     default: __trap();
     }
     return a;
@@ -180,6 +188,29 @@ __device__ void reduce_strided_split(int op, const T* __restrict__ in,
     }
 }
 
+// Inclusive scan (op 0: cumsum, 3: cumprod) along the middle axis of [outer, len, inner]: one
+// thread per line, in order, so each output is the CPU's sequence of combines (in the
+// accumulator type, which the host then casts to the result dtype). Neighbouring threads
+// read neighbouring addresses when inner > 1.
+template <class T>
+__device__ void scan_strided(int op, const T* __restrict__ in, typename Ty<T>::acc* __restrict__ out,
+                             long long outer, long long len, long long inner)
+{
+    typedef typename Ty<T>::acc A;
+    long long total = outer * inner;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)blockDim.x * gridDim.x) {
+        long long o = t / inner, j = t % inner;
+        const T* p = in + o * len * inner + j;
+        A* q = out + o * len * inner + j;
+        A acc = reduce_identity(op, A());
+        for (long long k = 0; k < len; ++k) {
+            acc = reduce_combine(op, acc, Ty<T>::load(p[k * inner]));
+            q[k * inner] = acc;
+        }
+    }
+}
+
 // argmax (is_max) or argmin as int64 over the middle axis of [outer, len, inner], as the
 // CPU's arg_reduce: the first NaN wins (NaN counts as both the largest and the smallest,
 // as in torch), otherwise the first index of the extreme value.
@@ -296,6 +327,12 @@ __device__ void arg_rows(int is_max, const T* __restrict__ in, long long* __rest
                                             long long rows, long long len)                   \
     {                                                                                        \
         arg_rows<T>(is_max, in, out, rows, len);                                             \
+    }                                                                                        \
+    extern "C" __global__ void scan_strided_##S(int op, const T* in, Ty<T>::acc* out,        \
+                                                long long outer, long long len,              \
+                                                long long inner)                             \
+    {                                                                                        \
+        scan_strided<T>(op, in, out, outer, len, inner);                                     \
     }
 
 GPULAB_FOR_EACH_DTYPE(GPULAB_REDUCE)

@@ -427,6 +427,12 @@ fn empty_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             DType::I64
         }),
         "where" => x.where_(&x.gt(0)?, &x.mul(0)?),
+        "cumsum_d0" => x.cumsum(0),
+        "cumsum_dlast" => x.cumsum(last),
+        "cumprod_dlast" => x.cumprod(last),
+        "prod" => x.prod(),
+        "prod_d0" => x.prod_dim(0),
+        "prod_dlast" => x.prod_dim(last),
         _ => panic!("unknown empty-tensor op {op:?}"),
     }?;
     out_or_grad(out, &x, want)
@@ -464,6 +470,9 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "sisclose",
         "ssort",
         "stopk",
+        "scumsum",
+        "scumprod",
+        "sprod",
     ];
     let x = if special.contains(&op) {
         op = &op[1..];
@@ -529,6 +538,15 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "zeros_like" => x.zeros_like(),
         "ones_like" => x.ones_like(),
         "full_like" => x.full_like(2.5),
+        "cumsum" => x.cumsum(1),
+        "cumsum_d0" => x.cumsum(0),
+        "cumprod" => x.cumprod(1),
+        "cumprod_d0" => x.cumprod(0),
+        "cumprod_zeros" => x.repeat(&[1, 2])?.cumprod(1),
+        "prod" => x.prod(),
+        "prod_dim" => x.prod_dim(1),
+        "prod_keepdim" => x.prod_keepdim(0),
+        "prod_zeros" => x.repeat(&[1, 2])?.prod_dim(1),
         _ => panic!("unknown op {op:?}"),
     }?;
     out_or_grad(out, &x, want)

@@ -221,6 +221,65 @@ fn reductions() {
 }
 
 #[test]
+fn scans_and_products() {
+    for d in [0isize, 1, -1] {
+        check(
+            &format!("cumsum({d})"),
+            vec![input(&[2, 3, 4], 71)],
+            move |x| x[0].cumsum(d),
+        );
+        check(
+            &format!("cumprod({d})"),
+            vec![input(&[2, 3, 4], 72)],
+            move |x| x[0].cumprod(d),
+        );
+        check(
+            &format!("prod_dim({d})"),
+            vec![input(&[2, 3, 4], 73)],
+            move |x| x[0].prod_dim(d),
+        );
+    }
+    check("prod", vec![input(&[2, 3], 74)], |x| x[0].prod());
+    check("prod_keepdim", vec![input(&[3, 2], 75)], |x| {
+        x[0].prod_keepdim(0)
+    });
+    check(
+        "cumsum of a transposed view",
+        vec![input(&[3, 4], 76)],
+        |x| x[0].t()?.cumsum(1),
+    );
+    // Lines with one zero, two zeros, a zero first and zeros last. cumprod and prod are
+    // polynomials of degree one in each element, so the central difference is exact at a
+    // zero too: a gradient computed by dividing by the element would be NaN or wrong there.
+    let zeros = || {
+        let v = vec![
+            0.5, 0.0, -1.5, 2.0, 0.0, 0.75, 0.0, 1.25, -0.5, 3.0, 0.0, 0.0,
+        ];
+        Tensor::from_vec(v, [3, 4], CPU)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap()
+    };
+    for d in [0isize, 1] {
+        check(
+            &format!("cumprod({d}) with zeros"),
+            vec![zeros()],
+            move |x| x[0].cumprod(d),
+        );
+        check(
+            &format!("prod_dim({d}) with zeros"),
+            vec![zeros()],
+            move |x| x[0].prod_dim(d),
+        );
+    }
+    let one_zero = Tensor::from_vec(vec![0.5, -1.25, 0.0, 2.0, 0.75, -1.5], [2, 3], CPU)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    check("prod with one zero", vec![one_zero], |x| x[0].prod());
+}
+
+#[test]
 fn shape_ops_and_matmul() {
     check("reshape", vec![input(&[2, 3], 50)], |x| {
         x[0].reshape((3, 2))?

@@ -242,8 +242,9 @@ fn call(
             }
         }
         14 => {
-            let ops: [(&str, Unary); 8] = [
+            let ops: [(&str, Unary); 9] = [
                 ("sum", Tensor::sum),
+                ("prod", Tensor::prod),
                 ("mean", Tensor::mean),
                 ("max", Tensor::max),
                 ("min", Tensor::min),
@@ -259,8 +260,12 @@ fn call(
             }
         }
         15 => {
-            let ops: [(&str, WithDim); 12] = [
+            let ops: [(&str, WithDim); 16] = [
                 ("sum_dim", Tensor::sum_dim),
+                ("prod_dim", Tensor::prod_dim),
+                ("prod_keepdim", Tensor::prod_keepdim),
+                ("cumsum", Tensor::cumsum),
+                ("cumprod", Tensor::cumprod),
                 ("sum_keepdim", Tensor::sum_keepdim),
                 ("mean_dim", Tensor::mean_dim),
                 ("max_dim", Tensor::max_dim),

@@ -394,6 +394,121 @@ fn reductions_for_every_dtype_match_f64_loops_on(dev: Device) {
 }
 
 #[test]
+fn scans_and_products_for_every_dtype_match_f64_loops() {
+    scans_and_products_for_every_dtype_match_f64_loops_on(CPU);
+}
+
+/// Running sums and products (`cumsum`, `cumprod`, inclusive) of `v` seen as `[outer, len,
+/// inner]`, along the middle axis, in f64.
+fn scan_f64(v: &[f64], outer: usize, len: usize, inner: usize, prod: bool) -> Vec<f64> {
+    let mut out = v.to_vec();
+    for o in 0..outer {
+        for k in 1..len {
+            for j in 0..inner {
+                let (prev, at) = ((o * len + k - 1) * inner + j, (o * len + k) * inner + j);
+                out[at] = if prod {
+                    out[prev] * v[at]
+                } else {
+                    out[prev] + v[at]
+                };
+            }
+        }
+    }
+    out
+}
+
+fn scans_and_products_for_every_dtype_match_f64_loops_on(dev: Device) {
+    for d in DType::ALL {
+        let a = sample(d, 1, dev);
+        let av = a.to_f64_vec().unwrap();
+        // Integers and bools give int64 sums and products, as in torch.
+        let wide = if d.is_float() { d } else { I64 };
+        for (dim, outer, len, inner) in [(1isize, 2, 3, 1), (0, 1, 2, 3), (-1, 2, 3, 1)] {
+            for prod in [false, true] {
+                let name = if prod { "cumprod" } else { "cumsum" };
+                let got = if prod { a.cumprod(dim) } else { a.cumsum(dim) }.unwrap();
+                assert_eq!(got.shape(), [2, 3], "{name}({dim}) {d}: shape");
+                let want = scan_f64(&av, outer, len, inner, prod);
+                check(&format!("{name}({dim}) {d}"), &got, wide, &want);
+            }
+        }
+        // Through a transposed view: the scan reads the elements in the view's order.
+        let t = a.t().unwrap();
+        let tv = t.contiguous().unwrap().to_f64_vec().unwrap();
+        check(
+            &format!("cumsum of a.t() {d}"),
+            &t.cumsum(1).unwrap(),
+            wide,
+            &scan_f64(&tv, 3, 2, 1, false),
+        );
+        check(
+            &format!("prod {d}"),
+            &a.prod().unwrap(),
+            wide,
+            &[av.iter().product()],
+        );
+        let rows: Vec<f64> = (0..2)
+            .map(|r| av[r * 3..r * 3 + 3].iter().product())
+            .collect();
+        check(
+            &format!("prod_dim(1) {d}"),
+            &a.prod_dim(1).unwrap(),
+            wide,
+            &rows,
+        );
+        let cols: Vec<f64> = (0..3).map(|c| av[c] * av[3 + c]).collect();
+        let kept = a.prod_keepdim(0).unwrap();
+        assert_eq!(kept.shape(), [1, 3], "prod_keepdim {d}");
+        check(&format!("prod_keepdim(0) {d}"), &kept, wide, &cols);
+    }
+    // A longer line along the middle of a 3-d tensor (the kernels' strided case), and empty
+    // and 0-d inputs as torch gives them: an empty product is 1, a 0-d scan is itself.
+    let v: Vec<f64> = (0..2 * 50 * 3)
+        .map(|i| 1.0 + (i % 7) as f64 * 0.01)
+        .collect();
+    let x = Tensor::from_vec(v.clone(), (2, 50, 3), dev).unwrap();
+    check(
+        "cumprod(1) of [2, 50, 3]",
+        &x.cumprod(1).unwrap(),
+        F64,
+        &scan_f64(&v, 2, 50, 3, true),
+    );
+    check(
+        "cumsum(1) of [2, 50, 3]",
+        &x.cumsum(1).unwrap(),
+        F64,
+        &scan_f64(&v, 2, 50, 3, false),
+    );
+    let empty = Tensor::zeros_dtype((2, 0), F32, dev).unwrap();
+    check("prod of [2, 0]", &empty.prod().unwrap(), F32, &[1.0]);
+    check(
+        "prod_dim(1) of [2, 0]",
+        &empty.prod_dim(1).unwrap(),
+        F32,
+        &[1.0, 1.0],
+    );
+    assert_eq!(empty.cumsum(1).unwrap().shape(), [2, 0]);
+    assert_eq!(empty.prod_dim(0).unwrap().shape(), [0]);
+    let s = Tensor::from_vec(vec![3i32], (), dev).unwrap();
+    let c = s.cumsum(0).unwrap();
+    assert_eq!((c.shape(), c.dtype()), (&[][..], I64));
+    assert_eq!(c.item::<i64>().unwrap(), 3);
+    // int64 products wrap as torch's (2^62 * 4 = 2^64 = 0).
+    let big = Tensor::from_vec(vec![1i64 << 62, 4], 2, dev).unwrap();
+    assert_eq!(big.prod().unwrap().item::<i64>().unwrap(), 0);
+    assert_eq!(
+        big.cumprod(0).unwrap().to_vec::<i64>().unwrap(),
+        [1 << 62, 0]
+    );
+    let e = a_dim_error(dev);
+    assert!(e.contains("dimension") && e.contains('5'), "{e}");
+}
+
+fn a_dim_error(dev: Device) -> String {
+    sample(F32, 0, dev).cumsum(5).unwrap_err().to_string()
+}
+
+#[test]
 fn comparisons_give_bool_and_where_picks() {
     comparisons_give_bool_and_where_picks_on(CPU);
 }
@@ -729,6 +844,7 @@ mod gpu {
         binary_ops_for_every_dtype_match_f64_loops => binary_ops_for_every_dtype_match_f64_loops_on,
         unary_ops_for_every_dtype_match_f64_loops => unary_ops_for_every_dtype_match_f64_loops_on,
         reductions_for_every_dtype_match_f64_loops => reductions_for_every_dtype_match_f64_loops_on,
+        scans_and_products_for_every_dtype_match_f64_loops => scans_and_products_for_every_dtype_match_f64_loops_on,
         comparisons_give_bool_and_where_picks => comparisons_give_bool_and_where_picks_on,
         conversions_and_generic_access => conversions_and_generic_access_on,
         errors_name_the_op_dtypes_shapes_and_device => errors_name_the_op_dtypes_shapes_and_device_on,

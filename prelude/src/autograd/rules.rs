@@ -216,6 +216,16 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: Option<usize>, out: Tensor) 
         let g = g.reshape(&kept)?;
         let gx = match op {
             ReduceOp::Sum => g.expand_to(&dims)?,
+            // torch's prod: the gradient is the product of the other elements, here computed
+            // without dividing by the element (so zeros in the input are exact).
+            ReduceOp::Prod => {
+                let xd = xs.get()?;
+                let others = match dim {
+                    Some(d) => product_of_others(xd, d as isize)?,
+                    None => product_of_others(&xd.reshape(vec![xd.numel()])?, 0)?.reshape(&dims)?,
+                };
+                others.mul(&g)?
+            }
             ReduceOp::Max | ReduceOp::Min => {
                 let (xd, dt) = (xs.get()?, g.dtype());
                 match dim {
@@ -246,6 +256,74 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: Option<usize>, out: Tensor) 
         };
         Ok(vec![Some(gx)])
     })
+}
+
+/// For each element along `d`, the product of the other elements of its line, with no
+/// division (exact where the line has zeros): the running product from the left that stops
+/// before it, times the one from the right.
+fn product_of_others(x: &Tensor, d: isize) -> Result<Tensor> {
+    let n = x.shape()[d as usize];
+    if n == 0 {
+        return x.zeros_like();
+    }
+    let mut edge = x.shape().to_vec();
+    edge[d as usize] = 1;
+    let ones = Tensor::ones_dtype(edge, x.dtype(), x.device())?;
+    let left = Tensor::cat(&[ones.clone(), x.narrow(d, 0, n - 1)?.cumprod(d)?], d)?;
+    let right = x.narrow(d, 1, n - 1)?.flip(&[d])?.cumprod(d)?.flip(&[d])?;
+    left.mul(&Tensor::cat(&[right, ones], d)?)
+}
+
+/// The sums over `k >= i` along `d` (a cumsum from the far end): cumsum's gradient.
+fn reverse_cumsum(t: &Tensor, d: isize) -> Result<Tensor> {
+    t.flip(&[d])?.cumsum(d)?.flip(&[d])
+}
+
+/// `cumsum` and `cumprod` along `d`.
+pub(crate) fn scan(op: ReduceOp, x: &Tensor, d: usize, out: Tensor) -> Tensor {
+    if !super::needs_grad(&[x]) {
+        return out;
+    }
+    let scalar = x.rank() == 0;
+    let name = if op == ReduceOp::Prod {
+        "cumprod"
+    } else {
+        "cumsum"
+    };
+    let (xs, ys) = (Saved::new(x), Saved::new(&out));
+    record(out, name, &[x], move |g| {
+        // A 0-d tensor scans as its one element, which passes its gradient through.
+        if scalar {
+            return Ok(vec![Some(g.clone())]);
+        }
+        let d = d as isize;
+        let gx = match op {
+            ReduceOp::Prod => cumprod_grad(xs.get()?, ys.get()?, g, d)?,
+            _ => reverse_cumsum(g, d)?,
+        };
+        Ok(vec![Some(gx)])
+    })
+}
+
+/// torch's cumprod gradient, `dL/dx_i = sum over k >= i of g_k * prod(x_0..=x_k without
+/// x_i)`, exact where a line has zeros. Before a line's first zero z that is the usual
+/// `sum over i <= k < z of g_k out_k / x_i` (later terms hold x_z = 0); at z it is the sum over
+/// k >= z of g_k times the running product with x_z set to 1; after z it is 0 (each product
+/// there holds x_z and is not x_z's own).
+fn cumprod_grad(x: &Tensor, out: &Tensor, g: &Tensor, d: isize) -> Result<Tensor> {
+    let zero = x.eq(0.0)?;
+    let zeros_so_far = zero.cumsum(d)?;
+    let before = zeros_so_far.eq(0i64)?;
+    let first = zero.logical_and(&zeros_so_far.eq(1i64)?)?;
+    let one = Tensor::ones_dtype((), x.dtype(), x.device())?;
+    let x1 = one.where_(&first, x)?;
+    let nothing = Tensor::zeros_dtype((), g.dtype(), g.device())?;
+    let head = reverse_cumsum(&g.mul(out)?.where_(&before, &nothing)?, d)?.div(&x1)?;
+    let from_zero = g
+        .mul(&x1.cumprod(d)?)?
+        .where_(&before.logical_not()?, &nothing)?;
+    let at_zero = reverse_cumsum(&from_zero, d)?.where_(&first, &nothing)?;
+    head.where_(&before, &at_zero)
 }
 
 /// Matrix product with torch's 1-D rules: the gradients are computed on the 2-D forms.

@@ -341,7 +341,7 @@ impl Tensor {
     }
 
     fn reduce_all(&self, op: ReduceOp) -> Result<Tensor> {
-        if op != ReduceOp::Sum && self.numel() == 0 {
+        if matches!(op, ReduceOp::Max | ReduceOp::Min) && self.numel() == 0 {
             return Err(Error::Invalid(format!(
                 "{}() of an empty tensor has no value",
                 op.name()
@@ -354,7 +354,7 @@ impl Tensor {
     fn reduce_dim(&self, op: ReduceOp, dim: isize, keepdim: bool) -> Result<Tensor> {
         let d = resolve_dim(dim, self.rank())?;
         let len = self.shape()[d];
-        if op != ReduceOp::Sum && len == 0 {
+        if matches!(op, ReduceOp::Max | ReduceOp::Min) && len == 0 {
             return Err(Error::Invalid(format!(
                 "{}() over dimension {d} of size 0 has no value",
                 op.name()
@@ -383,6 +383,19 @@ impl Tensor {
     /// Sum along `dim`, which stays in the shape with size 1.
     pub fn sum_keepdim(&self, dim: isize) -> Result<Tensor> {
         self.reduce_dim(ReduceOp::Sum, dim, true)
+    }
+    /// Product of all elements, a 0-d tensor (1 for an empty tensor; integers and bools give
+    /// int64, wrapping on overflow, as torch's).
+    pub fn prod(&self) -> Result<Tensor> {
+        self.reduce_all(ReduceOp::Prod)
+    }
+    /// Product along `dim`, which disappears from the shape.
+    pub fn prod_dim(&self, dim: isize) -> Result<Tensor> {
+        self.reduce_dim(ReduceOp::Prod, dim, false)
+    }
+    /// Product along `dim`, which stays in the shape with size 1.
+    pub fn prod_keepdim(&self, dim: isize) -> Result<Tensor> {
+        self.reduce_dim(ReduceOp::Prod, dim, true)
     }
     fn float_only(&self, op: &str) -> Result<()> {
         if self.dtype().is_float() {

@@ -495,8 +495,8 @@ impl CpuStorage {
         same_variant!(self, v => walk_src.offsets().zip(walk_idx.offsets()).map(|p| v[at(p)]).collect())
     }
 
-    /// Reduces the middle axis of `[outer, len, inner]`. Sums of integers and bools are
-    /// int64 (torch's rule); sums of half types accumulate in f32.
+    /// Reduces the middle axis of `[outer, len, inner]`. Sums and products of integers and
+    /// bools are int64 (torch's rule); half types accumulate in f32.
     pub(crate) fn reduce_dim(
         &self,
         op: ReduceOp,
@@ -523,15 +523,74 @@ impl CpuStorage {
                 let a: Vec<i64> = self.cast_to();
                 let out = match op {
                     ReduceOp::Sum => fold_dim(&a, outer, len, inner, 0i64, i64::wrapping_add),
+                    ReduceOp::Prod => fold_dim(&a, outer, len, inner, 1i64, i64::wrapping_mul),
                     ReduceOp::Max => fold_dim(&a, outer, len, inner, i64::MIN, i64::max),
                     ReduceOp::Min => fold_dim(&a, outer, len, inner, i64::MAX, i64::min),
                 };
                 let out = S::I64(out);
-                if op == ReduceOp::Sum {
+                if op.widens_ints() {
                     out
                 } else {
                     out.to_dtype(self.dtype())
                 }
+            }
+        })
+    }
+
+    /// Inclusive scan (`cumsum` for `Sum`, `cumprod` for `Prod`) along the middle axis of
+    /// `[outer, len, inner]`, each line in order from its first element. The accumulators are
+    /// torch's on the CPU: f64 for f32 and f64, f32 for the half types, each output rounded
+    /// once; integers and bools give int64, wrapping on overflow.
+    pub(crate) fn scan_dim(
+        &self,
+        op: ReduceOp,
+        outer: usize,
+        len: usize,
+        inner: usize,
+    ) -> Result<CpuStorage> {
+        use CpuStorage as S;
+        if !op.widens_ints() {
+            return Err(unsupported(
+                &format!("cum{}", op.name()),
+                &[self.dtype()],
+                Device::Cpu,
+            ));
+        }
+        let prod = op == ReduceOp::Prod;
+        let f64_step = |acc: f64, v: f64| if prod { acc * v } else { acc + v };
+        let init = if prod { 1.0 } else { 0.0 };
+        Ok(match self {
+            S::F32(a) => S::F32(
+                scan_lines(a, outer, len, inner, init, |acc, &v| {
+                    f64_step(acc, v as f64)
+                })
+                .into_iter()
+                .map(|v| v as f32)
+                .collect(),
+            ),
+            S::F64(a) => S::F64(scan_lines(a, outer, len, inner, init, |acc, &v| {
+                f64_step(acc, v)
+            })),
+            S::F16(_) | S::BF16(_) => {
+                let a = self.half_as_f32().unwrap();
+                let out = scan_lines(&a, outer, len, inner, init as f32, |acc, &v| {
+                    if prod {
+                        acc * v
+                    } else {
+                        acc + v
+                    }
+                });
+                Self::from_f32(self.dtype(), out)
+            }
+            _ => {
+                let a: Vec<i64> = self.cast_to();
+                S::I64(scan_lines(&a, outer, len, inner, prod as i64, |acc, &v| {
+                    if prod {
+                        acc.wrapping_mul(v)
+                    } else {
+                        acc.wrapping_add(v)
+                    }
+                }))
             }
         })
     }
@@ -637,6 +696,30 @@ fn fold_dim<T: Copy + Send + Sync>(
             let row = &a[(o * len + k) * inner..(o * len + k + 1) * inner];
             for (c, &v) in acc.iter_mut().zip(row) {
                 *c = f(*c, v);
+            }
+        }
+    }
+    out
+}
+
+/// Each line of `a` seen as `[outer, len, inner]` (fixed outer and inner index) scanned in
+/// order: `out[k] = f(out[k - 1], a[k])`, starting from `init`.
+fn scan_lines<T, A: Copy>(
+    a: &[T],
+    outer: usize,
+    len: usize,
+    inner: usize,
+    init: A,
+    f: impl Fn(A, &T) -> A,
+) -> Vec<A> {
+    let mut out: Vec<A> = Vec::with_capacity(a.len());
+    for o in 0..outer {
+        let base = o * len * inner;
+        for k in 0..len {
+            for j in 0..inner {
+                // Pushed in order, so the element `inner` back is this line's previous one.
+                let prev = if k == 0 { init } else { out[out.len() - inner] };
+                out.push(f(prev, &a[base + k * inner + j]));
             }
         }
     }

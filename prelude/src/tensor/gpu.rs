@@ -182,7 +182,7 @@ const UNARY_NAMES: [&str; 17] = [
     "round", "sign", "log1p", "expm1", "erf",
 ];
 const COMPARE_NAMES: [&str; 6] = ["eq", "ne", "lt", "le", "gt", "ge"];
-const REDUCE_NAMES: [&str; 3] = ["sum", "max", "min"];
+const REDUCE_NAMES: [&str; 4] = ["sum", "max", "min", "prod"];
 
 /// Whether the kernels of `family` implement op `code` for `dtype` (an error naming the op,
 /// dtype and device if not, and the code itself if no op has it). The device code traps on
@@ -462,9 +462,9 @@ pub(crate) fn acc_dtype(dtype: DType) -> DType {
 }
 
 /// The dtype of a reduction's result, as the CPU backend (and torch) gives it: floats keep
-/// their dtype, integer and bool sums are int64, integer max/min keep the dtype.
+/// their dtype, integer and bool sums and products are int64, integer max/min keep the dtype.
 pub(crate) fn reduce_out_dtype(op: ReduceOp, dtype: DType) -> DType {
-    if !dtype.is_float() && op == ReduceOp::Sum {
+    if !dtype.is_float() && op.widens_ints() {
         DType::I64
     } else {
         dtype
@@ -718,6 +718,48 @@ pub(crate) fn arg_reduce(
         )?;
     }
     Ok(out)
+}
+
+/// Inclusive scan (`Sum`: cumsum, `Prod`: cumprod) along the middle axis of
+/// `[outer, len, inner]`: one thread per line (reduce.cu's `scan_strided`), into the
+/// accumulator dtype, then cast as a reduction's result (floats keep their dtype, integers and
+/// bools give int64).
+pub(crate) fn scan_dim(
+    op: ReduceOp,
+    a: &CudaBuf,
+    outer: usize,
+    len: usize,
+    inner: usize,
+) -> Result<CudaBuf> {
+    let gpu = &a.gpu;
+    check_op(OpFamily::Reduce, op as i32, a.dtype, gpu.device())?;
+    if !op.widens_ints() {
+        let name = format!("cum{}", op.name());
+        return Err(super::cpu_backend::unsupported(
+            &name,
+            &[a.dtype],
+            gpu.device(),
+        ));
+    }
+    let acc = alloc(gpu, outer * len * inner, acc_dtype(a.dtype))?;
+    if outer * len * inner > 0 {
+        launch(
+            gpu,
+            "reduce",
+            Variant::Dtype(a.dtype),
+            &kernel_name("scan_strided", a.dtype),
+            cfg(gpu, outer * inner),
+            &mut [
+                A::I32(op as i32),
+                p(a),
+                p(&acc),
+                i64_(outer),
+                i64_(len),
+                i64_(inner),
+            ],
+        )?;
+    }
+    finish(op, a.dtype, acc)
 }
 
 /// How cuBLAS computes a product of `dtype`: `None` for plain `sgemm`/`dgemm`, else the

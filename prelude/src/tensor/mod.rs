@@ -48,6 +48,7 @@ mod matmul;
 pub(crate) mod op;
 pub(crate) mod precision;
 mod random;
+mod scan;
 mod shape;
 mod sort;
 mod storage;

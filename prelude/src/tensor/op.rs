@@ -231,12 +231,14 @@ pub(crate) enum ReduceOp {
     Sum = 0,
     Max = 1,
     Min = 2,
+    Prod = 3,
 }
 
 impl ReduceOp {
     pub fn identity(self) -> f32 {
         match self {
             ReduceOp::Sum => 0.0,
+            ReduceOp::Prod => 1.0,
             ReduceOp::Max => f32::NEG_INFINITY,
             ReduceOp::Min => f32::INFINITY,
         }
@@ -246,6 +248,7 @@ impl ReduceOp {
     pub fn combine(self, a: f32, b: f32) -> f32 {
         match self {
             ReduceOp::Sum => a + b,
+            ReduceOp::Prod => a * b,
             _ if a.is_nan() || b.is_nan() => f32::NAN,
             ReduceOp::Max => a.max(b),
             ReduceOp::Min => a.min(b),
@@ -255,16 +258,23 @@ impl ReduceOp {
     pub fn combine_f64(self, a: f64, b: f64) -> f64 {
         match self {
             ReduceOp::Sum => a + b,
+            ReduceOp::Prod => a * b,
             _ if a.is_nan() || b.is_nan() => f64::NAN,
             ReduceOp::Max => a.max(b),
             ReduceOp::Min => a.min(b),
         }
+    }
+    /// Sums and products of integers and bools are int64 (torch's rule); max and min keep
+    /// the dtype.
+    pub fn widens_ints(self) -> bool {
+        matches!(self, ReduceOp::Sum | ReduceOp::Prod)
     }
     pub fn name(self) -> &'static str {
         match self {
             ReduceOp::Sum => "sum",
             ReduceOp::Max => "max",
             ReduceOp::Min => "min",
+            ReduceOp::Prod => "prod",
         }
     }
 }

@@ -548,6 +548,24 @@ impl Storage {
         }
     }
 
+    /// Inclusive scan (`Sum`: cumsum, `Prod`: cumprod) along the middle axis of
+    /// `[outer, len, inner]`, the shape kept; integers and bools give int64.
+    pub fn scan_dim(
+        &self,
+        op: ReduceOp,
+        outer: usize,
+        len: usize,
+        inner: usize,
+    ) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => {
+                host_room(a.len(), DType::F64)?;
+                Ok(Storage::Cpu(a.scan_dim(op, outer, len, inner)?))
+            }
+            Storage::Cuda(a) => Ok(Storage::Cuda(gpu::scan_dim(op, a, outer, len, inner)?)),
+        }
+    }
+
     /// argmax (`max`) or argmin along the middle axis of `[outer, len, inner]`, as int64.
     pub fn arg_reduce(&self, max: bool, outer: usize, len: usize, inner: usize) -> Result<Storage> {
         match self {
