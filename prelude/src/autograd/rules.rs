@@ -216,16 +216,7 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: Option<usize>, out: Tensor) 
         let g = g.reshape(&kept)?;
         let gx = match op {
             ReduceOp::Sum => g.expand_to(&dims)?,
-            // torch's prod: the gradient is the product of the other elements, here computed
-            // without dividing by the element (so zeros in the input are exact).
-            ReduceOp::Prod => {
-                let xd = xs.get()?;
-                let others = match dim {
-                    Some(d) => product_of_others(xd, d as isize)?,
-                    None => product_of_others(&xd.reshape(vec![xd.numel()])?, 0)?.reshape(&dims)?,
-                };
-                others.mul(&g)?
-            }
+            ReduceOp::Prod => prod_grad(xs.get()?, &ys.get()?.reshape(&kept)?, &g, dim)?,
             ReduceOp::Max | ReduceOp::Min => {
                 let (xd, dt) = (xs.get()?, g.dtype());
                 match dim {
@@ -260,18 +251,50 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: Option<usize>, out: Tensor) 
 
 /// For each element along `d`, the product of the other elements of its line, with no
 /// division (exact where the line has zeros): the running product from the left that stops
-/// before it, times the one from the right.
+/// before it, times the one from the right (torch's `prod_safe_zeros_backward`).
 fn product_of_others(x: &Tensor, d: isize) -> Result<Tensor> {
     let n = x.shape()[d as usize];
     if n == 0 {
         return x.zeros_like();
     }
+    let right = x.narrow(d, 1, n - 1)?.flip(&[d])?.cumprod(d)?.flip(&[d])?;
+    shift_in_one(&x.cumprod(d)?, d)?.mul(&Tensor::cat(&[right, ones_at_edge(x, d)?], d)?)
+}
+
+/// Ones shaped as `x` with dimension `d` of size 1.
+fn ones_at_edge(x: &Tensor, d: isize) -> Result<Tensor> {
     let mut edge = x.shape().to_vec();
     edge[d as usize] = 1;
-    let ones = Tensor::ones_dtype(edge, x.dtype(), x.device())?;
-    let left = Tensor::cat(&[ones.clone(), x.narrow(d, 0, n - 1)?.cumprod(d)?], d)?;
-    let right = x.narrow(d, 1, n - 1)?.flip(&[d])?.cumprod(d)?.flip(&[d])?;
-    left.mul(&Tensor::cat(&[right, ones], d)?)
+    Tensor::ones_dtype(edge, x.dtype(), x.device())
+}
+
+/// `t` moved one place on along `d`, a one coming in first: applied to a cumprod, the running
+/// product that stops before each element.
+fn shift_in_one(t: &Tensor, d: isize) -> Result<Tensor> {
+    let n = t.shape()[d as usize];
+    Tensor::cat(&[ones_at_edge(t, d)?, t.narrow(d, 0, n - 1)?], d)
+}
+
+/// prod's gradient with torch's three cases, chosen on the device (no host round trip):
+/// where the input has no zero, `g * out / x`; otherwise the product of the other elements
+/// (exact with zeros), except that a whole-tensor product with two zeros or more has a zero
+/// gradient (torch's short cut, which also holds where infinities would make it NaN).
+fn prod_grad(x: &Tensor, out: &Tensor, g: &Tensor, dim: Option<usize>) -> Result<Tensor> {
+    // A 0-d input is its own product: torch passes the gradient through.
+    if x.rank() == 0 {
+        return Ok(g.clone());
+    }
+    let zeros = x.eq(0.0)?.sum()?;
+    let divided = g.mul(out)?.div(x)?;
+    let safe = match dim {
+        Some(d) => product_of_others(x, d as isize)?.mul(g)?,
+        None => {
+            let flat = product_of_others(&x.reshape(vec![x.numel()])?, 0)?;
+            let safe = flat.reshape(x.shape().to_vec())?.mul(g)?;
+            safe.where_(&zeros.le(1i64)?, &zeros_like(&safe)?)?
+        }
+    };
+    divided.where_(&zeros.eq(0i64)?, &safe)
 }
 
 /// The sums over `k >= i` along `d` (a cumsum from the far end): cumsum's gradient.
@@ -306,24 +329,30 @@ pub(crate) fn scan(op: ReduceOp, x: &Tensor, d: usize, out: Tensor) -> Tensor {
 }
 
 /// torch's cumprod gradient, `dL/dx_i = sum over k >= i of g_k * prod(x_0..=x_k without
-/// x_i)`, exact where a line has zeros. Before a line's first zero z that is the usual
-/// `sum over i <= k < z of g_k out_k / x_i` (later terms hold x_z = 0); at z it is the sum over
-/// k >= z of g_k times the running product with x_z set to 1; after z it is 0 (each product
-/// there holds x_z and is not x_z's own).
+/// x_i)`, exact where a line has zeros. Before a line's first zero z1 that is the usual
+/// `sum over i <= k < z1 of g_k out_k / x_i` (later terms hold x_z1 = 0). At z1 it is the
+/// product of the elements before z1 times the sum over z1 <= k < z2 (the next zero, or the
+/// line's end) of g_k times the product of the elements after z1 up to k; the terms past z2
+/// hold x_z2 = 0, and torch leaves them out even where an infinity would make them NaN. After
+/// z1 it is 0 (each product there holds x_z1 and is not x_z1's own).
 fn cumprod_grad(x: &Tensor, out: &Tensor, g: &Tensor, d: isize) -> Result<Tensor> {
+    // Lines of one element (out = x) or none: the gradient is g, as torch returns it.
+    if x.shape()[d as usize] <= 1 {
+        return Ok(g.clone());
+    }
     let zero = x.eq(0.0)?;
     let zeros_so_far = zero.cumsum(d)?;
     let before = zeros_so_far.eq(0i64)?;
-    let first = zero.logical_and(&zeros_so_far.eq(1i64)?)?;
+    let from_first = zeros_so_far.eq(1i64)?;
+    let first = zero.logical_and(&from_first)?;
+    let nothing = zeros_like(g)?;
+    let head = reverse_cumsum(&g.mul(out)?.where_(&before, &nothing)?, d)?.div(x)?;
     let one = Tensor::ones_dtype((), x.dtype(), x.device())?;
-    let x1 = one.where_(&first, x)?;
-    let nothing = Tensor::zeros_dtype((), g.dtype(), g.device())?;
-    let head = reverse_cumsum(&g.mul(out)?.where_(&before, &nothing)?, d)?.div(&x1)?;
-    let from_zero = g
-        .mul(&x1.cumprod(d)?)?
-        .where_(&before.logical_not()?, &nothing)?;
-    let at_zero = reverse_cumsum(&from_zero, d)?.where_(&first, &nothing)?;
-    head.where_(&before, &at_zero)
+    let inside = from_first.logical_and(&first.logical_not()?)?;
+    let after_first = x.where_(&inside, &one)?.cumprod(d)?;
+    let tail = g.mul(&after_first)?.where_(&from_first, &nothing)?;
+    let at_first = shift_in_one(out, d)?.mul(&tail.sum_keepdim(d)?)?;
+    head.where_(&before, &at_first.where_(&first, &nothing)?)
 }
 
 /// Matrix product with torch's 1-D rules: the gradients are computed on the 2-D forms.

@@ -77,6 +77,7 @@ const PER_DTYPE: [(&str, &[&str]); 2] = [
             "reduce_strided_split",
             "arg_rows",
             "arg_strided",
+            "scan_strided",
         ],
     ),
 ];
@@ -852,8 +853,8 @@ mod tests {
             }
         }
         let all = launched_kernels();
-        // 6 + 7 per-dtype kernels x 8 dtypes, 2 per-size kernels x 4 sizes, 64 casts.
-        assert_eq!(all.len(), 13 * 8 + 2 * 4 + 64);
+        // 6 + 8 per-dtype kernels x 8 dtypes, 2 per-size kernels x 4 sizes, 64 casts.
+        assert_eq!(all.len(), 14 * 8 + 2 * 4 + 64);
         match nvrtc::version() {
             Ok(v) => println!("NVRTC {}.{}", v.0, v.1),
             Err(e) => {

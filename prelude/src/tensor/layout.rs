@@ -64,11 +64,12 @@ impl Layout {
         true
     }
 
-    /// One past the largest storage element this layout reaches (0 when empty): the storage
-    /// must be at least this long.
+    /// One past the largest storage element this layout reaches: the storage must be at least
+    /// this long. An empty layout reaches none, whatever its offset (a narrow of an empty
+    /// tensor may keep an offset past its storage), so its end is 0.
     pub fn end(&self) -> usize {
         if self.numel() == 0 {
-            return self.offset;
+            return 0;
         }
         self.offset
             + self
@@ -329,6 +330,9 @@ mod tests {
     fn end_and_overlap() {
         let l = Layout::contiguous(vec![3, 4]).narrow(1, 1, 2).unwrap();
         assert_eq!((l.offset(), l.end()), (1, 11));
+        // An empty narrow keeps its offset but reaches no element.
+        let e = Layout::contiguous(vec![0, 6]).narrow(1, 3, 3).unwrap();
+        assert_eq!((e.offset(), e.end()), (3, 0));
         assert!(Layout::contiguous(vec![1, 4])
             .broadcast_to("expand", &[3, 4])
             .unwrap()
