@@ -82,6 +82,10 @@ KNOWN = {
     # torch's float32 CPU gelu (vectorised erf) gives NaN at +inf; its float64 one, and
     # gpulab in every dtype, give inf (erf(inf) = 1).
     **{f"more sgelu {d} out": "torch's float32 CPU gelu(+inf) is NaN" for d in ("f32", "bf16")},
+    # torch's CPU avg_pool2d takes int64 (sums truncated by integer division), its CUDA one
+    # refuses every integer dtype; gpulab refuses integer input on every device.
+    **{f"nn avgpool i64 {p} out": "torch's CPU avg_pool2d takes int64, its CUDA one does not"
+       for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -130,6 +134,11 @@ def cases():
         out += [f"nn ce {a} {t} {want}" for t in ("i64", "i32", "u8") for want in ("out", "x")]
         out += [f"nn conv {a} {p} {want}" for p in ("s1p0", "s2p1", "s1p1") for want in ("out", "x", "w", "b")]
         out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1") for want in ("out", "x")]
+        out += [f"nn avgpool {a} {p} {want}" for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1")
+                for want in ("out", "x")]
+        out += [f"nn adapool {a} {p} {want}" for p in ("o1x1", "o2x2", "o4x3", "o5x5", "o7x6")
+                for want in ("out", "x")]
+        out += [f"nn emb {a} {t} {want}" for t in ("i64", "i32", "u8", "f32") for want in ("out", "w")]
     # Views and index ops, forward and backward.
     out += [f"view {op} {a} {want}" for op in VIEWS for a in DTYPES for want in ("out", "x", "y")]
     out += [f"arange {c} x" for c in ("int", "float", "step", "down", "tenth", "empty", "zero_step", "wrong_way")]
@@ -254,6 +263,18 @@ def torch_results(lines, device):
             x = ramp([1, 2, 5, 5], 4, 0.0, 1.0, d)
             kernel, stride = {"k2s2": (2, 2), "k3s1": (3, 1)}.get(param, (2, 1))
             out, inputs = F.max_pool2d(x, kernel, stride), {"x": x}
+        elif op == "avgpool":
+            x = ramp([1, 2, 5, 5], 7, 3.0, 0.5, d)
+            kernel, stride, pad = {"k2s2": (2, 2, 0), "k3s1p1": (3, 1, 1), "k3s2p1": (3, 2, 1)}.get(param, (2, 1, 0))
+            out, inputs = F.avg_pool2d(x, kernel, stride, pad), {"x": x}
+        elif op == "adapool":
+            x = ramp([1, 2, 5, 5], 7, 3.0, 0.5, d)
+            size = tuple(int(v) for v in param[1:].split("x"))
+            out, inputs = F.adaptive_avg_pool2d(x, size), {"x": x}
+        elif op == "emb":
+            table = ramp([5, 3], 7, 3.0, 0.5, d)
+            idx = torch.tensor([[1, 4, 1], [0, 3, 4]], dtype=T[param], device=dev)
+            out, inputs = F.embedding(idx, table), {"w": table}
         else:
             raise ValueError(f"unknown nn op {op!r}")
         if want == "out":

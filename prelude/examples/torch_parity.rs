@@ -288,6 +288,29 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             };
             (F::max_pool2d(&x, kernel, stride)?, vec![("x", x)])
         }
+        "avgpool" => {
+            let x = ramp(&[1, 2, 5, 5], 7, 3.0, 0.5, d, dev)?;
+            let (kernel, stride, pad) = match param {
+                "k2s2" => (2, 2, 0),
+                "k3s1p1" => (3, 1, 1),
+                "k3s2p1" => (3, 2, 1),
+                _ => (2, 1, 0),
+            };
+            (F::avg_pool2d(&x, kernel, stride, pad)?, vec![("x", x)])
+        }
+        "adapool" => {
+            let x = ramp(&[1, 2, 5, 5], 7, 3.0, 0.5, d, dev)?;
+            let (h, w) = param[1..].split_once('x').unwrap();
+            let size = (h.parse().unwrap(), w.parse().unwrap());
+            (F::adaptive_avg_pool2d(&x, size)?, vec![("x", x)])
+        }
+        "emb" => {
+            let table = ramp(&[5, 3], 7, 3.0, 0.5, d, dev)?;
+            let idx = Tensor::from_vec(vec![1i64, 4, 1, 0, 3, 4], (2, 3), Device::Cpu)?
+                .to_dtype(dtype(param))?
+                .to(dev)?;
+            (F::embedding(&idx, &table)?, vec![("w", table)])
+        }
         _ => panic!("unknown nn op {op:?}"),
     };
     if want == "out" {

@@ -532,6 +532,27 @@ fn layers() {
         x_of(&[1, 1, 5, 5], 94),
     );
     layer_check("MaxPool2d", &nn::MaxPool2d::new(2), x_of(&[1, 2, 4, 4], 95));
+    layer_check(
+        "AvgPool2d padded",
+        &nn::AvgPool2d::new(3).stride(2).padding(1),
+        x_of(&[2, 2, 5, 5], 103),
+    );
+    layer_check(
+        "AdaptiveAvgPool2d overlapping",
+        &nn::AdaptiveAvgPool2d::new((3, 2)),
+        x_of(&[1, 2, 5, 5], 104),
+    );
+    layer_check(
+        "AdaptiveAvgPool2d global",
+        &nn::AdaptiveAvgPool2d::new((1, 1)),
+        x_of(&[2, 3, 3, 2], 105),
+    );
+    // Embedding's input is indices (no gradient); its weight's gradient is checked.
+    let emb = nn::Embedding::new(5, 3);
+    emb.to_dtype(DType::F64).unwrap();
+    let idx = Tensor::from_vec(vec![1i64, 4, 1, 0], [2, 2], CPU).unwrap();
+    let w = emb.weight.tensor();
+    check("Embedding weight", vec![w], |x| F::embedding(&idx, &x[0]));
     layer_check("ReLU", &nn::ReLU, x_of(&[3, 3], 96));
     layer_check("Sigmoid", &nn::Sigmoid, x_of(&[3, 3], 97));
     layer_check("Tanh", &nn::Tanh, x_of(&[3, 3], 98));

@@ -115,6 +115,54 @@ fn odd_input_anywhere_in_the_prelude_is_an_error_not_a_panic() {
     p.run("MaxPool2d(5) on 4x4", || {
         MaxPool2d::new(5).forward(&x(&[1, 1, 4, 4]))
     });
+    p.run("AvgPool2d(0)", || {
+        nn::AvgPool2d::new(0).forward(&x(&[1, 1, 4, 4]))
+    });
+    p.run("AvgPool2d stride 0", || {
+        nn::AvgPool2d::new(2).stride(0).forward(&x(&[1, 1, 4, 4]))
+    });
+    p.run("AvgPool2d huge padding", || {
+        nn::AvgPool2d::new(3)
+            .padding(1 << 40)
+            .forward(&x(&[1, 1, 4, 4]))
+    });
+    p.run("AvgPool2d(5) on 4x4", || {
+        nn::AvgPool2d::new(5).forward(&x(&[1, 1, 4, 4]))
+    });
+    p.run("AvgPool2d on an empty batch", || {
+        nn::AvgPool2d::new(2).forward(&x(&[0, 1, 4, 4]))
+    });
+    p.run("AdaptiveAvgPool2d((0, 0))", || {
+        nn::AdaptiveAvgPool2d::new((0, 0)).forward(&x(&[1, 2, 4, 4]))
+    });
+    p.run("AdaptiveAvgPool2d larger than the input", || {
+        nn::AdaptiveAvgPool2d::new((9, 7)).forward(&x(&[1, 2, 4, 3]))
+    });
+    p.run("AdaptiveAvgPool2d on 0x4", || {
+        nn::AdaptiveAvgPool2d::new((2, 2)).forward(&x(&[1, 2, 0, 4]))
+    });
+    p.run("AdaptiveAvgPool2d huge output", || {
+        nn::AdaptiveAvgPool2d::new((1 << 40, 1 << 40)).forward(&x(&[1, 1, 2, 2]))
+    });
+    p.run("Embedding(0, 3) looked up", || {
+        nn::Embedding::new(0, 3).forward(&labels(2, 2))
+    });
+    p.run("Embedding index past the end", || {
+        nn::Embedding::new(4, 2).forward(&labels(6, 6))
+    });
+    p.run("Embedding with float indices", || {
+        nn::Embedding::new(4, 2).forward(&x(&[3]))
+    });
+    p.run("Embedding of a 0-d index", || {
+        nn::Embedding::new(4, 2).forward(&Tensor::from_vec(vec![3i64], (), CPU).unwrap())
+    });
+    p.run("Embedding with negative indices", || {
+        nn::Embedding::new(4, 2).forward(&Tensor::from_vec(vec![-1i64], 1, CPU).unwrap())
+    });
+    p.run("cumprod over a huge dimension index", || {
+        x(&[2, 3]).cumprod(1 << 40)
+    });
+    p.run("prod of a 0-d", || x(&[]).prod_dim(0));
     p.run("Softmax(5) on [2, 3]", || {
         Softmax::new(5).forward(&x(&[2, 3]))
     });

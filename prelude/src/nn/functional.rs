@@ -470,6 +470,51 @@ pub fn conv2d(
     }
 }
 
+/// Every `kernel` x `kernel` window, moved by `stride` over each `[H, W]` plane of `x`
+/// zero-padded by `pad`, as the rows of `[N*C*oh*ow, kernel*kernel]` (one index gather, whose
+/// gradient goes back to the elements it read); window elements on the padding are 0. The
+/// index table is cached by shape, as conv2d's.
+fn pool_windows(
+    x: &Tensor,
+    what: &str,
+    [n, c, h, w]: [usize; 4],
+    [oh, ow]: [usize; 2],
+    kernel: usize,
+    stride: usize,
+    pad: usize,
+) -> Result<Tensor> {
+    host_room(
+        checked_numel(what, &[n, c, oh, ow, kernel, kernel])?,
+        DType::I32,
+    )?;
+    let key = (false, [n, c, h, w], [kernel, kernel], stride, pad);
+    let idx = window_indices(key, || {
+        let (s, p) = (stride as isize, pad as isize);
+        let mut idx = Vec::with_capacity(n * c * oh * ow * kernel * kernel);
+        for plane in 0..n * c {
+            let base = (plane * h * w) as isize;
+            for y in 0..oh {
+                for xo in 0..ow {
+                    for i in 0..kernel {
+                        let iy = y as isize * s - p + i as isize;
+                        for j in 0..kernel {
+                            let ix = xo as isize * s - p + j as isize;
+                            let inside = iy >= 0 && iy < h as isize && ix >= 0 && ix < w as isize;
+                            idx.push(if inside {
+                                (base + iy * w as isize + ix) as i32
+                            } else {
+                                -1
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        idx
+    });
+    x.gather_flat(idx, vec![n * c * oh * ow, kernel * kernel])
+}
+
 /// Max over `kernel` x `kernel` windows moved by `stride` (torch's default stride is the
 /// kernel size), no padding; `x` is `[N, C, H, W]`. The gradient of each window goes to its
 /// first maximum in row-major order (a NaN counts as the maximum), as torch's does: on the
@@ -491,27 +536,138 @@ pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
     if let Some(out) = x.max_pool2d_cpu(kernel, stride, oh, ow)? {
         return Ok(out);
     }
+    let windows = pool_windows(x, "max_pool2d", [n, c, h, w], [oh, ow], kernel, stride, 0)?;
+    windows.max_dim(1)?.reshape((n, c, oh, ow))
+}
+
+/// Mean over `kernel` x `kernel` windows moved by `stride`, over the input zero-padded by
+/// `padding` (torch's `avg_pool2d` with its defaults: the padding counts in every window's
+/// divisor, `kernel * kernel`); `x` is `[N, C, H, W]`, floating point. Half types are summed
+/// in float32 and rounded once, as torch does.
+pub fn avg_pool2d(x: &Tensor, kernel: usize, stride: usize, padding: usize) -> Result<Tensor> {
+    let [n, c, h, w] = nchw(x, "avg_pool2d")?;
+    float_input(x, "avg_pool2d")?;
+    if padding > kernel / 2 {
+        return Err(Error::Invalid(format!(
+            "avg_pool2d: padding {padding} is more than half the kernel size {kernel}, as torch \
+             refuses"
+        )));
+    }
+    let oh = out_size(h, kernel, stride, padding, "avg_pool2d")?;
+    let ow = out_size(w, kernel, stride, padding, "avg_pool2d")?;
+    let pool = |x: &Tensor| -> Result<Tensor> {
+        let windows = pool_windows(
+            x,
+            "avg_pool2d",
+            [n, c, h, w],
+            [oh, ow],
+            kernel,
+            stride,
+            padding,
+        )?;
+        windows.mean_dim(1)?.reshape((n, c, oh, ow))
+    };
+    in_float32(x, &[], |x, _| pool(x)).unwrap_or_else(|| pool(x))
+}
+
+/// Mean over windows that split each `[H, W]` plane into an `output_size` grid (torch's
+/// `adaptive_avg_pool2d`): output row `i` covers input rows `floor(i*H/oh)` up to
+/// `ceil((i+1)*H/oh)`, so windows may differ in size by one and overlap; `(1, 1)` is the mean
+/// of each plane (global average pooling).
+pub fn adaptive_avg_pool2d(x: &Tensor, output_size: (usize, usize)) -> Result<Tensor> {
+    let [n, c, h, w] = nchw(x, "adaptive_avg_pool2d")?;
+    float_input(x, "adaptive_avg_pool2d")?;
+    let (oh, ow) = output_size;
+    if h == 0 || w == 0 {
+        return Err(Error::BadShape(format!(
+            "adaptive_avg_pool2d: the input's height and width must not be 0, got shape {:?}",
+            x.shape()
+        )));
+    }
+    // The output's size first: the window lists below have one entry per output row/column.
     host_room(
-        checked_numel("max_pool2d", &[n, c, oh, ow, kernel, kernel])?,
-        DType::I32,
+        checked_numel("adaptive_avg_pool2d", &[n, c, oh, ow])?,
+        x.dtype(),
     )?;
-    let key = (false, [n, c, h, w], [kernel, kernel], stride, 0);
-    let idx = window_indices(key, || {
-        let mut idx = Vec::with_capacity(n * c * oh * ow * kernel * kernel);
+    let span = |i: usize, len: usize, out: usize| (i * len / out, ((i + 1) * len).div_ceil(out));
+    let rows: Vec<(usize, usize)> = (0..oh).map(|i| span(i, h, oh)).collect();
+    let cols: Vec<(usize, usize)> = (0..ow).map(|i| span(i, w, ow)).collect();
+    let longest = |s: &[(usize, usize)]| s.iter().map(|(a, b)| b - a).max().unwrap_or(0);
+    let (kh, kw) = (longest(&rows), longest(&cols));
+    let pool = |x: &Tensor| -> Result<Tensor> {
+        if (oh, ow) == (1, 1) {
+            return x.reshape((n, c, h * w))?.mean_dim(2)?.reshape((n, c, 1, 1));
+        }
+        host_room(
+            checked_numel("adaptive_avg_pool2d", &[n, c, oh, ow, kh, kw])?,
+            DType::I32,
+        )?;
+        // Windows padded with -1 (a 0) to the longest; each divided by its own size.
+        let mut idx = Vec::with_capacity(n * c * oh * ow * kh * kw);
         for plane in 0..n * c {
-            let base = plane * h * w;
-            for y in 0..oh {
-                for xo in 0..ow {
-                    for i in 0..kernel {
-                        for j in 0..kernel {
-                            idx.push((base + (y * stride + i) * w + xo * stride + j) as i32);
+            for &(y0, y1) in &rows {
+                for &(x0, x1) in &cols {
+                    for i in 0..kh {
+                        for j in 0..kw {
+                            let inside = y0 + i < y1 && x0 + j < x1;
+                            idx.push(if inside {
+                                ((plane * h + y0 + i) * w + x0 + j) as i32
+                            } else {
+                                -1
+                            });
                         }
                     }
                 }
             }
         }
-        idx
-    });
-    let windows = x.gather_flat(idx, vec![n * c * oh * ow, kernel * kernel])?;
-    windows.max_dim(1)?.reshape((n, c, oh, ow))
+        let sizes: Vec<f64> = rows
+            .iter()
+            .flat_map(|&(y0, y1)| {
+                cols.iter()
+                    .map(move |&(x0, x1)| ((y1 - y0) * (x1 - x0)) as f64)
+            })
+            .collect();
+        let sizes = Tensor::from_vec(sizes, vec![oh * ow], Device::Cpu)?
+            .to_dtype(x.dtype())?
+            .to(x.device())?;
+        let sums = x
+            .gather_flat(Arc::new(idx), vec![n * c, oh * ow, kh * kw])?
+            .sum_dim(2)?;
+        sums.div(&sizes)?.reshape((n, c, oh, ow))
+    };
+    in_float32(x, &[], |x, _| pool(x)).unwrap_or_else(|| pool(x))
+}
+
+/// The rows of `weight` (`[num_embeddings, embedding_dim]`) that the integer `input` names,
+/// shaped `[*input.shape, embedding_dim]` (torch's `embedding`); the gradient adds into the
+/// rows that were read.
+pub fn embedding(input: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    let [num, dim] = match weight.shape()[..] {
+        [num, dim] => [num, dim],
+        _ => {
+            return Err(Error::BadShape(format!(
+                "embedding: expected a 2-D weight [num_embeddings, embedding_dim], got shape {:?}",
+                weight.shape()
+            )))
+        }
+    };
+    if !matches!(input.dtype(), DType::I64 | DType::I32) {
+        return Err(Error::Invalid(format!(
+            "embedding: the input must hold int64 or int32 indices, got {} (shape {:?}); \
+             convert with .to_dtype(DType::I64)",
+            input.dtype(),
+            input.shape()
+        )));
+    }
+    let rows = weight
+        .index_select(0, &input.reshape(vec![input.numel()])?)
+        .map_err(|e| match e {
+            Error::BadShape(m) => Error::BadShape(format!(
+                "embedding: {m}: an embedding of {num} rows takes indices 0..{num}"
+            )),
+            e => e,
+        })?;
+    let mut dims = input.shape().to_vec();
+    dims.push(dim);
+    rows.reshape(dims)
 }

@@ -14,10 +14,14 @@
 //! (a = sqrt(5)), i.e. uniform in ±1/sqrt(fan_in), and so do biases; drawn from the seeded
 //! generator ([`crate::manual_seed`]).
 
+mod embedding;
 pub mod functional;
 mod norm;
+mod pool;
 pub mod safetensors;
+pub use embedding::Embedding;
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm};
+pub use pool::{AdaptiveAvgPool2d, AvgPool2d};
 pub use safetensors::{load_safetensors, save_safetensors};
 
 use crate::autograd::no_grad;
