@@ -616,21 +616,7 @@ fn reduce_dim_acc(
         }
         ReducePlan::Strided => {
             let out = alloc(gpu, outer * inner, acc)?;
-            launch(
-                gpu,
-                "reduce",
-                Variant::Dtype(a.dtype),
-                &k("reduce_strided"),
-                cfg(gpu, outer * inner),
-                &mut [
-                    A::I32(op as i32),
-                    p(a),
-                    p(&out),
-                    i64_(outer),
-                    i64_(len),
-                    i64_(inner),
-                ],
-            )?;
+            launch_lines("reduce_strided", op as i32, a, &out, [outer, len, inner])?;
             Ok(out)
         }
         ReducePlan::SplitRows { chunk, chunks } => {
@@ -702,23 +688,36 @@ pub(crate) fn arg_reduce(
             &mut [A::I32(max as i32), p(a), p(&out), i64_(outer), i64_(len)],
         )?;
     } else {
-        launch(
-            gpu,
-            "reduce",
-            Variant::Dtype(a.dtype),
-            &kernel_name("arg_strided", a.dtype),
-            cfg(gpu, outer * inner),
-            &mut [
-                A::I32(max as i32),
-                p(a),
-                p(&out),
-                i64_(outer),
-                i64_(len),
-                i64_(inner),
-            ],
-        )?;
+        launch_lines("arg_strided", max as i32, a, &out, [outer, len, inner])?;
     }
     Ok(out)
+}
+
+/// Launches one of reduce.cu's kernels that take `(code, in, out, outer, len, inner)` and run
+/// one thread per line of `[outer, len, inner]` along the middle axis.
+fn launch_lines(
+    kernel: &str,
+    code: i32,
+    a: &CudaBuf,
+    out: &CudaBuf,
+    [outer, len, inner]: [usize; 3],
+) -> Result<()> {
+    let gpu = &a.gpu;
+    launch(
+        gpu,
+        "reduce",
+        Variant::Dtype(a.dtype),
+        &kernel_name(kernel, a.dtype),
+        cfg(gpu, outer * inner),
+        &mut [
+            A::I32(code),
+            p(a),
+            p(out),
+            i64_(outer),
+            i64_(len),
+            i64_(inner),
+        ],
+    )
 }
 
 /// Inclusive scan (`Sum`: cumsum, `Prod`: cumprod) along the middle axis of
@@ -744,21 +743,7 @@ pub(crate) fn scan_dim(
     }
     let acc = alloc(gpu, outer * len * inner, acc_dtype(a.dtype))?;
     if outer * len * inner > 0 {
-        launch(
-            gpu,
-            "reduce",
-            Variant::Dtype(a.dtype),
-            &kernel_name("scan_strided", a.dtype),
-            cfg(gpu, outer * inner),
-            &mut [
-                A::I32(op as i32),
-                p(a),
-                p(&acc),
-                i64_(outer),
-                i64_(len),
-                i64_(inner),
-            ],
-        )?;
+        launch_lines("scan_strided", op as i32, a, &acc, [outer, len, inner])?;
     }
     finish(op, a.dtype, acc)
 }
@@ -843,7 +828,7 @@ mod tests {
             .flat_map(|(_, ks)| ks.iter().copied())
             .chain(PER_SIZE)
             .collect();
-        for pat in ["kernel_name(\"", "k(\"", "sized_name(\""] {
+        for pat in ["kernel_name(\"", "k(\"", "sized_name(\"", "launch_lines(\""] {
             for (i, _) in src.match_indices(pat) {
                 let name = src[i + pat.len()..].split('"').next().unwrap();
                 if name.is_empty() || name.contains('{') {
