@@ -175,7 +175,8 @@ def run_probe(progs, env, clock):
 # ---------------------------------------------------------------------------------------
 # tests
 
-RESULT = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)(?:, (.*))?$")
+# A #[should_panic] test's line reads "test NAME - should panic ... ok".
+RESULT = re.compile(r"^test (\S+)(?: - should panic)? \.\.\. (ok|FAILED|ignored)(?:, (.*))?$")
 SECTION = re.compile(r"^---- (\S+) stdout ----$")
 
 

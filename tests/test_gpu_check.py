@@ -17,12 +17,14 @@ run = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(run)
 
 LIBTEST = """
-running 5 tests
+running 7 tests
 test a_plain_pass ... ok
 test b_self_skip ... ok
 test c_gpu ... ignored, needs a CUDA device
 test d_broken ... FAILED
 test e_other ... ok
+test f_expected_panic - should panic ... ok
+test g_no_panic - should panic ... FAILED
 
 successes:
 
@@ -32,10 +34,16 @@ skipped: no CUDA device
 ---- e_other stdout ----
 some output
 
+---- f_expected_panic stdout ----
+
+thread 'f_expected_panic' panicked at prelude/src/plot.rs:550:5:
+bar_chart "t": 2 labels but 1 values (one value per label)
+
 successes:
     a_plain_pass
     b_self_skip
     e_other
+    f_expected_panic
 
 failures:
 
@@ -43,10 +51,14 @@ failures:
 thread 'd_broken' panicked at prelude/tests/x.rs:3:5:
 assertion failed: 1 == 2
 
+---- g_no_panic stdout ----
+note: test did not panic as expected at prelude/tests/x.rs:9:4
+
 failures:
     d_broken
+    g_no_panic
 
-test result: FAILED. 3 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s
+test result: FAILED. 4 passed; 2 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s
 """
 
 
@@ -54,12 +66,14 @@ def test_libtest_outcomes_never_count_a_skip_as_a_pass():
     t = run.parse_libtest(LIBTEST)
     assert {k: v["outcome"] for k, v in t.items()} == {
         "a_plain_pass": "passed", "b_self_skip": "skipped", "c_gpu": "skipped",
-        "d_broken": "failed", "e_other": "passed"}
+        "d_broken": "failed", "e_other": "passed",
+        # A #[should_panic] test's line names it "NAME - should panic"; its panic is its pass.
+        "f_expected_panic": "passed", "g_no_panic": "failed"}
     assert t["c_gpu"]["reason"] == "needs a CUDA device"
     assert t["b_self_skip"]["reason"] == "skipped: no CUDA device"
     assert "assertion failed: 1 == 2" in t["d_broken"]["output"]
     counts = run.test_counts({"x": {"tests": t}, "y": {"status": "not run: out of time"}})
-    assert counts == {"passed": 2, "failed": 1, "skipped": 2, "binaries_failed": 0, "binaries_not_run": 1}
+    assert counts == {"passed": 3, "failed": 2, "skipped": 2, "binaries_failed": 0, "binaries_not_run": 1}
 
 
 def test_bench_summary_ratios_and_absent_gpu_figures():
