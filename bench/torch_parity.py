@@ -49,7 +49,8 @@ EMPTY_NN = "ce mse conv pool".split()
 MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sreciprocal norm snorm "
         "leaky_relu silu sleaky_relu ssilu softplus ssoftplus softplus_big gelu sgelu gelu_wide isclose sisclose allclose masked_fill tril triu tril_neg "
         "outer dot repeat repeat_more chunk chunk_many split sort sort_desc ssort argsort topk "
-        "topk_smallest stopk topk_dim0 zeros_like ones_like full_like "
+        "topk_smallest stopk topk_dim0 zeros_like ones_like full_like normalize normalize_d0 "
+        "snormalize norm_dim norm_keepdim cosine cosine_pairs one_hot one_hot_n "
         "cumsum cumsum_d0 scumsum cumprod cumprod_d0 scumprod cumprod_zeros prod prod_dim "
         "prod_keepdim sprod prod_zeros").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
@@ -86,6 +87,9 @@ KNOWN = {
     # refuses every integer dtype; gpulab refuses integer input on every device.
     **{f"nn avgpool i64 {p} out": "torch's CPU avg_pool2d takes int64, its CUDA one does not"
        for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1")},
+    # torch's CPU smooth_l1_loss has no float16 backward ("not implemented for 'Half'"); its
+    # CUDA one and gpulab's have one.
+    **{f"nn smoothl1 f16 f16 {w}": "torch's CPU smooth_l1_loss backward refuses float16" for w in ("x", "y")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -139,6 +143,12 @@ def cases():
         out += [f"nn adapool {a} {p} {want}" for p in ("o1x1", "o2x2", "o4x3", "o5x5", "o7x6")
                 for want in ("out", "x")]
         out += [f"nn emb {a} {t} {want}" for t in ("i64", "i32", "u8", "f32") for want in ("out", "w")]
+        out += [f"nn nll {a} {t} {want}" for t in ("i64", "u8") for want in ("out", "x")]
+    for a in floats:
+        out += [f"nn {op} {a} {a} {want}" for op in ("l1", "smoothl1", "smoothl1_b0", "huber", "bcep")
+                for want in ("out", "x", "y")]
+    # Gradient clipping: the norm returned and the gradients after, over two parameters.
+    out += [f"clip {k} {a} {v}" for k in ("norm", "value") for a in floats for v in ("0.5", "100")]
     # Views and index ops, forward and backward.
     out += [f"view {op} {a} {want}" for op in VIEWS for a in DTYPES for want in ("out", "x", "y")]
     out += [f"arange {c} x" for c in ("int", "float", "step", "down", "tenth", "empty", "zero_step", "wrong_way")]
@@ -275,6 +285,18 @@ def torch_results(lines, device):
             table = ramp([5, 3], 7, 3.0, 0.5, d)
             idx = torch.tensor([[1, 4, 1], [0, 3, 4]], dtype=T[param], device=dev)
             out, inputs = F.embedding(idx, table), {"w": table}
+        elif op == "nll":
+            out, inputs = F.nll_loss(x, torch.tensor([2, 0]).to(T[param]).to(dev)), {"x": x}
+        elif op in ("l1", "smoothl1", "smoothl1_b0", "huber"):
+            y = ramp([2, 3], 4, 1.0, 0.5, param)
+            out = {"l1": lambda: F.l1_loss(x, y), "smoothl1": lambda: F.smooth_l1_loss(x, y, beta=1.0),
+                   "smoothl1_b0": lambda: F.smooth_l1_loss(x, y, beta=0.0),
+                   "huber": lambda: F.huber_loss(x, y, delta=0.75)}[op]()
+            inputs = {"x": x, "y": y}
+        elif op == "bcep":
+            # Probabilities with both ends, 0 and 1, where the logs are clamped.
+            p, y = ramp([2, 3], 5, 0.0, 0.25, d), ramp([2, 3], 4, 0.0, 1 / 3, param)
+            out, inputs = F.binary_cross_entropy(p, y), {"x": p, "y": y}
         else:
             raise ValueError(f"unknown nn op {op!r}")
         if want == "out":
@@ -439,6 +461,13 @@ def torch_results(lines, device):
             "prod": lambda: x.prod(), "prod_dim": lambda: x.prod(1),
             "prod_keepdim": lambda: x.prod(0, keepdim=True),
             "prod_zeros": lambda: x.repeat(1, 2).prod(1),
+            "normalize": lambda: torch.nn.functional.normalize(x, dim=1),
+            "normalize_d0": lambda: torch.nn.functional.normalize(x, dim=0),
+            "norm_dim": lambda: x.norm(dim=1), "norm_keepdim": lambda: x.norm(dim=0, keepdim=True),
+            "cosine": lambda: torch.nn.functional.cosine_similarity(x, y, dim=1),
+            "cosine_pairs": lambda: torch.nn.functional.cosine_similarity(x.unsqueeze(1), y.unsqueeze(0), dim=2),
+            "one_hot": lambda: torch.nn.functional.one_hot(x.to(torch.int64).abs()),
+            "one_hot_n": lambda: torch.nn.functional.one_hot(x.to(torch.int64).abs(), 4),
         }[op]()
         return out_or_grad(out, x, want)
 
@@ -484,10 +513,25 @@ def torch_results(lines, device):
             rates.append(opt.param_groups[0]["lr"])
         return torch.tensor(rates, dtype=torch.float64)
 
+    def clip_case(w):
+        kind, d, v = w[1], w[2], float(w[3])
+        p1 = torch.nn.Parameter(ramp([2, 3], 5, 2.0, 0.75, d).detach())
+        p2 = torch.nn.Parameter(ramp([4], 3, 1.0, 2.0, d).detach())
+        (p1 * ramp([2, 3], 4, 1.0, 0.5, d).detach()).sum().backward()
+        (p2 * p2).sum().backward()
+        if kind == "norm":
+            head = [torch.nn.utils.clip_grad_norm_([p1, p2], v).reshape(1)]
+        else:
+            torch.nn.utils.clip_grad_value_([p1, p2], v)
+            head = []
+        return torch.cat([t.flatten().double() for t in head + [p1.grad, p2.grad]])
+
     def run(w):
         kind, op, d = w[0], w[1], w[2]
         if kind == "sched":
             return sched_case(w)
+        if kind == "clip":
+            return clip_case(w)
         if kind == "norm":
             return norm_case(w)
         if kind == "more":

@@ -311,6 +311,27 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
                 .to(dev)?;
             (F::embedding(&idx, &table)?, vec![("w", table)])
         }
+        "nll" => {
+            let t = Tensor::from_vec(vec![2i64, 0], 2, Device::Cpu)?
+                .to_dtype(dtype(param))?
+                .to(dev)?;
+            (F::nll_loss(&x, &t)?, vec![("x", x)])
+        }
+        "l1" | "smoothl1" | "smoothl1_b0" | "huber" => {
+            let y = ramp(&[2, 3], 4, 1.0, 0.5, param, dev)?;
+            let out = match op {
+                "l1" => F::l1_loss(&x, &y)?,
+                "smoothl1" => F::smooth_l1_loss(&x, &y, 1.0)?,
+                "smoothl1_b0" => F::smooth_l1_loss(&x, &y, 0.0)?,
+                _ => F::huber_loss(&x, &y, 0.75)?,
+            };
+            (out, vec![("x", x), ("y", y)])
+        }
+        "bcep" => {
+            let p = ramp(&[2, 3], 5, 0.0, 0.25, d, dev)?;
+            let y = ramp(&[2, 3], 4, 0.0, 1.0 / 3.0, param, dev)?;
+            (F::binary_cross_entropy(&p, &y)?, vec![("x", p), ("y", y)])
+        }
         _ => panic!("unknown nn op {op:?}"),
     };
     if want == "out" {
@@ -496,6 +517,7 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "scumsum",
         "scumprod",
         "sprod",
+        "snormalize",
     ];
     let x = if special.contains(&op) {
         op = &op[1..];
@@ -570,6 +592,14 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "prod_dim" => x.prod_dim(1),
         "prod_keepdim" => x.prod_keepdim(0),
         "prod_zeros" => x.repeat(&[1, 2])?.prod_dim(1),
+        "normalize" => F::normalize(&x, 1),
+        "normalize_d0" => F::normalize(&x, 0),
+        "norm_dim" => x.norm_dim(1),
+        "norm_keepdim" => x.norm_keepdim(0),
+        "cosine" => F::cosine_similarity(&x, &y, 1),
+        "cosine_pairs" => F::cosine_similarity(&x.unsqueeze(1)?, &y.unsqueeze(0)?, 2),
+        "one_hot" => F::one_hot(&x.to_dtype(DType::I64)?.abs()?, None),
+        "one_hot_n" => F::one_hot(&x.to_dtype(DType::I64)?.abs()?, Some(4)),
         _ => panic!("unknown op {op:?}"),
     }?;
     out_or_grad(out, &x, want)
@@ -644,10 +674,41 @@ fn sched_case(w: &[&str]) -> Result<Tensor, Error> {
     Tensor::from_vec(rates, 14, Device::Cpu)
 }
 
+/// Gradient clipping over two parameters: the norm returned (for `norm`) and the gradients
+/// after, flattened into one float64 vector.
+fn clip_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    let (kind, d, v) = (w[1], w[2], w[3].parse::<f64>().unwrap());
+    let p1 = Parameter::new(ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?.detach())?;
+    let p2 = Parameter::new(ramp(&[4], 3, 1.0, 2.0, d, dev)?.detach())?;
+    p1.tensor()
+        .mul(&ramp(&[2, 3], 4, 1.0, 0.5, d, dev)?.detach())?
+        .sum()?
+        .backward()?;
+    p2.tensor().mul(&p2.tensor())?.sum()?.backward()?;
+    let params = [p1.clone(), p2.clone()];
+    let mut parts = Vec::new();
+    if kind == "norm" {
+        parts.push(gpulab::nn::utils::clip_grad_norm_(&params, v)?.reshape([1])?);
+    } else {
+        gpulab::nn::utils::clip_grad_value_(&params, v)?;
+    }
+    for p in &params {
+        parts.push(p.grad().expect("a gradient").reshape([-1])?);
+    }
+    let parts: Vec<Tensor> = parts
+        .iter()
+        .map(|t| t.to_dtype(DType::F64))
+        .collect::<Result<_, Error>>()?;
+    Tensor::cat(&parts, 0)
+}
+
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
     if kind == "sched" {
         return sched_case(w);
+    }
+    if kind == "clip" {
+        return clip_case(w, dev);
     }
     if kind == "norm" {
         return norm_case(w, dev);

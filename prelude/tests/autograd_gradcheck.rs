@@ -372,6 +372,46 @@ fn softmax_and_losses() {
     check("bce_with_logits", vec![input(&[2, 3], 76)], move |x| {
         F::binary_cross_entropy_with_logits(&x[0], &y)
     });
+    // Both inputs of the element-wise losses (the kinks at |d| = beta, delta and 0 are
+    // avoided by the inputs' spread).
+    check(
+        "l1_loss",
+        vec![input(&[2, 3], 78), input(&[2, 3], 79)],
+        |x| F::l1_loss(&x[0], &x[1]),
+    );
+    check(
+        "smooth_l1_loss",
+        vec![input(&[3, 4], 80), input(&[3, 4], 81)],
+        |x| F::smooth_l1_loss(&x[0], &x[1], 0.7),
+    );
+    check(
+        "huber_loss",
+        vec![input(&[3, 4], 82), input(&[3, 4], 83)],
+        |x| F::huber_loss(&x[0], &x[1], 0.7),
+    );
+    let labels2 = Tensor::from_vec(vec![1i64, 3, 0], 3, CPU).unwrap();
+    check("nll_loss", vec![input(&[3, 4], 84)], move |x| {
+        F::nll_loss(&x[0], &labels2)
+    });
+    let p: Vec<f64> = vals(6, 85).iter().map(|v| 0.5 + 0.4 * v).collect();
+    let p = Tensor::from_vec(p, (2, 3), CPU)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let y = Tensor::from_vec(vec![1.0, 0.0, 0.3, 1.0, 0.25, 0.7], (2, 3), CPU).unwrap();
+    let y = y.requires_grad_(true).unwrap();
+    check("binary_cross_entropy", vec![p, y], |x| {
+        F::binary_cross_entropy(&x[0], &x[1])
+    });
+    check("norm_dim", vec![input(&[3, 4], 86)], |x| x[0].norm_dim(1));
+    check("normalize", vec![input(&[3, 4], 87)], |x| {
+        F::normalize(&x[0], 0)
+    });
+    check(
+        "cosine_similarity",
+        vec![input(&[3, 4], 88), input(&[1, 4], 89)],
+        |x| F::cosine_similarity(&x[0], &x[1], 1),
+    );
     check("dropout", vec![input(&[4, 5], 77)], |x| {
         // Reseeded on each evaluation so every call draws the same mask.
         manual_seed(5);

@@ -159,6 +159,37 @@ fn odd_input_anywhere_in_the_prelude_is_an_error_not_a_panic() {
     p.run("Embedding with negative indices", || {
         nn::Embedding::new(4, 2).forward(&Tensor::from_vec(vec![-1i64], 1, CPU).unwrap())
     });
+    p.run("one_hot with 2^40 classes", || {
+        F::one_hot(&labels(3, 2), Some(1 << 40))
+    });
+    p.run("one_hot of a huge label", || {
+        F::one_hot(&Tensor::from_vec(vec![i64::MAX], 1, CPU).unwrap(), None)
+    });
+    p.run("normalize along dimension 7", || {
+        F::normalize(&x(&[2, 3]), 7)
+    });
+    p.run("cosine_similarity of empty rows", || {
+        F::cosine_similarity(&x(&[0, 3]), &x(&[0, 3]), 1)
+    });
+    p.run("binary_cross_entropy of an empty batch", || {
+        F::binary_cross_entropy(&x(&[0]), &x(&[0]))
+    });
+    p.run("nll_loss of an empty batch", || {
+        F::nll_loss(&x(&[0, 3]), &labels(0, 3))
+    });
+    p.run("huber_loss with a NaN delta", || {
+        F::huber_loss(&x(&[2]), &x(&[2]), f64::NAN)
+    });
+    p.run("clip_grad_norm_ to NaN", || {
+        let l = Linear::new(2, 1);
+        l.forward(&x(&[3, 2]))?.sum()?.backward()?;
+        nn::utils::clip_grad_norm_(&l.parameters(), f64::NAN)
+    });
+    p.run("clip_grad_value_ to a negative bound", || {
+        let l = Linear::new(2, 1);
+        l.forward(&x(&[3, 2]))?.sum()?.backward()?;
+        nn::utils::clip_grad_value_(&l.parameters(), -1.0)
+    });
     p.run("cumprod over a huge dimension index", || {
         x(&[2, 3]).cumprod(1 << 40)
     });

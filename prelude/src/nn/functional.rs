@@ -15,6 +15,7 @@ use crate::Device;
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
+pub use super::loss::{binary_cross_entropy, huber_loss, l1_loss, nll_loss, smooth_l1_loss};
 pub use super::norm::{batch_norm, layer_norm};
 
 /// What determines a window gather's indices: (conv or pool, input dims, kernel, stride, pad).
@@ -70,7 +71,7 @@ pub(super) fn in_float32(
     Some(run())
 }
 
-fn float_input(x: &Tensor, op: &str) -> Result<()> {
+pub(super) fn float_input(x: &Tensor, op: &str) -> Result<()> {
     if x.dtype().is_float() {
         Ok(())
     } else {
@@ -193,7 +194,12 @@ pub fn sigmoid(x: &Tensor) -> Result<Tensor> {
 
 /// The class indices of `targets` (an integer tensor of `n` labels), each checked against
 /// `classes`.
-fn class_labels(targets: &Tensor, n: usize, classes: usize, op: &str) -> Result<Vec<usize>> {
+pub(super) fn class_labels(
+    targets: &Tensor,
+    n: usize,
+    classes: usize,
+    op: &str,
+) -> Result<Vec<usize>> {
     if targets.dtype().is_float() || targets.dtype() == DType::Bool {
         return Err(Error::Invalid(format!(
             "{op}: targets must be class indices (an int64 tensor of shape [{n}]), got {} \
@@ -230,15 +236,33 @@ fn class_labels(targets: &Tensor, n: usize, classes: usize, op: &str) -> Result<
 /// class index of each row (`[N]`, int64), like torch's `F.cross_entropy` (NaN for an
 /// empty batch).
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    float_input(logits, "cross_entropy")?;
-    let [n, c] = logits.shape()[..] else {
+    let labels = batch_labels(logits, targets, "cross_entropy", "logits", "class scores")?;
+    mean_picked(&logits.log_softmax(1)?, &labels)
+}
+
+/// The checked class index of each row of `input` (`[N, C]`, floating point), for the losses
+/// that read one entry per row; `what` names `input` and `of` what its rows hold.
+pub(super) fn batch_labels(
+    input: &Tensor,
+    targets: &Tensor,
+    op: &str,
+    what: &str,
+    of: &str,
+) -> Result<Vec<usize>> {
+    float_input(input, op)?;
+    let [n, c] = input.shape()[..] else {
         return Err(Error::BadShape(format!(
-            "cross_entropy: expected logits of shape [N, C] (a batch of class scores), got {:?}",
-            logits.shape()
+            "{op}: expected {what} of shape [N, C] (a batch of {of}), got {:?}",
+            input.shape()
         )));
     };
-    // An empty batch gives NaN (the mean of no losses), as in torch.
-    let labels = class_labels(targets, n, c, "cross_entropy")?;
+    class_labels(targets, n, c, op)
+}
+
+/// `-mean(input[i, labels[i]])` over the rows of `[N, C]` `input` (NaN for an empty batch, the
+/// mean of no losses, as in torch).
+pub(super) fn mean_picked(input: &Tensor, labels: &[usize]) -> Result<Tensor> {
+    let (n, c) = (input.shape()[0], input.shape()[1]);
     let mut onehot = vec![0f32; n * c];
     for (row, &l) in labels.iter().enumerate() {
         onehot[row * c + l] = 1.0;
@@ -246,16 +270,12 @@ pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     // Picking each row's entry as a product with a one-hot matrix keeps to ops that every
     // device has; the one-hot is built on the host from the checked labels.
     let onehot = Tensor::from_vec(onehot, (n, c), Device::Cpu)?
-        .to_dtype(logits.dtype())?
-        .to(logits.device())?;
-    logits
-        .log_softmax(1)?
-        .mul(&onehot)?
-        .sum()?
-        .mul(-1.0 / n as f64)
+        .to_dtype(input.dtype())?
+        .to(input.device())?;
+    input.mul(&onehot)?.sum()?.mul(-1.0 / n as f64)
 }
 
-fn same_shape(a: &Tensor, b: &Tensor, op: &'static str) -> Result<()> {
+pub(super) fn same_shape(a: &Tensor, b: &Tensor, op: &'static str) -> Result<()> {
     if a.shape() != b.shape() {
         return Err(Error::ShapeMismatch {
             op,
@@ -268,7 +288,7 @@ fn same_shape(a: &Tensor, b: &Tensor, op: &'static str) -> Result<()> {
 
 /// Integer and bool targets as floats of the input's dtype, as torch's losses read them
 /// (`1 - mask` would otherwise be refused, and an int64 target would not promote to f16).
-fn float_target<'a>(target: &'a Tensor, input: &Tensor) -> Result<Cow<'a, Tensor>> {
+pub(super) fn float_target<'a>(target: &'a Tensor, input: &Tensor) -> Result<Cow<'a, Tensor>> {
     Ok(if target.dtype().is_float() {
         Cow::Borrowed(target)
     } else {
@@ -280,14 +300,20 @@ fn float_target<'a>(target: &'a Tensor, input: &Tensor) -> Result<Cow<'a, Tensor
 /// one dtype, which must be a float one (an integer input with float targets is fine, as in
 /// torch).
 pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    same_shape(input, target, "mse_loss")?;
+    let d = difference(input, target, "mse_loss")?;
+    d.mul(&d)?.mean()
+}
+
+/// `input - target` for the element-wise losses: one shape, promoted to one dtype, which must
+/// be a float one (an integer input with float targets is fine, as in torch).
+pub(super) fn difference(input: &Tensor, target: &Tensor, op: &'static str) -> Result<Tensor> {
+    same_shape(input, target, op)?;
     let dt = promote(input.dtype(), target.dtype());
     if !dt.is_float() {
-        float_input(input, "mse_loss")?;
+        float_input(input, op)?;
     }
     // Both as `dt` first, so a bool operand never meets `-` (which refuses bools).
-    let d = input.to_dtype(dt)?.sub(&target.to_dtype(dt)?)?;
-    d.mul(&d)?.mean()
+    input.to_dtype(dt)?.sub(&target.to_dtype(dt)?)
 }
 
 /// Mean binary cross-entropy of `sigmoid(logits)` against `targets` in [0, 1], computed as
@@ -320,6 +346,94 @@ pub fn binary_cross_entropy_with_logits(logits: &Tensor, targets: &Tensor) -> Re
             Ok(vec![Some(gx), Some(gy)])
         },
     ))
+}
+
+/// Class indices as one-hot rows (torch's `one_hot`): int64 `labels` of any shape give an
+/// int64 tensor `[*labels.shape, num_classes]` with a 1 at each label's place;
+/// `num_classes = None` takes the largest label plus one.
+pub fn one_hot(labels: &Tensor, num_classes: Option<usize>) -> Result<Tensor> {
+    if labels.dtype() != DType::I64 {
+        return Err(Error::Invalid(format!(
+            "one_hot: the labels must be an int64 tensor, as in torch, got {} (shape {:?}); \
+             convert with .to_dtype(DType::I64)",
+            labels.dtype(),
+            labels.shape()
+        )));
+    }
+    let v = labels.to_vec::<i64>()?;
+    if let Some(&bad) = v.iter().find(|&&l| l < 0) {
+        return Err(Error::Invalid(format!(
+            "one_hot: labels must not be negative, got {bad}"
+        )));
+    }
+    let largest = v.iter().max().map_or(0, |&l| l as usize + 1);
+    let classes = match num_classes {
+        None if v.is_empty() => {
+            return Err(Error::Invalid(
+                "one_hot: cannot infer the number of classes of an empty tensor; pass \
+                 Some(num_classes)"
+                    .into(),
+            ))
+        }
+        None => largest,
+        Some(c) if c < largest => {
+            return Err(Error::Invalid(format!(
+                "one_hot: label {} is out of range for {c} classes",
+                largest - 1
+            )))
+        }
+        Some(c) => c,
+    };
+    let mut dims = labels.shape().to_vec();
+    dims.push(classes);
+    let n = checked_numel("one_hot", &dims)?;
+    host_room(n, DType::I64)?;
+    let mut out = vec![0i64; n];
+    for (row, &l) in v.iter().enumerate() {
+        out[row * classes + l as usize] = 1;
+    }
+    Tensor::from_vec(out, dims, Device::Cpu)?.to(labels.device())
+}
+
+/// `x` divided by its Euclidean norm along `dim`, the norm held at least `1e-12` (torch's
+/// `normalize` with its defaults `p = 2`, `eps = 1e-12`): each line becomes a unit vector,
+/// a zero line stays zero.
+pub fn normalize(x: &Tensor, dim: isize) -> Result<Tensor> {
+    float_input(x, "normalize")?;
+    x.div(&x.norm_keepdim(dim)?.clamp_min(1e-12)?)
+}
+
+/// Cosine of the angle between `x1` and `x2` along `dim` (torch's `cosine_similarity`, eps
+/// 1e-8): each divided by its norm (held at least eps), then the products summed. The two
+/// broadcast against each other first, so `a.unsqueeze(1)` against `b.unsqueeze(0)` gives
+/// every pair.
+pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: isize) -> Result<Tensor> {
+    float_input(x1, "cosine_similarity")?;
+    float_input(x2, "cosine_similarity")?;
+    let (a, b) = broadcast_pair(x1, x2, "cosine_similarity")?;
+    let unit = |t: &Tensor| t.div(&t.norm_keepdim(dim)?.clamp_min(1e-8)?);
+    unit(&a)?.mul(&unit(&b)?)?.sum_dim(dim)
+}
+
+/// Both tensors expanded to their broadcast shape (torch's rules: aligned from the right,
+/// sizes equal or 1), or an error naming both shapes.
+fn broadcast_pair(a: &Tensor, b: &Tensor, op: &'static str) -> Result<(Tensor, Tensor)> {
+    let (da, db) = (a.shape(), b.shape());
+    let rank = da.len().max(db.len());
+    let size = |d: &[usize], i: usize| (i + d.len()).checked_sub(rank).map_or(1, |j| d[j]);
+    let mut dims = Vec::with_capacity(rank);
+    for i in 0..rank {
+        let (x, y) = (size(da, i), size(db, i));
+        if x != y && x != 1 && y != 1 {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: da.to_vec(),
+                rhs: db.to_vec(),
+            });
+        }
+        dims.push(if x == 1 { y } else { x });
+    }
+    Ok((a.expand_to(&dims)?, b.expand_to(&dims)?))
 }
 
 /// Zeroes each element with probability `p` and scales the rest by `1/(1-p)` while

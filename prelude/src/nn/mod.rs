@@ -16,9 +16,11 @@
 
 mod embedding;
 pub mod functional;
+mod loss;
 mod norm;
 mod pool;
 pub mod safetensors;
+pub mod utils;
 pub use embedding::Embedding;
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d};

@@ -68,6 +68,21 @@ impl Tensor {
     /// The Euclidean (L2) norm of all elements, a 0-d tensor, as torch's `norm()`. Its
     /// gradient is `x / norm`, and 0 at the zero vector (torch's choice there).
     pub fn norm(&self) -> Result<Tensor> {
+        self.l2_norm(None, false)
+    }
+
+    /// The Euclidean norm along `dim`, which disappears from the shape (torch's
+    /// `norm(dim=d)`); gradient as [`Tensor::norm`]'s, 0 for a zero line.
+    pub fn norm_dim(&self, dim: isize) -> Result<Tensor> {
+        self.l2_norm(Some(dim), false)
+    }
+
+    /// The Euclidean norm along `dim`, which stays in the shape with size 1.
+    pub fn norm_keepdim(&self, dim: isize) -> Result<Tensor> {
+        self.l2_norm(Some(dim), true)
+    }
+
+    fn l2_norm(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
         if !self.dtype().is_float() {
             return Err(Error::Invalid(format!(
                 "norm() needs a floating-point tensor, got {} (shape {:?}); convert first with \
@@ -76,11 +91,20 @@ impl Tensor {
                 self.shape()
             )));
         }
-        let out = autograd::no_grad(|| self.square()?.sum()?.sqrt())?;
-        let (x, n) = (self.detach(), out.detach());
+        let out = autograd::no_grad(|| match dim {
+            None => self.square()?.sum()?.sqrt(),
+            Some(d) => self.square()?.sum_keepdim(d)?.sqrt(),
+        })?;
+        let (x, kept) = (self.detach(), out.detach());
+        let out = match dim {
+            Some(d) if !keepdim => out.squeeze(d)?,
+            _ => out,
+        };
         Ok(record(out, "norm", &[self], move |g| {
-            let scale = g.div(&n)?;
-            let scale = scale.where_(&n.ne(0)?, &scale.zeros_like()?)?;
+            // `kept` has the norm's dimension as 1, so it broadcasts over x.
+            let g = g.reshape(kept.shape().to_vec())?;
+            let scale = g.div(&kept)?;
+            let scale = scale.where_(&kept.ne(0)?, &scale.zeros_like()?)?;
             Ok(vec![Some(x.mul(&scale)?)])
         }))
     }

@@ -1,0 +1,121 @@
+//! More of torch's losses, mean-reduced like those in `functional` (which re-exports these):
+//! `l1_loss`, `smooth_l1_loss`, `huber_loss`, `nll_loss` and `binary_cross_entropy`.
+//! Composed from tensor ops, so they run on every device with gradients from theirs, except
+//! `binary_cross_entropy`, whose gradient is torch's closed form.
+
+use super::functional::{
+    batch_labels, difference, float_input, float_target, mean_picked, same_shape,
+};
+use crate::autograd::{no_grad, record, Saved};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Tensor};
+
+/// Mean absolute error, `mean(|input - target|)` (torch's `l1_loss`); both of one shape.
+pub fn l1_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    difference(input, target, "l1_loss")?.abs()?.mean()
+}
+
+/// `0.5 d^2 / beta` where `|d| < beta`, else `|d| - 0.5 beta`, averaged, with
+/// `d = input - target` (torch's `smooth_l1_loss`; its default `beta` is 1.0, and `beta = 0`
+/// is `l1_loss`).
+pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, beta: f64) -> Result<Tensor> {
+    piecewise(input, target, beta, "smooth_l1_loss", |d, a| {
+        d.square()?
+            .mul(0.5 / beta)?
+            .where_(&a.lt(beta)?, &a.sub(0.5 * beta)?)
+    })
+}
+
+/// `0.5 d^2` where `|d| < delta`, else `delta (|d| - 0.5 delta)`, averaged (torch's
+/// `huber_loss`; its default `delta` is 1.0).
+pub fn huber_loss(input: &Tensor, target: &Tensor, delta: f64) -> Result<Tensor> {
+    piecewise(input, target, delta, "huber_loss", |d, a| {
+        d.square()?
+            .mul(0.5)?
+            .where_(&a.lt(delta)?, &a.sub(0.5 * delta)?.mul(delta)?)
+    })
+}
+
+/// The mean of `f(d, |d|)` for `d = input - target`, after checking the threshold as torch
+/// does: smooth_l1's `beta` may be 0 (the L1 loss), huber's `delta` must be positive.
+fn piecewise(
+    input: &Tensor,
+    target: &Tensor,
+    threshold: f64,
+    op: &'static str,
+    f: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let name = if op == "huber_loss" { "delta" } else { "beta" };
+    if threshold.is_nan() || threshold < 0.0 || (op == "huber_loss" && threshold == 0.0) {
+        return Err(Error::Invalid(format!(
+            "{op}: {name} must be {}, got {threshold}",
+            if op == "huber_loss" {
+                "positive"
+            } else {
+                "0 or more"
+            }
+        )));
+    }
+    let d = difference(input, target, op)?;
+    if threshold == 0.0 {
+        return d.abs()?.mean();
+    }
+    f(&d, &d.abs()?)?.mean()
+}
+
+/// Negative log-likelihood of class indices: `-mean(input[i, target[i]])` with `input`
+/// `[N, C]` log-probabilities (a `log_softmax` output) and `target` `[N]` class indices
+/// (torch's `nll_loss`; `cross_entropy` is `nll_loss` of `log_softmax`).
+pub fn nll_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    let labels = batch_labels(input, target, "nll_loss", "input", "log-probabilities")?;
+    mean_picked(input, &labels)
+}
+
+/// Binary cross-entropy of probabilities (torch's `binary_cross_entropy`, after a sigmoid):
+/// `-mean(y log p + (1 - y) log(1 - p))`, each log clamped at -100 as torch does, so `p` of
+/// exactly 0 or 1 gives a finite loss. Every `p` must lie in [0, 1] (checked on the host, one
+/// read of the input). The gradient is torch's: `(p - y) / max(p (1 - p), 1e-12)` for `p`
+/// and `-logit(p)` for `y`, over N. `binary_cross_entropy_with_logits` is the stable form.
+pub fn binary_cross_entropy(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    same_shape(input, target, "binary_cross_entropy")?;
+    float_input(input, "binary_cross_entropy")?;
+    let outside = no_grad(|| -> Result<i64> {
+        let inside = input.ge(0.0)?.logical_and(&input.le(1.0)?)?;
+        inside
+            .logical_not()?
+            .to_dtype(DType::I64)?
+            .sum()?
+            .item::<i64>()
+    })?;
+    if outside > 0 {
+        return Err(Error::Invalid(format!(
+            "binary_cross_entropy: every input must be a probability between 0 and 1, but {outside} \
+             of {} are not (shape {:?}); for scores, use binary_cross_entropy_with_logits",
+            input.numel(),
+            input.shape()
+        )));
+    }
+    let y = float_target(target, input)?;
+    let n = input.numel() as f64;
+    let out = no_grad(|| {
+        let log_p = input.log()?.clamp_min(-100.0)?;
+        let log_q = input.neg()?.log1p()?.clamp_min(-100.0)?;
+        // (y - 1) log(1 - p) - y log p, as torch writes it.
+        y.sub(1.0)?.mul(&log_q)?.sub(&y.mul(&log_p)?)?.mean()
+    })?;
+    let (ps, ys) = (Saved::new(input), Saved::new(&y));
+    Ok(record(
+        out,
+        "binary_cross_entropy",
+        &[input, &y],
+        move |g| {
+            let (p, y) = (ps.get()?, ys.get()?);
+            let g = g.div(n)?;
+            // torch's EPSILON is the float32 1e-12, also in float64 arithmetic.
+            let spread = p.mul(&p.neg()?.add(1.0)?)?.clamp_min(1e-12f32 as f64)?;
+            let gp = p.sub(y)?.div(&spread)?.mul(&g)?;
+            let gy = p.neg()?.log1p()?.sub(&p.log()?)?.mul(&g)?;
+            Ok(vec![Some(gp), Some(gy)])
+        },
+    ))
+}

@@ -1,0 +1,213 @@
+//! The losses, `one_hot`, `normalize`, `cosine_similarity` and gradient clipping beyond what
+//! the parity harness compares with torch value by value: edge cases and every error.
+use gpulab::nn::utils::{clip_grad_norm_, clip_grad_value_};
+use gpulab::nn::{self, Module, Parameter};
+use gpulab::{DType, Device, Tensor, F};
+
+const CPU: Device = Device::Cpu;
+
+fn t(v: Vec<f32>, shape: &[usize]) -> Tensor {
+    Tensor::from_vec(v, shape, CPU).unwrap()
+}
+
+#[test]
+fn losses_agree_with_their_definitions_and_refuse_bad_input() {
+    let x = t(vec![0.0, 2.0, -1.0, 0.5], &[4]);
+    let y = t(vec![0.5, 0.0, -1.0, 3.0], &[4]);
+    // |d| = 0.5, 2, 0, 2.5
+    let l1 = F::l1_loss(&x, &y).unwrap().item::<f32>().unwrap();
+    assert_eq!(l1, 5.0 / 4.0);
+    let s = F::smooth_l1_loss(&x, &y, 1.0)
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    assert_eq!(s, (0.125 + 1.5 + 0.0 + 2.0) / 4.0);
+    let h = F::huber_loss(&x, &y, 1.0).unwrap().item::<f32>().unwrap();
+    assert_eq!(h, s, "huber with delta 1 is smooth_l1 with beta 1");
+    assert_eq!(
+        F::smooth_l1_loss(&x, &y, 0.0)
+            .unwrap()
+            .item::<f32>()
+            .unwrap(),
+        l1
+    );
+    let e = F::huber_loss(&x, &y, 0.0).unwrap_err().to_string();
+    assert!(
+        e.contains("huber_loss: delta must be positive, got 0"),
+        "{e}"
+    );
+    let e = F::smooth_l1_loss(&x, &y, -1.0).unwrap_err().to_string();
+    assert!(e.contains("beta must be 0 or more"), "{e}");
+    let e = F::l1_loss(&x, &t(vec![1.0; 3], &[3]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("l1_loss") && e.contains("[4]") && e.contains("[3]"),
+        "{e}"
+    );
+
+    // nll_loss of log_softmax is cross_entropy.
+    let logits = t(vec![1.0, 2.0, 0.5, -1.0, 0.0, 3.0], &[2, 3]);
+    let labels = Tensor::from_vec(vec![1i64, 2], 2, CPU).unwrap();
+    let ce = F::cross_entropy(&logits, &labels)
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    let nll = F::nll_loss(&logits.log_softmax(1).unwrap(), &labels)
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    assert_eq!(ce, nll);
+    let e = F::nll_loss(&logits, &Tensor::from_vec(vec![1i64, 3], 2, CPU).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("nll_loss: target 3") && e.contains("3 classes"),
+        "{e}"
+    );
+    let e = F::nll_loss(&x, &labels).unwrap_err().to_string();
+    assert!(
+        e.contains("nll_loss: expected input of shape [N, C]"),
+        "{e}"
+    );
+
+    // Probabilities at 0 and 1 give a finite loss (the logs are clamped at -100).
+    let p = t(vec![0.0, 1.0, 0.5], &[3]);
+    let l = F::binary_cross_entropy(&p, &t(vec![1.0, 0.0, 1.0], &[3]))
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    assert!(
+        (l - (100.0 + 100.0 + std::f32::consts::LN_2) / 3.0).abs() < 1e-4,
+        "{l}"
+    );
+    let e = F::binary_cross_entropy(&t(vec![0.5, 1.5, f32::NAN], &[3]), &p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("2 of 3 are not") && e.contains("binary_cross_entropy_with_logits"),
+        "{e}"
+    );
+}
+
+#[test]
+fn one_hot_normalize_and_cosine_similarity() {
+    let labels = Tensor::from_vec(vec![2i64, 0, 1, 2], (2, 2), CPU).unwrap();
+    let h = F::one_hot(&labels, None).unwrap();
+    assert_eq!((h.shape(), h.dtype()), (&[2, 2, 3][..], DType::I64));
+    assert_eq!(
+        h.to_vec::<i64>().unwrap(),
+        [0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1]
+    );
+    assert_eq!(F::one_hot(&labels, Some(5)).unwrap().shape(), [2, 2, 5]);
+    for (bad, want) in [
+        (
+            F::one_hot(&labels, Some(2)),
+            "label 2 is out of range for 2 classes",
+        ),
+        (
+            F::one_hot(&Tensor::from_vec(vec![-1i64], 1, CPU).unwrap(), None),
+            "must not be negative, got -1",
+        ),
+        (
+            F::one_hot(&labels.to_dtype(DType::I32).unwrap(), None),
+            "must be an int64 tensor",
+        ),
+        (
+            F::one_hot(&Tensor::zeros_dtype([0], DType::I64, CPU).unwrap(), None),
+            "cannot infer the number of classes",
+        ),
+    ] {
+        let e = bad.unwrap_err().to_string();
+        assert!(e.contains(want), "{e}");
+    }
+
+    // A zero row stays zero, and its gradient is finite (torch's norm gradient is 0 there).
+    let x = t(vec![3.0, 4.0, 0.0, 0.0], &[2, 2])
+        .requires_grad_(true)
+        .unwrap();
+    let n = F::normalize(&x, 1).unwrap();
+    assert_eq!(n.to_vec::<f32>().unwrap(), [0.6, 0.8, 0.0, 0.0]);
+    n.sum().unwrap().backward().unwrap();
+    assert!(x
+        .grad()
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|g| g.is_finite()));
+
+    // Every pair of rows, by broadcasting; a vector with itself is 1, opposite -1.
+    let a = t(vec![1.0, 0.0, 0.0, 2.0], &[2, 2]);
+    let b = t(vec![-3.0, 0.0, 1.0, 1.0, 0.0, 5.0], &[3, 2]);
+    let c = F::cosine_similarity(&a.unsqueeze(1).unwrap(), &b.unsqueeze(0).unwrap(), 2).unwrap();
+    assert_eq!(c.shape(), [2, 3]);
+    let c = c.to_vec::<f32>().unwrap();
+    let r = std::f32::consts::FRAC_1_SQRT_2;
+    for (got, want) in c.iter().zip([-1.0, r, 0.0, 0.0, r, 1.0]) {
+        assert!((got - want).abs() < 1e-6, "{c:?}");
+    }
+    let e = F::cosine_similarity(&a, &b, 1).unwrap_err().to_string();
+    assert!(
+        e.contains("cosine_similarity") && e.contains("[2, 2]") && e.contains("[3, 2]"),
+        "{e}"
+    );
+}
+
+#[test]
+fn clipping_scales_or_clamps_the_gradients_it_finds() {
+    let p1 = Parameter::new(t(vec![1.0, 2.0], &[2])).unwrap();
+    let p2 = Parameter::new(t(vec![0.0; 3], &[3])).unwrap();
+    let p3 = Parameter::new(t(vec![5.0], &[1])).unwrap(); // never gets a gradient
+                                                          // Gradients (3, 4) and (0, 0, 12): joint norm 13.
+    p1.tensor()
+        .mul(&t(vec![3.0, 4.0], &[2]))
+        .unwrap()
+        .sum()
+        .unwrap()
+        .backward()
+        .unwrap();
+    p2.tensor()
+        .mul(&t(vec![0.0, 0.0, 12.0], &[3]))
+        .unwrap()
+        .sum()
+        .unwrap()
+        .backward()
+        .unwrap();
+    let params = [p1.clone(), p2.clone(), p3.clone()];
+    let norm = clip_grad_norm_(&params, 100.0)
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    assert_eq!(norm, 13.0);
+    assert_eq!(
+        p1.grad().unwrap().to_vec::<f32>().unwrap(),
+        [3.0, 4.0],
+        "under the cap: kept"
+    );
+    let norm = clip_grad_norm_(&params, 6.5)
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    assert_eq!(norm, 13.0, "the norm before clipping is returned");
+    let g: Vec<f32> = [&p1, &p2]
+        .iter()
+        .flat_map(|p| p.grad().unwrap().to_vec::<f32>().unwrap())
+        .collect();
+    for (got, want) in g.iter().zip([1.5, 2.0, 0.0, 0.0, 6.0]) {
+        assert!((got - want).abs() < 1e-5, "{g:?}");
+    }
+    assert!(p3.grad().is_none());
+    clip_grad_value_(&params, 1.75).unwrap();
+    assert_eq!(
+        p2.grad().unwrap().to_vec::<f32>().unwrap(),
+        [0.0, 0.0, 1.75]
+    );
+    // 1.5 was 6.5 / (13 + 1e-6) * 3, a hair under 1.5 (torch's 1e-6 too); 2.0 is clamped.
+    let g1 = p1.grad().unwrap().to_vec::<f32>().unwrap();
+    assert!((g1[0] - 1.5).abs() < 1e-5 && g1[1] == 1.75, "{g1:?}");
+    // No gradients at all: a zero norm, nothing to do.
+    let fresh = nn::Linear::new(2, 2);
+    let n = clip_grad_norm_(&fresh.parameters(), 1.0).unwrap();
+    assert_eq!(n.item::<f32>().unwrap(), 0.0);
+}
