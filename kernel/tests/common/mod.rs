@@ -98,14 +98,6 @@ impl Interpreter for Mock {
     }
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 pub struct Client {
     pub shell: zeromq::DealerSocket,
     pub control: zeromq::DealerSocket,
@@ -221,14 +213,21 @@ pub async fn start() -> (Client, Server) {
 }
 
 pub fn test_conn() -> ConnectionInfo {
+    // Five ports held open together, so they differ from each other; another process (or a
+    // test running beside this one) can still take one before the server binds it, which
+    // `start_logged` answers by trying new ports.
+    let held: Vec<std::net::TcpListener> = (0..5)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let port = |i: usize| held[i].local_addr().unwrap().port();
     ConnectionInfo {
         transport: "tcp".into(),
         ip: "127.0.0.1".into(),
-        shell_port: free_port(),
-        iopub_port: free_port(),
-        stdin_port: free_port(),
-        control_port: free_port(),
-        hb_port: free_port(),
+        shell_port: port(0),
+        iopub_port: port(1),
+        stdin_port: port(2),
+        control_port: port(3),
+        hb_port: port(4),
         key: "a-test-key".into(),
         signature_scheme: "hmac-sha256".into(),
     }
@@ -244,25 +243,34 @@ pub async fn start_logged(
     start_delay: Duration,
     log: Option<Logger>,
 ) -> (Client, Server, Arc<Mutex<Vec<String>>>) {
-    let conn = test_conn();
-    let mut config = KernelConfig::new(
-        gpulab_kernel::kernel_info(),
-        gpulab_kernel::syntax::is_complete,
-    );
-    if let Some(log) = log {
-        config.log = log;
+    let mut attempt = 0;
+    loop {
+        let conn = test_conn();
+        let mut config = KernelConfig::new(
+            gpulab_kernel::kernel_info(),
+            gpulab_kernel::syntax::is_complete,
+        );
+        if let Some(log) = &log {
+            config.log = log.clone();
+        }
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(MockStop::default());
+        LAST_STOP.with(|s| *s.borrow_mut() = Some(stop.clone()));
+        let mock = Mock {
+            stop,
+            ran: ran.clone(),
+            start_delay,
+        };
+        let server = tokio::spawn(server::serve(conn.clone(), config, Box::new(mock)));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // A server that has already returned could not bind a port (taken between test_conn
+        // and the bind): the client would wait 30 s for it and fail. Try new ports instead.
+        attempt += 1;
+        if server.is_finished() && attempt < 5 {
+            continue;
+        }
+        return (Client::connect(&conn).await, server, ran);
     }
-    let ran = Arc::new(Mutex::new(Vec::new()));
-    let stop = Arc::new(MockStop::default());
-    LAST_STOP.with(|s| *s.borrow_mut() = Some(stop.clone()));
-    let mock = Mock {
-        stop,
-        ran: ran.clone(),
-        start_delay,
-    };
-    let server = tokio::spawn(server::serve(conn.clone(), config, Box::new(mock)));
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    (Client::connect(&conn).await, server, ran)
 }
 
 thread_local! {
