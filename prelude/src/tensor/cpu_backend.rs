@@ -549,41 +549,27 @@ impl CpuStorage {
         inner: usize,
     ) -> Result<CpuStorage> {
         use CpuStorage as S;
-        if !op.widens_ints() {
-            return Err(unsupported(
-                &format!("cum{}", op.name()),
-                &[self.dtype()],
-                Device::Cpu,
-            ));
-        }
-        let prod = op == ReduceOp::Prod;
-        let f64_step = |acc: f64, v: f64| if prod { acc * v } else { acc + v };
-        let init = if prod { 1.0 } else { 0.0 };
+        let init = op.identity();
         Ok(match self {
             S::F32(a) => S::F32(
-                scan_lines(a, outer, len, inner, init, |acc, &v| {
-                    f64_step(acc, v as f64)
+                scan_lines(a, outer, len, inner, init as f64, |acc, &v| {
+                    op.combine_f64(acc, v as f64)
                 })
                 .into_iter()
                 .map(|v| v as f32)
                 .collect(),
             ),
-            S::F64(a) => S::F64(scan_lines(a, outer, len, inner, init, |acc, &v| {
-                f64_step(acc, v)
+            S::F64(a) => S::F64(scan_lines(a, outer, len, inner, init as f64, |acc, &v| {
+                op.combine_f64(acc, v)
             })),
             S::F16(_) | S::BF16(_) => {
                 let a = self.half_as_f32().unwrap();
-                let out = scan_lines(&a, outer, len, inner, init as f32, |acc, &v| {
-                    if prod {
-                        acc * v
-                    } else {
-                        acc + v
-                    }
-                });
+                let out = scan_lines(&a, outer, len, inner, init, |acc, &v| op.combine(acc, v));
                 Self::from_f32(self.dtype(), out)
             }
             _ => {
                 let a: Vec<i64> = self.cast_to();
+                let prod = op == ReduceOp::Prod;
                 S::I64(scan_lines(&a, outer, len, inner, prod as i64, |acc, &v| {
                     if prod {
                         acc.wrapping_mul(v)

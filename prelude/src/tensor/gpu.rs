@@ -733,14 +733,6 @@ pub(crate) fn scan_dim(
 ) -> Result<CudaBuf> {
     let gpu = &a.gpu;
     check_op(OpFamily::Reduce, op as i32, a.dtype, gpu.device())?;
-    if !op.widens_ints() {
-        let name = format!("cum{}", op.name());
-        return Err(super::cpu_backend::unsupported(
-            &name,
-            &[a.dtype],
-            gpu.device(),
-        ));
-    }
     let acc = alloc(gpu, outer * len * inner, acc_dtype(a.dtype))?;
     if outer * len * inner > 0 {
         launch_lines("scan_strided", op as i32, a, &acc, [outer, len, inner])?;

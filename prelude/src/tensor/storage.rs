@@ -549,7 +549,8 @@ impl Storage {
     }
 
     /// Inclusive scan (`Sum`: cumsum, `Prod`: cumprod) along the middle axis of
-    /// `[outer, len, inner]`, the shape kept; integers and bools give int64.
+    /// `[outer, len, inner]`, the shape kept; integers and bools give int64. Checked here for
+    /// both backends: they write int64 for integer scans, right for these two ops only.
     pub fn scan_dim(
         &self,
         op: ReduceOp,
@@ -557,6 +558,10 @@ impl Storage {
         len: usize,
         inner: usize,
     ) -> Result<Storage> {
+        if !matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
+            let name = format!("cum{}", op.name());
+            return Err(unsupported(&name, &[self.dtype()], self.device()));
+        }
         match self {
             Storage::Cpu(a) => {
                 host_room(a.len(), DType::F64)?;
