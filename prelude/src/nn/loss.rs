@@ -19,48 +19,36 @@ pub fn l1_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
 /// `d = input - target` (torch's `smooth_l1_loss`; its default `beta` is 1.0, and `beta = 0`
 /// is `l1_loss`).
 pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, beta: f64) -> Result<Tensor> {
-    piecewise(input, target, beta, "smooth_l1_loss", |d, a| {
-        d.square()?
-            .mul(0.5 / beta)?
-            .where_(&a.lt(beta)?, &a.sub(0.5 * beta)?)
-    })
+    if beta.is_nan() || beta < 0.0 {
+        return Err(Error::Invalid(format!(
+            "smooth_l1_loss: beta must be 0 or more, got {beta}"
+        )));
+    }
+    let d = difference(input, target, "smooth_l1_loss")?;
+    let a = d.abs()?;
+    if beta == 0.0 {
+        return a.mean();
+    }
+    d.square()?
+        .mul(0.5 / beta)?
+        .where_(&a.lt(beta)?, &a.sub(0.5 * beta)?)?
+        .mean()
 }
 
 /// `0.5 d^2` where `|d| < delta`, else `delta (|d| - 0.5 delta)`, averaged (torch's
-/// `huber_loss`; its default `delta` is 1.0).
+/// `huber_loss`; its default `delta` is 1.0, and it must be positive).
 pub fn huber_loss(input: &Tensor, target: &Tensor, delta: f64) -> Result<Tensor> {
-    piecewise(input, target, delta, "huber_loss", |d, a| {
-        d.square()?
-            .mul(0.5)?
-            .where_(&a.lt(delta)?, &a.sub(0.5 * delta)?.mul(delta)?)
-    })
-}
-
-/// The mean of `f(d, |d|)` for `d = input - target`, after checking the threshold as torch
-/// does: smooth_l1's `beta` may be 0 (the L1 loss), huber's `delta` must be positive.
-fn piecewise(
-    input: &Tensor,
-    target: &Tensor,
-    threshold: f64,
-    op: &'static str,
-    f: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
-) -> Result<Tensor> {
-    let name = if op == "huber_loss" { "delta" } else { "beta" };
-    if threshold.is_nan() || threshold < 0.0 || (op == "huber_loss" && threshold == 0.0) {
+    if delta.is_nan() || delta <= 0.0 {
         return Err(Error::Invalid(format!(
-            "{op}: {name} must be {}, got {threshold}",
-            if op == "huber_loss" {
-                "positive"
-            } else {
-                "0 or more"
-            }
+            "huber_loss: delta must be positive, got {delta}"
         )));
     }
-    let d = difference(input, target, op)?;
-    if threshold == 0.0 {
-        return d.abs()?.mean();
-    }
-    f(&d, &d.abs()?)?.mean()
+    let d = difference(input, target, "huber_loss")?;
+    let a = d.abs()?;
+    d.square()?
+        .mul(0.5)?
+        .where_(&a.lt(delta)?, &a.sub(0.5 * delta)?.mul(delta)?)?
+        .mean()
 }
 
 /// Negative log-likelihood of class indices: `-mean(input[i, target[i]])` with `input`
