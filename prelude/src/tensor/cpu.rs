@@ -10,16 +10,62 @@ use rayon::prelude::*;
 const PAR_MIN: usize = 1 << 18;
 const CHUNK: usize = 1 << 14;
 
-// Collecting writes each output once; filling a zeroed Vec would touch it twice.
+/// Buffers from this size on are asked for transparent huge pages (numpy's threshold).
+const HUGE_FROM: usize = 4 << 20;
+
+/// Asks Linux to back `v`'s allocation with 2 MiB pages when it is big (`madvise`
+/// `MADV_HUGEPAGE`), before anything is written to it. A fresh multi-megabyte output is a
+/// fresh `mmap` from malloc, and every 4 KiB page of it faults on first write: on the 2-core
+/// VM that cost more than the arithmetic, so an element-wise op on 2^24 floats ran at half of
+/// numpy's speed, numpy having made this same call since 1.16 (measured: numpy's `a + b` at
+/// 2^24 took 16 ms with it and 36-44 ms without). Where transparent huge pages are off, or set
+/// to `always`, the call changes nothing. Only glibc-Linux is asked; elsewhere a no-op.
+pub(crate) fn advise_huge_pages<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        if bytes < HUGE_FROM {
+            return;
+        }
+        const PAGE: usize = 4096;
+        let start = v.as_ptr() as usize;
+        let first = start.next_multiple_of(PAGE);
+        let end = (start + bytes) / PAGE * PAGE;
+        if end > first {
+            // SAFETY: [first, end) lies inside `v`'s own allocation (page-aligned inwards),
+            // which stays mapped while `v` lives. MADV_HUGEPAGE is advice: it changes how
+            // the kernel backs those pages, never their contents, so nothing `v` holds or any
+            // other allocation sharing a page at either end could see is altered. A refusal
+            // (EINVAL without THP support) only leaves the 4 KiB pages.
+            unsafe {
+                libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
+/// An empty vector with room for `n` elements, advised for huge pages when big.
+pub(crate) fn output_vec<T>(n: usize) -> Vec<T> {
+    let v = Vec::with_capacity(n);
+    advise_huge_pages(&v);
+    v
+}
+
+// Collecting writes each output once; filling a zeroed Vec would touch it twice. The parallel
+// paths collect into a vector advised for huge pages (rayon reuses its capacity).
 fn map2(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + Sync + Send) -> Vec<f32> {
     if a.len() < PAR_MIN {
         a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
     } else {
+        let mut out = output_vec(a.len());
         a.par_iter()
             .zip(b.par_iter())
             .with_min_len(CHUNK)
             .map(|(&x, &y)| f(x, y))
-            .collect()
+            .collect_into_vec(&mut out);
+        out
     }
 }
 
@@ -27,14 +73,22 @@ fn map1(a: &[f32], f: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
     if a.len() < PAR_MIN {
         a.iter().map(|&x| f(x)).collect()
     } else {
-        a.par_iter().with_min_len(CHUNK).map(|&x| f(x)).collect()
+        let mut out = output_vec(a.len());
+        a.par_iter()
+            .with_min_len(CHUNK)
+            .map(|&x| f(x))
+            .collect_into_vec(&mut out);
+        out
     }
 }
 
 /// A fresh `n`-element vector handed to `fill` in pieces of `chunk` with their index; for
 /// outputs that need per-piece set-up (a row's base offset, a tile) before a tight loop.
 fn fill_chunks(n: usize, chunk: usize, fill: impl Fn(usize, &mut [f32]) + Sync) -> Vec<f32> {
+    // calloc maps a big buffer fresh and leaves it untouched, so the advice still comes
+    // before the first write.
     let mut out = vec![0f32; n];
+    advise_huge_pages(&out);
     if n >= PAR_MIN {
         out.par_chunks_mut(chunk)
             .enumerate()
@@ -270,5 +324,62 @@ pub(crate) fn keep_freed_memory() {
                 libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `VmFlags` line of the mapping in /proc/self/smaps that holds `addr`.
+    #[cfg(target_os = "linux")]
+    fn vm_flags_at(addr: usize) -> Option<String> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line.split_whitespace().next().unwrap_or("");
+            if let Some((lo, hi)) = range.split_once('-') {
+                if let (Ok(lo), Ok(hi)) =
+                    (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+                {
+                    inside = (lo..hi).contains(&addr);
+                    continue;
+                }
+            }
+            if inside {
+                if let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return Some(flags.trim().to_string());
+                }
+            }
+        }
+        None
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn big_outputs_are_advised_for_huge_pages_and_small_ones_are_not() {
+        if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists() {
+            println!("skipped: this kernel has no transparent huge pages");
+            return;
+        }
+        let a = vec![1f32; 16 << 20]; // 64 MiB: a fresh mmap from malloc
+        for out in [map1(&a, |x| x + 1.0), map2(&a, &a, |x, y| x * y)] {
+            assert_eq!(out.len(), a.len());
+            assert!(out.iter().all(|&v| v == 2.0 || v == 1.0));
+            // Inside the advised part (the allocation's first page may hold malloc's header
+            // and is not advised).
+            let flags = vm_flags_at(out.as_ptr() as usize + (1 << 20)).expect("smaps entry");
+            assert!(
+                flags.split_whitespace().any(|f| f == "hg"),
+                "no MADV_HUGEPAGE on a 64 MiB output: VmFlags {flags}"
+            );
+        }
+        // A small output is left alone (it shares pages with other allocations).
+        let small = output_vec::<f32>(1000);
+        let flags = vm_flags_at(small.as_ptr() as usize).expect("smaps entry");
+        assert!(
+            !flags.split_whitespace().any(|f| f == "hg"),
+            "VmFlags {flags}"
+        );
     }
 }

@@ -387,6 +387,7 @@ fn matmul_with<T: Elem>(
     n: usize,
 ) -> Vec<T> {
     let mut c = vec![T::default(); m * n];
+    super::cpu::advise_huge_pages(&c);
     if m == 0 || n == 0 || k == 0 {
         return c;
     }

@@ -58,14 +58,16 @@ pub(crate) fn bits(n: usize) -> Vec<u64> {
 }
 
 pub(crate) fn uniform(n: usize) -> Vec<f32> {
-    with_gen(|g| (0..n).map(|_| g.unit()).collect())
+    let mut out = super::cpu::output_vec(n);
+    with_gen(|g| out.extend((0..n).map(|_| g.unit())));
+    out
 }
 
 /// Box-Muller on pairs of uniforms.
 pub(crate) fn normal(n: usize) -> Vec<f32> {
     let pairs = n.div_ceil(2);
     with_gen(|g| {
-        let mut out = Vec::with_capacity(2 * pairs);
+        let mut out = super::cpu::output_vec(2 * pairs);
         for _ in 0..pairs {
             // 1 - u lies in (0, 1], so the log is finite.
             let u1 = 1.0 - g.unit() as f64;

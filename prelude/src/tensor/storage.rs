@@ -199,7 +199,7 @@ fn download_as<T: Copy>(b: &CudaBuf) -> Result<Vec<T>> {
     let n = b.len;
     // Not zero-filled first (G16): the copy writes every element, and for a multi-GB tensor
     // the fill would be a second full pass over host memory.
-    let mut out: Vec<T> = Vec::with_capacity(n);
+    let mut out: Vec<T> = super::cpu::output_vec(n);
     let sync = |op: &str| {
         b.gpu
             .stream
@@ -417,7 +417,16 @@ impl Storage {
                 // Checked first: `vec!` aborts the process on a failed allocation.
                 DType::F32 => {
                     host_room(n, dtype)?;
-                    CpuStorage::F32(vec![value as f32; n])
+                    // Zeros come from calloc, untouched, so the huge-page advice still
+                    // comes before the first write; other values are written once.
+                    let mut v = if value.to_bits() == 0 {
+                        vec![0f32; n]
+                    } else {
+                        Vec::with_capacity(n)
+                    };
+                    super::cpu::advise_huge_pages(&v);
+                    v.resize(n, value as f32);
+                    CpuStorage::F32(v)
                 }
                 _ => {
                     host_room(n, DType::F64)?;
