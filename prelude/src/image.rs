@@ -114,6 +114,27 @@ impl RgbImage {
         }
     }
 
+    /// Each pixel drawn as a `k x k` block (nearest neighbour), so a 28 x 28 digit is big
+    /// enough to see. `k` is clamped (as `Figure::size` clamps) to between 1 and what keeps
+    /// both sides within 16,384 pixels, so no factor can exhaust memory.
+    pub fn scaled(&self, k: usize) -> RgbImage {
+        const MAX_SIDE: usize = 16_384;
+        let longest = self.width.max(self.height).max(1);
+        let k = k.clamp(1, (MAX_SIDE / longest).max(1));
+        let (w, h) = (self.width * k, self.height * k);
+        let mut pixels = Vec::with_capacity(w * h * 3);
+        for y in 0..h {
+            for x in 0..w {
+                pixels.extend_from_slice(&self.pixel(x / k, y / k));
+            }
+        }
+        RgbImage {
+            width: w,
+            height: h,
+            pixels,
+        }
+    }
+
     pub fn pixel(&self, x: usize, y: usize) -> [u8; 3] {
         let i = (y * self.width + x) * 3;
         [self.pixels[i], self.pixels[i + 1], self.pixels[i + 2]]

@@ -67,6 +67,8 @@ pub use plot::{bar_chart, crossover_plot, BarChart, Figure};
 pub mod timing;
 pub use timing::{bench, compare, time, Bench, BenchResult, Comparison};
 pub mod progress;
+/// Tensors as pictures: torchvision's `make_grid` and `to_pil_image` (`vision::to_image`).
+pub mod vision;
 pub use display::{
     clear_output, clear_output_wait, display, DisplayHandle, EvcxrDisplay, Html, Markdown,
     MimeBundle, Png, Rich, Svg, Text,

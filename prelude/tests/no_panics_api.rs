@@ -445,6 +445,26 @@ fn odd_input_anywhere_in_the_prelude_is_an_error_not_a_panic() {
         .to_png()
     });
     p.run("Colormap at NaN", || Colormap::Viridis.color(f64::NAN));
+    p.run("make_grid with a huge padding", || {
+        vision::make_grid(&x(&[2, 1, 3, 3]), 2, usize::MAX / 2, 0.0)
+    });
+    p.run("make_grid with a huge nrow", || {
+        vision::make_grid(&x(&[2, 3, 3, 3]), usize::MAX, 2, 0.0)
+    });
+    p.run("make_grid of empty images", || {
+        vision::make_grid(&x(&[3, 1, 0, 0]), 2, 0, 0.0)
+    });
+    p.run("make_grid of a transposed view", || {
+        vision::make_grid(&x(&[2, 1, 3, 4]).transpose(2, 3)?, 2, 1, 0.0)
+    });
+    p.run("to_image of an empty picture", || {
+        vision::to_image(&x(&[3, 0, 4]))?.scaled(0).to_png();
+        Ok::<(), Error>(())
+    });
+    p.run("RgbImage scaled by a huge factor", || {
+        assert_eq!(RgbImage::new(3, 2).scaled(usize::MAX).width, 3 * 5461);
+        RgbImage::new(0, 0).scaled(usize::MAX).to_png()
+    });
     p.run("Mandelbrot 0x0", || {
         Mandelbrot::new()
             .size(0, 0)
