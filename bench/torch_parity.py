@@ -89,7 +89,8 @@ KNOWN = {
        for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1")},
     # torch's CPU smooth_l1_loss has no float16 backward ("not implemented for 'Half'"); its
     # CUDA one and gpulab's have one.
-    **{f"nn smoothl1 f16 f16 {w}": "torch's CPU smooth_l1_loss backward refuses float16" for w in ("x", "y")},
+    **{f"nn {op} f16 f16 {w}": "torch's CPU smooth_l1_loss backward refuses float16"
+       for op in ("smoothl1", "smoothl1_sum", "smoothl1_none") for w in ("x", "y")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -147,6 +148,11 @@ def cases():
     for a in floats:
         out += [f"nn {op} {a} {a} {want}" for op in ("l1", "smoothl1", "smoothl1_b0", "huber", "bcep")
                 for want in ("out", "x", "y")]
+        # torch's reduction='sum' and 'none' (the loss modules' `.reduction`).
+        for red in ("sum", "none"):
+            out += [f"nn {op}_{red} {a} {a} {want}" for op in ("mse", "l1", "smoothl1", "huber", "bce", "bcep")
+                    for want in ("out", "x", "y")]
+            out += [f"nn {op}_{red} {a} i64 {want}" for op in ("ce", "nll") for want in ("out", "x")]
     # Gradient clipping: the norm returned and the gradients after, over two parameters.
     out += [f"clip {k} {a} {v}" for k in ("norm", "value") for a in floats for v in ("0.5", "100")]
     # Views and index ops, forward and backward.
@@ -297,6 +303,21 @@ def torch_results(lines, device):
             # Probabilities with both ends, 0 and 1, where the logs are clamped.
             p, y = ramp([2, 3], 5, 0.0, 0.25, d), ramp([2, 3], 4, 0.0, 1 / 3, param)
             out, inputs = F.binary_cross_entropy(p, y), {"x": p, "y": y}
+        elif op.rsplit("_", 1)[-1] in ("sum", "none"):
+            base, red = op.rsplit("_", 1)
+            if base in ("ce", "nll"):
+                t = torch.tensor([2, 0]).to(T[param]).to(dev)
+                out = (F.cross_entropy if base == "ce" else F.nll_loss)(x, t, reduction=red)
+                inputs = {"x": x}
+            elif base == "bcep":
+                p, y = ramp([2, 3], 5, 0.0, 0.25, d), ramp([2, 3], 4, 0.0, 1 / 3, param)
+                out, inputs = F.binary_cross_entropy(p, y, reduction=red), {"x": p, "y": y}
+            else:
+                y = ramp([2, 3], 4, 1.0, 0.5, param)
+                loss = {"mse": F.mse_loss, "l1": F.l1_loss, "bce": F.binary_cross_entropy_with_logits,
+                        "smoothl1": lambda a, b, reduction: F.smooth_l1_loss(a, b, reduction=reduction, beta=1.0),
+                        "huber": lambda a, b, reduction: F.huber_loss(a, b, reduction=reduction, delta=0.75)}[base]
+                out, inputs = loss(x, y, reduction=red), {"x": x, "y": y}
         else:
             raise ValueError(f"unknown nn op {op!r}")
         if want == "out":

@@ -37,7 +37,7 @@
 //! - `sched` schedule f64 x: the learning rate of an SGD after each of 14 epochs under
 //!   `StepLR` (3, 0.5), `ExponentialLR` (0.9) or `CosineAnnealingLR` (5; 4 with eta_min 0.01).
 
-use gpulab::nn::Parameter;
+use gpulab::nn::{self, Parameter};
 use gpulab::optim::{Adam, AdamW, Optimizer, RMSprop, SGD};
 use gpulab::tensor::{DType, Operand};
 use gpulab::{Device, Error, Tensor, F};
@@ -331,6 +331,48 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             let p = ramp(&[2, 3], 5, 0.0, 0.25, d, dev)?;
             let y = ramp(&[2, 3], 4, 0.0, 1.0 / 3.0, param, dev)?;
             (F::binary_cross_entropy(&p, &y)?, vec![("x", p), ("y", y)])
+        }
+        _ if matches!(op.rsplit_once('_'), Some((_, "sum" | "none"))) => {
+            let (base, red) = op.rsplit_once('_').unwrap();
+            let r = if red == "sum" {
+                nn::Reduction::Sum
+            } else {
+                nn::Reduction::None
+            };
+            match base {
+                "ce" | "nll" => {
+                    let t = Tensor::from_vec(vec![2i64, 0], 2, Device::Cpu)?
+                        .to_dtype(dtype(param))?
+                        .to(dev)?;
+                    let out = if base == "ce" {
+                        nn::CrossEntropyLoss::new().reduction(r).forward(&x, &t)?
+                    } else {
+                        nn::NLLLoss::new().reduction(r).forward(&x, &t)?
+                    };
+                    (out, vec![("x", x)])
+                }
+                "bcep" => {
+                    let p = ramp(&[2, 3], 5, 0.0, 0.25, d, dev)?;
+                    let y = ramp(&[2, 3], 4, 0.0, 1.0 / 3.0, param, dev)?;
+                    let out = nn::BCELoss::new().reduction(r).forward(&p, &y)?;
+                    (out, vec![("x", p), ("y", y)])
+                }
+                _ => {
+                    let y = ramp(&[2, 3], 4, 1.0, 0.5, param, dev)?;
+                    let out = match base {
+                        "mse" => nn::MSELoss::new().reduction(r).forward(&x, &y)?,
+                        "l1" => nn::L1Loss::new().reduction(r).forward(&x, &y)?,
+                        "bce" => nn::BCEWithLogitsLoss::new().reduction(r).forward(&x, &y)?,
+                        "smoothl1" => nn::SmoothL1Loss::new().reduction(r).forward(&x, &y)?,
+                        "huber" => nn::HuberLoss::new()
+                            .delta(0.75)
+                            .reduction(r)
+                            .forward(&x, &y)?,
+                        _ => panic!("unknown nn op {op:?}"),
+                    };
+                    (out, vec![("x", x), ("y", y)])
+                }
+            }
         }
         _ => panic!("unknown nn op {op:?}"),
     };

@@ -211,3 +211,212 @@ fn clipping_scales_or_clamps_the_gradients_it_finds() {
     let n = clip_grad_norm_(&fresh.parameters(), 1.0).unwrap();
     assert_eq!(n.item::<f32>().unwrap(), 0.0);
 }
+
+#[test]
+fn loss_modules_reduce_as_torch_says_and_keep_the_functions_errors() {
+    use nn::Reduction;
+    let x = t(vec![0.0, 2.0, -1.0, 0.5, 1.5, -0.5], &[2, 3]);
+    let y = t(vec![0.5, 0.0, -1.0, 3.0, 1.0, 0.0], &[2, 3]);
+    let labels = Tensor::from_vec(vec![2i64, 0], 2, CPU).unwrap();
+    let probs = x.sigmoid().unwrap();
+    let targets01 = t(vec![1.0, 0.0, 1.0, 0.0, 0.5, 1.0], &[2, 3]);
+    // (module forward at a reduction, the number of values it reduces, their shape unreduced)
+    type Forward<'a> = Box<dyn Fn(Reduction) -> Tensor + 'a>;
+    let cases: Vec<(&str, Forward, usize, Vec<usize>)> = vec![
+        (
+            "MSELoss",
+            Box::new(|r| nn::MSELoss::new().reduction(r).forward(&x, &y).unwrap()),
+            6,
+            vec![2, 3],
+        ),
+        (
+            "L1Loss",
+            Box::new(|r| nn::L1Loss::new().reduction(r).forward(&x, &y).unwrap()),
+            6,
+            vec![2, 3],
+        ),
+        (
+            "SmoothL1Loss",
+            Box::new(|r| {
+                nn::SmoothL1Loss::new()
+                    .beta(0.5)
+                    .reduction(r)
+                    .forward(&x, &y)
+                    .unwrap()
+            }),
+            6,
+            vec![2, 3],
+        ),
+        (
+            "HuberLoss",
+            Box::new(|r| {
+                nn::HuberLoss::new()
+                    .delta(0.5)
+                    .reduction(r)
+                    .forward(&x, &y)
+                    .unwrap()
+            }),
+            6,
+            vec![2, 3],
+        ),
+        (
+            "BCEWithLogitsLoss",
+            Box::new(|r| {
+                nn::BCEWithLogitsLoss::new()
+                    .reduction(r)
+                    .forward(&x, &targets01)
+                    .unwrap()
+            }),
+            6,
+            vec![2, 3],
+        ),
+        (
+            "BCELoss",
+            Box::new(|r| {
+                nn::BCELoss::new()
+                    .reduction(r)
+                    .forward(&probs, &targets01)
+                    .unwrap()
+            }),
+            6,
+            vec![2, 3],
+        ),
+        (
+            "CrossEntropyLoss",
+            Box::new(|r| {
+                nn::CrossEntropyLoss::new()
+                    .reduction(r)
+                    .forward(&x, &labels)
+                    .unwrap()
+            }),
+            2,
+            vec![2],
+        ),
+        (
+            "NLLLoss",
+            Box::new(|r| {
+                nn::NLLLoss::new()
+                    .reduction(r)
+                    .forward(&x, &labels)
+                    .unwrap()
+            }),
+            2,
+            vec![2],
+        ),
+    ];
+    for (name, forward, n, shape) in &cases {
+        let none = forward(Reduction::None);
+        assert_eq!(none.shape(), &shape[..], "{name}");
+        let each = none.to_vec::<f32>().unwrap();
+        let sum = forward(Reduction::Sum).item::<f32>().unwrap();
+        let mean = forward(Reduction::Mean).item::<f32>().unwrap();
+        let total: f32 = each.iter().sum();
+        assert!((sum - total).abs() < 1e-5, "{name}: sum {sum} vs {total}");
+        assert!(
+            (mean - total / *n as f32).abs() < 1e-6,
+            "{name}: mean {mean}"
+        );
+        // The default reduction is the mean, and it is what F's function gives.
+        assert_eq!(Reduction::default(), Reduction::Mean);
+    }
+    assert_eq!(
+        nn::CrossEntropyLoss::new()
+            .forward(&x, &labels)
+            .unwrap()
+            .item::<f32>()
+            .unwrap(),
+        F::cross_entropy(&x, &labels)
+            .unwrap()
+            .item::<f32>()
+            .unwrap()
+    );
+    // NLLLoss unreduced is minus the picked log-probabilities.
+    let picked = nn::NLLLoss::new()
+        .reduction(Reduction::None)
+        .forward(&x, &labels)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(picked, vec![1.0, -0.5]);
+
+    // Gradients: a sum's is n times a mean's (closed-form rules included), and an unreduced
+    // loss takes a gradient per element.
+    type Make<'a> = Box<dyn Fn(&Tensor, Reduction) -> Tensor + 'a>;
+    let rules: Vec<(&str, Make, Tensor)> = vec![
+        (
+            "BCEWithLogitsLoss",
+            Box::new(|p, r| {
+                nn::BCEWithLogitsLoss::new()
+                    .reduction(r)
+                    .forward(p, &targets01)
+                    .unwrap()
+            }),
+            x.clone(),
+        ),
+        (
+            "BCELoss",
+            Box::new(|p, r| {
+                nn::BCELoss::new()
+                    .reduction(r)
+                    .forward(p, &targets01)
+                    .unwrap()
+            }),
+            probs.detach(),
+        ),
+        (
+            "MSELoss",
+            Box::new(|p, r| nn::MSELoss::new().reduction(r).forward(p, &y).unwrap()),
+            x.clone(),
+        ),
+    ];
+    for (name, make, at) in &rules {
+        let grad = |r: Reduction| {
+            let p = at.detach().requires_grad_(true).unwrap();
+            let out = make(&p, r);
+            let out = if r == Reduction::None {
+                out.sum().unwrap()
+            } else {
+                out
+            };
+            out.backward().unwrap();
+            p.grad().unwrap().to_vec::<f32>().unwrap()
+        };
+        let (gm, gs, gn) = (
+            grad(Reduction::Mean),
+            grad(Reduction::Sum),
+            grad(Reduction::None),
+        );
+        for i in 0..6 {
+            assert!(
+                (gs[i] - 6.0 * gm[i]).abs() < 1e-5,
+                "{name} {i}: {} vs {}",
+                gs[i],
+                6.0 * gm[i]
+            );
+            assert!((gs[i] - gn[i]).abs() < 1e-6, "{name} {i}");
+        }
+    }
+
+    // The functions' checks still apply, with their names.
+    let e = nn::MSELoss::new()
+        .reduction(Reduction::Sum)
+        .forward(&x, &t(vec![0.0; 4], &[4]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("mse_loss") && e.contains("[2, 3]") && e.contains("[4]"),
+        "{e}"
+    );
+    let e = nn::CrossEntropyLoss::new()
+        .reduction(Reduction::None)
+        .forward(&x, &Tensor::from_vec(vec![3i64, 0], 2, CPU).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cross_entropy") && e.contains('3'), "{e}");
+    let e = nn::HuberLoss::new()
+        .delta(0.0)
+        .forward(&x, &y)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("delta must be positive"), "{e}");
+}

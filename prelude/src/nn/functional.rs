@@ -15,6 +15,7 @@ use crate::Device;
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
+use super::loss::Reduction;
 pub use super::loss::{binary_cross_entropy, huber_loss, l1_loss, nll_loss, smooth_l1_loss};
 pub use super::norm::{batch_norm, layer_norm};
 
@@ -236,8 +237,17 @@ pub(super) fn class_labels(
 /// class index of each row (`[N]`, int64), like torch's `F.cross_entropy` (NaN for an
 /// empty batch).
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    cross_entropy_reduced(logits, targets, Reduction::Mean)
+}
+
+/// `cross_entropy` with torch's `reduction` (`nn::CrossEntropyLoss` calls it).
+pub(crate) fn cross_entropy_reduced(
+    logits: &Tensor,
+    targets: &Tensor,
+    reduction: Reduction,
+) -> Result<Tensor> {
     let labels = batch_labels(logits, targets, "cross_entropy", "logits", "class scores")?;
-    mean_picked(&logits.log_softmax(1)?, &labels)
+    picked(&logits.log_softmax(1)?, &labels, reduction)
 }
 
 /// The checked class index of each row of `input` (`[N, C]`, floating point), for the losses
@@ -259,9 +269,9 @@ pub(super) fn batch_labels(
     class_labels(targets, n, c, op)
 }
 
-/// `-mean(input[i, labels[i]])` over the rows of `[N, C]` `input` (NaN for an empty batch, the
-/// mean of no losses, as in torch).
-pub(super) fn mean_picked(input: &Tensor, labels: &[usize]) -> Result<Tensor> {
+/// `-input[i, labels[i]]` for the rows of `[N, C]` `input`, reduced: `[N]` unreduced, their sum,
+/// or their mean (NaN for an empty batch, the mean of no losses, as in torch).
+pub(super) fn picked(input: &Tensor, labels: &[usize], reduction: Reduction) -> Result<Tensor> {
     let (n, c) = (input.shape()[0], input.shape()[1]);
     let mut onehot = vec![0f32; n * c];
     for (row, &l) in labels.iter().enumerate() {
@@ -272,7 +282,12 @@ pub(super) fn mean_picked(input: &Tensor, labels: &[usize]) -> Result<Tensor> {
     let onehot = Tensor::from_vec(onehot, (n, c), Device::Cpu)?
         .to_dtype(input.dtype())?
         .to(input.device())?;
-    input.mul(&onehot)?.sum()?.mul(-1.0 / n as f64)
+    let chosen = input.mul(&onehot)?;
+    match reduction {
+        Reduction::Mean => chosen.sum()?.mul(-1.0 / n as f64),
+        Reduction::Sum => chosen.sum()?.neg(),
+        Reduction::None => chosen.sum_dim(1)?.neg(),
+    }
 }
 
 pub(super) fn same_shape(a: &Tensor, b: &Tensor, op: &'static str) -> Result<()> {
@@ -300,8 +315,17 @@ pub(super) fn float_target<'a>(target: &'a Tensor, input: &Tensor) -> Result<Cow
 /// one dtype, which must be a float one (an integer input with float targets is fine, as in
 /// torch).
 pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    mse_loss_reduced(input, target, Reduction::Mean)
+}
+
+/// `mse_loss` with torch's `reduction` (`nn::MSELoss` calls it).
+pub(crate) fn mse_loss_reduced(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+) -> Result<Tensor> {
     let d = difference(input, target, "mse_loss")?;
-    d.mul(&d)?.mean()
+    reduction.apply(d.mul(&d)?)
 }
 
 /// `input - target` for the element-wise losses: one shape, promoted to one dtype, which must
@@ -321,18 +345,24 @@ pub(super) fn difference(input: &Tensor, target: &Tensor, op: &'static str) -> R
 /// torch's closed form, `(sigmoid(x) - y) / n` (and `-x / n` for the targets): the composed
 /// ops' subgradients at x = 0 (of max and |x|) would not add up to it.
 pub fn binary_cross_entropy_with_logits(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    bce_with_logits_reduced(logits, targets, Reduction::Mean)
+}
+
+/// `binary_cross_entropy_with_logits` with torch's `reduction` (`nn::BCEWithLogitsLoss` calls
+/// it): the closed-form gradient is recorded on the reduced value, scaled by `1/n` for a mean.
+pub(crate) fn bce_with_logits_reduced(
+    logits: &Tensor,
+    targets: &Tensor,
+    reduction: Reduction,
+) -> Result<Tensor> {
     same_shape(logits, targets, "binary_cross_entropy_with_logits")?;
     float_input(logits, "binary_cross_entropy_with_logits")?;
     let targets = float_target(targets, logits)?;
     let out = crate::autograd::no_grad(|| {
         let soft = logits.abs()?.neg()?.exp()?.add(1.0)?.log()?;
-        logits
-            .relu()?
-            .sub(&logits.mul(&*targets)?)?
-            .add(&soft)?
-            .mean()
+        reduction.apply(logits.relu()?.sub(&logits.mul(&*targets)?)?.add(&soft)?)
     })?;
-    let n = logits.numel() as f64;
+    let n = logits.numel();
     let (xs, ys) = (Saved::new(logits), Saved::new(&targets));
     Ok(record(
         out,
@@ -340,7 +370,7 @@ pub fn binary_cross_entropy_with_logits(logits: &Tensor, targets: &Tensor) -> Re
         &[logits, &targets],
         move |g| {
             let (x, y) = (xs.get()?, ys.get()?);
-            let g = g.div(n)?;
+            let g = reduction.gradient(g, n)?;
             let gx = x.sigmoid()?.sub(y)?.mul(&g)?;
             let gy = x.neg()?.mul(&g)?;
             Ok(vec![Some(gx), Some(gy)])

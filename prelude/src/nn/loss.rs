@@ -1,24 +1,69 @@
 //! More of torch's losses, mean-reduced like those in `functional` (which re-exports these):
-//! `l1_loss`, `smooth_l1_loss`, `huber_loss`, `nll_loss` and `binary_cross_entropy`.
+//! `l1_loss`, `smooth_l1_loss`, `huber_loss`, `nll_loss` and `binary_cross_entropy`, and
+//! `Reduction`, torch's `reduction=` argument, which the loss modules (`nn::MSELoss`,
+//! `nn::CrossEntropyLoss`, ...; `loss_modules.rs`) take.
 //! Composed from tensor ops, so they run on every device with gradients from theirs, except
 //! `binary_cross_entropy`, whose gradient is torch's closed form.
 
-use super::functional::{
-    batch_labels, difference, float_input, float_target, mean_picked, same_shape,
-};
+use super::functional::{batch_labels, difference, float_input, float_target, picked, same_shape};
 use crate::autograd::{no_grad, record, Saved};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor};
 
+/// How a loss turns its per-element (or, for class losses, per-sample) values into its
+/// result, torch's `reduction=` argument: `None` keeps them all (`'none'`), `Mean` averages
+/// them (`'mean'`, the default; NaN for no values, as torch), `Sum` adds them (`'sum'`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Reduction {
+    None,
+    #[default]
+    Mean,
+    Sum,
+}
+
+impl Reduction {
+    /// The loss of `per_element` values, reduced.
+    pub(crate) fn apply(self, per_element: Tensor) -> Result<Tensor> {
+        match self {
+            Reduction::None => Ok(per_element),
+            Reduction::Mean => per_element.mean(),
+            Reduction::Sum => per_element.sum(),
+        }
+    }
+
+    /// The gradient that reaches each of `n` elements from the reduced value's gradient `g`
+    /// (for the closed-form rules): `g / n` for a mean (torch divides too), `g` itself (a
+    /// scalar, or one value per element for `None`) otherwise; `mul` broadcasts either.
+    pub(crate) fn gradient(self, g: &Tensor, n: usize) -> Result<Tensor> {
+        match self {
+            Reduction::Mean => g.div(n as f64),
+            Reduction::None | Reduction::Sum => Ok(g.clone()),
+        }
+    }
+}
+
 /// Mean absolute error, `mean(|input - target|)` (torch's `l1_loss`); both of one shape.
 pub fn l1_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    difference(input, target, "l1_loss")?.abs()?.mean()
+    l1_loss_reduced(input, target, Reduction::Mean)
+}
+
+pub(crate) fn l1_loss_reduced(input: &Tensor, target: &Tensor, r: Reduction) -> Result<Tensor> {
+    r.apply(difference(input, target, "l1_loss")?.abs()?)
 }
 
 /// `0.5 d^2 / beta` where `|d| < beta`, else `|d| - 0.5 beta`, averaged, with
 /// `d = input - target` (torch's `smooth_l1_loss`; its default `beta` is 1.0, and `beta = 0`
 /// is `l1_loss`).
 pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, beta: f64) -> Result<Tensor> {
+    smooth_l1_loss_reduced(input, target, beta, Reduction::Mean)
+}
+
+pub(crate) fn smooth_l1_loss_reduced(
+    input: &Tensor,
+    target: &Tensor,
+    beta: f64,
+    r: Reduction,
+) -> Result<Tensor> {
     if beta.is_nan() || beta < 0.0 {
         return Err(Error::Invalid(format!(
             "smooth_l1_loss: beta must be 0 or more, got {beta}"
@@ -27,17 +72,27 @@ pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, beta: f64) -> Result<Tens
     let d = difference(input, target, "smooth_l1_loss")?;
     let a = d.abs()?;
     if beta == 0.0 {
-        return a.mean();
+        return r.apply(a);
     }
-    d.square()?
-        .mul(0.5 / beta)?
-        .where_(&a.lt(beta)?, &a.sub(0.5 * beta)?)?
-        .mean()
+    r.apply(
+        d.square()?
+            .mul(0.5 / beta)?
+            .where_(&a.lt(beta)?, &a.sub(0.5 * beta)?)?,
+    )
 }
 
 /// `0.5 d^2` where `|d| < delta`, else `delta (|d| - 0.5 delta)`, averaged (torch's
 /// `huber_loss`; its default `delta` is 1.0, and it must be positive).
 pub fn huber_loss(input: &Tensor, target: &Tensor, delta: f64) -> Result<Tensor> {
+    huber_loss_reduced(input, target, delta, Reduction::Mean)
+}
+
+pub(crate) fn huber_loss_reduced(
+    input: &Tensor,
+    target: &Tensor,
+    delta: f64,
+    r: Reduction,
+) -> Result<Tensor> {
     if delta.is_nan() || delta <= 0.0 {
         return Err(Error::Invalid(format!(
             "huber_loss: delta must be positive, got {delta}"
@@ -45,18 +100,23 @@ pub fn huber_loss(input: &Tensor, target: &Tensor, delta: f64) -> Result<Tensor>
     }
     let d = difference(input, target, "huber_loss")?;
     let a = d.abs()?;
-    d.square()?
-        .mul(0.5)?
-        .where_(&a.lt(delta)?, &a.sub(0.5 * delta)?.mul(delta)?)?
-        .mean()
+    r.apply(
+        d.square()?
+            .mul(0.5)?
+            .where_(&a.lt(delta)?, &a.sub(0.5 * delta)?.mul(delta)?)?,
+    )
 }
 
 /// Negative log-likelihood of class indices: `-mean(input[i, target[i]])` with `input`
 /// `[N, C]` log-probabilities (a `log_softmax` output) and `target` `[N]` class indices
 /// (torch's `nll_loss`; `cross_entropy` is `nll_loss` of `log_softmax`).
 pub fn nll_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    nll_loss_reduced(input, target, Reduction::Mean)
+}
+
+pub(crate) fn nll_loss_reduced(input: &Tensor, target: &Tensor, r: Reduction) -> Result<Tensor> {
     let labels = batch_labels(input, target, "nll_loss", "input", "log-probabilities")?;
-    mean_picked(input, &labels)
+    picked(input, &labels, r)
 }
 
 /// Binary cross-entropy of probabilities (torch's `binary_cross_entropy`, after a sigmoid):
@@ -65,6 +125,14 @@ pub fn nll_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
 /// read of the input). The gradient is torch's: `(p - y) / max(p (1 - p), 1e-12)` for `p`
 /// and `-logit(p)` for `y`, over N. `binary_cross_entropy_with_logits` is the stable form.
 pub fn binary_cross_entropy(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    binary_cross_entropy_reduced(input, target, Reduction::Mean)
+}
+
+pub(crate) fn binary_cross_entropy_reduced(
+    input: &Tensor,
+    target: &Tensor,
+    r: Reduction,
+) -> Result<Tensor> {
     same_shape(input, target, "binary_cross_entropy")?;
     float_input(input, "binary_cross_entropy")?;
     let outside = no_grad(|| -> Result<i64> {
@@ -84,12 +152,12 @@ pub fn binary_cross_entropy(input: &Tensor, target: &Tensor) -> Result<Tensor> {
         )));
     }
     let y = float_target(target, input)?;
-    let n = input.numel() as f64;
+    let n = input.numel();
     let out = no_grad(|| {
         let log_p = input.log()?.clamp_min(-100.0)?;
         let log_q = input.neg()?.log1p()?.clamp_min(-100.0)?;
         // (y - 1) log(1 - p) - y log p, as torch writes it.
-        y.sub(1.0)?.mul(&log_q)?.sub(&y.mul(&log_p)?)?.mean()
+        r.apply(y.sub(1.0)?.mul(&log_q)?.sub(&y.mul(&log_p)?)?)
     })?;
     let (ps, ys) = (Saved::new(input), Saved::new(&y));
     Ok(record(
@@ -98,7 +166,7 @@ pub fn binary_cross_entropy(input: &Tensor, target: &Tensor) -> Result<Tensor> {
         &[input, &y],
         move |g| {
             let (p, y) = (ps.get()?, ys.get()?);
-            let g = g.div(n)?;
+            let g = r.gradient(g, n)?;
             // torch's EPSILON is the float32 1e-12, also in float64 arithmetic.
             let spread = p.mul(&p.neg()?.add(1.0)?)?.clamp_min(1e-12f32 as f64)?;
             let gp = p.sub(y)?.div(&spread)?.mul(&g)?;

@@ -17,11 +17,16 @@
 mod embedding;
 pub mod functional;
 mod loss;
+mod loss_modules;
 mod norm;
 mod pool;
 pub mod safetensors;
 pub mod utils;
 pub use embedding::Embedding;
+pub use loss::Reduction;
+pub use loss_modules::{
+    BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
+};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d};
 pub use safetensors::{load_safetensors, save_safetensors};
