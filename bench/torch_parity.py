@@ -138,7 +138,8 @@ def cases():
             out += [f"nn {op} {a} {b} {want}" for op in ("mse", "bce") for want in ("out", "x", "y")]
         out += [f"nn ce {a} {t} {want}" for t in ("i64", "i32", "u8") for want in ("out", "x")]
         out += [f"nn conv {a} {p} {want}" for p in ("s1p0", "s2p1", "s1p1") for want in ("out", "x", "w", "b")]
-        out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1") for want in ("out", "x")]
+        out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1", "k3s2p1", "k2s1p1")
+                for want in ("out", "x")]
         out += [f"nn avgpool {a} {p} {want}" for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1")
                 for want in ("out", "x")]
         out += [f"nn adapool {a} {p} {want}" for p in ("o1x1", "o2x2", "o4x3", "o5x5", "o7x6")
@@ -277,8 +278,9 @@ def torch_results(lines, device):
             out, inputs = F.conv2d(x, k, b, stride=stride, padding=pad), {"x": x, "w": k, "b": b}
         elif op == "pool":
             x = ramp([1, 2, 5, 5], 4, 0.0, 1.0, d)
-            kernel, stride = {"k2s2": (2, 2), "k3s1": (3, 1)}.get(param, (2, 1))
-            out, inputs = F.max_pool2d(x, kernel, stride), {"x": x}
+            kernel, stride, pad = {"k2s2": (2, 2, 0), "k3s1": (3, 1, 0), "k3s2p1": (3, 2, 1),
+                                   "k2s1p1": (2, 1, 1)}.get(param, (2, 1, 0))
+            out, inputs = F.max_pool2d(x, kernel, stride, pad), {"x": x}
         elif op == "avgpool":
             x = ramp([1, 2, 5, 5], 7, 3.0, 0.5, d)
             kernel, stride, pad = {"k2s2": (2, 2, 0), "k3s1p1": (3, 1, 1), "k3s2p1": (3, 2, 1)}.get(param, (2, 1, 0))

@@ -281,12 +281,14 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         }
         "pool" => {
             let x = ramp(&[1, 2, 5, 5], 4, 0.0, 1.0, d, dev)?;
-            let (kernel, stride) = match param {
-                "k2s2" => (2, 2),
-                "k3s1" => (3, 1),
-                _ => (2, 1),
+            let (kernel, stride, pad) = match param {
+                "k2s2" => (2, 2, 0),
+                "k3s1" => (3, 1, 0),
+                "k3s2p1" => (3, 2, 1),
+                "k2s1p1" => (2, 1, 1),
+                _ => (2, 1, 0),
             };
-            (F::max_pool2d(&x, kernel, stride)?, vec![("x", x)])
+            (F::max_pool2d(&x, kernel, stride, pad)?, vec![("x", x)])
         }
         "avgpool" => {
             let x = ramp(&[1, 2, 5, 5], 7, 3.0, 0.5, d, dev)?;
@@ -472,7 +474,7 @@ fn empty_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "ce" => F::cross_entropy(&x, &no_index()?),
         "mse" => F::mse_loss(&x, &zeros(&[0], d)?),
         "conv" => F::conv2d(&x, &Tensor::ones_dtype([3, 2, 3, 3], d, dev)?, None, 1, 0),
-        "pool" => F::max_pool2d(&x, 2, 2),
+        "pool" => F::max_pool2d(&x, 2, 2, 0),
         "exp" => x.exp(),
         "relu" => x.relu(),
         "neg" => x.neg(),

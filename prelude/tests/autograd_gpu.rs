@@ -217,7 +217,7 @@ fn conv_pool_and_gather_gradients_on_cuda_equal_the_cpus_in_every_float_dtype() 
                     .unwrap()
             };
             let (x, w) = (leaf(&x0), leaf(&w0));
-            let y = F::max_pool2d(&F::conv2d(&x, &w, None, 1, 1).unwrap(), 2, 2).unwrap();
+            let y = F::max_pool2d(&F::conv2d(&x, &w, None, 1, 1).unwrap(), 2, 2, 0).unwrap();
             let picked = y
                 .flatten()
                 .unwrap()
@@ -251,7 +251,7 @@ fn conv_pool_and_gather_gradients_on_cuda_equal_the_cpus_in_every_float_dtype() 
         .unwrap()
         .requires_grad_(true)
         .unwrap();
-    F::max_pool2d(&x, 2, 2)
+    F::max_pool2d(&x, 2, 2, 0)
         .unwrap()
         .sum()
         .unwrap()

@@ -194,3 +194,44 @@ fn embedding_looks_up_rows_and_adds_gradients_of_repeats() {
     let e = F::embedding(&idx, &ramp(&[6])).unwrap_err().to_string();
     assert!(e.contains("expected a 2-D weight"), "{e}");
 }
+
+#[test]
+fn max_pool2d_pads_with_values_that_never_win() {
+    // All negative, so a zero padding would win every border window: -inf must not.
+    let x = ramp(&[1, 1, 5, 5]).neg().unwrap().sub(1.0).unwrap();
+    let v = x.to_vec::<f64>().unwrap();
+    let pool = nn::MaxPool2d::new(3).stride(2).padding(1);
+    assert_eq!(
+        pool.describe(),
+        "MaxPool2d(kernel_size=3, stride=2, padding=1)"
+    );
+    let y = pool.forward(&x).unwrap();
+    assert_eq!(y.shape(), &[1, 1, 3, 3]);
+    let got = y.to_vec::<f64>().unwrap();
+    for oy in 0..3 {
+        for ox in 0..3 {
+            let mut best = f64::NEG_INFINITY;
+            for i in 0..3 {
+                for j in 0..3 {
+                    let (iy, ix) = (2 * oy as isize - 1 + i, 2 * ox as isize - 1 + j);
+                    if (0..5).contains(&iy) && (0..5).contains(&ix) {
+                        best = best.max(v[(iy * 5 + ix) as usize]);
+                    }
+                }
+            }
+            assert_eq!(got[oy * 3 + ox], best, "window ({oy}, {ox})");
+        }
+    }
+    // Integers pad with their lowest value, so they keep their own maxima too.
+    let xi = x.to_dtype(DType::I64).unwrap();
+    let yi = F::max_pool2d(&xi, 3, 2, 1).unwrap();
+    assert_eq!(yi.dtype(), DType::I64);
+    let want: Vec<i64> = got.iter().map(|&g| g as i64).collect();
+    assert_eq!(yi.to_vec::<i64>().unwrap(), want);
+    // torch's limit: padding at most half the kernel.
+    let e = F::max_pool2d(&x, 3, 1, 2).unwrap_err().to_string();
+    assert!(
+        e.contains("padding 2 is more than half the kernel size 3"),
+        "{e}"
+    );
+}

@@ -475,10 +475,14 @@ fn call(
             }
         }
         53 => {
-            let (k, stride) = (rng.gen_range(0..4), rng.gen_range(0..3));
+            let (k, stride, pad) = (
+                rng.gen_range(0..4),
+                rng.gen_range(0..3),
+                rng.gen_range(0..3),
+            );
             {
-                *what = format!("max_pool2d({da}, {k}, {stride})");
-                some(F::max_pool2d(&a, k, stride))
+                *what = format!("max_pool2d({da}, {k}, {stride}, padding {pad})");
+                some(F::max_pool2d(&a, k, stride, pad))
             }
         }
         54 => {

@@ -660,11 +660,13 @@ fn pool_windows(
 }
 
 /// Max over `kernel` x `kernel` windows moved by `stride` (torch's default stride is the
-/// kernel size), no padding; `x` is `[N, C, H, W]`. The gradient of each window goes to its
-/// first maximum in row-major order (a NaN counts as the maximum), as torch's does: on the
-/// CPU from one pass that records where each maximum was; elsewhere the windows are gathered
-/// and reduced by `max_dim`, whose gradient goes to the index `argmax_dim` finds.
-pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
+/// kernel size) over the input padded by `padding` on every side (at most half the kernel, as
+/// torch; padding never wins: it is -inf, or the integer dtype's lowest value); `x` is
+/// `[N, C, H, W]`. The gradient of each window goes to its first maximum in row-major order
+/// (a NaN counts as the maximum), as torch's does: on the CPU from one pass that records where
+/// each maximum was; elsewhere the windows are gathered and reduced by `max_dim`, whose
+/// gradient goes to the index `argmax_dim` finds.
+pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize, padding: usize) -> Result<Tensor> {
     let [n, c, h, w] = nchw(x, "max_pool2d")?;
     if x.dtype() == DType::Bool {
         return Err(Error::Invalid(format!(
@@ -673,6 +675,28 @@ pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
             x.shape(),
             x.device()
         )));
+    }
+    if padding > kernel / 2 {
+        return Err(Error::Invalid(format!(
+            "max_pool2d: padding {padding} is more than half the kernel size {kernel}, as torch \
+             refuses"
+        )));
+    }
+    if padding > 0 {
+        // Borders that never win, joined by `cat` (whose gradient drops them again), then
+        // the unpadded pooling, which has the CPU's one-pass path.
+        let lowest = match x.dtype() {
+            DType::I32 => i32::MIN as f64,
+            DType::I64 => i64::MIN as f64,
+            DType::U8 => 0.0,
+            _ => f64::NEG_INFINITY,
+        };
+        let border = |dims: [usize; 4]| Tensor::full_dtype(dims, lowest, x.dtype(), x.device());
+        let rows = border([n, c, padding, w])?;
+        let tall = Tensor::cat(&[&rows, x, &rows], 2)?;
+        let cols = border([n, c, h + 2 * padding, padding])?;
+        let padded = Tensor::cat(&[&cols, &tall, &cols], 3)?;
+        return max_pool2d(&padded, kernel, stride, 0);
     }
     let oh = out_size(h, kernel, stride, 0, "max_pool2d")?;
     let ow = out_size(w, kernel, stride, 0, "max_pool2d")?;

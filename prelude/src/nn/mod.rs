@@ -382,10 +382,12 @@ impl Module for Conv2d {
     }
 }
 
-/// Max pooling (torch's `nn.MaxPool2d`); the stride defaults to the kernel size.
+/// Max pooling (torch's `nn.MaxPool2d`); the stride defaults to the kernel size, the padding
+/// to 0 (`MaxPool2d::new(3).stride(2).padding(1)` is a ResNet stem's).
 pub struct MaxPool2d {
     kernel_size: usize,
     stride: usize,
+    padding: usize,
 }
 
 impl MaxPool2d {
@@ -393,22 +395,28 @@ impl MaxPool2d {
         MaxPool2d {
             kernel_size,
             stride: kernel_size,
+            padding: 0,
         }
     }
     pub fn stride(mut self, stride: usize) -> MaxPool2d {
         self.stride = stride;
         self
     }
+    /// Padding on every side, at most half the kernel size (torch's rule).
+    pub fn padding(mut self, padding: usize) -> MaxPool2d {
+        self.padding = padding;
+        self
+    }
 }
 
 impl Module for MaxPool2d {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        functional::max_pool2d(x, self.kernel_size, self.stride)
+        functional::max_pool2d(x, self.kernel_size, self.stride, self.padding)
     }
     fn describe(&self) -> String {
         format!(
-            "MaxPool2d(kernel_size={}, stride={}, padding=0)",
-            self.kernel_size, self.stride
+            "MaxPool2d(kernel_size={}, stride={}, padding={})",
+            self.kernel_size, self.stride, self.padding
         )
     }
 }
