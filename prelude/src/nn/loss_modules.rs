@@ -13,13 +13,24 @@ use super::loss::{
 use crate::error::Result;
 use crate::tensor::Tensor;
 
-/// One loss module with only a reduction to set.
+/// One loss module: a reduction to set and, for some, one threshold (`beta`, `delta`) with
+/// torch's default, passed to the function before the reduction.
 macro_rules! loss_module {
-    ($(#[$doc:meta])* $name:ident => $f:path) => {
+    ($(#[$doc:meta])* $name:ident => $f:path $(, $param:ident = $default:expr, $pdoc:literal)?) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, Default, PartialEq)]
+        #[derive(Clone, Copy, Debug, PartialEq)]
         pub struct $name {
             reduction: Reduction,
+            $($param: f64,)?
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name {
+                    reduction: Reduction::Mean,
+                    $($param: $default,)?
+                }
+            }
         }
 
         impl $name {
@@ -33,8 +44,16 @@ macro_rules! loss_module {
                 self
             }
 
+            $(
+                #[doc = $pdoc]
+                pub fn $param(mut self, $param: f64) -> Self {
+                    self.$param = $param;
+                    self
+                }
+            )?
+
             pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
-                $f(input, target, self.reduction)
+                $f(input, target, $(self.$param,)? self.reduction)
             }
         }
     };
@@ -69,78 +88,13 @@ loss_module!(
     BCEWithLogitsLoss => bce_with_logits_reduced
 );
 
-/// torch's `nn.SmoothL1Loss` (`F::smooth_l1_loss`): `beta` 1.0 unless set.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SmoothL1Loss {
-    reduction: Reduction,
-    beta: f64,
-}
-
-impl Default for SmoothL1Loss {
-    fn default() -> Self {
-        SmoothL1Loss {
-            reduction: Reduction::Mean,
-            beta: 1.0,
-        }
-    }
-}
-
-impl SmoothL1Loss {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
-    pub fn reduction(mut self, reduction: Reduction) -> Self {
-        self.reduction = reduction;
-        self
-    }
-
-    /// Where the loss turns from quadratic to linear (0 or more; 0 is `L1Loss`).
-    pub fn beta(mut self, beta: f64) -> Self {
-        self.beta = beta;
-        self
-    }
-
-    pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
-        smooth_l1_loss_reduced(input, target, self.beta, self.reduction)
-    }
-}
-
-/// torch's `nn.HuberLoss` (`F::huber_loss`): `delta` 1.0 unless set.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct HuberLoss {
-    reduction: Reduction,
-    delta: f64,
-}
-
-impl Default for HuberLoss {
-    fn default() -> Self {
-        HuberLoss {
-            reduction: Reduction::Mean,
-            delta: 1.0,
-        }
-    }
-}
-
-impl HuberLoss {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
-    pub fn reduction(mut self, reduction: Reduction) -> Self {
-        self.reduction = reduction;
-        self
-    }
-
-    /// Where the loss turns from quadratic to linear (positive).
-    pub fn delta(mut self, delta: f64) -> Self {
-        self.delta = delta;
-        self
-    }
-
-    pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
-        huber_loss_reduced(input, target, self.delta, self.reduction)
-    }
-}
+loss_module!(
+    /// torch's `nn.SmoothL1Loss` (`F::smooth_l1_loss`): `beta` 1.0 unless set.
+    SmoothL1Loss => smooth_l1_loss_reduced,
+    beta = 1.0, "Where the loss turns from quadratic to linear (0 or more; 0 is `L1Loss`)."
+);
+loss_module!(
+    /// torch's `nn.HuberLoss` (`F::huber_loss`): `delta` 1.0 unless set.
+    HuberLoss => huber_loss_reduced,
+    delta = 1.0, "Where the loss turns from quadratic to linear (positive)."
+);
