@@ -14,14 +14,14 @@ use crate::Device;
 
 /// A batch `[N, C, H, W]` laid out as one image `[C', H', W']`: `nrow` images per row (fewer
 /// when the batch is smaller), `padding` pixels of `pad_value` around and between them.
-/// torchvision's rules: a `[H, W]` tensor is one grey image, `[C, H, W]` one image (returned
-/// as it is), one channel becomes three (grey stays grey), and the result keeps the input's
-/// dtype. Floats are expected in [0, 1] for `to_image`; map other ranges first (a diffusion
+/// torchvision's rules: a `[H, W]` tensor is one grey image and `[C, H, W]` one image; a
+/// single image comes back as it is, without padding; one channel becomes three (grey stays
+/// grey); the result keeps the input's dtype. Floats are expected in [0, 1] for `to_image`; map other ranges first (a diffusion
 /// model's [-1, 1] is `x.add(1.0)?.div(2.0)?`).
 pub fn make_grid(images: &Tensor, nrow: usize, padding: usize, pad_value: f64) -> Result<Tensor> {
     let batch = match images.rank() {
         2 => images.unsqueeze(0)?.unsqueeze(0)?,
-        3 if images.shape()[0] == 1 || images.shape()[0] == 3 => return Ok(images.clone()),
+        3 => images.unsqueeze(0)?,
         4 => images.clone(),
         _ => {
             return Err(Error::BadShape(format!(
@@ -39,6 +39,14 @@ pub fn make_grid(images: &Tensor, nrow: usize, padding: usize, pad_value: f64) -
             "make_grid: images need 1 (grey) or 3 (RGB) channels, got {c} (shape {:?})",
             images.shape()
         )));
+    }
+    if n == 1 {
+        let image = batch.squeeze(0)?;
+        return if c == 1 {
+            image.expand([3, h, w])?.contiguous()
+        } else {
+            Ok(image)
+        };
     }
     if nrow == 0 {
         return Err(Error::Invalid("make_grid: nrow must be at least 1".into()));

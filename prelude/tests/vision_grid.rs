@@ -68,17 +68,19 @@ fn make_grid_follows_torchvision_for_grey_single_and_small_batches() {
     let g = grid.to_vec::<f32>().unwrap();
     assert_eq!(&g[0..8], &g[8..16]);
     assert_eq!(&g[0..8], &[0.0, 1.0, 100.0, 101.0, 2.0, 3.0, 102.0, 103.0]);
-    // [C, H, W] is one image, returned as it is; [H, W] one grey image, padded.
+    // One image ([C, H, W], [H, W] or a batch of one) comes back unpadded, grey as RGB.
     let one = labelled(1, 3, 2, 2).squeeze(0).unwrap();
-    assert_eq!(
-        vision::make_grid(&one, 8, 2, 0.0).unwrap().shape(),
-        &[3, 2, 2]
-    );
-    let plane = Tensor::ones((2, 3), Device::Cpu).unwrap();
-    assert_eq!(
-        vision::make_grid(&plane, 8, 2, 0.0).unwrap().shape(),
-        &[3, 6, 7]
-    );
+    let same = vision::make_grid(&one, 8, 2, 0.0).unwrap();
+    assert_eq!(same.shape(), &[3, 2, 2]);
+    assert_eq!(same.to_vec::<f32>().unwrap(), one.to_vec::<f32>().unwrap());
+    let plane = labelled(1, 1, 2, 3).squeeze(0).unwrap().squeeze(0).unwrap();
+    let rgb = vision::make_grid(&plane, 8, 2, 0.0).unwrap();
+    assert_eq!(rgb.shape(), &[3, 2, 3]);
+    let v = rgb.to_vec::<f32>().unwrap();
+    assert_eq!(&v[0..6], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    assert_eq!((&v[6..12], &v[12..18]), (&v[0..6], &v[0..6]));
+    let grey = vision::make_grid(&labelled(1, 1, 2, 3), 8, 2, 0.0).unwrap();
+    assert_eq!(grey.to_vec::<f32>().unwrap(), v);
     // The dtype is kept (uint8 pictures stay uint8).
     let u8s = Tensor::from_vec(vec![7u8; 8], [2, 1, 2, 2], Device::Cpu).unwrap();
     let grid = vision::make_grid(&u8s, 1, 1, 255.0).unwrap();
