@@ -9,7 +9,7 @@
 
 use gpulab::nn::{self, Module};
 use gpulab::optim::Adam;
-use gpulab::{manual_seed, Device, Tensor, F};
+use gpulab::{fork_rng, manual_seed, Device, Tensor, F};
 
 mod common;
 use common::have_gpu;
@@ -44,10 +44,9 @@ fn cnn() -> nn::Sequential {
 
 /// Builds the model twice from one seed, one copy per device.
 fn twin(build: fn() -> nn::Sequential) -> (nn::Sequential, nn::Sequential) {
-    manual_seed(9);
-    let a = build();
-    manual_seed(9);
-    let b = build();
+    // Forks, so that other tests' draws cannot come between and the copies differ.
+    let a = fork_rng(9, build);
+    let b = fork_rng(9, build);
     b.to(GPU).unwrap();
     (a, b)
 }

@@ -7,7 +7,7 @@
 //! Inputs stay away from the kinks of relu/abs/max so the derivative exists.
 
 use gpulab::nn::{self, Module};
-use gpulab::{manual_seed, no_grad, DType, Device, Tensor, F};
+use gpulab::{fork_rng, no_grad, DType, Device, Tensor, F};
 
 mod common;
 
@@ -413,9 +413,9 @@ fn softmax_and_losses() {
         |x| F::cosine_similarity(&x[0], &x[1], 1),
     );
     check("dropout", vec![input(&[4, 5], 77)], |x| {
-        // Reseeded on each evaluation so every call draws the same mask.
-        manual_seed(5);
-        F::dropout(&x[0], 0.4, true)
+        // A generator of its own, seeded alike on each evaluation, so every call draws the
+        // same mask whatever the tests on other threads draw meanwhile.
+        fork_rng(5, || F::dropout(&x[0], 0.4, true))
     });
 }
 
@@ -558,62 +558,63 @@ fn x_of(shape: &[usize], salt: u64) -> Tensor {
 
 #[test]
 fn layers() {
-    manual_seed(1);
-    layer_check("Linear", &nn::Linear::new(3, 2), x_of(&[4, 3], 90));
-    layer_check(
-        "Linear 3-D input",
-        &nn::Linear::new(3, 2),
-        x_of(&[2, 2, 3], 91),
-    );
-    layer_check("Linear no bias", &nn::Linear::no_bias(3, 2), x_of(&[3], 92));
-    layer_check(
-        "Conv2d",
-        &nn::Conv2d::new(2, 3, 3).padding(1),
-        x_of(&[2, 2, 4, 4], 93),
-    );
-    layer_check(
-        "Conv2d stride 2",
-        &nn::Conv2d::new(1, 2, 2).stride(2),
-        x_of(&[1, 1, 5, 5], 94),
-    );
-    layer_check("MaxPool2d", &nn::MaxPool2d::new(2), x_of(&[1, 2, 4, 4], 95));
-    layer_check(
-        "AvgPool2d padded",
-        &nn::AvgPool2d::new(3).stride(2).padding(1),
-        x_of(&[2, 2, 5, 5], 103),
-    );
-    layer_check(
-        "AdaptiveAvgPool2d overlapping",
-        &nn::AdaptiveAvgPool2d::new((3, 2)),
-        x_of(&[1, 2, 5, 5], 104),
-    );
-    layer_check(
-        "AdaptiveAvgPool2d global",
-        &nn::AdaptiveAvgPool2d::new((1, 1)),
-        x_of(&[2, 3, 3, 2], 105),
-    );
-    // Embedding's input is indices (no gradient); its weight's gradient is checked.
-    let emb = nn::Embedding::new(5, 3);
-    emb.to_dtype(DType::F64).unwrap();
-    let idx = Tensor::from_vec(vec![1i64, 4, 1, 0], [2, 2], CPU).unwrap();
-    let w = emb.weight.tensor();
-    check("Embedding weight", vec![w], |x| F::embedding(&idx, &x[0]));
-    layer_check("ReLU", &nn::ReLU, x_of(&[3, 3], 96));
-    layer_check("Sigmoid", &nn::Sigmoid, x_of(&[3, 3], 97));
-    layer_check("Tanh", &nn::Tanh, x_of(&[3, 3], 98));
-    layer_check("Softmax", &nn::Softmax::new(1), x_of(&[2, 5], 99));
-    layer_check("Flatten", &nn::Flatten, x_of(&[2, 2, 3], 100));
-    let mut dropout = nn::Dropout::new(0.5);
-    dropout.eval();
-    layer_check("Dropout (eval)", &dropout, x_of(&[2, 3], 101));
-    let cnn = nn::Sequential::new()
-        .add(nn::Conv2d::new(1, 2, 3))
-        .add(nn::ReLU)
-        .add(nn::MaxPool2d::new(2))
-        .add(nn::Flatten)
-        .add(nn::Linear::new(2 * 2 * 2, 3))
-        .add(nn::Softmax::new(1));
-    layer_check("Sequential CNN", &cnn, x_of(&[2, 1, 6, 6], 102));
+    fork_rng(1, || {
+        layer_check("Linear", &nn::Linear::new(3, 2), x_of(&[4, 3], 90));
+        layer_check(
+            "Linear 3-D input",
+            &nn::Linear::new(3, 2),
+            x_of(&[2, 2, 3], 91),
+        );
+        layer_check("Linear no bias", &nn::Linear::no_bias(3, 2), x_of(&[3], 92));
+        layer_check(
+            "Conv2d",
+            &nn::Conv2d::new(2, 3, 3).padding(1),
+            x_of(&[2, 2, 4, 4], 93),
+        );
+        layer_check(
+            "Conv2d stride 2",
+            &nn::Conv2d::new(1, 2, 2).stride(2),
+            x_of(&[1, 1, 5, 5], 94),
+        );
+        layer_check("MaxPool2d", &nn::MaxPool2d::new(2), x_of(&[1, 2, 4, 4], 95));
+        layer_check(
+            "AvgPool2d padded",
+            &nn::AvgPool2d::new(3).stride(2).padding(1),
+            x_of(&[2, 2, 5, 5], 103),
+        );
+        layer_check(
+            "AdaptiveAvgPool2d overlapping",
+            &nn::AdaptiveAvgPool2d::new((3, 2)),
+            x_of(&[1, 2, 5, 5], 104),
+        );
+        layer_check(
+            "AdaptiveAvgPool2d global",
+            &nn::AdaptiveAvgPool2d::new((1, 1)),
+            x_of(&[2, 3, 3, 2], 105),
+        );
+        // Embedding's input is indices (no gradient); its weight's gradient is checked.
+        let emb = nn::Embedding::new(5, 3);
+        emb.to_dtype(DType::F64).unwrap();
+        let idx = Tensor::from_vec(vec![1i64, 4, 1, 0], [2, 2], CPU).unwrap();
+        let w = emb.weight.tensor();
+        check("Embedding weight", vec![w], |x| F::embedding(&idx, &x[0]));
+        layer_check("ReLU", &nn::ReLU, x_of(&[3, 3], 96));
+        layer_check("Sigmoid", &nn::Sigmoid, x_of(&[3, 3], 97));
+        layer_check("Tanh", &nn::Tanh, x_of(&[3, 3], 98));
+        layer_check("Softmax", &nn::Softmax::new(1), x_of(&[2, 5], 99));
+        layer_check("Flatten", &nn::Flatten, x_of(&[2, 2, 3], 100));
+        let mut dropout = nn::Dropout::new(0.5);
+        dropout.eval();
+        layer_check("Dropout (eval)", &dropout, x_of(&[2, 3], 101));
+        let cnn = nn::Sequential::new()
+            .add(nn::Conv2d::new(1, 2, 3))
+            .add(nn::ReLU)
+            .add(nn::MaxPool2d::new(2))
+            .add(nn::Flatten)
+            .add(nn::Linear::new(2 * 2 * 2, 3))
+            .add(nn::Softmax::new(1));
+        layer_check("Sequential CNN", &cnn, x_of(&[2, 1, 6, 6], 102));
+    })
 }
 
 /// The views (and the copying index ops) pass gradients back to the elements they picked.

@@ -2,7 +2,7 @@
 //! leaves, backward on non-scalars, and the messages for misuse.
 
 use gpulab::nn::{self, Module};
-use gpulab::{no_grad, DType, Device, Tensor, F};
+use gpulab::{fork_rng, no_grad, DType, Device, Tensor, F};
 
 const CPU: Device = Device::Cpu;
 
@@ -299,21 +299,22 @@ fn losses_check_shapes_and_dropout_its_probability() {
 
 #[test]
 fn dropout_keeps_the_expectation_and_is_identity_in_eval() {
-    gpulab::manual_seed(3);
-    let x = Tensor::ones(10_000, CPU).unwrap();
-    let y = F::dropout(&x, 0.25, true).unwrap().to_vec::<f32>().unwrap();
-    let zeros = y.iter().filter(|v| **v == 0.0).count();
-    assert!(
-        (2200..2800).contains(&zeros),
-        "{zeros} of 10000 dropped at p = 0.25"
-    );
-    assert!(y.iter().all(|v| *v == 0.0 || (*v - 4.0 / 3.0).abs() < 1e-6));
-    let mut d = nn::Dropout::new(0.25);
-    d.eval();
-    assert_eq!(
-        d.forward(&x).unwrap().to_vec::<f32>().unwrap(),
-        vec![1.0; 10_000]
-    );
+    fork_rng(3, || {
+        let x = Tensor::ones(10_000, CPU).unwrap();
+        let y = F::dropout(&x, 0.25, true).unwrap().to_vec::<f32>().unwrap();
+        let zeros = y.iter().filter(|v| **v == 0.0).count();
+        assert!(
+            (2200..2800).contains(&zeros),
+            "{zeros} of 10000 dropped at p = 0.25"
+        );
+        assert!(y.iter().all(|v| *v == 0.0 || (*v - 4.0 / 3.0).abs() < 1e-6));
+        let mut d = nn::Dropout::new(0.25);
+        d.eval();
+        assert_eq!(
+            d.forward(&x).unwrap().to_vec::<f32>().unwrap(),
+            vec![1.0; 10_000]
+        );
+    })
 }
 
 #[test]
@@ -353,24 +354,25 @@ fn module_to_dtype_and_the_summary() {
 
 #[test]
 fn init_follows_torch_bounds() {
-    gpulab::manual_seed(0);
-    let l = nn::Linear::new(100, 50);
-    let w = l.weight.tensor().to_vec::<f32>().unwrap();
-    let bound = 0.1f32; // 1/sqrt(100)
-    assert!(w.iter().all(|v| v.abs() <= bound));
-    // Spread over the whole interval, not a constant.
-    let max = w.iter().cloned().fold(0.0f32, |a, b| a.max(b.abs()));
-    assert!(max > 0.09, "{max}");
-    let b = l.bias.as_ref().unwrap().tensor().to_vec::<f32>().unwrap();
-    assert!(b.iter().all(|v| v.abs() <= bound));
-    // Seeded: the same seed gives the same weights.
-    gpulab::manual_seed(0);
-    let again = nn::Linear::new(100, 50)
-        .weight
-        .tensor()
-        .to_vec::<f32>()
-        .unwrap();
-    assert_eq!(w, again);
+    fork_rng(0, || {
+        let l = nn::Linear::new(100, 50);
+        let w = l.weight.tensor().to_vec::<f32>().unwrap();
+        let bound = 0.1f32; // 1/sqrt(100)
+        assert!(w.iter().all(|v| v.abs() <= bound));
+        // Spread over the whole interval, not a constant.
+        let max = w.iter().cloned().fold(0.0f32, |a, b| a.max(b.abs()));
+        assert!(max > 0.09, "{max}");
+        let b = l.bias.as_ref().unwrap().tensor().to_vec::<f32>().unwrap();
+        assert!(b.iter().all(|v| v.abs() <= bound));
+        // Seeded: the same seed gives the same weights.
+        gpulab::manual_seed(0);
+        let again = nn::Linear::new(100, 50)
+            .weight
+            .tensor()
+            .to_vec::<f32>()
+            .unwrap();
+        assert_eq!(w, again);
+    })
 }
 
 mod common;

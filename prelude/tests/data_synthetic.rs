@@ -5,7 +5,7 @@
 use gpulab::data::{self, TensorDataset};
 use gpulab::nn::{self, Module};
 use gpulab::optim::Adam;
-use gpulab::{manual_seed, no_grad, DType, F};
+use gpulab::{fork_rng, no_grad, DType, F};
 
 #[test]
 fn synthetic_mnist_has_mnist_shapes_and_is_seeded() {
@@ -131,35 +131,36 @@ fn train(model: &dyn Module, d: &TensorDataset, epochs: usize, batch: usize, lr:
 /// stay at least 5 points below the CNN (measured: CNN 98 %, linear 86 %).
 #[test]
 fn a_small_cnn_learns_synthetic_mnist_and_beats_a_linear_model() {
-    manual_seed(0);
-    let (train_set, test_set) = data::synthetic_mnist(2000, 500, 0);
-    let cnn = nn::Sequential::new()
-        .add(nn::Conv2d::new(1, 8, 3).padding(1))
-        .add(nn::ReLU)
-        .add(nn::MaxPool2d::new(2))
-        .add(nn::Conv2d::new(8, 16, 3).padding(1))
-        .add(nn::ReLU)
-        .add(nn::MaxPool2d::new(2))
-        .add(nn::Flatten)
-        .add(nn::Linear::new(16 * 7 * 7, 10));
-    let t = std::time::Instant::now();
-    train(&cnn, &train_set, 3, 64, 0.01);
-    let cnn_acc = accuracy(&cnn, &test_set);
-    println!(
-        "synthetic MNIST: CNN held-out accuracy {cnn_acc:.3} ({:.1} s)",
-        t.elapsed().as_secs_f64()
-    );
-    let linear = nn::Sequential::new()
-        .add(nn::Flatten)
-        .add(nn::Linear::new(784, 10));
-    train(&linear, &train_set, 3, 64, 0.01);
-    let lin_acc = accuracy(&linear, &test_set);
-    println!("synthetic MNIST: linear held-out accuracy {lin_acc:.3}");
-    assert!(cnn_acc >= 0.9, "CNN held-out accuracy {cnn_acc}");
-    assert!(
-        lin_acc + 0.05 <= cnn_acc,
-        "linear {lin_acc} vs CNN {cnn_acc}: the stand-in is too easy"
-    );
+    fork_rng(0, || {
+        let (train_set, test_set) = data::synthetic_mnist(2000, 500, 0);
+        let cnn = nn::Sequential::new()
+            .add(nn::Conv2d::new(1, 8, 3).padding(1))
+            .add(nn::ReLU)
+            .add(nn::MaxPool2d::new(2))
+            .add(nn::Conv2d::new(8, 16, 3).padding(1))
+            .add(nn::ReLU)
+            .add(nn::MaxPool2d::new(2))
+            .add(nn::Flatten)
+            .add(nn::Linear::new(16 * 7 * 7, 10));
+        let t = std::time::Instant::now();
+        train(&cnn, &train_set, 3, 64, 0.01);
+        let cnn_acc = accuracy(&cnn, &test_set);
+        println!(
+            "synthetic MNIST: CNN held-out accuracy {cnn_acc:.3} ({:.1} s)",
+            t.elapsed().as_secs_f64()
+        );
+        let linear = nn::Sequential::new()
+            .add(nn::Flatten)
+            .add(nn::Linear::new(784, 10));
+        train(&linear, &train_set, 3, 64, 0.01);
+        let lin_acc = accuracy(&linear, &test_set);
+        println!("synthetic MNIST: linear held-out accuracy {lin_acc:.3}");
+        assert!(cnn_acc >= 0.9, "CNN held-out accuracy {cnn_acc}");
+        assert!(
+            lin_acc + 0.05 <= cnn_acc,
+            "linear {lin_acc} vs CNN {cnn_acc}: the stand-in is too easy"
+        );
+    })
 }
 
 /// 600 synthetic cat/dog faces at 32x32, 4 epochs of batch 32 with Adam: a small CNN must
@@ -167,24 +168,25 @@ fn a_small_cnn_learns_synthetic_mnist_and_beats_a_linear_model() {
 /// measured: about 90 %).
 #[test]
 fn a_small_cnn_tells_synthetic_cats_from_dogs() {
-    manual_seed(1);
-    let all = data::synthetic_cats_dogs(800, 32, 5);
-    let (train_set, test_set) = (all.narrow(0, 600).unwrap(), all.narrow(600, 200).unwrap());
-    let cnn = nn::Sequential::new()
-        .add(nn::Conv2d::new(3, 8, 3).padding(1))
-        .add(nn::ReLU)
-        .add(nn::MaxPool2d::new(2))
-        .add(nn::Conv2d::new(8, 16, 3).padding(1))
-        .add(nn::ReLU)
-        .add(nn::MaxPool2d::new(2))
-        .add(nn::Flatten)
-        .add(nn::Linear::new(16 * 8 * 8, 2));
-    let t = std::time::Instant::now();
-    train(&cnn, &train_set, 4, 32, 0.003);
-    let acc = accuracy(&cnn, &test_set);
-    println!(
-        "synthetic cats/dogs: CNN held-out accuracy {acc:.3} ({:.1} s)",
-        t.elapsed().as_secs_f64()
-    );
-    assert!(acc >= 0.8, "held-out accuracy {acc}");
+    fork_rng(1, || {
+        let all = data::synthetic_cats_dogs(800, 32, 5);
+        let (train_set, test_set) = (all.narrow(0, 600).unwrap(), all.narrow(600, 200).unwrap());
+        let cnn = nn::Sequential::new()
+            .add(nn::Conv2d::new(3, 8, 3).padding(1))
+            .add(nn::ReLU)
+            .add(nn::MaxPool2d::new(2))
+            .add(nn::Conv2d::new(8, 16, 3).padding(1))
+            .add(nn::ReLU)
+            .add(nn::MaxPool2d::new(2))
+            .add(nn::Flatten)
+            .add(nn::Linear::new(16 * 8 * 8, 2));
+        let t = std::time::Instant::now();
+        train(&cnn, &train_set, 4, 32, 0.003);
+        let acc = accuracy(&cnn, &test_set);
+        println!(
+            "synthetic cats/dogs: CNN held-out accuracy {acc:.3} ({:.1} s)",
+            t.elapsed().as_secs_f64()
+        );
+        assert!(acc >= 0.8, "held-out accuracy {acc}");
+    })
 }

@@ -2,7 +2,7 @@
 //! torch value by value: the window arithmetic against plain loops, how the layers print and
 //! chain, repeated indices' gradients, and the errors.
 use gpulab::nn::{self, AdaptiveAvgPool2d, AvgPool2d, Embedding, Module, Sequential};
-use gpulab::{manual_seed, DType, Device, Tensor, F};
+use gpulab::{fork_rng, DType, Device, Tensor, F};
 
 const CPU: Device = Device::Cpu;
 
@@ -108,91 +108,93 @@ fn adaptive_avg_pool2d_uses_torchs_windows() {
 
 #[test]
 fn pooling_layers_print_chain_and_refuse_bad_input() {
-    assert_eq!(
-        AvgPool2d::new(3).stride(2).padding(1).describe(),
-        "AvgPool2d(kernel_size=3, stride=2, padding=1)"
-    );
-    assert_eq!(
-        AdaptiveAvgPool2d::new((1, 1)).describe(),
-        "AdaptiveAvgPool2d(output_size=(1, 1))"
-    );
-    // Global average pooling makes the head independent of the picture size.
-    manual_seed(3);
-    let model = Sequential::new()
-        .add(nn::Conv2d::new(3, 4, 3).padding(1))
-        .add(AdaptiveAvgPool2d::new((1, 1)))
-        .add(nn::Flatten)
-        .add(nn::Linear::new(4, 2));
-    for side in [8, 13] {
-        let out = model
-            .forward(&Tensor::randn((2, 3, side, side), CPU).unwrap())
-            .unwrap();
-        assert_eq!(out.shape(), [2, 2]);
-    }
-    let summary = model.summary_for([1, 3, 8, 8]).to_string();
-    assert!(summary.contains("AdaptiveAvgPool2d"), "{summary}");
+    fork_rng(3, || {
+        assert_eq!(
+            AvgPool2d::new(3).stride(2).padding(1).describe(),
+            "AvgPool2d(kernel_size=3, stride=2, padding=1)"
+        );
+        assert_eq!(
+            AdaptiveAvgPool2d::new((1, 1)).describe(),
+            "AdaptiveAvgPool2d(output_size=(1, 1))"
+        );
+        // Global average pooling makes the head independent of the picture size.
+        let model = Sequential::new()
+            .add(nn::Conv2d::new(3, 4, 3).padding(1))
+            .add(AdaptiveAvgPool2d::new((1, 1)))
+            .add(nn::Flatten)
+            .add(nn::Linear::new(4, 2));
+        for side in [8, 13] {
+            let out = model
+                .forward(&Tensor::randn((2, 3, side, side), CPU).unwrap())
+                .unwrap();
+            assert_eq!(out.shape(), [2, 2]);
+        }
+        let summary = model.summary_for([1, 3, 8, 8]).to_string();
+        assert!(summary.contains("AdaptiveAvgPool2d"), "{summary}");
 
-    let ints = Tensor::zeros_dtype((1, 1, 4, 4), DType::I64, CPU).unwrap();
-    let e = AvgPool2d::new(2).forward(&ints).unwrap_err().to_string();
-    assert!(e.contains("avg_pool2d") && e.contains("int64"), "{e}");
-    let e = F::avg_pool2d(&ramp(&[1, 1, 4, 4]), 2, 2, 2)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("padding 2 is more than half the kernel size 2"),
-        "{e}"
-    );
-    let e = AvgPool2d::new(2)
-        .forward(&ramp(&[4, 4]))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("avg_pool2d") && e.contains("[4, 4]"), "{e}");
-    let e = AdaptiveAvgPool2d::new((2, 2))
-        .forward(&ramp(&[1, 1, 0, 4]))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("height and width must not be 0"), "{e}");
-    // Half types are summed in float32 and rounded once.
-    let h = ramp(&[1, 1, 4, 4]).to_dtype(DType::F16).unwrap();
-    let p = F::adaptive_avg_pool2d(&h, (1, 1)).unwrap();
-    assert_eq!(p.dtype(), DType::F16);
+        let ints = Tensor::zeros_dtype((1, 1, 4, 4), DType::I64, CPU).unwrap();
+        let e = AvgPool2d::new(2).forward(&ints).unwrap_err().to_string();
+        assert!(e.contains("avg_pool2d") && e.contains("int64"), "{e}");
+        let e = F::avg_pool2d(&ramp(&[1, 1, 4, 4]), 2, 2, 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("padding 2 is more than half the kernel size 2"),
+            "{e}"
+        );
+        let e = AvgPool2d::new(2)
+            .forward(&ramp(&[4, 4]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("avg_pool2d") && e.contains("[4, 4]"), "{e}");
+        let e = AdaptiveAvgPool2d::new((2, 2))
+            .forward(&ramp(&[1, 1, 0, 4]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("height and width must not be 0"), "{e}");
+        // Half types are summed in float32 and rounded once.
+        let h = ramp(&[1, 1, 4, 4]).to_dtype(DType::F16).unwrap();
+        let p = F::adaptive_avg_pool2d(&h, (1, 1)).unwrap();
+        assert_eq!(p.dtype(), DType::F16);
+    })
 }
 
 #[test]
 fn embedding_looks_up_rows_and_adds_gradients_of_repeats() {
-    manual_seed(4);
-    let emb = Embedding::new(6, 3);
-    assert_eq!(emb.describe(), "Embedding(6, 3)");
-    assert_eq!(emb.num_parameters(), 18);
-    let table = emb.weight.tensor().to_vec::<f32>().unwrap();
-    let idx = Tensor::from_vec(vec![5i64, 0, 5, 2], (2, 2), CPU).unwrap();
-    let out = emb.forward(&idx).unwrap();
-    assert_eq!(out.shape(), [2, 2, 3]);
-    let got = out.to_vec::<f32>().unwrap();
-    for (k, &i) in [5usize, 0, 5, 2].iter().enumerate() {
-        assert_eq!(got[k * 3..k * 3 + 3], table[i * 3..i * 3 + 3]);
-    }
-    out.sum().unwrap().backward().unwrap();
-    let g = emb.weight.grad().unwrap().to_vec::<f32>().unwrap();
-    // Row 5 was read twice, rows 0 and 2 once, the rest never.
-    let per_row: Vec<f32> = (0..6).map(|r| g[r * 3]).collect();
-    assert_eq!(per_row, [1.0, 0.0, 1.0, 0.0, 0.0, 2.0]);
-    // int32 indices too; a 0-d index gives one vector.
-    let one = Tensor::from_vec(vec![2i32], (), CPU).unwrap();
-    assert_eq!(emb.forward(&one).unwrap().shape(), [3]);
+    fork_rng(4, || {
+        let emb = Embedding::new(6, 3);
+        assert_eq!(emb.describe(), "Embedding(6, 3)");
+        assert_eq!(emb.num_parameters(), 18);
+        let table = emb.weight.tensor().to_vec::<f32>().unwrap();
+        let idx = Tensor::from_vec(vec![5i64, 0, 5, 2], (2, 2), CPU).unwrap();
+        let out = emb.forward(&idx).unwrap();
+        assert_eq!(out.shape(), [2, 2, 3]);
+        let got = out.to_vec::<f32>().unwrap();
+        for (k, &i) in [5usize, 0, 5, 2].iter().enumerate() {
+            assert_eq!(got[k * 3..k * 3 + 3], table[i * 3..i * 3 + 3]);
+        }
+        out.sum().unwrap().backward().unwrap();
+        let g = emb.weight.grad().unwrap().to_vec::<f32>().unwrap();
+        // Row 5 was read twice, rows 0 and 2 once, the rest never.
+        let per_row: Vec<f32> = (0..6).map(|r| g[r * 3]).collect();
+        assert_eq!(per_row, [1.0, 0.0, 1.0, 0.0, 0.0, 2.0]);
+        // int32 indices too; a 0-d index gives one vector.
+        let one = Tensor::from_vec(vec![2i32], (), CPU).unwrap();
+        assert_eq!(emb.forward(&one).unwrap().shape(), [3]);
 
-    let e = emb
-        .forward(&Tensor::from_vec(vec![1i64, 6], 2, CPU).unwrap())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("index 6 is out of range") && e.contains("takes indices 0..6"),
-        "{e}"
-    );
-    let e = emb.forward(&ramp(&[2])).unwrap_err().to_string();
-    assert!(e.contains("int64 or int32 indices, got float64"), "{e}");
-    let e = F::embedding(&idx, &ramp(&[6])).unwrap_err().to_string();
-    assert!(e.contains("expected a 2-D weight"), "{e}");
+        let e = emb
+            .forward(&Tensor::from_vec(vec![1i64, 6], 2, CPU).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("index 6 is out of range") && e.contains("takes indices 0..6"),
+            "{e}"
+        );
+        let e = emb.forward(&ramp(&[2])).unwrap_err().to_string();
+        assert!(e.contains("int64 or int32 indices, got float64"), "{e}");
+        let e = F::embedding(&idx, &ramp(&[6])).unwrap_err().to_string();
+        assert!(e.contains("expected a 2-D weight"), "{e}");
+    })
 }
 
 #[test]

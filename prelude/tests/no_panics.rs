@@ -763,9 +763,11 @@ fn sweep(seed: u64, calls: usize, gpu: Option<Device>) -> Sweep {
         let args = StdRng::seed_from_u64(rng.next());
         let (mut what, mut used) = (String::new(), [0; 2]);
         let scales: Vec<(f64, f64)> = pool.iter().map(magnitude).collect();
-        // dropout draws its mask from the seeded generator: the same mask on both devices.
-        manual_seed(n as u64);
-        let cpu = guarded(&args, &pool, Device::Cpu, &mut what, &mut used);
+        // dropout draws its mask from the seeded generator: the same mask on both devices (a
+        // fork, so that no other test's draws come between).
+        let cpu = fork_rng(n as u64, || {
+            guarded(&args, &pool, Device::Cpu, &mut what, &mut used)
+        });
         let mut keep =
             matches!(&cpu, Outcome::Value(Some(t)) if t.numel() <= 64) && rng.gen_bool(0.2);
         match &cpu {
@@ -774,9 +776,10 @@ fn sweep(seed: u64, calls: usize, gpu: Option<Device>) -> Sweep {
             Outcome::Panicked(msg) => out.problems.push(format!("call {n}: {what}: {msg}")),
         }
         if let Some(g) = gpu {
-            manual_seed(n as u64);
             let mut gwhat = String::new();
-            let on_gpu = guarded(&args, &gpool, g, &mut gwhat, &mut used);
+            let on_gpu = fork_rng(n as u64, || {
+                guarded(&args, &gpool, g, &mut gwhat, &mut used)
+            });
             let ((sa, ma), (sb, mb)) = (scales[used[0]], scales[used[1]]);
             let scale = sa + sb + sa * mb + sb * ma;
             let problem = match (&cpu, &on_gpu) {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{data, within};
-use gpulab::{manual_seed, DType, Device, Error, Tensor};
+use gpulab::{fork_rng, manual_seed, DType, Device, Error, Tensor};
 
 const CPU: Device = Device::Cpu;
 
@@ -74,34 +74,76 @@ fn constructors() {
 
 #[test]
 fn random_is_seeded_and_shaped() {
-    manual_seed(42);
-    let a = Tensor::rand((100, 10), CPU)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
-    manual_seed(42);
-    let b = Tensor::rand((100, 10), CPU)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
-    assert_eq!(a, b);
-    let c = Tensor::rand((100, 10), CPU)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
-    assert_ne!(a, c, "the generator advances between calls");
-    assert!(a.iter().all(|&v| (0.0..1.0).contains(&v)));
-    let mean = a.iter().sum::<f32>() / a.len() as f32;
-    assert!((mean - 0.5).abs() < 0.05, "uniform mean {mean}");
+    fork_rng(42, || {
+        let a = Tensor::rand((100, 10), CPU)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        manual_seed(42);
+        let b = Tensor::rand((100, 10), CPU)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert_eq!(a, b);
+        let c = Tensor::rand((100, 10), CPU)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert_ne!(a, c, "the generator advances between calls");
+        assert!(a.iter().all(|&v| (0.0..1.0).contains(&v)));
+        let mean = a.iter().sum::<f32>() / a.len() as f32;
+        assert!((mean - 0.5).abs() < 0.05, "uniform mean {mean}");
 
-    manual_seed(7);
-    let n = Tensor::randn(20001, CPU).unwrap().to_vec::<f32>().unwrap();
-    assert_eq!(n.len(), 20001);
-    let mean = n.iter().sum::<f32>() / n.len() as f32;
-    let var = n.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n.len() as f32;
-    assert!(
-        mean.abs() < 0.03 && (var - 1.0).abs() < 0.05,
-        "normal mean {mean} var {var}"
+        manual_seed(7);
+        let n = Tensor::randn(20001, CPU).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(n.len(), 20001);
+        let mean = n.iter().sum::<f32>() / n.len() as f32;
+        let var = n.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n.len() as f32;
+        assert!(
+            mean.abs() < 0.03 && (var - 1.0).abs() < 0.05,
+            "normal mean {mean} var {var}"
+        );
+    })
+}
+
+/// A fork's draws are its own: the same seed gives the same numbers while other threads draw
+/// from the global generator, forks nest, `manual_seed` inside one reseeds the fork, and a
+/// fork that panics is left (this thread draws from the global generator again).
+#[test]
+fn fork_rng_is_private_nested_and_restored() {
+    let draw = |n: usize| Tensor::rand(n, CPU).unwrap().to_vec::<f32>().unwrap();
+    let alone = fork_rng(9, || draw(2000));
+    let noise: Vec<_> = (0..3)
+        .map(|_| std::thread::spawn(move || (0..200).for_each(|_| drop(draw(64)))))
+        .collect();
+    let crowded: Vec<Vec<f32>> = (0..20).map(|_| fork_rng(9, || draw(2000))).collect();
+    noise.into_iter().for_each(|t| t.join().unwrap());
+    assert!(crowded.iter().all(|c| *c == alone));
+
+    let (outer, inner) = fork_rng(9, || {
+        let first = draw(1000);
+        let inner = fork_rng(1, || draw(3));
+        let rest = draw(1000);
+        ([first, rest].concat(), inner)
+    });
+    assert_eq!(outer, alone, "an inner fork does not advance the outer one");
+    assert_eq!(inner, fork_rng(1, || draw(3)));
+    let reseeded = fork_rng(5, || {
+        draw(10);
+        manual_seed(9);
+        draw(2000)
+    });
+    assert_eq!(
+        reseeded, alone,
+        "manual_seed inside a fork reseeds the fork"
+    );
+
+    let caught = std::panic::catch_unwind(|| fork_rng(3, || panic!("inside")));
+    assert!(caught.is_err());
+    assert_ne!(
+        draw(4),
+        fork_rng(3, || draw(4)),
+        "the panicking fork was left"
     );
 }
 

@@ -7,7 +7,7 @@ mod common;
 
 use common::{data, have_gpu, matmul_error_bound, within};
 use gpulab::cuda::{self, KernelArg, LaunchConfig, Module};
-use gpulab::{manual_seed, Bench, Device, Error, Event, Tensor};
+use gpulab::{fork_rng, manual_seed, Bench, Device, Error, Event, Tensor};
 
 const CPU: Device = Device::Cpu;
 const GPU: Device = Device::Cuda(0);
@@ -141,11 +141,9 @@ fn copies_and_constructors() {
             .unwrap(),
         vec![0., 1., 2., 3., 4.]
     );
-    // One seed, the same numbers on both devices.
-    manual_seed(3);
-    let a = Tensor::randn((64, 64), GPU).unwrap();
-    manual_seed(3);
-    let b = Tensor::randn((64, 64), CPU).unwrap();
+    // One seed, the same numbers on both devices (forks: no other test's draws between).
+    let a = fork_rng(3, || Tensor::randn((64, 64), GPU)).unwrap();
+    let b = fork_rng(3, || Tensor::randn((64, 64), CPU)).unwrap();
     assert_eq!(a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
     assert_eq!(
         Tensor::full((), 4.0, GPU).unwrap().item::<f32>().unwrap(),

@@ -1,25 +1,26 @@
 //! torch's conveniences built from the primitive ops (tensor/math.rs, tensor/sort.rs): what
 //! the parity harness cannot show (its cases compare with torch value by value): seeds,
 //! ranges, stability, the zero-vector gradient of `norm`, and the errors.
-use gpulab::{manual_seed, DType, Device, Tensor};
+use gpulab::{fork_rng, manual_seed, DType, Device, Tensor};
 
 const CPU: Device = Device::Cpu;
 
 #[test]
 fn randint_is_seeded_int64_in_range() {
-    manual_seed(5);
-    let a = Tensor::randint(-3, 4, [1000], CPU).unwrap();
-    manual_seed(5);
-    let b = Tensor::randint(-3, 4, [1000], CPU).unwrap();
-    assert_eq!(a.dtype(), DType::I64);
-    let (va, vb) = (a.to_vec::<i64>().unwrap(), b.to_vec::<i64>().unwrap());
-    assert_eq!(va, vb);
-    assert!(va.iter().all(|v| (-3..4).contains(v)));
-    for v in -3..4 {
-        assert!(va.contains(&v), "{v} never drawn in 1000 tries");
-    }
-    let e = Tensor::randint(2, 2, [3], CPU).unwrap_err().to_string();
-    assert!(e.contains("randint: the range 2..2 is empty"), "{e}");
+    fork_rng(5, || {
+        let a = Tensor::randint(-3, 4, [1000], CPU).unwrap();
+        manual_seed(5);
+        let b = Tensor::randint(-3, 4, [1000], CPU).unwrap();
+        assert_eq!(a.dtype(), DType::I64);
+        let (va, vb) = (a.to_vec::<i64>().unwrap(), b.to_vec::<i64>().unwrap());
+        assert_eq!(va, vb);
+        assert!(va.iter().all(|v| (-3..4).contains(v)));
+        for v in -3..4 {
+            assert!(va.contains(&v), "{v} never drawn in 1000 tries");
+        }
+        let e = Tensor::randint(2, 2, [3], CPU).unwrap_err().to_string();
+        assert!(e.contains("randint: the range 2..2 is empty"), "{e}");
+    })
 }
 
 #[test]

@@ -17,36 +17,38 @@ fn a_seeded_fit_on_cuda_follows_the_cpus_curve() {
         println!("skipped: no CUDA device ({why})");
         return;
     }
+    // Each run draws from a generator of its own, so other tests' draws cannot come between.
     let run = |device: Device| {
-        manual_seed(11);
-        let x = Tensor::randn((320, 4), Device::Cpu).unwrap();
-        let y = x
-            .sum_dim(1)
-            .unwrap()
-            .gt(0.0)
-            .unwrap()
-            .to_dtype(DType::I64)
-            .unwrap();
-        let data = TensorDataset::new(x.clone(), y).unwrap();
-        let mut model = nn::Sequential::new()
-            .add(nn::Linear::new(4, 32))
-            .add(nn::ReLU)
-            .add(nn::Linear::new(32, 2));
-        model.to(device).unwrap();
-        let mut opt = optim::Adam::new(model.parameters(), 0.01);
-        let h = model
-            .fit(&mut opt, Loss::CrossEntropy, &data)
-            .epochs(3)
-            .batch_size(32)
-            .validation_data(&data)
-            .seed(5)
-            .verbose(0)
-            .run()
-            .unwrap();
-        let p = model.predict(&x).unwrap();
-        assert_eq!(p.device(), device);
-        assert_eq!(p.shape(), &[320, 2]);
-        h
+        fork_rng(11, || {
+            let x = Tensor::randn((320, 4), Device::Cpu).unwrap();
+            let y = x
+                .sum_dim(1)
+                .unwrap()
+                .gt(0.0)
+                .unwrap()
+                .to_dtype(DType::I64)
+                .unwrap();
+            let data = TensorDataset::new(x.clone(), y).unwrap();
+            let mut model = nn::Sequential::new()
+                .add(nn::Linear::new(4, 32))
+                .add(nn::ReLU)
+                .add(nn::Linear::new(32, 2));
+            model.to(device).unwrap();
+            let mut opt = optim::Adam::new(model.parameters(), 0.01);
+            let h = model
+                .fit(&mut opt, Loss::CrossEntropy, &data)
+                .epochs(3)
+                .batch_size(32)
+                .validation_data(&data)
+                .seed(5)
+                .verbose(0)
+                .run()
+                .unwrap();
+            let p = model.predict(&x).unwrap();
+            assert_eq!(p.device(), device);
+            assert_eq!(p.shape(), &[320, 2]);
+            h
+        })
     };
     let (cpu, gpu) = (run(Device::Cpu), run(Device::Cuda(0)));
     println!("cpu loss {:?}\ngpu loss {:?}", cpu.loss(), gpu.loss());

@@ -81,8 +81,8 @@ arange_value!(F32, 1.0, f32, f64);
 pub(crate) use fused::{AdamCoeffs, ConvGeom};
 pub use half::{bf16, f16};
 pub use precision::{get_float32_matmul_precision, set_float32_matmul_precision};
-pub use random::manual_seed;
 pub(crate) use random::SplitMix;
+pub use random::{fork_rng, manual_seed};
 pub use shape::{IntoViewShape, Shape, ViewDim, ViewShape};
 
 use crate::device::Device;

@@ -2,14 +2,57 @@
 //! gives the same numbers whatever the device. (Not torch's generator: the same seed gives
 //! different numbers than torch does.)
 
+use std::cell::Cell;
 use std::sync::Mutex;
 
 /// torch's default seed, so a fresh session is reproducible too.
 static STATE: Mutex<u64> = Mutex::new(67280421310721);
 
-/// Seeds the generator used by `Tensor::rand` and `Tensor::randn`.
+thread_local! {
+    /// The generator of the innermost [`fork_rng`] running on this thread, if any.
+    static FORKED: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// Seeds the generator used by `Tensor::rand` and `Tensor::randn` (and by everything drawn
+/// from them: initial weights, dropout masks, loaders' shuffles). Like torch's, it is one
+/// generator for the whole process; see [`fork_rng`] for a private one. Inside a
+/// [`fork_rng`] it reseeds that fork's generator (the global one is left alone, as torch's
+/// `fork_rng` restores it on exit).
 pub fn manual_seed(seed: u64) {
-    *STATE.lock().unwrap() = seed;
+    let forked = FORKED.with(|c| {
+        let inside = c.get().is_some();
+        if inside {
+            c.set(Some(seed));
+        }
+        inside
+    });
+    if !forked {
+        *STATE.lock().unwrap_or_else(|e| e.into_inner()) = seed;
+    }
+}
+
+/// Runs `f` with a generator of its own, seeded with `seed`: every draw `f` makes on this
+/// thread comes from it, and the global generator ([`manual_seed`]'s) is neither read nor
+/// advanced. Like torch's `with torch.random.fork_rng(): torch.manual_seed(seed)`, and more:
+/// draws that other threads make meanwhile (libtest runs tests on parallel threads) cannot
+/// interleave with `f`'s, so the same seed gives the same numbers every time. Forks nest.
+///
+/// ```
+/// use gpulab::{fork_rng, Tensor};
+/// let a = fork_rng(7, || Tensor::rand(&[3]).to_vec::<f32>().unwrap());
+/// let b = fork_rng(7, || Tensor::rand(&[3]).to_vec::<f32>().unwrap());
+/// assert_eq!(a, b);
+/// ```
+pub fn fork_rng<T>(seed: u64, f: impl FnOnce() -> T) -> T {
+    /// Puts the enclosing generator back, also when `f` panics.
+    struct Restore(Option<u64>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORKED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FORKED.with(|c| c.replace(Some(seed))));
+    f()
 }
 
 /// SplitMix64 (Steele, Lea and Flood): one 64-bit state, one add and a mix per draw. The
@@ -45,7 +88,13 @@ impl SplitMix {
 
 /// Runs `f` on the generator and keeps the advanced state for the next call.
 fn with_gen<T>(f: impl FnOnce(&mut SplitMix) -> T) -> T {
-    let mut st = STATE.lock().unwrap();
+    if let Some(seed) = FORKED.with(|c| c.get()) {
+        let mut g = SplitMix(seed);
+        let out = f(&mut g);
+        FORKED.with(|c| c.set(Some(g.0)));
+        return out;
+    }
+    let mut st = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let mut g = SplitMix(*st);
     let out = f(&mut g);
     *st = g.0;
