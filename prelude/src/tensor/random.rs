@@ -38,10 +38,10 @@ pub fn manual_seed(seed: u64) {
 /// interleave with `f`'s, so the same seed gives the same numbers every time. Forks nest.
 ///
 /// ```
-/// use gpulab::{fork_rng, Tensor};
-/// let a = fork_rng(7, || Tensor::rand(&[3]).to_vec::<f32>().unwrap());
-/// let b = fork_rng(7, || Tensor::rand(&[3]).to_vec::<f32>().unwrap());
-/// assert_eq!(a, b);
+/// use gpulab::{fork_rng, Device, Tensor};
+/// let draw = || Tensor::rand(3, Device::Cpu)?.to_vec::<f32>();
+/// assert_eq!(fork_rng(7, draw)?, fork_rng(7, draw)?);
+/// # Ok::<(), gpulab::Error>(())
 /// ```
 pub fn fork_rng<T>(seed: u64, f: impl FnOnce() -> T) -> T {
     /// Puts the enclosing generator back, also when `f` panics.
