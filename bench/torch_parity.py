@@ -91,6 +91,11 @@ KNOWN = {
     # CUDA one and gpulab's have one.
     **{f"nn {op} f16 f16 {w}": "torch's CPU smooth_l1_loss backward refuses float16"
        for op in ("smoothl1", "smoothl1_sum", "smoothl1_none") for w in ("x", "y")},
+    # torch's CPU convolves integers only undilated ("slow_conv_dilated" has no integer
+    # kernels; "same" here has dilation (1, 2)); gpulab's integer conv2d is the same gather
+    # and matmul whatever the dilation.
+    **{f"nn conv {a} {p} out": "torch's CPU has no integer dilated convolution"
+       for a in ("i32", "u8") for p in ("d2p2", "same", "dw")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -137,7 +142,8 @@ def cases():
         for b in DTYPES:
             out += [f"nn {op} {a} {b} {want}" for op in ("mse", "bce") for want in ("out", "x", "y")]
         out += [f"nn ce {a} {t} {want}" for t in ("i64", "i32", "u8") for want in ("out", "x")]
-        out += [f"nn conv {a} {p} {want}" for p in ("s1p0", "s2p1", "s1p1") for want in ("out", "x", "w", "b")]
+        out += [f"nn conv {a} {p} {want}" for p in ("s1p0", "s2p1", "s1p1", "d2p2", "g2", "same", "dw")
+                for want in ("out", "x", "w", "b")]
         out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1", "k3s2p1", "k2s1p1")
                 for want in ("out", "x")]
         out += [f"nn avgpool {a} {p} {want}" for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1")
@@ -272,10 +278,19 @@ def torch_results(lines, device):
         elif op == "ce":
             out, inputs = F.cross_entropy(x, torch.tensor([2, 0]).to(T[param]).to(dev)), {"x": x}
         elif op == "conv":
-            x = ramp([1, 2, 5, 5], 7, 3.0, 0.5, d)
-            k, b = ramp([3, 2, 3, 3], 5, 2.0, 0.25, d), ramp([3], 3, 1.0, 0.5, d)
-            stride, pad = {"s1p0": (1, 0), "s2p1": (2, 1)}.get(param, (1, 1))
-            out, inputs = F.conv2d(x, k, b, stride=stride, padding=pad), {"x": x, "w": k, "b": b}
+            # input, weight, stride, padding, dilation, groups
+            xs, ks, stride, pad, dil, groups = {
+                "s1p0": ([1, 2, 5, 5], [3, 2, 3, 3], 1, 0, 1, 1),
+                "s2p1": ([1, 2, 5, 5], [3, 2, 3, 3], 2, 1, 1, 1),
+                "d2p2": ([1, 2, 5, 5], [3, 2, 3, 3], 1, 2, 2, 1),
+                "g2": ([1, 4, 6, 5], [4, 2, 3, 2], (2, 1), (1, 0), 1, 2),
+                "same": ([1, 2, 5, 6], [3, 2, 2, 4], 1, "same", (1, 2), 1),
+                "dw": ([1, 2, 5, 5], [4, 1, 3, 3], 1, 1, (2, 1), 2),
+            }.get(param, ([1, 2, 5, 5], [3, 2, 3, 3], 1, 1, 1, 1))
+            x = ramp(xs, 7, 3.0, 0.5, d)
+            k, b = ramp(ks, 5, 2.0, 0.25, d), ramp(ks[:1], 3, 1.0, 0.5, d)
+            out = F.conv2d(x, k, b, stride=stride, padding=pad, dilation=dil, groups=groups)
+            inputs = {"x": x, "w": k, "b": b}
         elif op == "pool":
             x = ramp([1, 2, 5, 5], 4, 0.0, 1.0, d)
             kernel, stride, pad = {"k2s2": (2, 2, 0), "k3s1": (3, 1, 0), "k3s2p1": (3, 2, 1),

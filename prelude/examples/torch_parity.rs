@@ -18,7 +18,7 @@
 //!   the tensor gets no gradient (an integer operand);
 //! - `nn` op a param out|x|y|w|b: the layers' functions on ramps (`ramp`): `mse`/`bce` (b of
 //!   dtype `param`), `ce` (int targets of dtype `param`), `conv` (`s1p0`: stride 1, padding
-//!   0), `pool` (`k2s2`: kernel 2, stride 2); `out` prints the result, a letter the gradient
+//!   0; `d2p2` dilation, `g2` groups, `same`, `dw` depthwise), `pool` (`k2s2`: kernel 2, stride 2); `out` prints the result, a letter the gradient
 //!   of `sum(result * w)` for that input;
 //! - `optim` sgd|adam a config: a parameter after three steps whose gradients are ramps
 //!   (`plain`, `mom` momentum 0.9, `momwd` and weight decay 0.01; Adam `plain`, `wd`, `betas`);
@@ -268,15 +268,20 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             (F::cross_entropy(&x, &t)?, vec![("x", x)])
         }
         "conv" => {
-            let x = ramp(&[1, 2, 5, 5], 7, 3.0, 0.5, d, dev)?;
-            let k = ramp(&[3, 2, 3, 3], 5, 2.0, 0.25, d, dev)?;
-            let b = ramp(&[3], 3, 1.0, 0.5, d, dev)?;
-            let (stride, pad) = match param {
-                "s1p0" => (1, 0),
-                "s2p1" => (2, 1),
-                _ => (1, 1),
+            // (input, weight, stride, padding, dilation, groups); see bench/torch_parity.py.
+            let (xs, ks, stride, pad, dil, groups): (_, _, _, nn::Padding, _, _) = match param {
+                "s1p0" => ([1, 2, 5, 5], [3, 2, 3, 3], (1, 1), 0.into(), (1, 1), 1),
+                "s2p1" => ([1, 2, 5, 5], [3, 2, 3, 3], (2, 2), 1.into(), (1, 1), 1),
+                "d2p2" => ([1, 2, 5, 5], [3, 2, 3, 3], (1, 1), 2.into(), (2, 2), 1),
+                "g2" => ([1, 4, 6, 5], [4, 2, 3, 2], (2, 1), (1, 0).into(), (1, 1), 2),
+                "same" => ([1, 2, 5, 6], [3, 2, 2, 4], (1, 1), "same".into(), (1, 2), 1),
+                "dw" => ([1, 2, 5, 5], [4, 1, 3, 3], (1, 1), 1.into(), (2, 1), 2),
+                _ => ([1, 2, 5, 5], [3, 2, 3, 3], (1, 1), 1.into(), (1, 1), 1),
             };
-            let out = F::conv2d(&x, &k, Some(&b), stride, pad)?;
+            let x = ramp(&xs, 7, 3.0, 0.5, d, dev)?;
+            let k = ramp(&ks, 5, 2.0, 0.25, d, dev)?;
+            let b = ramp(&ks[..1], 3, 1.0, 0.5, d, dev)?;
+            let out = F::conv2d(&x, &k, Some(&b), stride, pad, dil, groups)?;
             (out, vec![("x", x), ("w", k), ("b", b)])
         }
         "pool" => {
@@ -473,7 +478,15 @@ fn empty_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let out = match op {
         "ce" => F::cross_entropy(&x, &no_index()?),
         "mse" => F::mse_loss(&x, &zeros(&[0], d)?),
-        "conv" => F::conv2d(&x, &Tensor::ones_dtype([3, 2, 3, 3], d, dev)?, None, 1, 0),
+        "conv" => F::conv2d(
+            &x,
+            &Tensor::ones_dtype([3, 2, 3, 3], d, dev)?,
+            None,
+            1,
+            0,
+            1,
+            1,
+        ),
         "pool" => F::max_pool2d(&x, 2, 2, 0),
         "exp" => x.exp(),
         "relu" => x.relu(),

@@ -184,6 +184,62 @@ fn element_picking_gradients_on_cuda_follow_torch() {
     common::ties::check_on(GPU);
 }
 
+/// conv2d's other torch arguments on CUDA (the composed gather + matmul path, per group):
+/// dilation, (h, w) strides and paddings, groups, "same" with an even kernel; outputs and
+/// gradients equal the CPU's (its fused path) in f64 and f32.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn conv2d_dilation_groups_and_same_on_cuda_equal_the_cpus() {
+    use gpulab::DType;
+    if !have_gpu() {
+        return;
+    }
+    let (x0, w0, b0) = fork_rng(6, || {
+        (
+            Tensor::randn((2, 4, 7, 8), CPU).unwrap(),
+            Tensor::randn((6, 2, 3, 2), CPU).unwrap(),
+            Tensor::randn(6, CPU).unwrap(),
+        )
+    });
+    for (dtype, tol) in [(DType::F64, 1e-9), (DType::F32, 1e-4)] {
+        for (stride, padding, dilation) in [
+            ((2, 1), nn::Padding::from((1, 2)), (2, 3)),
+            ((1, 1), nn::Padding::from("same"), (1, 2)),
+        ] {
+            let run = |dev: Device| {
+                let leaf = |t: &Tensor| {
+                    t.to_dtype(dtype)
+                        .unwrap()
+                        .to(dev)
+                        .unwrap()
+                        .requires_grad_(true)
+                        .unwrap()
+                };
+                let (x, w, b) = (leaf(&x0), leaf(&w0), leaf(&b0));
+                let y = F::conv2d(&x, &w, Some(&b), stride, padding.clone(), dilation, 2).unwrap();
+                y.square().unwrap().sum().unwrap().backward().unwrap();
+                let f = |t: &Tensor| {
+                    t.to_dtype(DType::F64)
+                        .unwrap()
+                        .cpu()
+                        .unwrap()
+                        .to_vec::<f64>()
+                        .unwrap()
+                };
+                [
+                    f(&y),
+                    f(&x.grad().unwrap()),
+                    f(&w.grad().unwrap()),
+                    f(&b.grad().unwrap()),
+                ]
+            };
+            let what = format!("{dtype:?} {padding:?} dilation {dilation:?}: cuda against cpu");
+            let names = ["output", "x grad", "w grad", "b grad"];
+            common::parts_close(&what, &names, &run(GPU), &run(CPU), tol);
+        }
+    }
+}
+
 /// conv2d, max_pool2d and torch's gather in f64, f32, f16 and bf16 on CUDA (one gather kernel
 /// per element size, scatter-adds in f32/f64): outputs and gradients equal the CPU's in the
 /// same dtype, and a window's tied maxima send the gradient to the first, as on the CPU.
@@ -216,7 +272,7 @@ fn conv_pool_and_gather_gradients_on_cuda_equal_the_cpus_in_every_float_dtype() 
                     .unwrap()
             };
             let (x, w) = (leaf(&x0), leaf(&w0));
-            let y = F::max_pool2d(&F::conv2d(&x, &w, None, 1, 1).unwrap(), 2, 2, 0).unwrap();
+            let y = F::max_pool2d(&F::conv2d(&x, &w, None, 1, 1, 1, 1).unwrap(), 2, 2, 0).unwrap();
             let picked = y
                 .flatten()
                 .unwrap()

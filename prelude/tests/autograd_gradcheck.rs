@@ -428,12 +428,12 @@ fn conv2d_and_max_pool2d() {
             input(&[3, 2, 3, 3], 81),
             input(&[3], 82),
         ],
-        |x| F::conv2d(&x[0], &x[1], Some(&x[2]), 1, 0),
+        |x| F::conv2d(&x[0], &x[1], Some(&x[2]), 1, 0, 1, 1),
     );
     check(
         "conv2d stride 2 padding 1",
         vec![input(&[1, 2, 5, 4], 83), input(&[2, 2, 3, 3], 84)],
-        |x| F::conv2d(&x[0], &x[1], None, 2, 1),
+        |x| F::conv2d(&x[0], &x[1], None, 2, 1, 1, 1),
     );
     // Big enough that the CPU's per-image products pack (o * ckk * oh*ow > 32^3), with
     // stride, padding, several channels and images, a bias, and a kernel column whose taps
@@ -445,19 +445,50 @@ fn conv2d_and_max_pool2d() {
             input(&[6, 4, 3, 5], 88),
             input(&[6], 89),
         ],
-        |x| F::conv2d(&x[0], &x[1], Some(&x[2]), 2, 2),
+        |x| F::conv2d(&x[0], &x[1], Some(&x[2]), 2, 2, 1, 1),
     );
     check(
         "conv2d packed stride 1 padding 1",
         vec![input(&[2, 3, 12, 12], 90), input(&[8, 3, 3, 3], 91)],
-        |x| F::conv2d(&x[0], &x[1], None, 1, 1),
+        |x| F::conv2d(&x[0], &x[1], None, 1, 1, 1, 1),
+    );
+    // torch's other arguments: a rectangular kernel dilated per axis with a stride and
+    // padding per axis; groups (two, and depthwise); "same" with an even kernel (the extra
+    // zeros after).
+    check(
+        "conv2d dilation (2, 3) stride (2, 1) padding (1, 2)",
+        vec![
+            input(&[2, 2, 7, 8], 95),
+            input(&[3, 2, 3, 2], 96),
+            input(&[3], 97),
+        ],
+        |x| F::conv2d(&x[0], &x[1], Some(&x[2]), (2, 1), (1, 2), (2, 3), 1),
+    );
+    check(
+        "conv2d groups 2",
+        vec![
+            input(&[2, 4, 5, 5], 98),
+            input(&[6, 2, 3, 3], 99),
+            input(&[6], 100),
+        ],
+        |x| F::conv2d(&x[0], &x[1], Some(&x[2]), 1, 1, 1, 2),
+    );
+    check(
+        "conv2d depthwise stride 2",
+        vec![input(&[1, 3, 6, 6], 101), input(&[3, 1, 3, 3], 102)],
+        |x| F::conv2d(&x[0], &x[1], None, 2, 1, 1, 3),
+    );
+    check(
+        "conv2d padding same, even kernel, dilation (1, 2)",
+        vec![input(&[1, 2, 5, 6], 103), input(&[2, 2, 2, 4], 104)],
+        |x| F::conv2d(&x[0], &x[1], None, 1, "same", (1, 2), 1),
     );
     // The first layer of a network: the input needs no gradient, the weight and bias do.
     let image = Tensor::from_vec(vals(2 * 3 * 10 * 10, 92), [2, 3, 10, 10], CPU).unwrap();
     check(
         "conv2d without input gradient",
         vec![input(&[5, 3, 3, 3], 93), input(&[5], 94)],
-        move |x| F::conv2d(&image, &x[0], Some(&x[1]), 1, 0),
+        move |x| F::conv2d(&image, &x[0], Some(&x[1]), 1, 0, 1, 1),
     );
     check("max_pool2d", vec![input(&[2, 2, 4, 6], 85)], |x| {
         F::max_pool2d(&x[0], 2, 2, 0)
@@ -784,7 +815,7 @@ fn conv2d_and_max_pool2d_run_in_every_float_dtype() {
             .unwrap()
             .requires_grad_(true)
             .unwrap();
-        let y = F::max_pool2d(&F::conv2d(&x, &w, Some(&b), 1, 1).unwrap(), 2, 2, 0).unwrap();
+        let y = F::max_pool2d(&F::conv2d(&x, &w, Some(&b), 1, 1, 1, 1).unwrap(), 2, 2, 0).unwrap();
         assert_eq!(y.dtype(), dtype);
         assert_eq!(y.shape(), &[2, 3, 3, 3]);
         y.sum().unwrap().backward().unwrap();

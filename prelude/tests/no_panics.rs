@@ -469,9 +469,19 @@ fn call(
         }
         52 => {
             let (stride, pad) = (rng.gen_range(0..3), rng.gen_range(0..3));
+            let (dilation, groups) = (rng.gen_range(0..3), rng.gen_range(0..3));
+            let pad = match rng.gen_range(0..6) {
+                0 => nn::Padding::Same,
+                1 => nn::Padding::from("valid"),
+                2 => nn::Padding::from("full"),
+                _ => nn::Padding::from(pad),
+            };
             {
-                *what = format!("conv2d({da}, {db}, stride {stride}, padding {pad})");
-                some(F::conv2d(&a, &b, None, stride, pad))
+                *what = format!(
+                    "conv2d({da}, {db}, stride {stride}, padding {pad:?}, dilation {dilation}, \
+                     groups {groups})"
+                );
+                some(F::conv2d(&a, &b, None, stride, pad, dilation, groups))
             }
         }
         53 => {

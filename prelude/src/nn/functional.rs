@@ -7,6 +7,7 @@
 //! on the CPU (f32/f64) both first try a fused op with its own backward
 //! (`Tensor::conv2d_cpu`, `Tensor::max_pool2d_cpu`), which CUDA never takes.
 
+use super::{Padding, Size2};
 use crate::autograd::{record, Saved};
 use crate::error::{Error, Result};
 use crate::tensor::host_mem::{checked_numel, host_room};
@@ -19,8 +20,20 @@ use super::loss::Reduction;
 pub use super::loss::{binary_cross_entropy, huber_loss, l1_loss, nll_loss, smooth_l1_loss};
 pub use super::norm::{batch_norm, layer_norm};
 
-/// What determines a window gather's indices: (conv or pool, input dims, kernel, stride, pad).
-type WindowKey = (bool, [usize; 4], [usize; 2], usize, usize);
+/// What determines a window gather's indices.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct WindowKey {
+    /// conv2d's `[N*oh*ow, C*kh*kw]` order, or pooling's `[N*C*oh*ow, k*k]`.
+    conv: bool,
+    dims: [usize; 4],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    /// Before the first row and the first column.
+    pad: [usize; 2],
+    dilation: [usize; 2],
+    /// The output size (which also says the padding after).
+    out: [usize; 2],
+}
 
 /// The last few window index tables: a training loop runs the same shapes every step, and
 /// building a table (one entry per element of the unfolded input, tens of millions for a
@@ -510,52 +523,146 @@ fn nchw(x: &Tensor, what: &str) -> Result<[usize; 4]> {
 
 /// The output size of a sliding window along one axis, or an error naming the axis.
 fn out_size(len: usize, k: usize, stride: usize, pad: usize, what: &str) -> Result<usize> {
-    if stride == 0 || k == 0 {
-        return Err(Error::Invalid(format!(
-            "{what}: kernel size and stride must be positive, got kernel {k}, stride {stride}"
-        )));
-    }
-    let padded = pad
-        .checked_mul(2)
-        .and_then(|p| p.checked_add(len))
-        .ok_or_else(|| Error::BadShape(format!("{what}: padding {pad} is too large")))?;
-    if padded < k {
-        return Err(Error::BadShape(format!(
-            "{what}: the input ({len} + 2x{pad} padding) is smaller than the kernel ({k})"
-        )));
-    }
-    Ok((padded - k) / stride + 1)
+    window_count(len, k, stride, [pad, pad], 1, what)
 }
 
-/// 2-D convolution (cross-correlation, as torch's): `x` `[N, C, H, W]`, `weight`
-/// `[O, C, kh, kw]`, optional `bias` `[O]`; the same `stride` and zero `padding` on both axes.
-/// Computed as im2col (one index gather) and one matrix product.
+/// How many positions a `k`-tap window dilated by `dilation` (spanning `dilation*(k-1)+1`
+/// inputs) takes, moved by `stride` over `len` inputs padded by `pad` before and after.
+fn window_count(
+    len: usize,
+    k: usize,
+    stride: usize,
+    pad: [usize; 2],
+    dilation: usize,
+    what: &str,
+) -> Result<usize> {
+    if stride == 0 || k == 0 || dilation == 0 {
+        return Err(Error::Invalid(format!(
+            "{what}: kernel size, stride and dilation must be positive, got kernel {k}, \
+             stride {stride}, dilation {dilation}"
+        )));
+    }
+    let padded = pad[0]
+        .checked_add(pad[1])
+        .and_then(|p| p.checked_add(len))
+        .ok_or_else(|| Error::BadShape(format!("{what}: padding {pad:?} is too large")))?;
+    let span = (k - 1)
+        .checked_mul(dilation)
+        .map(|s| s + 1)
+        .ok_or_else(|| Error::BadShape(format!("{what}: dilation {dilation} is too large")))?;
+    if padded < span {
+        let pads = if pad[0] == pad[1] {
+            format!("2x{}", pad[0])
+        } else {
+            format!("{}+{}", pad[0], pad[1])
+        };
+        let dilated = if dilation > 1 {
+            format!(", {span} wide with dilation {dilation}")
+        } else {
+            String::new()
+        };
+        return Err(Error::BadShape(format!(
+            "{what}: the input ({len} + {pads} padding) is smaller than the kernel ({k}{dilated})"
+        )));
+    }
+    Ok((padded - span) / stride + 1)
+}
+
+/// 2-D convolution (cross-correlation, as torch's `F.conv2d(input, weight, bias, stride,
+/// padding, dilation, groups)`): `x` `[N, C, H, W]`, `weight` `[O, C / groups, kh, kw]`,
+/// optional `bias` `[O]`. `stride` and `dilation` are an int or an `(h, w)` pair; `padding`
+/// also `"same"` or `"valid"` ([`Padding`](super::Padding)). Computed as im2col (one index
+/// gather) and one matrix product; with `groups > 1`, once per group on its channels, the
+/// outputs concatenated.
 pub fn conv2d(
     x: &Tensor,
     weight: &Tensor,
     bias: Option<&Tensor>,
-    stride: usize,
-    padding: usize,
+    stride: impl Into<Size2>,
+    padding: impl Into<Padding>,
+    dilation: impl Into<Size2>,
+    groups: usize,
 ) -> Result<Tensor> {
+    let (stride, dilation) = (stride.into(), dilation.into());
     let [o, wc, kh, kw] = four_d(
         weight,
         "conv2d",
-        "weight [out_channels, in_channels, kH, kW]",
+        "weight [out_channels, in_channels / groups, kH, kW]",
     )?;
     let [n, c, h, w] = nchw(x, "conv2d")?;
-    if c != wc {
+    if groups == 0 || o % groups != 0 {
+        return Err(Error::Invalid(format!(
+            "conv2d: groups must be positive and divide the weight's {o} output channels, got \
+             groups {groups}"
+        )));
+    }
+    if Some(c) != wc.checked_mul(groups) {
+        let per = if groups > 1 {
+            format!(" times {groups} groups")
+        } else {
+            String::new()
+        };
         return Err(Error::BadShape(format!(
-            "conv2d: expected input [N, {wc}, H, W] ({wc} channels, as the weight \
+            "conv2d: expected input [N, {}, H, W] ({wc} channels{per}, as the weight \
              [{o}, {wc}, {kh}, {kw}] says), got {:?}",
+            wc.saturating_mul(groups),
             x.shape()
         )));
     }
-    let oh = out_size(h, kh, stride, padding, "conv2d")?;
-    let ow = out_size(w, kw, stride, padding, "conv2d")?;
+    if let Some(b) = bias {
+        if b.shape() != [o] {
+            return Err(Error::BadShape(format!(
+                "conv2d: expected a bias of shape [{o}] (one per output channel), got {:?}",
+                b.shape()
+            )));
+        }
+    }
+    let [pt, pb, pl, pr] = padding
+        .into()
+        .resolve(Size2(kh, kw), stride, dilation, "conv2d")?;
+    let oh = window_count(h, kh, stride.0, [pt, pb], dilation.0, "conv2d")?;
+    let ow = window_count(w, kw, stride.1, [pl, pr], dilation.1, "conv2d")?;
     checked_numel("conv2d", &[n, o, oh, ow])?;
-    let unfolded = checked_numel("conv2d", &[n, oh, ow, c, kh, kw])?;
-    // On the CPU, per image straight into NCHW with the bias fused (`Tensor::conv2d_cpu`).
+    let (cg, og) = (c / groups, o / groups);
     let geom = ConvGeom {
+        n,
+        c: cg,
+        h,
+        w,
+        o: og,
+        kh,
+        kw,
+        oh,
+        ow,
+        sh: stride.0,
+        sw: stride.1,
+        ph: pt,
+        pw: pl,
+        dh: dilation.0,
+        dw: dilation.1,
+    };
+    if groups == 1 {
+        return conv2d_group(x, weight, bias, geom);
+    }
+    // One convolution per group on its slice of channels (views; the CPU path copies each
+    // slice dense); the gradients flow back through narrow and cat.
+    let outs = (0..groups)
+        .map(|gi| {
+            let b = bias.map(|b| b.narrow(0, gi * og, og)).transpose()?;
+            conv2d_group(
+                &x.narrow(1, gi * cg, cg)?,
+                &weight.narrow(0, gi * og, og)?,
+                b.as_ref(),
+                geom,
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Tensor::cat(&outs, 1)
+}
+
+/// One group's convolution (all channels of `x` and `weight`, shapes checked by the caller).
+fn conv2d_group(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, g: ConvGeom) -> Result<Tensor> {
+    let ConvGeom {
         n,
         c,
         h,
@@ -565,16 +672,24 @@ pub fn conv2d(
         kw,
         oh,
         ow,
-        stride,
-        pad: padding,
-    };
-    if let Some(out) = Tensor::conv2d_cpu(x, weight, bias, geom)? {
+        ..
+    } = g;
+    let unfolded = checked_numel("conv2d", &[n, oh, ow, c, kh, kw])?;
+    // On the CPU, per image straight into NCHW with the bias fused (`Tensor::conv2d_cpu`).
+    if let Some(out) = Tensor::conv2d_cpu(x, weight, bias, g)? {
         return Ok(out);
     }
-    let (p, s) = (padding as isize, stride as isize);
     // The index of every unfolded element, built on the host.
     host_room(unfolded, DType::I32)?;
-    let key = (true, [n, c, h, w], [kh, kw], stride, padding);
+    let key = WindowKey {
+        conv: true,
+        dims: [n, c, h, w],
+        kernel: [kh, kw],
+        stride: [g.sh, g.sw],
+        pad: [g.ph, g.pw],
+        dilation: [g.dh, g.dw],
+        out: [oh, ow],
+    };
     let idx = window_indices(key, || {
         let mut idx = Vec::with_capacity(n * oh * ow * c * kh * kw);
         for b in 0..n {
@@ -583,9 +698,9 @@ pub fn conv2d(
                     for ch in 0..c {
                         let base = ((b * c + ch) * h * w) as isize;
                         for i in 0..kh {
-                            let iy = y as isize * s - p + i as isize;
+                            let iy = (y * g.sh + i * g.dh) as isize - g.ph as isize;
                             for j in 0..kw {
-                                let ix = xo as isize * s - p + j as isize;
+                                let ix = (xo * g.sw + j * g.dw) as isize - g.pw as isize;
                                 let inside =
                                     iy >= 0 && iy < h as isize && ix >= 0 && ix < w as isize;
                                 idx.push(if inside {
@@ -631,7 +746,15 @@ fn pool_windows(
         checked_numel(what, &[n, c, oh, ow, kernel, kernel])?,
         DType::I32,
     )?;
-    let key = (false, [n, c, h, w], [kernel, kernel], stride, pad);
+    let key = WindowKey {
+        conv: false,
+        dims: [n, c, h, w],
+        kernel: [kernel, kernel],
+        stride: [stride, stride],
+        pad: [pad, pad],
+        dilation: [1, 1],
+        out: [oh, ow],
+    };
     let idx = window_indices(key, || {
         let (s, p) = (stride as isize, pad as isize);
         let mut idx = Vec::with_capacity(n * c * oh * ow * kernel * kernel);

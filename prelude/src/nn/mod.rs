@@ -14,6 +14,7 @@
 //! (a = sqrt(5)), i.e. uniform in ±1/sqrt(fan_in), and so do biases; drawn from the seeded
 //! generator ([`crate::manual_seed`]).
 
+mod conv;
 mod embedding;
 pub mod functional;
 mod loss;
@@ -22,6 +23,7 @@ mod norm;
 mod pool;
 pub mod safetensors;
 pub mod utils;
+pub use conv::{Conv2d, Padding, Size2};
 pub use embedding::Embedding;
 pub use loss::Reduction;
 pub use loss_modules::{
@@ -301,84 +303,6 @@ impl Module for Linear {
             self.out_features,
             if self.bias.is_some() { "True" } else { "False" }
         )
-    }
-}
-
-/// 2-D convolution (torch's `nn.Conv2d`), square kernel; weight `[out, in, k, k]`.
-pub struct Conv2d {
-    pub weight: Parameter,
-    pub bias: Option<Parameter>,
-    in_channels: usize,
-    out_channels: usize,
-    kernel_size: usize,
-    stride: usize,
-    padding: usize,
-}
-
-impl Conv2d {
-    pub fn new(in_channels: usize, out_channels: usize, kernel_size: usize) -> Conv2d {
-        let fan_in = in_channels * kernel_size * kernel_size;
-        Conv2d {
-            weight: init_param(
-                vec![out_channels, in_channels, kernel_size, kernel_size],
-                fan_in,
-            ),
-            bias: Some(init_param(vec![out_channels], fan_in)),
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride: 1,
-            padding: 0,
-        }
-    }
-    pub fn stride(mut self, stride: usize) -> Conv2d {
-        self.stride = stride;
-        self
-    }
-    pub fn padding(mut self, padding: usize) -> Conv2d {
-        self.padding = padding;
-        self
-    }
-}
-
-impl Module for Conv2d {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        if x.rank() != 4 || x.shape()[1] != self.in_channels {
-            return Err(Error::BadShape(format!(
-                "{}: expected input of shape [N, {}, H, W], got {:?}",
-                self.describe(),
-                self.in_channels,
-                x.shape()
-            )));
-        }
-        same_device(self, &self.weight, x)?;
-        let b = self.bias.as_ref().map(Parameter::tensor);
-        functional::conv2d(
-            x,
-            &self.weight.tensor(),
-            b.as_ref(),
-            self.stride,
-            self.padding,
-        )
-    }
-    fn parameters(&self) -> Vec<Parameter> {
-        std::iter::once(self.weight.clone())
-            .chain(self.bias.clone())
-            .collect()
-    }
-    fn named_parameters(&self) -> Vec<(String, Parameter)> {
-        weight_and_bias(&self.weight, &self.bias)
-    }
-    fn describe(&self) -> String {
-        let k = self.kernel_size;
-        let mut s = format!(
-            "Conv2d({}, {}, kernel_size=({k}, {k}), stride=({}, {})",
-            self.in_channels, self.out_channels, self.stride, self.stride
-        );
-        if self.padding > 0 {
-            s += &format!(", padding=({}, {})", self.padding, self.padding);
-        }
-        s + ")"
     }
 }
 

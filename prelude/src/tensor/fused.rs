@@ -168,7 +168,9 @@ impl Tensor {
 }
 
 /// The shape of one 2-D convolution: input `[n, c, h, w]`, weight `[o, c, kh, kw]`, output
-/// `[n, o, oh, ow]`.
+/// `[n, o, oh, ow]`; per axis a stride (`sh`, `sw`), the zero padding before the first row and
+/// column (`ph`, `pw`; the padding after only shows in `oh`, `ow`, which the caller computed)
+/// and a dilation (`dh`, `dw`: kernel tap `(i, j)` reads input row `y*sh + i*dh - ph`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ConvGeom {
     pub n: usize,
@@ -180,8 +182,12 @@ pub(crate) struct ConvGeom {
     pub kw: usize,
     pub oh: usize,
     pub ow: usize,
-    pub stride: usize,
-    pub pad: usize,
+    pub sh: usize,
+    pub sw: usize,
+    pub ph: usize,
+    pub pw: usize,
+    pub dh: usize,
+    pub dw: usize,
 }
 
 impl ConvGeom {
@@ -199,15 +205,21 @@ impl ConvGeom {
     /// For kernel column `j`, the output columns `lo..hi` whose input column is inside the
     /// image (the others read padding).
     fn cols_inside(&self, j: usize) -> (usize, usize) {
-        let (s, p) = (self.stride, self.pad);
-        // xo * s + j >= p  and  xo * s + j < w + p
-        let lo = p.saturating_sub(j).div_ceil(s);
-        let hi = if self.w + p > j {
-            (self.w + p - j).div_ceil(s).min(self.ow)
+        let (s, p, tap) = (self.sw, self.pw, j * self.dw);
+        // xo * s + tap >= p  and  xo * s + tap < w + p
+        let lo = p.saturating_sub(tap).div_ceil(s);
+        let hi = if self.w + p > tap {
+            (self.w + p - tap).div_ceil(s).min(self.ow)
         } else {
             0
         };
         (lo.min(hi), hi)
+    }
+    /// The input row under kernel row `i` at output row `y`, if it is inside the image.
+    fn row_inside(&self, y: usize, i: usize) -> Option<usize> {
+        (y * self.sh + i * self.dh)
+            .checked_sub(self.ph)
+            .filter(|&iy| iy < self.h)
     }
 }
 
@@ -216,22 +228,24 @@ impl ConvGeom {
 /// `ch` (zero in the padding), at column `b*oh*ow + y*ow + xo`. Laid out so that
 /// `W [o, c*kh*kw] x cols` is the whole batch's output in one product.
 fn im2col_row<T: Copy + Default>(x: &[T], g: &ConvGeom, r: usize, row: &mut [T]) {
-    let (p, s, pad) = (g.p(), g.stride, g.pad);
+    let (p, s) = (g.p(), g.sw);
     let (ch, i, j) = (r / (g.kh * g.kw), r / g.kw % g.kh, r % g.kw);
     let (lo, hi) = g.cols_inside(j);
     for (b, dimg) in row.chunks_mut(p).enumerate() {
         let plane = &x[b * g.chw() + ch * g.h * g.w..][..g.h * g.w];
         for y in 0..g.oh {
             let dst = &mut dimg[y * g.ow..(y + 1) * g.ow];
-            let iy = (y * s + i) as isize - pad as isize;
-            if iy < 0 || iy >= g.h as isize || lo >= hi {
-                dst.fill(T::default());
-                continue;
-            }
-            let src = &plane[iy as usize * g.w..][..g.w];
+            let iy = match g.row_inside(y, i) {
+                Some(iy) if lo < hi => iy,
+                _ => {
+                    dst.fill(T::default());
+                    continue;
+                }
+            };
+            let src = &plane[iy * g.w..][..g.w];
             dst[..lo].fill(T::default());
             dst[hi..].fill(T::default());
-            let x0 = lo * s + j - pad;
+            let x0 = lo * s + j * g.dw - g.pw;
             if s == 1 {
                 dst[lo..hi].copy_from_slice(&src[x0..x0 + hi - lo]);
             } else {
@@ -246,7 +260,7 @@ fn im2col_row<T: Copy + Default>(x: &[T], g: &ConvGeom, r: usize, row: &mut [T])
 /// The adjoint of [`im2col_row`] for one image `b`: each of its entries in `cols` added into
 /// the pixel of `dx` (`[c, h, w]`, zeroed by the caller) it was read from.
 fn col2im<T: Copy + std::ops::AddAssign>(cols: &[T], g: &ConvGeom, b: usize, dx: &mut [T]) {
-    let (p, s, pad) = (g.p(), g.stride, g.pad);
+    let (p, s) = (g.p(), g.sw);
     let ld = g.n * p;
     for ch in 0..g.c {
         let plane = &mut dx[ch * g.h * g.w..(ch + 1) * g.h * g.w];
@@ -259,13 +273,12 @@ fn col2im<T: Copy + std::ops::AddAssign>(cols: &[T], g: &ConvGeom, b: usize, dx:
                     continue;
                 }
                 for y in 0..g.oh {
-                    let iy = (y * s + i) as isize - pad as isize;
-                    if iy < 0 || iy >= g.h as isize {
+                    let Some(iy) = g.row_inside(y, i) else {
                         continue;
-                    }
+                    };
                     let src = &row[y * g.ow + lo..y * g.ow + hi];
-                    let dst = &mut plane[iy as usize * g.w..][..g.w];
-                    let x0 = lo * s + j - pad;
+                    let dst = &mut plane[iy * g.w..][..g.w];
+                    let x0 = lo * s + j * g.dw - g.pw;
                     if s == 1 {
                         for (d, &v) in dst[x0..x0 + hi - lo].iter_mut().zip(src) {
                             *d += v;
