@@ -221,7 +221,7 @@ impl Module for Conv2d {
             )));
         }
         let g = self.groups;
-        if g == 0 || self.in_channels % g != 0 || self.out_channels % g != 0 {
+        if g == 0 || !self.in_channels.is_multiple_of(g) || !self.out_channels.is_multiple_of(g) {
             return Err(Error::Invalid(format!(
                 "{}: in_channels ({}) and out_channels ({}) must both be divisible by groups \
                  ({g}), as torch requires",
