@@ -96,6 +96,9 @@ KNOWN = {
     # and matmul whatever the dilation.
     **{f"nn conv {a} {p} out": "torch's CPU has no integer dilated convolution"
        for a in ("i32", "u8") for p in ("d2p2", "same", "dw")},
+    # ... nor transposes convolutions of int32 or uint8 ("slow_conv_transpose2d").
+    **{f"nn convT {a} {p} out": "torch's CPU has no int32/uint8 transposed convolution"
+       for a in ("i32", "u8") for p in ("k2s2", "s2p1o1", "g2d2")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -143,6 +146,8 @@ def cases():
             out += [f"nn {op} {a} {b} {want}" for op in ("mse", "bce") for want in ("out", "x", "y")]
         out += [f"nn ce {a} {t} {want}" for t in ("i64", "i32", "u8") for want in ("out", "x")]
         out += [f"nn conv {a} {p} {want}" for p in ("s1p0", "s2p1", "s1p1", "d2p2", "g2", "same", "dw")
+                for want in ("out", "x", "w", "b")]
+        out += [f"nn convT {a} {p} {want}" for p in ("k2s2", "s2p1o1", "g2d2")
                 for want in ("out", "x", "w", "b")]
         out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1", "k3s2p1", "k2s1p1")
                 for want in ("out", "x")]
@@ -290,6 +295,17 @@ def torch_results(lines, device):
             x = ramp(xs, 7, 3.0, 0.5, d)
             k, b = ramp(ks, 5, 2.0, 0.25, d), ramp(ks[:1], 3, 1.0, 0.5, d)
             out = F.conv2d(x, k, b, stride=stride, padding=pad, dilation=dil, groups=groups)
+            inputs = {"x": x, "w": k, "b": b}
+        elif op == "convT":
+            # input, weight, stride, padding, output padding, groups, dilation
+            xs, ks, stride, pad, opad, groups, dil = {
+                "k2s2": ([1, 2, 3, 4], [2, 3, 2, 2], 2, 0, 0, 1, 1),
+                "s2p1o1": ([1, 2, 3, 3], [2, 3, 3, 3], 2, 1, 1, 1, 1),
+            }.get(param, ([1, 4, 3, 3], [4, 1, 3, 2], (2, 1), (1, 0), (1, 0), 2, (1, 2)))
+            x = ramp(xs, 7, 3.0, 0.5, d)
+            k, b = ramp(ks, 5, 2.0, 0.25, d), ramp([ks[1] * groups], 3, 1.0, 0.5, d)
+            out = F.conv_transpose2d(x, k, b, stride=stride, padding=pad, output_padding=opad,
+                                     groups=groups, dilation=dil)
             inputs = {"x": x, "w": k, "b": b}
         elif op == "pool":
             x = ramp([1, 2, 5, 5], 4, 0.0, 1.0, d)

@@ -18,7 +18,8 @@
 //!   the tensor gets no gradient (an integer operand);
 //! - `nn` op a param out|x|y|w|b: the layers' functions on ramps (`ramp`): `mse`/`bce` (b of
 //!   dtype `param`), `ce` (int targets of dtype `param`), `conv` (`s1p0`: stride 1, padding
-//!   0; `d2p2` dilation, `g2` groups, `same`, `dw` depthwise), `pool` (`k2s2`: kernel 2, stride 2); `out` prints the result, a letter the gradient
+//!   0; `d2p2` dilation, `g2` groups, `same`, `dw` depthwise), `convT`
+//!   (conv_transpose2d: `k2s2`, `s2p1o1`, `g2d2`), `pool` (`k2s2`: kernel 2, stride 2); `out` prints the result, a letter the gradient
 //!   of `sum(result * w)` for that input;
 //! - `optim` sgd|adam a config: a parameter after three steps whose gradients are ramps
 //!   (`plain`, `mom` momentum 0.9, `momwd` and weight decay 0.01; Adam `plain`, `wd`, `betas`);
@@ -282,6 +283,43 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             let k = ramp(&ks, 5, 2.0, 0.25, d, dev)?;
             let b = ramp(&ks[..1], 3, 1.0, 0.5, d, dev)?;
             let out = F::conv2d(&x, &k, Some(&b), stride, pad, dil, groups)?;
+            (out, vec![("x", x), ("w", k), ("b", b)])
+        }
+        "convT" => {
+            // (input, weight, stride, padding, output padding, groups, dilation)
+            let (xs, ks, stride, pad, opad, groups, dil) = match param {
+                "k2s2" => (
+                    [1, 2, 3, 4],
+                    [2, 3, 2, 2],
+                    (2, 2),
+                    (0, 0),
+                    (0, 0),
+                    1,
+                    (1, 1),
+                ),
+                "s2p1o1" => (
+                    [1, 2, 3, 3],
+                    [2, 3, 3, 3],
+                    (2, 2),
+                    (1, 1),
+                    (1, 1),
+                    1,
+                    (1, 1),
+                ),
+                _ => (
+                    [1, 4, 3, 3],
+                    [4, 1, 3, 2],
+                    (2, 1),
+                    (1, 0),
+                    (1, 0),
+                    2,
+                    (1, 2),
+                ),
+            };
+            let x = ramp(&xs, 7, 3.0, 0.5, d, dev)?;
+            let k = ramp(&ks, 5, 2.0, 0.25, d, dev)?;
+            let b = ramp(&[ks[1] * groups], 3, 1.0, 0.5, d, dev)?;
+            let out = F::conv_transpose2d(&x, &k, Some(&b), stride, pad, opad, groups, dil)?;
             (out, vec![("x", x), ("w", k), ("b", b)])
         }
         "pool" => {

@@ -185,8 +185,9 @@ fn element_picking_gradients_on_cuda_follow_torch() {
 }
 
 /// conv2d's other torch arguments on CUDA (the composed gather + matmul path, per group):
-/// dilation, (h, w) strides and paddings, groups, "same" with an even kernel; outputs and
-/// gradients equal the CPU's (its fused path) in f64 and f32.
+/// dilation, (h, w) strides and paddings, groups, "same" with an even kernel, and
+/// conv_transpose2d after it; outputs and gradients equal the CPU's (its fused path) in f64
+/// and f32.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn conv2d_dilation_groups_and_same_on_cuda_equal_the_cpus() {
@@ -217,7 +218,17 @@ fn conv2d_dilation_groups_and_same_on_cuda_equal_the_cpus() {
                 };
                 let (x, w, b) = (leaf(&x0), leaf(&w0), leaf(&b0));
                 let y = F::conv2d(&x, &w, Some(&b), stride, padding.clone(), dilation, 2).unwrap();
-                y.square().unwrap().sum().unwrap().backward().unwrap();
+                // And back up with the transposed convolution (weight [6, 2, 3, 2] read as
+                // [C_in 6, C_out/g 2]: 4 output channels in 2 groups).
+                let up = F::conv_transpose2d(&y, &w, None, stride, 1, 0, 2, dilation).unwrap();
+                y.square()
+                    .unwrap()
+                    .sum()
+                    .unwrap()
+                    .add(&up.square().unwrap().sum().unwrap())
+                    .unwrap()
+                    .backward()
+                    .unwrap();
                 let f = |t: &Tensor| {
                     t.to_dtype(DType::F64)
                         .unwrap()

@@ -483,6 +483,20 @@ fn conv2d_and_max_pool2d() {
         vec![input(&[1, 2, 5, 6], 103), input(&[2, 2, 2, 4], 104)],
         |x| F::conv2d(&x[0], &x[1], None, 1, "same", (1, 2), 1),
     );
+    check(
+        "conv_transpose2d stride 2 padding 1 output padding 1",
+        vec![
+            input(&[2, 2, 3, 4], 105),
+            input(&[2, 3, 3, 3], 106),
+            input(&[3], 107),
+        ],
+        |x| F::conv_transpose2d(&x[0], &x[1], Some(&x[2]), 2, 1, 1, 1, 1),
+    );
+    check(
+        "conv_transpose2d groups 2 dilation (1, 2) stride (2, 1)",
+        vec![input(&[1, 4, 3, 3], 108), input(&[4, 1, 3, 2], 109)],
+        |x| F::conv_transpose2d(&x[0], &x[1], None, (2, 1), (1, 0), (1, 0), 2, (1, 2)),
+    );
     // The first layer of a network: the input needs no gradient, the weight and bias do.
     let image = Tensor::from_vec(vals(2 * 3 * 10 * 10, 92), [2, 3, 10, 10], CPU).unwrap();
     check(

@@ -1,11 +1,12 @@
 //! conv2d's torch arguments beyond a square kernel: (h, w) pairs, dilation, groups, padding
-//! "same"/"valid", no bias. Outputs against the convolution's definition written as plain
-//! loops in f64, on both CPU paths (the fused f32/f64 one and the composed gather + matmul one
-//! that half types and CUDA take); the layer's repr against torch's; bad arguments named.
+//! "same"/"valid", no bias; and the transposed convolution (conv_transpose2d, ConvTranspose2d).
+//! Outputs against the convolution's definition written as plain loops in f64, on both CPU
+//! paths (the fused one floats take, and the composed gather + matmul one that integers and
+//! CUDA take); the layers' reprs against torch's; bad arguments named.
 //! (Gradients: `autograd_gradcheck.rs`; values and gradients against torch itself:
-//! `bench/torch_parity.py`'s `nn conv` cases.)
+//! `bench/torch_parity.py`'s `nn conv` and `nn convT` cases.)
 
-use gpulab::nn::{self, Conv2d, Module, Padding};
+use gpulab::nn::{self, Conv2d, ConvTranspose2d, Module, Padding};
 use gpulab::{DType, Device, Tensor, F};
 
 const CPU: Device = Device::Cpu;
@@ -176,8 +177,9 @@ fn every_option_matches_the_definition_on_both_cpu_paths() {
         let nw: usize = case.w.iter().product();
         let (xv, wv, bv) = (ints(nx, k), ints(nw, k + 1), ints(case.w[0], k + 2));
         let (shape, want) = reference(&case, &xv, &wv, &bv);
-        // f64 and f32 take the fused path; f16 and bf16 the composed one (what CUDA runs).
-        for dtype in [DType::F64, DType::F32, DType::F16, DType::BF16] {
+        // Floats take the CPU's fused path (halves through float32), integers the composed
+        // gather + matmul one (what CUDA runs for every dtype).
+        for dtype in [DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64] {
             let t = |v: &[f64], s: &[usize]| {
                 Tensor::from_vec(v.to_vec(), s.to_vec(), CPU)
                     .unwrap()
@@ -259,14 +261,24 @@ fn the_layer_prints_like_torch_and_shapes_its_weight() {
     );
     assert!(resnet.bias.is_none());
     assert_eq!(resnet.parameters().len(), 1);
+    // The strings below are what torch 2.9 prints for the same layers.
     let fancy = Conv2d::new(4, 8, (3, 5))
-        .stride((1, 2))
         .padding("same")
         .dilation(2)
         .groups(4);
     assert_eq!(
         fancy.describe(),
-        "Conv2d(4, 8, kernel_size=(3, 5), stride=(1, 2), padding=same, dilation=(2, 2), \
+        "Conv2d(4, 8, kernel_size=(3, 5), stride=(1, 1), padding=same, dilation=(2, 2), \
+         groups=4)"
+    );
+    assert_eq!(
+        Conv2d::new(4, 8, (3, 5))
+            .stride((1, 2))
+            .padding((1, 0))
+            .dilation((2, 1))
+            .groups(4)
+            .describe(),
+        "Conv2d(4, 8, kernel_size=(3, 5), stride=(1, 2), padding=(1, 0), dilation=(2, 1), \
          groups=4)"
     );
     assert_eq!(fancy.weight.tensor().shape(), &[8, 1, 3, 5]);
@@ -325,4 +337,258 @@ fn bad_arguments_are_named() {
     let layer = Conv2d::new(4, 6, 3).groups(4);
     let e = err(layer.forward(&x));
     assert!(e.contains("groups=4"), "{e}");
+}
+
+/// One transposed convolution: input, weight `[C_in, C_out/g, kh, kw]`, stride, padding,
+/// output padding, groups, dilation.
+type Transposed = (
+    [usize; 4],
+    [usize; 4],
+    (usize, usize),
+    (usize, usize),
+    (usize, usize),
+    usize,
+    (usize, usize),
+);
+
+/// The definition: every input pixel (b, c, y, x) adds `x * w[c, o, i, j]` to output pixel
+/// (b, g*C_out/g + o, y*sh - ph + i*dh, x*sw - pw + j*dw) where that lies inside the output.
+fn transposed_reference(
+    t: &Transposed,
+    x: &[f64],
+    w: &[f64],
+    bias: &[f64],
+) -> (Vec<usize>, Vec<f64>) {
+    let ([n, cin, h, wd], [_, og, kh, kw], (sh, sw), (ph, pw), (oph, opw), groups, (dh, dw)) = *t;
+    let oh = (h - 1) * sh + dh * (kh - 1) + oph + 1 - 2 * ph;
+    let ow = (wd - 1) * sw + dw * (kw - 1) + opw + 1 - 2 * pw;
+    let (cg, cout) = (cin / groups, og * groups);
+    let mut out = vec![0.0; n * cout * oh * ow];
+    for b in 0..n {
+        for oc in 0..cout {
+            for p in 0..oh * ow {
+                out[(b * cout + oc) * oh * ow + p] = bias[oc];
+            }
+        }
+        for c in 0..cin {
+            let g = c / cg;
+            for y in 0..h {
+                for xi in 0..wd {
+                    let v = x[((b * cin + c) * h + y) * wd + xi];
+                    for o in 0..og {
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                let yo = (y * sh + i * dh) as isize - ph as isize;
+                                let xo = (xi * sw + j * dw) as isize - pw as isize;
+                                if yo < 0 || xo < 0 || yo >= oh as isize || xo >= ow as isize {
+                                    continue;
+                                }
+                                let oc = g * og + o;
+                                out[((b * cout + oc) * oh + yo as usize) * ow + xo as usize] +=
+                                    v * w[((c * og + o) * kh + i) * kw + j];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (vec![n, cout, oh, ow], out)
+}
+
+#[test]
+fn conv_transpose2d_matches_its_definition_on_both_cpu_paths() {
+    let cases: [Transposed; 6] = [
+        // A decoder's doubling: kernel 2, stride 2.
+        (
+            [2, 3, 4, 5],
+            [3, 2, 2, 2],
+            (2, 2),
+            (0, 0),
+            (0, 0),
+            1,
+            (1, 1),
+        ),
+        // Kernel 3, stride 2, padding 1, output padding 1 (exactly double as well).
+        (
+            [1, 2, 4, 4],
+            [2, 3, 3, 3],
+            (2, 2),
+            (1, 1),
+            (1, 1),
+            1,
+            (1, 1),
+        ),
+        // Per-axis everything, dilated.
+        (
+            [1, 2, 3, 5],
+            [2, 2, 3, 2],
+            (3, 1),
+            (2, 0),
+            (2, 0),
+            1,
+            (2, 3),
+        ),
+        // Groups, and a padding beyond the dilated kernel's reach (the spread input is cut).
+        (
+            [2, 4, 5, 4],
+            [4, 1, 3, 3],
+            (2, 1),
+            (3, 1),
+            (0, 0),
+            2,
+            (1, 1),
+        ),
+        // Stride 1: the adjoint of a "valid" convolution, growing by k - 1.
+        (
+            [1, 2, 3, 3],
+            [2, 3, 4, 2],
+            (1, 1),
+            (0, 0),
+            (0, 0),
+            1,
+            (1, 1),
+        ),
+        // Depthwise.
+        (
+            [1, 3, 4, 4],
+            [3, 1, 2, 3],
+            (2, 2),
+            (0, 1),
+            (1, 0),
+            3,
+            (1, 1),
+        ),
+    ];
+    for (k, case) in cases.iter().enumerate() {
+        let (xs, ws) = (case.0, case.1);
+        let cout = ws[1] * case.5;
+        let (xv, wv, bv) = (
+            ints(xs.iter().product(), k),
+            ints(ws.iter().product(), k + 3),
+            ints(cout, k + 5),
+        );
+        let (shape, want) = transposed_reference(case, &xv, &wv, &bv);
+        for dtype in [DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64] {
+            let t = |v: &[f64], s: &[usize]| {
+                Tensor::from_vec(v.to_vec(), s.to_vec(), CPU)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap()
+            };
+            let got = F::conv_transpose2d(
+                &t(&xv, &xs),
+                &t(&wv, &ws),
+                Some(&t(&bv, &[cout])),
+                case.2,
+                case.3,
+                case.4,
+                case.5,
+                case.6,
+            )
+            .unwrap_or_else(|e| panic!("case {k} {dtype:?}: {e}"));
+            assert_eq!(got.shape(), shape, "case {k} {dtype:?}");
+            let got = got.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+            assert_eq!(got, want, "case {k} {dtype:?}");
+        }
+    }
+}
+
+/// conv_transpose2d is conv2d's adjoint: <conv2d(x, w), y> = <x, conv_transpose2d(y, w)> for
+/// the same stride, padding, dilation and groups; and the gradient conv2d sends to its input
+/// is conv_transpose2d of the output's gradient.
+#[test]
+fn conv_transpose2d_is_the_adjoint_of_conv2d() {
+    let x = Tensor::from_vec(ints(2 * 4 * 9 * 8, 7), [2, 4, 9, 8], CPU).unwrap();
+    let w = Tensor::from_vec(ints(6 * 2 * 3 * 2, 8), [6, 2, 3, 2], CPU).unwrap();
+    let (stride, pad, dil) = ((2, 3), (1, 2), (2, 1));
+    let y = F::conv2d(&x, &w, None, stride, pad, dil, 2).unwrap();
+    let g = Tensor::from_vec(ints(y.numel(), 9), y.shape().to_vec(), CPU).unwrap();
+    // conv2d shrinks 9 -> 4 rows and 8 -> 4 columns; transposed, those need output padding
+    // to reach 9 and 8 again.
+    let (oph, opw) = (
+        (9 + 2 * pad.0 - dil.0 * 2 - 1) % stride.0,
+        (8 + 2 * pad.1 - dil.1 - 1) % stride.1,
+    );
+    let back = F::conv_transpose2d(&g, &w, None, stride, pad, (oph, opw), 2, dil).unwrap();
+    assert_eq!(back.shape(), x.shape());
+    let lhs: f64 = y.mul(&g).unwrap().sum().unwrap().item().unwrap();
+    let rhs: f64 = x.mul(&back).unwrap().sum().unwrap().item().unwrap();
+    assert_eq!(lhs, rhs);
+
+    let xg = x.requires_grad_(true).unwrap();
+    let y = F::conv2d(&xg, &w, None, stride, pad, dil, 2).unwrap();
+    y.mul(&g).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(
+        xg.grad().unwrap().to_vec::<f64>().unwrap(),
+        back.to_vec::<f64>().unwrap()
+    );
+}
+
+#[test]
+fn the_transposed_layer_upsamples_prints_like_torch_and_refuses_bad_input() {
+    // The strings are torch 2.9's for the same layers.
+    let up = ConvTranspose2d::new(16, 8, 3)
+        .stride(2)
+        .padding(1)
+        .output_padding(1);
+    assert_eq!(
+        up.describe(),
+        "ConvTranspose2d(16, 8, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), \
+         output_padding=(1, 1))"
+    );
+    assert_eq!(up.weight.tensor().shape(), &[16, 8, 3, 3]);
+    let x = Tensor::ones((2, 16, 5, 7), CPU).unwrap();
+    assert_eq!(up.forward(&x).unwrap().shape(), &[2, 8, 10, 14]);
+    let odd = ConvTranspose2d::new(16, 8, (2, 4))
+        .stride((2, 1))
+        .dilation(2)
+        .groups(4)
+        .bias(false);
+    assert_eq!(
+        odd.describe(),
+        "ConvTranspose2d(16, 8, kernel_size=(2, 4), stride=(2, 1), dilation=(2, 2), groups=4, \
+         bias=False)"
+    );
+    assert_eq!(odd.weight.tensor().shape(), &[16, 2, 2, 4]);
+    assert_eq!(odd.parameters().len(), 1);
+    // torch's fan-in for a transposed weight is its second size times the kernel: 2 * 8.
+    let bound = 1.0 / 16f64.sqrt();
+    assert!(odd
+        .weight
+        .tensor()
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|v| (*v as f64).abs() <= bound));
+    let doubling = ConvTranspose2d::new(4, 8, 2).stride(2);
+    assert_eq!(
+        doubling.describe(),
+        "ConvTranspose2d(4, 8, kernel_size=(2, 2), stride=(2, 2))"
+    );
+    assert_eq!(
+        doubling
+            .forward(&Tensor::ones((1, 4, 5, 5), CPU).unwrap())
+            .unwrap()
+            .shape(),
+        &[1, 8, 10, 10]
+    );
+
+    let err = |r: Result<Tensor, gpulab::Error>| r.unwrap_err().to_string();
+    let e = err(doubling.forward(&Tensor::ones((1, 3, 5, 5), CPU).unwrap()));
+    assert!(e.contains("expected input of shape [N, 4, H, W]"), "{e}");
+    let w = Tensor::ones((4, 2, 3, 3), CPU).unwrap();
+    let x = Tensor::ones((1, 4, 5, 5), CPU).unwrap();
+    let e = err(F::conv_transpose2d(&x, &w, None, 2, 0, 2, 1, 1));
+    assert!(e.contains("output_padding (2, 2) must be smaller"), "{e}");
+    let e = err(F::conv_transpose2d(&x, &w, None, 1, 4, 0, 1, 1));
+    assert!(e.contains("leaves no output height"), "{e}");
+    let e = err(F::conv_transpose2d(&x, &w, None, 1, 0, 0, 3, 1));
+    assert!(e.contains("got groups 3"), "{e}");
+    let e = err(F::conv_transpose2d(&x, &w, None, 0, 0, 0, 1, 1));
+    assert!(e.contains("must be positive"), "{e}");
+    let b = Tensor::ones(4, CPU).unwrap();
+    // One group: 2 output channels (the weight's second size), so a bias of 4 is wrong.
+    let e = err(F::conv_transpose2d(&x, &w, Some(&b), 1, 0, 0, 1, 1));
+    assert!(e.contains("bias of shape [2]") && e.contains("[4]"), "{e}");
 }

@@ -1,10 +1,13 @@
-//! 2-D convolution's arguments as torch takes them (an int or an (h, w) pair; padding also
-//! `"same"` or `"valid"`), and the [`Conv2d`] layer. The computation is
-//! [`functional::conv2d`](super::functional::conv2d).
+//! 2-D convolutions as torch's `F.conv2d` and `F.conv_transpose2d`, and their arguments as
+//! torch takes them (an int or an (h, w) pair; padding also `"same"` or `"valid"`). The layers
+//! are in `conv_layers`.
 
-use super::{functional, init_param, same_device, weight_and_bias, Module, Parameter};
+use super::functional::in_float32;
+use super::windows::{four_d, nchw, window_count, window_indices, WindowKey, WindowKind};
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
+use crate::tensor::host_mem::{checked_numel, host_room};
+use crate::tensor::{ConvGeom, DType, Tensor};
+use crate::Device;
 
 /// A size per spatial axis, `(height, width)`: `3` means `(3, 3)`, as torch's int-or-tuple
 /// arguments (kernel size, stride, dilation).
@@ -30,7 +33,7 @@ impl From<[usize; 2]> for Size2 {
 }
 
 impl Size2 {
-    fn show(self) -> String {
+    pub(super) fn show(self) -> String {
         format!("({}, {})", self.0, self.1)
     }
 }
@@ -110,7 +113,7 @@ impl Padding {
     }
 
     /// As torch's module repr prints it: `(1, 1)`, `same`, `valid`; None for no padding.
-    fn show(&self) -> Option<String> {
+    pub(super) fn show(&self) -> Option<String> {
         match self {
             Padding::Zeros(0, 0) => None,
             Padding::Zeros(h, w) => Some(Size2(*h, *w).show()),
@@ -121,156 +124,351 @@ impl Padding {
     }
 }
 
-/// 2-D convolution (torch's `nn.Conv2d`): weight `[out, in / groups, kh, kw]`, a bias of
-/// `out` unless `.bias(false)`. Builders set torch's keyword arguments:
-/// `Conv2d::new(3, 64, 3).stride(2).padding(1)`, `.padding("same")`, `.dilation(2)`,
-/// `.groups(3)`; each size is an int or an `(h, w)` pair, as in torch.
-pub struct Conv2d {
-    pub weight: Parameter,
-    pub bias: Option<Parameter>,
-    in_channels: usize,
-    out_channels: usize,
-    kernel_size: Size2,
-    stride: Size2,
-    padding: Padding,
-    dilation: Size2,
+/// 2-D convolution (cross-correlation, as torch's `F.conv2d(input, weight, bias, stride,
+/// padding, dilation, groups)`): `x` `[N, C, H, W]`, `weight` `[O, C / groups, kh, kw]`,
+/// optional `bias` `[O]`. `stride` and `dilation` are an int or an `(h, w)` pair; `padding`
+/// also `"same"` or `"valid"` ([`Padding`](super::Padding)). Computed as im2col (one index
+/// gather) and one matrix product; with `groups > 1`, once per group on its channels, the
+/// outputs concatenated.
+pub fn conv2d(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: impl Into<Size2>,
+    padding: impl Into<Padding>,
+    dilation: impl Into<Size2>,
     groups: usize,
-}
-
-impl Conv2d {
-    pub fn new(in_channels: usize, out_channels: usize, kernel_size: impl Into<Size2>) -> Conv2d {
-        let kernel_size = kernel_size.into();
-        let (weight, bias) = Conv2d::draw(in_channels, out_channels, kernel_size, 1, true);
-        Conv2d {
-            weight,
-            bias,
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride: Size2(1, 1),
-            padding: Padding::Zeros(0, 0),
-            dilation: Size2(1, 1),
-            groups: 1,
-        }
+) -> Result<Tensor> {
+    let (stride, dilation, padding) = (stride.into(), dilation.into(), padding.into());
+    if let Some(y) = halves_in_float32(x, weight, bias, |x, w, b| {
+        conv2d(x, w, b, stride, padding.clone(), dilation, groups)
+    }) {
+        return y;
     }
-
-    /// A weight `[out, in / groups, kh, kw]` and optionally a bias, Kaiming-uniform as
-    /// torch's (fan-in `in / groups * kh * kw`). A bad `groups` (0, or not dividing the
-    /// channels) gets a weight with the channels it can; the layer refuses it when it runs.
-    fn draw(
-        in_channels: usize,
-        out_channels: usize,
-        Size2(kh, kw): Size2,
-        groups: usize,
-        bias: bool,
-    ) -> (Parameter, Option<Parameter>) {
-        let per_group = in_channels / groups.max(1);
-        let fan_in = (per_group * kh * kw).max(1);
-        let weight = init_param(vec![out_channels, per_group, kh, kw], fan_in);
-        (weight, bias.then(|| init_param(vec![out_channels], fan_in)))
+    let [o, wc, kh, kw] = four_d(
+        weight,
+        "conv2d",
+        "weight [out_channels, in_channels / groups, kH, kW]",
+    )?;
+    let [n, c, h, w] = nchw(x, "conv2d")?;
+    if groups == 0 || o % groups != 0 {
+        return Err(Error::Invalid(format!(
+            "conv2d: groups must be positive and divide the weight's {o} output channels, got \
+             groups {groups}"
+        )));
     }
-
-    pub fn stride(mut self, stride: impl Into<Size2>) -> Conv2d {
-        self.stride = stride.into();
-        self
+    if Some(c) != wc.checked_mul(groups) {
+        let per = if groups > 1 {
+            format!(" times {groups} groups")
+        } else {
+            String::new()
+        };
+        return Err(Error::BadShape(format!(
+            "conv2d: expected input [N, {}, H, W] ({wc} channels{per}, as the weight \
+             [{o}, {wc}, {kh}, {kw}] says), got {:?}",
+            wc.saturating_mul(groups),
+            x.shape()
+        )));
     }
-    pub fn padding(mut self, padding: impl Into<Padding>) -> Conv2d {
-        self.padding = padding.into();
-        self
-    }
-    pub fn dilation(mut self, dilation: impl Into<Size2>) -> Conv2d {
-        self.dilation = dilation.into();
-        self
-    }
-    /// Splits the channels into `groups` independent convolutions (torch's `groups`;
-    /// `groups == in_channels` is a depthwise convolution). Draws a new weight of
-    /// `[out, in / groups, kh, kw]`.
-    pub fn groups(mut self, groups: usize) -> Conv2d {
-        self.groups = groups;
-        (self.weight, self.bias) = Conv2d::draw(
-            self.in_channels,
-            self.out_channels,
-            self.kernel_size,
-            groups,
-            self.bias.is_some(),
-        );
-        self
-    }
-    /// `bias(false)` drops the bias (torch's `bias=False`); `bias(true)` draws a new one if
-    /// there was none.
-    pub fn bias(mut self, bias: bool) -> Conv2d {
-        if !bias {
-            self.bias = None;
-        } else if self.bias.is_none() {
-            let Size2(kh, kw) = self.kernel_size;
-            let fan_in = (self.in_channels / self.groups.max(1) * kh * kw).max(1);
-            self.bias = Some(init_param(vec![self.out_channels], fan_in));
-        }
-        self
-    }
-}
-
-impl Module for Conv2d {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        if x.rank() != 4 || x.shape()[1] != self.in_channels {
+    if let Some(b) = bias {
+        if b.shape() != [o] {
             return Err(Error::BadShape(format!(
-                "{}: expected input of shape [N, {}, H, W], got {:?}",
-                self.describe(),
-                self.in_channels,
-                x.shape()
+                "conv2d: expected a bias of shape [{o}] (one per output channel), got {:?}",
+                b.shape()
             )));
         }
-        let g = self.groups;
-        if g == 0 || !self.in_channels.is_multiple_of(g) || !self.out_channels.is_multiple_of(g) {
-            return Err(Error::Invalid(format!(
-                "{}: in_channels ({}) and out_channels ({}) must both be divisible by groups \
-                 ({g}), as torch requires",
-                self.describe(),
-                self.in_channels,
-                self.out_channels
+    }
+    let [pt, pb, pl, pr] = padding.resolve(Size2(kh, kw), stride, dilation, "conv2d")?;
+    let oh = window_count(h, kh, stride.0, [pt, pb], dilation.0, "conv2d")?;
+    let ow = window_count(w, kw, stride.1, [pl, pr], dilation.1, "conv2d")?;
+    checked_numel("conv2d", &[n, o, oh, ow])?;
+    let (cg, og) = (c / groups, o / groups);
+    let geom = ConvGeom {
+        n,
+        c: cg,
+        h,
+        w,
+        o: og,
+        kh,
+        kw,
+        oh,
+        ow,
+        sh: stride.0,
+        sw: stride.1,
+        ph: pt,
+        pw: pl,
+        dh: dilation.0,
+        dw: dilation.1,
+    };
+    if groups == 1 {
+        return conv2d_group(x, weight, bias, geom);
+    }
+    // One convolution per group on its slice of channels (views; the CPU path copies each
+    // slice dense); the gradients flow back through narrow and cat.
+    let outs = (0..groups)
+        .map(|gi| {
+            let b = bias.map(|b| b.narrow(0, gi * og, og)).transpose()?;
+            conv2d_group(
+                &x.narrow(1, gi * cg, cg)?,
+                &weight.narrow(0, gi * og, og)?,
+                b.as_ref(),
+                geom,
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Tensor::cat(&outs, 1)
+}
+
+/// On the CPU, a float16/bfloat16 convolution (input and weight of that dtype) is computed
+/// in float32 and rounded once at the end, as torch's CPU convolutions are (and its GPU ones
+/// accumulate): the composed path would round the unfolded products of the gradients before
+/// summing them, a unit or two in the last place off. CUDA keeps the half-precision matmul
+/// (tensor cores). None where this does not apply.
+fn halves_in_float32(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    f: impl FnOnce(&Tensor, &Tensor, Option<&Tensor>) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    if x.device() != Device::Cpu || weight.dtype() != x.dtype() {
+        return None;
+    }
+    in_float32(x, &[Some(weight), bias], |x, up| {
+        f(x, up[0].as_ref().expect("the weight"), up[1].as_ref())
+    })
+}
+
+/// One group's convolution (all channels of `x` and `weight`, shapes checked by the caller).
+fn conv2d_group(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, g: ConvGeom) -> Result<Tensor> {
+    let ConvGeom {
+        n,
+        c,
+        h,
+        w,
+        o,
+        kh,
+        kw,
+        oh,
+        ow,
+        ..
+    } = g;
+    let unfolded = checked_numel("conv2d", &[n, oh, ow, c, kh, kw])?;
+    // On the CPU, per image straight into NCHW with the bias fused (`Tensor::conv2d_cpu`).
+    if let Some(out) = Tensor::conv2d_cpu(x, weight, bias, g)? {
+        return Ok(out);
+    }
+    // The index of every unfolded element, built on the host.
+    host_room(unfolded, DType::I32)?;
+    let key = WindowKey {
+        kind: WindowKind::Conv,
+        dims: [n, c, h, w],
+        kernel: [kh, kw],
+        stride: [g.sh, g.sw],
+        pad: [g.ph as isize, g.pw as isize],
+        dilation: [g.dh, g.dw],
+        out: [oh, ow],
+    };
+    let idx = window_indices(key, || {
+        let mut idx = Vec::with_capacity(n * oh * ow * c * kh * kw);
+        for b in 0..n {
+            for y in 0..oh {
+                for xo in 0..ow {
+                    for ch in 0..c {
+                        let base = ((b * c + ch) * h * w) as isize;
+                        for i in 0..kh {
+                            let iy = (y * g.sh + i * g.dh) as isize - g.ph as isize;
+                            for j in 0..kw {
+                                let ix = (xo * g.sw + j * g.dw) as isize - g.pw as isize;
+                                let inside =
+                                    iy >= 0 && iy < h as isize && ix >= 0 && ix < w as isize;
+                                idx.push(if inside {
+                                    (base + iy * w as isize + ix) as i32
+                                } else {
+                                    -1
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        idx
+    });
+    let cols = x.gather_flat(idx, vec![n * oh * ow, c * kh * kw])?;
+    let w2 = weight.reshape((o, c * kh * kw))?;
+    let out = cols
+        .matmul(&w2.t()?)?
+        .reshape((n, oh * ow, o))?
+        .transpose(1, 2)?
+        .reshape((n, o, oh, ow))?;
+    match bias {
+        Some(b) => out.add(&b.reshape((1, o, 1, 1))?),
+        None => Ok(out),
+    }
+}
+
+/// Transposed 2-D convolution (torch's `F.conv_transpose2d(input, weight, bias, stride,
+/// padding, output_padding, groups, dilation)`, the gradient of `conv2d` with respect to its
+/// input, used to upsample in decoders): `x` `[N, C_in, H, W]`, `weight`
+/// `[C_in, C_out / groups, kh, kw]`, optional `bias` `[C_out]`; the output is
+/// `[N, C_out, H', W']` with `H' = (H - 1)·stride - 2·padding + dilation·(kh - 1) +
+/// output_padding + 1` (the same for the width). Computed as a stride-1 `conv2d` of the input
+/// spread out (`stride - 1` zeros between pixels, `dilation·(k - 1) - padding` around: one
+/// index gather) with the kernel flipped and its channel axes swapped, so it runs on every
+/// device with gradients; the spread input is `stride²` times larger than the input.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_transpose2d(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: impl Into<Size2>,
+    padding: impl Into<Size2>,
+    output_padding: impl Into<Size2>,
+    groups: usize,
+    dilation: impl Into<Size2>,
+) -> Result<Tensor> {
+    const OP: &str = "conv_transpose2d";
+    let (stride, padding, dilation) = (stride.into(), padding.into(), dilation.into());
+    let output_padding = output_padding.into();
+    if let Some(y) = halves_in_float32(x, weight, bias, |x, w, b| {
+        conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation)
+    }) {
+        return y;
+    }
+    let [cin, og, kh, kw] = four_d(
+        weight,
+        OP,
+        "weight [in_channels, out_channels / groups, kH, kW]",
+    )?;
+    let [n, c, h, w] = nchw(x, OP)?;
+    if groups == 0 || cin % groups != 0 {
+        return Err(Error::Invalid(format!(
+            "{OP}: groups must be positive and divide the weight's {cin} input channels, got \
+             groups {groups}"
+        )));
+    }
+    if c != cin {
+        return Err(Error::BadShape(format!(
+            "{OP}: expected input [N, {cin}, H, W] (as the weight [{cin}, {og}, {kh}, {kw}] \
+             says), got {:?}",
+            x.shape()
+        )));
+    }
+    let cout = og * groups;
+    if let Some(b) = bias {
+        if b.shape() != [cout] {
+            return Err(Error::BadShape(format!(
+                "{OP}: expected a bias of shape [{cout}] (one per output channel), got {:?}",
+                b.shape()
             )));
         }
-        same_device(self, &self.weight, x)?;
-        let b = self.bias.as_ref().map(Parameter::tensor);
-        functional::conv2d(
-            x,
-            &self.weight.tensor(),
-            b.as_ref(),
-            self.stride,
-            self.padding.clone(),
-            self.dilation,
-            self.groups,
-        )
     }
-    fn parameters(&self) -> Vec<Parameter> {
-        std::iter::once(self.weight.clone())
-            .chain(self.bias.clone())
-            .collect()
+    if [stride.0, stride.1, dilation.0, dilation.1, kh, kw].contains(&0) || h == 0 || w == 0 {
+        return Err(Error::Invalid(format!(
+            "{OP}: kernel size, stride, dilation and the input's height and width must be \
+             positive, got kernel ({kh}, {kw}), stride {}, dilation {}, input {:?}",
+            stride.show(),
+            dilation.show(),
+            x.shape()
+        )));
     }
-    fn named_parameters(&self) -> Vec<(String, Parameter)> {
-        weight_and_bias(&self.weight, &self.bias)
+    if output_padding.0 >= stride.0.max(dilation.0) || output_padding.1 >= stride.1.max(dilation.1)
+    {
+        return Err(Error::Invalid(format!(
+            "{OP}: output_padding {} must be smaller than the stride {} or the dilation {}, \
+             as in torch",
+            output_padding.show(),
+            stride.show(),
+            dilation.show()
+        )));
     }
-    /// torch's repr: kernel size and stride always, the rest where not the default.
-    fn describe(&self) -> String {
-        let mut s = format!(
-            "Conv2d({}, {}, kernel_size={}, stride={}",
-            self.in_channels,
-            self.out_channels,
-            self.kernel_size.show(),
-            self.stride.show()
-        );
-        if let Some(p) = self.padding.show() {
-            s += &format!(", padding={p}");
+    // Per axis: the output length, and the zeros before the spread input (negative: that many
+    // of its first rows are cut off, when the padding exceeds the dilated kernel's reach).
+    let axis = |len: usize, k: usize, s: usize, p: usize, d: usize, op: usize, name: &str| {
+        let reach = d.checked_mul(k - 1).and_then(|r| r.checked_add(op + 1));
+        let out = (len - 1)
+            .checked_mul(s)
+            .zip(reach)
+            .and_then(|(a, b)| a.checked_add(b))
+            .and_then(|full| full.checked_sub(p.saturating_mul(2)))
+            .filter(|&o| o > 0)
+            .ok_or_else(|| {
+                Error::BadShape(format!(
+                    "{OP}: the padding {p} leaves no output {name} (input {name} {len}, stride \
+                     {s}, kernel {k}, dilation {d}, output_padding {op})"
+                ))
+            })?;
+        Ok::<_, Error>((out, (d * (k - 1)) as isize - p as isize))
+    };
+    let (oh, before_h) = axis(
+        h,
+        kh,
+        stride.0,
+        padding.0,
+        dilation.0,
+        output_padding.0,
+        "height",
+    )?;
+    let (ow, before_w) = axis(
+        w,
+        kw,
+        stride.1,
+        padding.1,
+        dilation.1,
+        output_padding.1,
+        "width",
+    )?;
+    let (hz, wz) = (oh + dilation.0 * (kh - 1), ow + dilation.1 * (kw - 1));
+    checked_numel(OP, &[n, cout, oh, ow])?;
+    host_room(checked_numel(OP, &[n, c, hz, wz])?, DType::I32)?;
+    let key = WindowKey {
+        kind: WindowKind::Spread,
+        dims: [n, c, h, w],
+        kernel: [kh, kw],
+        stride: [stride.0, stride.1],
+        pad: [before_h, before_w],
+        dilation: [dilation.0, dilation.1],
+        out: [hz, wz],
+    };
+    let idx = window_indices(key, || {
+        // Spread row `yz` holds input row `(yz - before) / stride` when that divides exactly
+        // and lies inside the input, else a zero (-1).
+        let source = |len: usize, z: usize, before: isize, s: usize| -> Vec<isize> {
+            (0..z)
+                .map(|i| {
+                    let t = i as isize - before;
+                    if t >= 0 && t % s as isize == 0 && ((t / s as isize) as usize) < len {
+                        t / s as isize
+                    } else {
+                        -1
+                    }
+                })
+                .collect()
+        };
+        let rows = source(h, hz, before_h, stride.0);
+        let cols = source(w, wz, before_w, stride.1);
+        let mut idx = Vec::with_capacity(n * c * hz * wz);
+        for plane in 0..n * c {
+            let base = (plane * h * w) as isize;
+            for &r in &rows {
+                for &col in &cols {
+                    idx.push(if r < 0 || col < 0 {
+                        -1
+                    } else {
+                        (base + r * w as isize + col) as i32
+                    });
+                }
+            }
         }
-        if self.dilation != Size2(1, 1) {
-            s += &format!(", dilation={}", self.dilation.show());
-        }
-        if self.groups != 1 {
-            s += &format!(", groups={}", self.groups);
-        }
-        if self.bias.is_none() {
-            s += ", bias=False";
-        }
-        s + ")"
-    }
+        idx
+    });
+    let spread = x.gather_flat(idx, vec![n, c, hz, wz])?;
+    // [C_in, C_out/g, kh, kw] as g blocks, each block's channel axes swapped: the weight of
+    // the equivalent convolution, [C_out, C_in/g, kh, kw], flipped in space.
+    let flipped = weight
+        .reshape(vec![groups, cin / groups, og, kh, kw])?
+        .transpose(1, 2)?
+        .reshape(vec![cout, cin / groups, kh, kw])?
+        .flip(&[2, 3])?;
+    conv2d(&spread, &flipped, bias, 1, 0, dilation, groups)
 }

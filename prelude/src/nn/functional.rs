@@ -7,52 +7,19 @@
 //! on the CPU (f32/f64) both first try a fused op with its own backward
 //! (`Tensor::conv2d_cpu`, `Tensor::max_pool2d_cpu`), which CUDA never takes.
 
-use super::{Padding, Size2};
 use crate::autograd::{record, Saved};
 use crate::error::{Error, Result};
 use crate::tensor::host_mem::{checked_numel, host_room};
-use crate::tensor::{promote, ConvGeom, DType, Tensor};
+use crate::tensor::{promote, DType, Tensor};
 use crate::Device;
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+pub use super::conv::{conv2d, conv_transpose2d};
 use super::loss::Reduction;
 pub use super::loss::{binary_cross_entropy, huber_loss, l1_loss, nll_loss, smooth_l1_loss};
 pub use super::norm::{batch_norm, layer_norm};
-
-/// What determines a window gather's indices.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct WindowKey {
-    /// conv2d's `[N*oh*ow, C*kh*kw]` order, or pooling's `[N*C*oh*ow, k*k]`.
-    conv: bool,
-    dims: [usize; 4],
-    kernel: [usize; 2],
-    stride: [usize; 2],
-    /// Before the first row and the first column.
-    pad: [usize; 2],
-    dilation: [usize; 2],
-    /// The output size (which also says the padding after).
-    out: [usize; 2],
-}
-
-/// The last few window index tables: a training loop runs the same shapes every step, and
-/// building a table (one entry per element of the unfolded input, tens of millions for a
-/// CNN batch) costs about as much as the matmul that follows it.
-static WINDOWS: Mutex<Vec<(WindowKey, Arc<Vec<i32>>)>> = Mutex::new(Vec::new());
-const WINDOWS_KEPT: usize = 8;
-
-fn window_indices(key: WindowKey, build: impl FnOnce() -> Vec<i32>) -> Arc<Vec<i32>> {
-    if let Some((_, idx)) = WINDOWS.lock().unwrap().iter().find(|(k, _)| *k == key) {
-        return idx.clone();
-    }
-    let idx = Arc::new(build());
-    let mut cache = WINDOWS.lock().unwrap();
-    if cache.len() >= WINDOWS_KEPT {
-        cache.remove(0);
-    }
-    cache.push((key, idx.clone()));
-    idx
-}
+use super::windows::{nchw, out_size, window_indices, WindowKey, WindowKind};
 
 fn resolve(dim: isize, rank: usize, op: &str) -> Result<usize> {
     let d = if dim < 0 { dim + rank as isize } else { dim };
@@ -506,229 +473,6 @@ pub fn dropout(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
     x.mul(&mask)
 }
 
-/// The four sizes of `x`, or an error naming `what` and the `layout` it should have.
-fn four_d(x: &Tensor, what: &str, layout: &str) -> Result<[usize; 4]> {
-    match x.shape()[..] {
-        [n, c, h, w] => Ok([n, c, h, w]),
-        _ => Err(Error::BadShape(format!(
-            "{what}: expected a 4-D {layout}, got shape {:?}",
-            x.shape()
-        ))),
-    }
-}
-
-fn nchw(x: &Tensor, what: &str) -> Result<[usize; 4]> {
-    four_d(x, what, "input [N, C, H, W]")
-}
-
-/// The output size of a sliding window along one axis, or an error naming the axis.
-fn out_size(len: usize, k: usize, stride: usize, pad: usize, what: &str) -> Result<usize> {
-    window_count(len, k, stride, [pad, pad], 1, what)
-}
-
-/// How many positions a `k`-tap window dilated by `dilation` (spanning `dilation*(k-1)+1`
-/// inputs) takes, moved by `stride` over `len` inputs padded by `pad` before and after.
-fn window_count(
-    len: usize,
-    k: usize,
-    stride: usize,
-    pad: [usize; 2],
-    dilation: usize,
-    what: &str,
-) -> Result<usize> {
-    if stride == 0 || k == 0 || dilation == 0 {
-        return Err(Error::Invalid(format!(
-            "{what}: kernel size, stride and dilation must be positive, got kernel {k}, \
-             stride {stride}, dilation {dilation}"
-        )));
-    }
-    let padded = pad[0]
-        .checked_add(pad[1])
-        .and_then(|p| p.checked_add(len))
-        .ok_or_else(|| Error::BadShape(format!("{what}: padding {pad:?} is too large")))?;
-    let span = (k - 1)
-        .checked_mul(dilation)
-        .map(|s| s + 1)
-        .ok_or_else(|| Error::BadShape(format!("{what}: dilation {dilation} is too large")))?;
-    if padded < span {
-        let pads = if pad[0] == pad[1] {
-            format!("2x{}", pad[0])
-        } else {
-            format!("{}+{}", pad[0], pad[1])
-        };
-        let dilated = if dilation > 1 {
-            format!(", {span} wide with dilation {dilation}")
-        } else {
-            String::new()
-        };
-        return Err(Error::BadShape(format!(
-            "{what}: the input ({len} + {pads} padding) is smaller than the kernel ({k}{dilated})"
-        )));
-    }
-    Ok((padded - span) / stride + 1)
-}
-
-/// 2-D convolution (cross-correlation, as torch's `F.conv2d(input, weight, bias, stride,
-/// padding, dilation, groups)`): `x` `[N, C, H, W]`, `weight` `[O, C / groups, kh, kw]`,
-/// optional `bias` `[O]`. `stride` and `dilation` are an int or an `(h, w)` pair; `padding`
-/// also `"same"` or `"valid"` ([`Padding`](super::Padding)). Computed as im2col (one index
-/// gather) and one matrix product; with `groups > 1`, once per group on its channels, the
-/// outputs concatenated.
-pub fn conv2d(
-    x: &Tensor,
-    weight: &Tensor,
-    bias: Option<&Tensor>,
-    stride: impl Into<Size2>,
-    padding: impl Into<Padding>,
-    dilation: impl Into<Size2>,
-    groups: usize,
-) -> Result<Tensor> {
-    let (stride, dilation) = (stride.into(), dilation.into());
-    let [o, wc, kh, kw] = four_d(
-        weight,
-        "conv2d",
-        "weight [out_channels, in_channels / groups, kH, kW]",
-    )?;
-    let [n, c, h, w] = nchw(x, "conv2d")?;
-    if groups == 0 || o % groups != 0 {
-        return Err(Error::Invalid(format!(
-            "conv2d: groups must be positive and divide the weight's {o} output channels, got \
-             groups {groups}"
-        )));
-    }
-    if Some(c) != wc.checked_mul(groups) {
-        let per = if groups > 1 {
-            format!(" times {groups} groups")
-        } else {
-            String::new()
-        };
-        return Err(Error::BadShape(format!(
-            "conv2d: expected input [N, {}, H, W] ({wc} channels{per}, as the weight \
-             [{o}, {wc}, {kh}, {kw}] says), got {:?}",
-            wc.saturating_mul(groups),
-            x.shape()
-        )));
-    }
-    if let Some(b) = bias {
-        if b.shape() != [o] {
-            return Err(Error::BadShape(format!(
-                "conv2d: expected a bias of shape [{o}] (one per output channel), got {:?}",
-                b.shape()
-            )));
-        }
-    }
-    let [pt, pb, pl, pr] = padding
-        .into()
-        .resolve(Size2(kh, kw), stride, dilation, "conv2d")?;
-    let oh = window_count(h, kh, stride.0, [pt, pb], dilation.0, "conv2d")?;
-    let ow = window_count(w, kw, stride.1, [pl, pr], dilation.1, "conv2d")?;
-    checked_numel("conv2d", &[n, o, oh, ow])?;
-    let (cg, og) = (c / groups, o / groups);
-    let geom = ConvGeom {
-        n,
-        c: cg,
-        h,
-        w,
-        o: og,
-        kh,
-        kw,
-        oh,
-        ow,
-        sh: stride.0,
-        sw: stride.1,
-        ph: pt,
-        pw: pl,
-        dh: dilation.0,
-        dw: dilation.1,
-    };
-    if groups == 1 {
-        return conv2d_group(x, weight, bias, geom);
-    }
-    // One convolution per group on its slice of channels (views; the CPU path copies each
-    // slice dense); the gradients flow back through narrow and cat.
-    let outs = (0..groups)
-        .map(|gi| {
-            let b = bias.map(|b| b.narrow(0, gi * og, og)).transpose()?;
-            conv2d_group(
-                &x.narrow(1, gi * cg, cg)?,
-                &weight.narrow(0, gi * og, og)?,
-                b.as_ref(),
-                geom,
-            )
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Tensor::cat(&outs, 1)
-}
-
-/// One group's convolution (all channels of `x` and `weight`, shapes checked by the caller).
-fn conv2d_group(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, g: ConvGeom) -> Result<Tensor> {
-    let ConvGeom {
-        n,
-        c,
-        h,
-        w,
-        o,
-        kh,
-        kw,
-        oh,
-        ow,
-        ..
-    } = g;
-    let unfolded = checked_numel("conv2d", &[n, oh, ow, c, kh, kw])?;
-    // On the CPU, per image straight into NCHW with the bias fused (`Tensor::conv2d_cpu`).
-    if let Some(out) = Tensor::conv2d_cpu(x, weight, bias, g)? {
-        return Ok(out);
-    }
-    // The index of every unfolded element, built on the host.
-    host_room(unfolded, DType::I32)?;
-    let key = WindowKey {
-        conv: true,
-        dims: [n, c, h, w],
-        kernel: [kh, kw],
-        stride: [g.sh, g.sw],
-        pad: [g.ph, g.pw],
-        dilation: [g.dh, g.dw],
-        out: [oh, ow],
-    };
-    let idx = window_indices(key, || {
-        let mut idx = Vec::with_capacity(n * oh * ow * c * kh * kw);
-        for b in 0..n {
-            for y in 0..oh {
-                for xo in 0..ow {
-                    for ch in 0..c {
-                        let base = ((b * c + ch) * h * w) as isize;
-                        for i in 0..kh {
-                            let iy = (y * g.sh + i * g.dh) as isize - g.ph as isize;
-                            for j in 0..kw {
-                                let ix = (xo * g.sw + j * g.dw) as isize - g.pw as isize;
-                                let inside =
-                                    iy >= 0 && iy < h as isize && ix >= 0 && ix < w as isize;
-                                idx.push(if inside {
-                                    (base + iy * w as isize + ix) as i32
-                                } else {
-                                    -1
-                                });
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        idx
-    });
-    let cols = x.gather_flat(idx, vec![n * oh * ow, c * kh * kw])?;
-    let w2 = weight.reshape((o, c * kh * kw))?;
-    let out = cols
-        .matmul(&w2.t()?)?
-        .reshape((n, oh * ow, o))?
-        .transpose(1, 2)?
-        .reshape((n, o, oh, ow))?;
-    match bias {
-        Some(b) => out.add(&b.reshape((1, o, 1, 1))?),
-        None => Ok(out),
-    }
-}
-
 /// Every `kernel` x `kernel` window, moved by `stride` over each `[H, W]` plane of `x`
 /// zero-padded by `pad`, as the rows of `[N*C*oh*ow, kernel*kernel]` (one index gather, whose
 /// gradient goes back to the elements it read); window elements on the padding are 0. The
@@ -747,11 +491,11 @@ fn pool_windows(
         DType::I32,
     )?;
     let key = WindowKey {
-        conv: false,
+        kind: WindowKind::Pool,
         dims: [n, c, h, w],
         kernel: [kernel, kernel],
         stride: [stride, stride],
-        pad: [pad, pad],
+        pad: [pad as isize; 2],
         dilation: [1, 1],
         out: [oh, ow],
     };

@@ -15,6 +15,7 @@
 //! generator ([`crate::manual_seed`]).
 
 mod conv;
+mod conv_layers;
 mod embedding;
 pub mod functional;
 mod loss;
@@ -23,7 +24,9 @@ mod norm;
 mod pool;
 pub mod safetensors;
 pub mod utils;
-pub use conv::{Conv2d, Padding, Size2};
+mod windows;
+pub use conv::{Padding, Size2};
+pub use conv_layers::{Conv2d, ConvTranspose2d};
 pub use embedding::Embedding;
 pub use loss::Reduction;
 pub use loss_modules::{
