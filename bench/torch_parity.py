@@ -99,6 +99,14 @@ KNOWN = {
     # ... nor transposes convolutions of int32 or uint8 ("slow_conv_transpose2d").
     **{f"nn convT {a} {p} out": "torch's CPU has no int32/uint8 transposed convolution"
        for a in ("i32", "u8") for p in ("k2s2", "s2p1o1", "g2d2")},
+    # gpulab's nearest resize is an index_select, for every dtype; torch's CPU kernel
+    # takes uint8 and floats only.
+    **{f"nn interp {a} {p} out": "torch's nearest interpolate refuses int32/int64/bool"
+       for a in ("i32", "i64", "bool") for p in ("n2", "n57", "n07", "ne57", "ne15")},
+    # torch's CPU bilinear takes uint8 images (rounding in its own fixed-point kernels);
+    # gpulab asks for a float input.
+    **{f"nn interp u8 {p} out": "torch's CPU bilinear interpolate takes uint8"
+       for p in ("b2", "b57a", "b15", "b23")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -149,6 +157,8 @@ def cases():
                 for want in ("out", "x", "w", "b")]
         out += [f"nn convT {a} {p} {want}" for p in ("k2s2", "s2p1o1", "g2d2")
                 for want in ("out", "x", "w", "b")]
+        out += [f"nn interp {a} {p} {want}" for p in ("n2", "n57", "n07", "ne57", "ne15", "b2",
+                                                       "b57a", "b15", "b23") for want in ("out", "x")]
         out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1", "k3s2p1", "k2s1p1")
                 for want in ("out", "x")]
         out += [f"nn avgpool {a} {p} {want}" for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1")
@@ -307,6 +317,19 @@ def torch_results(lines, device):
             out = F.conv_transpose2d(x, k, b, stride=stride, padding=pad, output_padding=opad,
                                      groups=groups, dilation=dil)
             inputs = {"x": x, "w": k, "b": b}
+        elif op == "interp":
+            x = ramp([1, 2, 3, 4], 7, 3.0, 0.5, d)
+            size, mode, align = {
+                "n2": (2.0, "nearest", None), "n57": ((5, 7), "nearest", None),
+                "n07": (0.7, "nearest", None), "ne57": ((5, 7), "nearest-exact", None),
+                "ne15": ((1.5, 2.5), "nearest-exact", None), "b2": (2.0, "bilinear", False),
+                "b57a": ((5, 7), "bilinear", True), "b15": ((1.5, 2.5), "bilinear", False),
+            }.get(param, ((2, 3), "bilinear", False))
+            if isinstance(size[0] if isinstance(size, tuple) else size, float):
+                out = F.interpolate(x, scale_factor=size, mode=mode, align_corners=align)
+            else:
+                out = F.interpolate(x, size=size, mode=mode, align_corners=align)
+            inputs = {"x": x}
         elif op == "pool":
             x = ramp([1, 2, 5, 5], 4, 0.0, 1.0, d)
             kernel, stride, pad = {"k2s2": (2, 2, 0), "k3s1": (3, 1, 0), "k3s2p1": (3, 2, 1),

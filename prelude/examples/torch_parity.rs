@@ -19,7 +19,8 @@
 //! - `nn` op a param out|x|y|w|b: the layers' functions on ramps (`ramp`): `mse`/`bce` (b of
 //!   dtype `param`), `ce` (int targets of dtype `param`), `conv` (`s1p0`: stride 1, padding
 //!   0; `d2p2` dilation, `g2` groups, `same`, `dw` depthwise), `convT`
-//!   (conv_transpose2d: `k2s2`, `s2p1o1`, `g2d2`), `pool` (`k2s2`: kernel 2, stride 2); `out` prints the result, a letter the gradient
+//!   (conv_transpose2d: `k2s2`, `s2p1o1`, `g2d2`), `interp` (interpolate: `n2` nearest by 2,
+//!   `ne57` nearest-exact to 5x7, `b57a` bilinear with align_corners, ...), `pool` (`k2s2`: kernel 2, stride 2); `out` prints the result, a letter the gradient
 //!   of `sum(result * w)` for that input;
 //! - `optim` sgd|adam a config: a parameter after three steps whose gradients are ramps
 //!   (`plain`, `mom` momentum 0.9, `momwd` and weight decay 0.01; Adam `plain`, `wd`, `betas`);
@@ -321,6 +322,21 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             let b = ramp(&[ks[1] * groups], 3, 1.0, 0.5, d, dev)?;
             let out = F::conv_transpose2d(&x, &k, Some(&b), stride, pad, opad, groups, dil)?;
             (out, vec![("x", x), ("w", k), ("b", b)])
+        }
+        "interp" => {
+            let x = ramp(&[1, 2, 3, 4], 7, 3.0, 0.5, d, dev)?;
+            let (size, mode, align): (nn::Resize, _, _) = match param {
+                "n2" => (2.0.into(), "nearest", false),
+                "n57" => ((5, 7).into(), "nearest", false),
+                "n07" => (0.7.into(), "nearest", false),
+                "ne57" => ((5, 7).into(), "nearest-exact", false),
+                "ne15" => ((1.5, 2.5).into(), "nearest-exact", false),
+                "b2" => (2.0.into(), "bilinear", false),
+                "b57a" => ((5, 7).into(), "bilinear", true),
+                "b15" => ((1.5, 2.5).into(), "bilinear", false),
+                _ => ((2, 3).into(), "bilinear", false),
+            };
+            (F::interpolate(&x, size, mode, align)?, vec![("x", x)])
         }
         "pool" => {
             let x = ramp(&[1, 2, 5, 5], 4, 0.0, 1.0, d, dev)?;

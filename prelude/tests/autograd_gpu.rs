@@ -251,6 +251,49 @@ fn conv2d_dilation_groups_and_same_on_cuda_equal_the_cpus() {
     }
 }
 
+/// interpolate on CUDA (index_select along each axis, weighted for bilinear): outputs and
+/// gradients equal the CPU's for every mode, in f32 and f64.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn interpolate_on_cuda_equals_the_cpus() {
+    use gpulab::DType;
+    if !have_gpu() {
+        return;
+    }
+    let x0 = fork_rng(8, || Tensor::randn((2, 3, 5, 7), CPU).unwrap());
+    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 1e-5)] {
+        for (size, mode, align) in [
+            (nn::Resize::from(2.0), "nearest", false),
+            (nn::Resize::from((4, 9)), "nearest-exact", false),
+            (nn::Resize::from((1.5, 2.5)), "bilinear", false),
+            (nn::Resize::from((9, 4)), "bilinear", true),
+        ] {
+            let run = |dev: Device| {
+                let x = x0
+                    .to_dtype(dtype)
+                    .unwrap()
+                    .to(dev)
+                    .unwrap()
+                    .requires_grad_(true)
+                    .unwrap();
+                let y = F::interpolate(&x, size, mode, align).unwrap();
+                y.square().unwrap().sum().unwrap().backward().unwrap();
+                let f = |t: &Tensor| {
+                    t.to_dtype(DType::F64)
+                        .unwrap()
+                        .cpu()
+                        .unwrap()
+                        .to_vec::<f64>()
+                        .unwrap()
+                };
+                [f(&y), f(&x.grad().unwrap())]
+            };
+            let what = format!("{dtype:?} {mode} {size:?}: cuda against cpu");
+            common::parts_close(&what, &["output", "x grad"], &run(GPU), &run(CPU), tol);
+        }
+    }
+}
+
 /// conv2d, max_pool2d and torch's gather in f64, f32, f16 and bf16 on CUDA (one gather kernel
 /// per element size, scatter-adds in f32/f64): outputs and gradients equal the CPU's in the
 /// same dtype, and a window's tied maxima send the gradient to the first, as on the CPU.

@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..77) {
+    match rng.gen_range(0..79) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -636,6 +636,32 @@ fn call(
         75 => {
             *what = format!("{da}.gelu()");
             some(a.gelu())
+        }
+        76 => {
+            let mode = ["nearest", "nearest-exact", "bilinear", "area"][rng.gen_range(0..4)];
+            let align = rng.gen_bool(0.3);
+            let size: nn::Resize = match rng.gen_range(0..3) {
+                0 => (rng.gen_range(0..6), rng.gen_range(0..6)).into(),
+                1 => [0.0, 0.5, 1.0, 1.7, 2.0, -1.0, f64::NAN][rng.gen_range(0..7)].into(),
+                _ => (rng.gen_range(0.0..3.0), rng.gen_range(0.0..3.0)).into(),
+            };
+            *what = format!("interpolate({da}, {size:?}, {mode}, align_corners {align})");
+            some(F::interpolate(&a, size, mode, align))
+        }
+        77 => {
+            let (stride, pad, opad) = (
+                rng.gen_range(0..3),
+                rng.gen_range(0..3),
+                rng.gen_range(0..2),
+            );
+            let (groups, dilation) = (rng.gen_range(0..3), rng.gen_range(0..3));
+            *what = format!(
+                "conv_transpose2d({da}, {db}, stride {stride}, padding {pad}, output_padding \
+                 {opad}, groups {groups}, dilation {dilation})"
+            );
+            some(F::conv_transpose2d(
+                &a, &b, None, stride, pad, opad, groups, dilation,
+            ))
         }
         _ => {
             *what = format!("format {da}");

@@ -19,6 +19,7 @@ pub use super::conv::{conv2d, conv_transpose2d};
 use super::loss::Reduction;
 pub use super::loss::{binary_cross_entropy, huber_loss, l1_loss, nll_loss, smooth_l1_loss};
 pub use super::norm::{batch_norm, layer_norm};
+pub use super::resample::interpolate;
 use super::windows::{nchw, out_size, window_indices, WindowKey, WindowKind};
 
 fn resolve(dim: isize, rank: usize, op: &str) -> Result<usize> {

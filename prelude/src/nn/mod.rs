@@ -22,6 +22,7 @@ mod loss;
 mod loss_modules;
 mod norm;
 mod pool;
+mod resample;
 pub mod safetensors;
 pub mod utils;
 mod windows;
@@ -34,6 +35,7 @@ pub use loss_modules::{
 };
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d};
+pub use resample::{Resize, Upsample};
 pub use safetensors::{load_safetensors, save_safetensors};
 
 use crate::autograd::no_grad;
