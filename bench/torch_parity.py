@@ -86,7 +86,7 @@ KNOWN = {
     # torch's CPU avg_pool2d takes int64 (sums truncated by integer division), its CUDA one
     # refuses every integer dtype; gpulab refuses integer input on every device.
     **{f"nn avgpool i64 {p} out": "torch's CPU avg_pool2d takes int64, its CUDA one does not"
-       for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1")},
+       for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1", "k3s2p1x", "k3s2p1c", "k3s2p1cx", "k23s21c")},
     # torch's CPU smooth_l1_loss has no float16 backward ("not implemented for 'Half'"); its
     # CUDA one and gpulab's have one.
     **{f"nn {op} f16 f16 {w}": "torch's CPU smooth_l1_loss backward refuses float16"
@@ -159,9 +159,11 @@ def cases():
                 for want in ("out", "x", "w", "b")]
         out += [f"nn interp {a} {p} {want}" for p in ("n2", "n57", "n07", "ne57", "ne15", "b2",
                                                        "b57a", "b15", "b23") for want in ("out", "x")]
-        out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1", "k3s2p1", "k2s1p1")
+        out += [f"nn pool {a} {p} {want}" for p in ("k2s2", "k3s1", "k2s1", "k3s2p1", "k2s1p1",
+                                                     "k2s2c", "k3s2p1d2c", "k23s12c")
                 for want in ("out", "x")]
-        out += [f"nn avgpool {a} {p} {want}" for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1")
+        out += [f"nn avgpool {a} {p} {want}" for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1", "k3s2p1x",
+                                                        "k3s2p1c", "k3s2p1cx", "k23s21c")
                 for want in ("out", "x")]
         out += [f"nn adapool {a} {p} {want}" for p in ("o1x1", "o2x2", "o4x3", "o5x5", "o7x6")
                 for want in ("out", "x")]
@@ -331,14 +333,24 @@ def torch_results(lines, device):
                 out = F.interpolate(x, size=size, mode=mode, align_corners=align)
             inputs = {"x": x}
         elif op == "pool":
-            x = ramp([1, 2, 5, 5], 4, 0.0, 1.0, d)
-            kernel, stride, pad = {"k2s2": (2, 2, 0), "k3s1": (3, 1, 0), "k3s2p1": (3, 2, 1),
-                                   "k2s1p1": (2, 1, 1)}.get(param, (2, 1, 0))
-            out, inputs = F.max_pool2d(x, kernel, stride, pad), {"x": x}
+            x = ramp([1, 2, 5, 6], 4, 0.0, 1.0, d)
+            kernel, stride, pad, dil, ceil = {
+                "k2s2": (2, 2, 0, 1, False), "k3s1": (3, 1, 0, 1, False),
+                "k3s2p1": (3, 2, 1, 1, False), "k2s1p1": (2, 1, 1, 1, False),
+                "k2s2c": (2, 2, 0, 1, True), "k3s2p1d2c": (3, 2, 1, 2, True),
+                "k23s12c": ((2, 3), (1, 2), 1, (1, 2), True),
+            }.get(param, (2, 1, 0, 1, False))
+            out, inputs = F.max_pool2d(x, kernel, stride, pad, dil, ceil_mode=ceil), {"x": x}
         elif op == "avgpool":
-            x = ramp([1, 2, 5, 5], 7, 3.0, 0.5, d)
-            kernel, stride, pad = {"k2s2": (2, 2, 0), "k3s1p1": (3, 1, 1), "k3s2p1": (3, 2, 1)}.get(param, (2, 1, 0))
-            out, inputs = F.avg_pool2d(x, kernel, stride, pad), {"x": x}
+            x = ramp([1, 2, 5, 6], 7, 3.0, 0.5, d)
+            kernel, stride, pad, ceil, include = {
+                "k2s2": (2, 2, 0, False, True), "k3s1p1": (3, 1, 1, False, True),
+                "k3s2p1": (3, 2, 1, False, True), "k3s2p1x": (3, 2, 1, False, False),
+                "k3s2p1c": (3, 2, 1, True, True), "k3s2p1cx": (3, 2, 1, True, False),
+                "k23s21c": ((2, 3), (2, 1), 1, True, True),
+            }.get(param, (2, 1, 0, False, True))
+            out = F.avg_pool2d(x, kernel, stride, pad, ceil_mode=ceil, count_include_pad=include)
+            inputs = {"x": x}
         elif op == "adapool":
             x = ramp([1, 2, 5, 5], 7, 3.0, 0.5, d)
             size = tuple(int(v) for v in param[1:].split("x"))

@@ -339,25 +339,40 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             (F::interpolate(&x, size, mode, align)?, vec![("x", x)])
         }
         "pool" => {
-            let x = ramp(&[1, 2, 5, 5], 4, 0.0, 1.0, d, dev)?;
-            let (kernel, stride, pad) = match param {
-                "k2s2" => (2, 2, 0),
-                "k3s1" => (3, 1, 0),
-                "k3s2p1" => (3, 2, 1),
-                "k2s1p1" => (2, 1, 1),
-                _ => (2, 1, 0),
+            let x = ramp(&[1, 2, 5, 6], 4, 0.0, 1.0, d, dev)?;
+            // kernel, stride, padding, dilation, ceil_mode
+            let (kernel, stride, pad, dil, ceil) = match param {
+                "k2s2" => ((2, 2), (2, 2), (0, 0), (1, 1), false),
+                "k3s1" => ((3, 3), (1, 1), (0, 0), (1, 1), false),
+                "k3s2p1" => ((3, 3), (2, 2), (1, 1), (1, 1), false),
+                "k2s1p1" => ((2, 2), (1, 1), (1, 1), (1, 1), false),
+                "k2s2c" => ((2, 2), (2, 2), (0, 0), (1, 1), true),
+                "k3s2p1d2c" => ((3, 3), (2, 2), (1, 1), (2, 2), true),
+                "k23s12c" => ((2, 3), (1, 2), (1, 1), (1, 2), true),
+                _ => ((2, 2), (1, 1), (0, 0), (1, 1), false),
             };
-            (F::max_pool2d(&x, kernel, stride, pad)?, vec![("x", x)])
+            (
+                F::max_pool2d(&x, kernel, stride, pad, dil, ceil)?,
+                vec![("x", x)],
+            )
         }
         "avgpool" => {
-            let x = ramp(&[1, 2, 5, 5], 7, 3.0, 0.5, d, dev)?;
-            let (kernel, stride, pad) = match param {
-                "k2s2" => (2, 2, 0),
-                "k3s1p1" => (3, 1, 1),
-                "k3s2p1" => (3, 2, 1),
-                _ => (2, 1, 0),
+            let x = ramp(&[1, 2, 5, 6], 7, 3.0, 0.5, d, dev)?;
+            // kernel, stride, padding, ceil_mode, count_include_pad
+            let (kernel, stride, pad, ceil, include) = match param {
+                "k2s2" => ((2, 2), (2, 2), (0, 0), false, true),
+                "k3s1p1" => ((3, 3), (1, 1), (1, 1), false, true),
+                "k3s2p1" => ((3, 3), (2, 2), (1, 1), false, true),
+                "k3s2p1x" => ((3, 3), (2, 2), (1, 1), false, false),
+                "k3s2p1c" => ((3, 3), (2, 2), (1, 1), true, true),
+                "k3s2p1cx" => ((3, 3), (2, 2), (1, 1), true, false),
+                "k23s21c" => ((2, 3), (2, 1), (1, 1), true, true),
+                _ => ((2, 2), (1, 1), (0, 0), false, true),
             };
-            (F::avg_pool2d(&x, kernel, stride, pad)?, vec![("x", x)])
+            (
+                F::avg_pool2d(&x, kernel, stride, pad, ceil, include)?,
+                vec![("x", x)],
+            )
         }
         "adapool" => {
             let x = ramp(&[1, 2, 5, 5], 7, 3.0, 0.5, d, dev)?;
@@ -541,7 +556,7 @@ fn empty_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             1,
             1,
         ),
-        "pool" => F::max_pool2d(&x, 2, 2, 0),
+        "pool" => F::max_pool2d(&x, 2, 2, 0, 1, false),
         "exp" => x.exp(),
         "relu" => x.relu(),
         "neg" => x.neg(),

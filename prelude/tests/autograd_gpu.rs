@@ -251,11 +251,12 @@ fn conv2d_dilation_groups_and_same_on_cuda_equal_the_cpus() {
     }
 }
 
-/// interpolate on CUDA (index_select along each axis, weighted for bilinear): outputs and
-/// gradients equal the CPU's for every mode, in f32 and f64.
+/// interpolate on CUDA (index_select along each axis, weighted for bilinear), and max/avg
+/// pooling with dilation, ceil_mode and count_include_pad: outputs and gradients equal the
+/// CPU's, in f32 and f64.
 #[test]
 #[ignore = "needs a CUDA device"]
-fn interpolate_on_cuda_equals_the_cpus() {
+fn interpolate_and_pooling_options_on_cuda_equal_the_cpus() {
     use gpulab::DType;
     if !have_gpu() {
         return;
@@ -277,7 +278,19 @@ fn interpolate_on_cuda_equals_the_cpus() {
                     .requires_grad_(true)
                     .unwrap();
                 let y = F::interpolate(&x, size, mode, align).unwrap();
-                y.square().unwrap().sum().unwrap().backward().unwrap();
+                // And pooling with torch's other arguments, on the same input.
+                let m = F::max_pool2d(&x, (2, 3), 2, 1, (1, 2), true).unwrap();
+                let a = F::avg_pool2d(&x, 3, 2, 1, true, false).unwrap();
+                y.square()
+                    .unwrap()
+                    .sum()
+                    .unwrap()
+                    .add(&m.square().unwrap().sum().unwrap())
+                    .unwrap()
+                    .add(&a.square().unwrap().sum().unwrap())
+                    .unwrap()
+                    .backward()
+                    .unwrap();
                 let f = |t: &Tensor| {
                     t.to_dtype(DType::F64)
                         .unwrap()
@@ -326,7 +339,15 @@ fn conv_pool_and_gather_gradients_on_cuda_equal_the_cpus_in_every_float_dtype() 
                     .unwrap()
             };
             let (x, w) = (leaf(&x0), leaf(&w0));
-            let y = F::max_pool2d(&F::conv2d(&x, &w, None, 1, 1, 1, 1).unwrap(), 2, 2, 0).unwrap();
+            let y = F::max_pool2d(
+                &F::conv2d(&x, &w, None, 1, 1, 1, 1).unwrap(),
+                2,
+                2,
+                0,
+                1,
+                false,
+            )
+            .unwrap();
             let picked = y
                 .flatten()
                 .unwrap()
@@ -360,7 +381,7 @@ fn conv_pool_and_gather_gradients_on_cuda_equal_the_cpus_in_every_float_dtype() 
         .unwrap()
         .requires_grad_(true)
         .unwrap();
-    F::max_pool2d(&x, 2, 2, 0)
+    F::max_pool2d(&x, 2, 2, 0, 1, false)
         .unwrap()
         .sum()
         .unwrap()

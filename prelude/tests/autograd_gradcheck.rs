@@ -505,17 +505,32 @@ fn conv2d_and_max_pool2d() {
         move |x| F::conv2d(&image, &x[0], Some(&x[1]), 1, 0, 1, 1),
     );
     check("max_pool2d", vec![input(&[2, 2, 4, 6], 85)], |x| {
-        F::max_pool2d(&x[0], 2, 2, 0)
+        F::max_pool2d(&x[0], 2, 2, 0, 1, false)
     });
     check(
         "max_pool2d overlapping",
         vec![input(&[1, 1, 5, 5], 86)],
-        |x| F::max_pool2d(&x[0], 3, 2, 0),
+        |x| F::max_pool2d(&x[0], 3, 2, 0, 1, false),
     );
     check(
         "max_pool2d padded (a ResNet stem's 3, 2, 1)",
         vec![input(&[1, 2, 5, 6], 87)],
-        |x| F::max_pool2d(&x[0], 3, 2, 1),
+        |x| F::max_pool2d(&x[0], 3, 2, 1, 1, false),
+    );
+    check(
+        "max_pool2d dilation 2 ceil_mode, (2, 3) kernel",
+        vec![input(&[1, 2, 7, 8], 110)],
+        |x| F::max_pool2d(&x[0], (2, 3), (2, 2), (1, 1), 2, true),
+    );
+    check(
+        "avg_pool2d ceil_mode without the padding in the divisor",
+        vec![input(&[1, 2, 5, 6], 111)],
+        |x| F::avg_pool2d(&x[0], 3, 2, 1, true, false),
+    );
+    check(
+        "avg_pool2d ceil_mode with the padding in the divisor, (2, 3) kernel",
+        vec![input(&[2, 1, 5, 7], 112)],
+        |x| F::avg_pool2d(&x[0], (2, 3), (2, 2), 1, true, true),
     );
 }
 
@@ -770,7 +785,7 @@ fn max_pool2d_ties_nan_and_overlap_follow_torch() {
         .unwrap()
         .requires_grad_(true)
         .unwrap();
-        let y = F::max_pool2d(&x, 2, 2, 0).unwrap();
+        let y = F::max_pool2d(&x, 2, 2, 0, 1, false).unwrap();
         let v = y.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
         assert_eq!(v[0], 3.0, "{dtype:?}");
         assert!(
@@ -798,7 +813,7 @@ fn max_pool2d_ties_nan_and_overlap_follow_torch() {
     .unwrap()
     .requires_grad_(true)
     .unwrap();
-    let y = F::max_pool2d(&x, 2, 1, 0).unwrap();
+    let y = F::max_pool2d(&x, 2, 1, 0, 1, false).unwrap();
     assert_eq!(y.to_vec::<f64>().unwrap(), vec![9.0; 4]);
     y.sum().unwrap().backward().unwrap();
     let g = x.grad().unwrap().to_vec::<f64>().unwrap();
@@ -829,7 +844,15 @@ fn conv2d_and_max_pool2d_run_in_every_float_dtype() {
             .unwrap()
             .requires_grad_(true)
             .unwrap();
-        let y = F::max_pool2d(&F::conv2d(&x, &w, Some(&b), 1, 1, 1, 1).unwrap(), 2, 2, 0).unwrap();
+        let y = F::max_pool2d(
+            &F::conv2d(&x, &w, Some(&b), 1, 1, 1, 1).unwrap(),
+            2,
+            2,
+            0,
+            1,
+            false,
+        )
+        .unwrap();
         assert_eq!(y.dtype(), dtype);
         assert_eq!(y.shape(), &[2, 3, 3, 3]);
         y.sum().unwrap().backward().unwrap();

@@ -45,7 +45,7 @@ fn avg_pool2d_matches_plain_loops_with_padding_counted() {
     let x = ramp(&[n, c, h, w]);
     let v = x.to_vec::<f64>().unwrap();
     for (k, s, p) in [(2, 2, 0), (3, 1, 1), (3, 2, 1), (2, 1, 1), (4, 3, 2)] {
-        let got = F::avg_pool2d(&x, k, s, p).unwrap();
+        let got = F::avg_pool2d(&x, k, s, p, false, true).unwrap();
         let (oh, ow) = ((h + 2 * p - k) / s + 1, (w + 2 * p - k) / s + 1);
         assert_eq!(got.shape(), [n, c, oh, ow], "k{k} s{s} p{p}");
         let g = got.to_vec::<f64>().unwrap();
@@ -102,7 +102,10 @@ fn adaptive_avg_pool2d_uses_torchs_windows() {
         .unwrap()
         .to_vec::<f64>()
         .unwrap();
-    let b = F::avg_pool2d(&y, 2, 2, 0).unwrap().to_vec::<f64>().unwrap();
+    let b = F::avg_pool2d(&y, 2, 2, 0, false, true)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
     assert_eq!(a, b);
 }
 
@@ -135,7 +138,7 @@ fn pooling_layers_print_chain_and_refuse_bad_input() {
         let ints = Tensor::zeros_dtype((1, 1, 4, 4), DType::I64, CPU).unwrap();
         let e = AvgPool2d::new(2).forward(&ints).unwrap_err().to_string();
         assert!(e.contains("avg_pool2d") && e.contains("int64"), "{e}");
-        let e = F::avg_pool2d(&ramp(&[1, 1, 4, 4]), 2, 2, 2)
+        let e = F::avg_pool2d(&ramp(&[1, 1, 4, 4]), 2, 2, 2, false, true)
             .unwrap_err()
             .to_string();
         assert!(
@@ -205,7 +208,7 @@ fn max_pool2d_pads_with_values_that_never_win() {
     let pool = nn::MaxPool2d::new(3).stride(2).padding(1);
     assert_eq!(
         pool.describe(),
-        "MaxPool2d(kernel_size=3, stride=2, padding=1)"
+        "MaxPool2d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False)"
     );
     let y = pool.forward(&x).unwrap();
     assert_eq!(y.shape(), &[1, 1, 3, 3]);
@@ -226,12 +229,14 @@ fn max_pool2d_pads_with_values_that_never_win() {
     }
     // Integers pad with their lowest value, so they keep their own maxima too.
     let xi = x.to_dtype(DType::I64).unwrap();
-    let yi = F::max_pool2d(&xi, 3, 2, 1).unwrap();
+    let yi = F::max_pool2d(&xi, 3, 2, 1, 1, false).unwrap();
     assert_eq!(yi.dtype(), DType::I64);
     let want: Vec<i64> = got.iter().map(|&g| g as i64).collect();
     assert_eq!(yi.to_vec::<i64>().unwrap(), want);
     // torch's limit: padding at most half the kernel.
-    let e = F::max_pool2d(&x, 3, 1, 2).unwrap_err().to_string();
+    let e = F::max_pool2d(&x, 3, 1, 2, 1, false)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("padding 2 is more than half the kernel size 3"),
         "{e}"

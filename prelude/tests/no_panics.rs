@@ -490,9 +490,20 @@ fn call(
                 rng.gen_range(0..3),
                 rng.gen_range(0..3),
             );
-            {
-                *what = format!("max_pool2d({da}, {k}, {stride}, padding {pad})");
-                some(F::max_pool2d(&a, k, stride, pad))
+            let (dilation, ceil) = (rng.gen_range(0..3), rng.gen_bool(0.5));
+            if rng.gen_bool(0.5) {
+                *what = format!(
+                    "max_pool2d({da}, {k}, {stride}, padding {pad}, dilation {dilation}, \
+                     ceil_mode {ceil})"
+                );
+                some(F::max_pool2d(&a, k, stride, pad, dilation, ceil))
+            } else {
+                let include = rng.gen_bool(0.5);
+                *what = format!(
+                    "avg_pool2d({da}, {k}, {stride}, padding {pad}, ceil_mode {ceil}, \
+                     count_include_pad {include})"
+                );
+                some(F::avg_pool2d(&a, k, stride, pad, ceil, include))
             }
         }
         54 => {

@@ -22,6 +22,7 @@ mod loss;
 mod loss_modules;
 mod norm;
 mod pool;
+mod pool_layers;
 mod resample;
 pub mod safetensors;
 pub mod utils;
@@ -34,7 +35,7 @@ pub use loss_modules::{
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
 };
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm};
-pub use pool::{AdaptiveAvgPool2d, AvgPool2d};
+pub use pool_layers::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
 pub use resample::{Resize, Upsample};
 pub use safetensors::{load_safetensors, save_safetensors};
 
@@ -307,45 +308,6 @@ impl Module for Linear {
             self.in_features,
             self.out_features,
             if self.bias.is_some() { "True" } else { "False" }
-        )
-    }
-}
-
-/// Max pooling (torch's `nn.MaxPool2d`); the stride defaults to the kernel size, the padding
-/// to 0 (`MaxPool2d::new(3).stride(2).padding(1)` is a ResNet stem's).
-pub struct MaxPool2d {
-    kernel_size: usize,
-    stride: usize,
-    padding: usize,
-}
-
-impl MaxPool2d {
-    pub fn new(kernel_size: usize) -> MaxPool2d {
-        MaxPool2d {
-            kernel_size,
-            stride: kernel_size,
-            padding: 0,
-        }
-    }
-    pub fn stride(mut self, stride: usize) -> MaxPool2d {
-        self.stride = stride;
-        self
-    }
-    /// Padding on every side, at most half the kernel size (torch's rule).
-    pub fn padding(mut self, padding: usize) -> MaxPool2d {
-        self.padding = padding;
-        self
-    }
-}
-
-impl Module for MaxPool2d {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        functional::max_pool2d(x, self.kernel_size, self.stride, self.padding)
-    }
-    fn describe(&self) -> String {
-        format!(
-            "MaxPool2d(kernel_size={}, stride={}, padding={})",
-            self.kernel_size, self.stride, self.padding
         )
     }
 }

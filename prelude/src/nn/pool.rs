@@ -1,71 +1,331 @@
-//! Average pooling layers (torch's `nn.AvgPool2d` and `nn.AdaptiveAvgPool2d`), thin wrappers
-//! over `functional::avg_pool2d` and `functional::adaptive_avg_pool2d`.
+//! Pooling as torch's `F.max_pool2d`, `F.avg_pool2d` and `F.adaptive_avg_pool2d` (re-exported
+//! by `functional`), with torch's arguments: a size or an `(h, w)` pair for the kernel, stride,
+//! padding and dilation, `ceil_mode`, `count_include_pad`. The layers are in `pool_layers`.
 
-use super::functional;
-use super::Module;
-use crate::error::Result;
-use crate::tensor::Tensor;
+use super::conv::Size2;
+use super::functional::{float_input, in_float32};
+use super::windows::{nchw, window_indices, WindowKey, WindowKind};
+use crate::error::{Error, Result};
+use crate::tensor::host_mem::{checked_numel, host_room};
+use crate::tensor::{DType, PoolGeom, Tensor};
+use crate::Device;
+use std::sync::Arc;
 
-/// Mean over square windows (torch's `nn.AvgPool2d`): stride defaults to the kernel size,
-/// padding to 0, and padded zeros count in each window's mean, as torch's defaults.
-#[derive(Clone, Copy, Debug)]
-pub struct AvgPool2d {
-    kernel_size: usize,
-    stride: usize,
-    padding: usize,
+/// One axis of a pooling: the output length (torch's `pooling_output_shape`) and how many
+/// padding values must follow the input's own padding so that the last window fits (only
+/// `ceil_mode` needs any: its last window may run past the padded input).
+struct Axis {
+    out: usize,
+    extra: usize,
 }
 
-impl AvgPool2d {
-    pub fn new(kernel_size: usize) -> AvgPool2d {
-        AvgPool2d {
-            kernel_size,
-            stride: kernel_size,
-            padding: 0,
+fn pool_axis(
+    len: usize,
+    k: usize,
+    s: usize,
+    p: usize,
+    d: usize,
+    ceil: bool,
+    what: &str,
+) -> Result<Axis> {
+    if k == 0 || s == 0 || d == 0 {
+        return Err(Error::Invalid(format!(
+            "{what}: kernel size, stride and dilation must be positive, got kernel {k}, stride \
+             {s}, dilation {d}"
+        )));
+    }
+    if p > k / 2 {
+        return Err(Error::Invalid(format!(
+            "{what}: padding {p} is more than half the kernel size {k}, as torch refuses"
+        )));
+    }
+    let span = (k - 1)
+        .checked_mul(d)
+        .map(|v| v + 1)
+        .ok_or_else(|| Error::BadShape(format!("{what}: dilation {d} is too large")))?;
+    let padded = len
+        .checked_add(2 * p)
+        .ok_or_else(|| Error::BadShape(format!("{what}: padding {p} is too large")))?;
+    if padded < span {
+        let dilated = if d > 1 {
+            format!(", {span} wide with dilation {d}")
+        } else {
+            String::new()
+        };
+        return Err(Error::BadShape(format!(
+            "{what}: the input ({len} + 2x{p} padding) is smaller than the kernel ({k}{dilated})"
+        )));
+    }
+    let round_up = if ceil { s - 1 } else { 0 };
+    let mut out = (padded - span + round_up) / s + 1;
+    // torch's rule: the last window must start inside the input or its left padding.
+    if ceil && (out - 1) * s >= len + p {
+        out -= 1;
+    }
+    let needed = (out - 1) * s + span;
+    Ok(Axis {
+        out,
+        extra: needed.saturating_sub(padded),
+    })
+}
+
+/// Every window of `kernel` taps (spaced by `dilation`), moved by `stride` over each `[H, W]`
+/// plane of `x` with `pad` zeros before (and as many after as the output needs), as the rows
+/// of `[N*C*oh*ow, kh*kw]` (one index gather, whose gradient goes back to the elements it
+/// read); taps outside the input read 0. The index table is cached by shape, as conv2d's.
+#[allow(clippy::too_many_arguments)]
+fn pool_windows(
+    x: &Tensor,
+    what: &str,
+    [n, c, h, w]: [usize; 4],
+    [oh, ow]: [usize; 2],
+    kernel: Size2,
+    stride: Size2,
+    pad: Size2,
+    dilation: Size2,
+) -> Result<Tensor> {
+    let (kh, kw) = (kernel.0, kernel.1);
+    host_room(checked_numel(what, &[n, c, oh, ow, kh, kw])?, DType::I32)?;
+    let key = WindowKey {
+        kind: WindowKind::Pool,
+        dims: [n, c, h, w],
+        kernel: [kh, kw],
+        stride: [stride.0, stride.1],
+        pad: [pad.0 as isize, pad.1 as isize],
+        dilation: [dilation.0, dilation.1],
+        out: [oh, ow],
+    };
+    let idx = window_indices(key, || {
+        let mut idx = Vec::with_capacity(n * c * oh * ow * kh * kw);
+        for plane in 0..n * c {
+            let base = (plane * h * w) as isize;
+            for y in 0..oh {
+                for xo in 0..ow {
+                    for i in 0..kh {
+                        let iy = (y * stride.0 + i * dilation.0) as isize - pad.0 as isize;
+                        for j in 0..kw {
+                            let ix = (xo * stride.1 + j * dilation.1) as isize - pad.1 as isize;
+                            let inside = iy >= 0 && iy < h as isize && ix >= 0 && ix < w as isize;
+                            idx.push(if inside {
+                                (base + iy * w as isize + ix) as i32
+                            } else {
+                                -1
+                            });
+                        }
+                    }
+                }
+            }
         }
-    }
-    pub fn stride(mut self, stride: usize) -> AvgPool2d {
-        self.stride = stride;
-        self
-    }
-    pub fn padding(mut self, padding: usize) -> AvgPool2d {
-        self.padding = padding;
-        self
-    }
+        idx
+    });
+    x.gather_flat(idx, vec![n * c * oh * ow, kh * kw])
 }
 
-impl Module for AvgPool2d {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        functional::avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+/// Max over windows of `kernel` taps spaced by `dilation`, moved by `stride` (torch's default
+/// stride is the kernel size), over the input padded by `padding` on every side (at most half
+/// the kernel, as torch; padding never wins: it is -inf, or the integer dtype's lowest
+/// value); `x` is `[N, C, H, W]`. `ceil_mode` rounds the output size up, as torch's (a last,
+/// partial window, which must start inside the input or its left padding). Each size is an
+/// int or an `(h, w)` pair. The gradient of each window goes to its first maximum in
+/// row-major order (a NaN counts as the maximum), as torch's does: on the CPU from one pass
+/// that records where each maximum was; elsewhere the windows are gathered and reduced by
+/// `max_dim`, whose gradient goes to the index `argmax_dim` finds.
+pub fn max_pool2d(
+    x: &Tensor,
+    kernel: impl Into<Size2>,
+    stride: impl Into<Size2>,
+    padding: impl Into<Size2>,
+    dilation: impl Into<Size2>,
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    const OP: &str = "max_pool2d";
+    let (k, s, p, d) = (
+        kernel.into(),
+        stride.into(),
+        padding.into(),
+        dilation.into(),
+    );
+    let [n, c, h, w] = nchw(x, OP)?;
+    if x.dtype() == DType::Bool {
+        return Err(Error::Invalid(format!(
+            "max_pool2d does not support bool input, as in torch (shape {:?} on {}); convert \
+             it first, e.g. x.to_dtype(DType::U8)",
+            x.shape(),
+            x.device()
+        )));
     }
-    fn describe(&self) -> String {
-        format!(
-            "AvgPool2d(kernel_size={}, stride={}, padding={})",
-            self.kernel_size, self.stride, self.padding
-        )
+    let rows = pool_axis(h, k.0, s.0, p.0, d.0, ceil_mode, OP)?;
+    let cols = pool_axis(w, k.1, s.1, p.1, d.1, ceil_mode, OP)?;
+    let (oh, ow) = (rows.out, cols.out);
+    checked_numel(OP, &[n, c, oh, ow])?;
+    let padded;
+    let x = if p != Size2(0, 0) || rows.extra + cols.extra > 0 {
+        // Borders that never win, joined by `cat` (whose gradient drops them again), then
+        // the unpadded pooling, which has the CPU's one-pass path.
+        let lowest = match x.dtype() {
+            DType::I32 => i32::MIN as f64,
+            DType::I64 => i64::MIN as f64,
+            DType::U8 => 0.0,
+            _ => f64::NEG_INFINITY,
+        };
+        let border = |dims: [usize; 4]| Tensor::full_dtype(dims, lowest, x.dtype(), x.device());
+        let (top, bottom) = (p.0, p.0 + rows.extra);
+        let tall = Tensor::cat(
+            &[
+                border([n, c, top, w])?,
+                x.clone(),
+                border([n, c, bottom, w])?,
+            ],
+            2,
+        )?;
+        let (left, right) = (p.1, p.1 + cols.extra);
+        let hp = h + top + bottom;
+        padded = Tensor::cat(
+            &[border([n, c, hp, left])?, tall, border([n, c, hp, right])?],
+            3,
+        )?;
+        &padded
+    } else {
+        x
+    };
+    let [_, _, hp, wp] = nchw(x, OP)?;
+    let geom = PoolGeom {
+        h: hp,
+        w: wp,
+        kh: k.0,
+        kw: k.1,
+        sh: s.0,
+        sw: s.1,
+        dh: d.0,
+        dw: d.1,
+        oh,
+        ow,
+    };
+    // On the CPU one pass over the input, keeping where each maximum came from.
+    if let Some(out) = x.max_pool2d_cpu(geom)? {
+        return Ok(out);
     }
+    let zero = Size2(0, 0);
+    let windows = pool_windows(x, OP, [n, c, hp, wp], [oh, ow], k, s, zero, d)?;
+    windows.max_dim(1)?.reshape((n, c, oh, ow))
 }
 
-/// Mean over the cells of an `output_size` grid laid over each plane, whatever the input's
-/// height and width (torch's `nn.AdaptiveAvgPool2d`); `(1, 1)` is global average pooling.
-#[derive(Clone, Copy, Debug)]
-pub struct AdaptiveAvgPool2d {
-    output_size: (usize, usize),
+/// Mean over windows of `kernel` moved by `stride`, over the input zero-padded by `padding`
+/// (torch's `avg_pool2d`): with `count_include_pad` (torch's default) the padding counts in a
+/// window's divisor, else only the input's elements do; `ceil_mode` rounds the output size
+/// up as `max_pool2d`'s, and a last window running past the padding divides by what it
+/// covers of the padded input, as torch's. `x` is `[N, C, H, W]`, floating point; half types
+/// are summed in float32 and rounded once, as torch does.
+pub fn avg_pool2d(
+    x: &Tensor,
+    kernel: impl Into<Size2>,
+    stride: impl Into<Size2>,
+    padding: impl Into<Size2>,
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> Result<Tensor> {
+    const OP: &str = "avg_pool2d";
+    let (k, s, p) = (kernel.into(), stride.into(), padding.into());
+    let [n, c, h, w] = nchw(x, OP)?;
+    float_input(x, OP)?;
+    let oh = pool_axis(h, k.0, s.0, p.0, 1, ceil_mode, OP)?.out;
+    let ow = pool_axis(w, k.1, s.1, p.1, 1, ceil_mode, OP)?.out;
+    checked_numel(OP, &[n, c, oh, ow])?;
+    // torch's divisor per window, one axis at a time: the window's extent within the padded
+    // input, or within the input alone.
+    let extent = |o: usize, len: usize, k: usize, s: usize, p: usize| -> usize {
+        let start = (o * s) as isize - p as isize;
+        let end = (start + k as isize).min((len + p) as isize);
+        if count_include_pad {
+            (end - start) as usize
+        } else {
+            (end.min(len as isize) - start.max(0)) as usize
+        }
+    };
+    let rows: Vec<usize> = (0..oh).map(|o| extent(o, h, k.0, s.0, p.0)).collect();
+    let cols: Vec<usize> = (0..ow).map(|o| extent(o, w, k.1, s.1, p.1)).collect();
+    let uniform = rows.iter().all(|&r| r == k.0) && cols.iter().all(|&c| c == k.1);
+    let pool = |x: &Tensor| -> Result<Tensor> {
+        let windows = pool_windows(x, OP, [n, c, h, w], [oh, ow], k, s, p, Size2(1, 1))?;
+        if uniform {
+            return windows.mean_dim(1)?.reshape((n, c, oh, ow));
+        }
+        let divisors: Vec<f64> = rows
+            .iter()
+            .flat_map(|&r| cols.iter().map(move |&c| (r * c) as f64))
+            .collect();
+        let divisors = Tensor::from_vec(divisors, vec![oh, ow], Device::Cpu)?
+            .to_dtype(x.dtype())?
+            .to(x.device())?;
+        windows.sum_dim(1)?.reshape((n, c, oh, ow))?.div(&divisors)
+    };
+    in_float32(x, &[], |x, _| pool(x)).unwrap_or_else(|| pool(x))
 }
 
-impl AdaptiveAvgPool2d {
-    pub fn new(output_size: (usize, usize)) -> AdaptiveAvgPool2d {
-        AdaptiveAvgPool2d { output_size }
+/// Mean over windows that split each `[H, W]` plane into an `output_size` grid (torch's
+/// `adaptive_avg_pool2d`): output row `i` covers input rows `floor(i*H/oh)` up to
+/// `ceil((i+1)*H/oh)`, so windows may differ in size by one and overlap; `(1, 1)` is the mean
+/// of each plane (global average pooling).
+pub fn adaptive_avg_pool2d(x: &Tensor, output_size: (usize, usize)) -> Result<Tensor> {
+    let [n, c, h, w] = nchw(x, "adaptive_avg_pool2d")?;
+    float_input(x, "adaptive_avg_pool2d")?;
+    let (oh, ow) = output_size;
+    if h == 0 || w == 0 {
+        return Err(Error::BadShape(format!(
+            "adaptive_avg_pool2d: the input's height and width must not be 0, got shape {:?}",
+            x.shape()
+        )));
     }
-}
-
-impl Module for AdaptiveAvgPool2d {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        functional::adaptive_avg_pool2d(x, self.output_size)
-    }
-    fn describe(&self) -> String {
-        format!(
-            "AdaptiveAvgPool2d(output_size=({}, {}))",
-            self.output_size.0, self.output_size.1
-        )
-    }
+    // The output's size first: the window lists below have one entry per output row/column.
+    host_room(
+        checked_numel("adaptive_avg_pool2d", &[n, c, oh, ow])?,
+        x.dtype(),
+    )?;
+    let span = |i: usize, len: usize, out: usize| (i * len / out, ((i + 1) * len).div_ceil(out));
+    let rows: Vec<(usize, usize)> = (0..oh).map(|i| span(i, h, oh)).collect();
+    let cols: Vec<(usize, usize)> = (0..ow).map(|i| span(i, w, ow)).collect();
+    let longest = |s: &[(usize, usize)]| s.iter().map(|(a, b)| b - a).max().unwrap_or(0);
+    let (kh, kw) = (longest(&rows), longest(&cols));
+    let pool = |x: &Tensor| -> Result<Tensor> {
+        if (oh, ow) == (1, 1) {
+            return x.reshape((n, c, h * w))?.mean_dim(2)?.reshape((n, c, 1, 1));
+        }
+        host_room(
+            checked_numel("adaptive_avg_pool2d", &[n, c, oh, ow, kh, kw])?,
+            DType::I32,
+        )?;
+        // Windows padded with -1 (a 0) to the longest; each divided by its own size.
+        let mut idx = Vec::with_capacity(n * c * oh * ow * kh * kw);
+        for plane in 0..n * c {
+            for &(y0, y1) in &rows {
+                for &(x0, x1) in &cols {
+                    for i in 0..kh {
+                        for j in 0..kw {
+                            let inside = y0 + i < y1 && x0 + j < x1;
+                            idx.push(if inside {
+                                ((plane * h + y0 + i) * w + x0 + j) as i32
+                            } else {
+                                -1
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        let sizes: Vec<f64> = rows
+            .iter()
+            .flat_map(|&(y0, y1)| {
+                cols.iter()
+                    .map(move |&(x0, x1)| ((y1 - y0) * (x1 - x0)) as f64)
+            })
+            .collect();
+        let sizes = Tensor::from_vec(sizes, vec![oh * ow], Device::Cpu)?
+            .to_dtype(x.dtype())?
+            .to(x.device())?;
+        let sums = x
+            .gather_flat(Arc::new(idx), vec![n * c, oh * ow, kh * kw])?
+            .sum_dim(2)?;
+        sums.div(&sizes)?.reshape((n, c, oh, ow))
+    };
+    in_float32(x, &[], |x, _| pool(x)).unwrap_or_else(|| pool(x))
 }

@@ -65,17 +65,6 @@ pub(super) fn nchw(x: &Tensor, what: &str) -> Result<[usize; 4]> {
     four_d(x, what, "input [N, C, H, W]")
 }
 
-/// The output size of a sliding window along one axis, or an error naming the axis.
-pub(super) fn out_size(
-    len: usize,
-    k: usize,
-    stride: usize,
-    pad: usize,
-    what: &str,
-) -> Result<usize> {
-    window_count(len, k, stride, [pad, pad], 1, what)
-}
-
 /// How many positions a `k`-tap window dilated by `dilation` (spanning `dilation*(k-1)+1`
 /// inputs) takes, moved by `stride` over `len` inputs padded by `pad` before and after.
 pub(super) fn window_count(

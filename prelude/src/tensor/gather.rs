@@ -190,10 +190,39 @@ impl PoolElem for f64 {
     }
 }
 
-/// Max pooling of planes `[h, w]` (`x` holds whole planes) by `k` x `k` windows moved by
-/// `s`, straight from the input: each output is the window's first maximum (a NaN counts as
-/// the maximum, as in torch), and `arg` gets its flat index in `x`. Parallel over planes.
-fn pool_planes<T: PoolElem>(x: &[T], [h, w, k, s, oh, ow]: [usize; 6]) -> (Vec<T>, Vec<i32>) {
+/// The shape of one max pooling over planes `[h, w]`: windows of `kh` x `kw` taps spaced by
+/// the dilation (`dh`, `dw`), moved by the stride (`sh`, `sw`), giving `[oh, ow]`; every
+/// window lies inside the plane (the caller has padded it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PoolGeom {
+    pub h: usize,
+    pub w: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub sh: usize,
+    pub sw: usize,
+    pub dh: usize,
+    pub dw: usize,
+    pub oh: usize,
+    pub ow: usize,
+}
+
+/// Max pooling of planes (`x` holds whole planes) as `g` says, straight from the input: each
+/// output is the window's first maximum (a NaN counts as the maximum, as in torch), and `arg`
+/// gets its flat index in `x`. Parallel over planes.
+fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
+    let PoolGeom {
+        h,
+        w,
+        kh,
+        kw,
+        sh,
+        sw,
+        dh,
+        dw,
+        oh,
+        ow,
+    } = g;
     let planes = x.len() / (h * w);
     let mut out = vec![x[0]; planes * oh * ow];
     let mut arg = vec![0i32; planes * oh * ow];
@@ -212,16 +241,16 @@ fn pool_planes<T: PoolElem>(x: &[T], [h, w, k, s, oh, ow]: [usize; 6]) -> (Vec<T
             // would be mispredicted about half the time on real data.
             for y in 0..oh {
                 let (orow, arow) = (&mut o[y * ow..(y + 1) * ow], &mut a[y * ow..(y + 1) * ow]);
-                let r0 = y * s * w;
+                let r0 = y * sh * w;
                 for (xo, ov) in orow.iter_mut().enumerate() {
-                    *ov = plane[r0 + xo * s];
+                    *ov = plane[r0 + xo * sw];
                 }
-                for i in 0..k {
-                    for j in 0..k {
-                        let r = (y * s + i) * w + j;
-                        let src = &plane[r..r + (ow - 1) * s + 1];
+                for i in 0..kh {
+                    for j in 0..kw {
+                        let r = (y * sh + i * dh) * w + j * dw;
+                        let src = &plane[r..r + (ow - 1) * sw + 1];
                         for (xo, ov) in orow.iter_mut().enumerate() {
-                            let v = src[xo * s];
+                            let v = src[xo * sw];
                             let b = *ov;
                             // `b == b` is false for a NaN: a NaN stays the maximum.
                             #[allow(clippy::eq_op)]
@@ -233,22 +262,22 @@ fn pool_planes<T: PoolElem>(x: &[T], [h, w, k, s, oh, ow]: [usize; 6]) -> (Vec<T
                 for (xo, (&best, av)) in orow.iter().zip(arow.iter_mut()).enumerate() {
                     #[allow(clippy::eq_op)]
                     let nan = best != best;
-                    let at = |t: usize| r0 + (t / k) * w + xo * s + t % k;
+                    let at = |t: usize| r0 + (t / kw) * dh * w + xo * sw + (t % kw) * dw;
                     let hit = |v: T| {
                         #[allow(clippy::eq_op)]
                         let nan_too = nan & (v != v);
                         (v == best) | nan_too
                     };
-                    let taps = (0..k).flat_map(|i| &plane[r0 + i * w + xo * s..][..k]);
-                    let first = if k * k <= 64 {
-                        // Bit t for tap t = i * k + j.
+                    let taps = (0..kh * kw).map(|t| plane[at(t)]);
+                    let first = if kh * kw <= 64 {
+                        // Bit t for tap t = i * kw + j.
                         let mut mask = 0u64;
-                        for (t, &v) in taps.enumerate() {
+                        for (t, v) in taps.enumerate() {
                             mask |= (hit(v) as u64) << t;
                         }
                         mask.trailing_zeros() as usize
                     } else {
-                        taps.take_while(|&&v| !hit(v)).count()
+                        taps.take_while(|&v| !hit(v)).count()
                     };
                     *av = (base + at(first)) as i32;
                 }
@@ -282,17 +311,11 @@ fn unpool_planes<T: Copy + Default + std::ops::AddAssign + Send + Sync>(
 
 impl Tensor {
     /// `max_pool2d` of `[n, c, h, w]` on the CPU in one pass over the input, with no index
-    /// table: the maximum of each `k` x `k` window moved by `s`, its gradient going to the
-    /// window's first maximum (torch's rule), added back plane by plane in parallel. `None`
-    /// off the CPU or for dtypes other than f32/f64, where the caller gathers the windows
-    /// and reduces them.
-    pub(crate) fn max_pool2d_cpu(
-        &self,
-        k: usize,
-        s: usize,
-        oh: usize,
-        ow: usize,
-    ) -> Result<Option<Tensor>> {
+    /// table: the maximum of each window `geom` describes (its `h` and `w` are ignored: this
+    /// tensor's), its gradient going to the window's first maximum (torch's rule), added back
+    /// plane by plane in parallel. `None` off the CPU or for dtypes other than f32/f64, where
+    /// the caller gathers the windows and reduces them.
+    pub(crate) fn max_pool2d_cpu(&self, geom: PoolGeom) -> Result<Option<Tensor>> {
         let dims = self.shape().to_vec();
         if self.device() != crate::Device::Cpu || dims.len() != 4 || self.numel() == 0 {
             return Ok(None);
@@ -300,7 +323,8 @@ impl Tensor {
         check_index_range(self.numel())?;
         super::cpu::keep_freed_memory();
         let [n, c, h, w] = [dims[0], dims[1], dims[2], dims[3]];
-        let geom = [h, w, k, s, oh, ow];
+        let geom = PoolGeom { h, w, ..geom };
+        let (oh, ow) = (geom.oh, geom.ow);
         let src = self.dense()?;
         let (storage, arg) = match &*src.read() {
             Storage::Cpu(CpuStorage::F32(v)) => {
