@@ -47,7 +47,8 @@ EMPTY_NN = "ce mse conv pool".split()
 # torch's conveniences (composed from the ops above in gpulab): on the (2, 3) inputs, with the
 # gradient of the first input where there is one. `s*` ops read the special values.
 MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sreciprocal norm snorm "
-        "leaky_relu silu sleaky_relu ssilu softplus ssoftplus softplus_big gelu sgelu gelu_wide isclose sisclose allclose masked_fill tril triu tril_neg "
+        "leaky_relu silu sleaky_relu ssilu softplus ssoftplus softplus_big gelu sgelu gelu_wide "
+        "elu elu_half selu hardtanh hardtanh_wide shardtanh relu6 relu6_big srelu6 mish smish isclose sisclose allclose masked_fill tril triu tril_neg "
         "outer dot repeat repeat_more chunk chunk_many split sort sort_desc ssort argsort topk "
         "topk_smallest stopk topk_dim0 zeros_like ones_like full_like normalize normalize_d0 "
         "snormalize norm_dim norm_keepdim cosine cosine_pairs one_hot one_hot_n "
@@ -524,6 +525,12 @@ def torch_results(lines, device):
             "silu": lambda: torch.nn.functional.silu(x),
             "softplus": lambda: torch.nn.functional.softplus(x),
             "gelu": lambda: torch.nn.functional.gelu(x),
+            "elu": lambda: torch.nn.functional.elu(x), "elu_half": lambda: torch.nn.functional.elu(x, 0.5),
+            "hardtanh": lambda: torch.nn.functional.hardtanh(x),
+            "hardtanh_wide": lambda: torch.nn.functional.hardtanh(x, -0.75, 1.5),
+            "relu6": lambda: torch.nn.functional.relu6(x),
+            "relu6_big": lambda: torch.nn.functional.relu6(x * 4 if x.is_floating_point() else x),
+            "mish": lambda: torch.nn.functional.mish(x),
             "gelu_wide": lambda: torch.nn.functional.gelu(x * 4 if x.is_floating_point() else x),
             "softplus_big": lambda: torch.nn.functional.softplus(x * 30 if x.is_floating_point() else x),
             "isclose": lambda: torch.isclose(x, y, rtol=0.5, atol=0.25),

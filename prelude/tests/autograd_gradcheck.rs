@@ -420,6 +420,38 @@ fn softmax_and_losses() {
 }
 
 #[test]
+fn extra_activations() {
+    // Away from the kinks (finite differences there are meaningless).
+    let away = |t: Tensor, kinks: &[f64]| {
+        let v: Vec<f64> = t
+            .to_vec::<f64>()
+            .unwrap()
+            .into_iter()
+            .map(|v| {
+                if kinks.iter().any(|k| (v - k).abs() < 1e-3) {
+                    v + 0.01
+                } else {
+                    v
+                }
+            })
+            .collect();
+        Tensor::from_vec(v, t.shape().to_vec(), CPU)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap()
+    };
+    check("elu", vec![away(input(&[3, 4], 120), &[0.0])], |x| {
+        F::elu(&x[0], 0.7)
+    });
+    check(
+        "hardtanh",
+        vec![away(input(&[3, 4], 121).mul(2.0).unwrap(), &[-1.0, 1.0])],
+        |x| F::hardtanh(&x[0], -1.0, 1.0),
+    );
+    check("mish", vec![input(&[3, 4], 122)], |x| F::mish(&x[0]));
+}
+
+#[test]
 fn conv2d_and_max_pool2d() {
     check(
         "conv2d",

@@ -14,6 +14,7 @@
 //! (a = sqrt(5)), i.e. uniform in ±1/sqrt(fan_in), and so do biases; drawn from the seeded
 //! generator ([`crate::manual_seed`]).
 
+mod activation;
 mod conv;
 mod conv_layers;
 mod embedding;
@@ -27,6 +28,7 @@ mod resample;
 pub mod safetensors;
 pub mod utils;
 mod windows;
+pub use activation::{Hardtanh, Identity, LogSoftmax, Mish, ReLU6, Unflatten, ELU};
 pub use conv::{Padding, Size2};
 pub use conv_layers::{Conv2d, ConvTranspose2d};
 pub use embedding::Embedding;

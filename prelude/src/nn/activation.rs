@@ -1,0 +1,249 @@
+//! More of torch's activations and shape layers: `F::elu`, `F::hardtanh`, `F::relu6`,
+//! `F::mish` (re-exported by `functional`) and the layers `ELU`, `Hardtanh`, `ReLU6`, `Mish`,
+//! `LogSoftmax`, `Identity`, `Unflatten`. Each is composed from tensor ops, so it runs on every
+//! device and autograd differentiates it; the compositions give torch's gradients at the
+//! kinks too (hardtanh passes none at its bounds, elu passes `alpha` at 0).
+
+use super::Module;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Tensor};
+
+/// `x` where `x > 0`, else `alpha * (exp(x) - 1)` (torch's `F.elu`); a NaN passes through
+/// with gradient 1, as torch's (its rule tests `x <= 0`).
+pub fn elu(x: &Tensor, alpha: f64) -> Result<Tensor> {
+    super::functional::float_input(x, "elu")?;
+    // The exponential sees x only where x <= 0 (0 elsewhere, NaN included): the branch not
+    // taken never overflows or turns NaN, so its zero gradient stays 0 (0 * inf is NaN).
+    let le0 = x.le(0.0)?;
+    let negative = x.where_(&le0, &x.zeros_like()?)?.expm1()?.mul(alpha)?;
+    negative.where_(&le0, x)
+}
+
+/// `x` clamped to `[min_val, max_val]` (torch's `F.hardtanh`), with torch's gradient: 0 at
+/// and beyond the bounds, else 1 (a NaN stays NaN and passes its gradient). Integer tensors
+/// are clamped to the bounds truncated to integers and keep their dtype, as torch's; bool,
+/// and uint8 with a bound still negative after truncation, are refused as torch refuses them.
+pub fn hardtanh(x: &Tensor, min_val: f64, max_val: f64) -> Result<Tensor> {
+    if min_val > max_val {
+        return Err(Error::Invalid(format!(
+            "hardtanh: min_val ({min_val}) must not be greater than max_val ({max_val})"
+        )));
+    }
+    match x.dtype() {
+        DType::Bool => {
+            return Err(Error::Invalid(format!(
+                "hardtanh does not take bool input, as in torch (shape {:?})",
+                x.shape()
+            )))
+        }
+        DType::U8 if (min_val as i64) < 0 || (max_val as i64) < 0 => {
+            return Err(Error::Invalid(format!(
+                "hardtanh: a uint8 tensor cannot be clamped to negative limits ({min_val}, \
+                 {max_val}), as torch refuses"
+            )))
+        }
+        d if !d.is_float() => return x.clamp(min_val as i64, max_val as i64),
+        _ => {}
+    }
+    let outside = x.le(min_val)?.logical_or(&x.ge(max_val)?)?;
+    let bounds = x.detach().clamp(min_val, max_val)?;
+    x.where_(&outside.logical_not()?, &bounds)
+}
+
+/// `min(max(x, 0), 6)` (torch's `F.relu6`, hardtanh on [0, 6]).
+pub fn relu6(x: &Tensor) -> Result<Tensor> {
+    hardtanh(x, 0.0, 6.0)
+}
+
+/// `x * tanh(softplus(x))` (torch's `F.mish`).
+pub fn mish(x: &Tensor) -> Result<Tensor> {
+    x.mul(&x.softplus()?.tanh()?)
+}
+
+/// torch's float formatting in reprs: `1.0`, `0.5`.
+fn float(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e16 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// torch's `nn.ELU(alpha=1.0)`.
+#[derive(Clone, Copy, Debug)]
+pub struct ELU {
+    alpha: f64,
+}
+
+impl ELU {
+    pub fn new(alpha: f64) -> ELU {
+        ELU { alpha }
+    }
+}
+
+impl Default for ELU {
+    fn default() -> ELU {
+        ELU::new(1.0)
+    }
+}
+
+impl Module for ELU {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        elu(x, self.alpha)
+    }
+    fn describe(&self) -> String {
+        format!("ELU(alpha={})", float(self.alpha))
+    }
+}
+
+/// torch's `nn.Hardtanh(min_val=-1.0, max_val=1.0)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Hardtanh {
+    min_val: f64,
+    max_val: f64,
+}
+
+impl Hardtanh {
+    pub fn new(min_val: f64, max_val: f64) -> Hardtanh {
+        Hardtanh { min_val, max_val }
+    }
+}
+
+impl Default for Hardtanh {
+    fn default() -> Hardtanh {
+        Hardtanh::new(-1.0, 1.0)
+    }
+}
+
+impl Module for Hardtanh {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        hardtanh(x, self.min_val, self.max_val)
+    }
+    fn describe(&self) -> String {
+        format!(
+            "Hardtanh(min_val={}, max_val={})",
+            float(self.min_val),
+            float(self.max_val)
+        )
+    }
+}
+
+/// torch's `nn.ReLU6()`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReLU6;
+
+impl Module for ReLU6 {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        relu6(x)
+    }
+    fn describe(&self) -> String {
+        "ReLU6()".into()
+    }
+}
+
+/// torch's `nn.Mish()`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mish;
+
+impl Module for Mish {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        mish(x)
+    }
+    fn describe(&self) -> String {
+        "Mish()".into()
+    }
+}
+
+/// Log-softmax along `dim` (torch's `nn.LogSoftmax(dim=...)`), what `NLLLoss` expects.
+#[derive(Clone, Copy, Debug)]
+pub struct LogSoftmax {
+    dim: isize,
+}
+
+impl LogSoftmax {
+    pub fn new(dim: isize) -> LogSoftmax {
+        LogSoftmax { dim }
+    }
+}
+
+impl Module for LogSoftmax {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.log_softmax(self.dim)
+    }
+    fn describe(&self) -> String {
+        format!("LogSoftmax(dim={})", self.dim)
+    }
+}
+
+/// Passes its input through (torch's `nn.Identity()`), a placeholder in a `Sequential`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Identity;
+
+impl Module for Identity {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(x.clone())
+    }
+    fn describe(&self) -> String {
+        "Identity()".into()
+    }
+}
+
+/// Splits dimension `dim` into `sizes` (torch's `nn.Unflatten(dim, unflattened_size)`, the
+/// inverse of `Flatten`: `Unflatten::new(1, &[64, 7, 7])` turns `[N, 3136]` into
+/// `[N, 64, 7, 7]`, as a decoder starts); a view where the input allows one.
+#[derive(Clone, Debug)]
+pub struct Unflatten {
+    dim: isize,
+    sizes: Vec<usize>,
+}
+
+impl Unflatten {
+    pub fn new(dim: isize, sizes: &[usize]) -> Unflatten {
+        Unflatten {
+            dim,
+            sizes: sizes.to_vec(),
+        }
+    }
+}
+
+impl Module for Unflatten {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let rank = x.rank() as isize;
+        let d = if self.dim < 0 {
+            self.dim + rank
+        } else {
+            self.dim
+        };
+        if d < 0 || d >= rank {
+            return Err(Error::Invalid(format!(
+                "{}: dimension {} is out of range for an input of shape {:?}",
+                self.describe(),
+                self.dim,
+                x.shape()
+            )));
+        }
+        let d = d as usize;
+        let product: usize = self.sizes.iter().product();
+        if product != x.shape()[d] {
+            return Err(Error::BadShape(format!(
+                "{}: the sizes multiply to {product}, but dimension {d} of the input {:?} has {}",
+                self.describe(),
+                x.shape(),
+                x.shape()[d]
+            )));
+        }
+        let mut dims = x.shape()[..d].to_vec();
+        dims.extend(&self.sizes);
+        dims.extend(&x.shape()[d + 1..]);
+        x.reshape(dims)
+    }
+    fn describe(&self) -> String {
+        let sizes: Vec<String> = self.sizes.iter().map(|s| s.to_string()).collect();
+        let tuple = if sizes.len() == 1 {
+            format!("({},)", sizes[0])
+        } else {
+            format!("({})", sizes.join(", "))
+        };
+        format!("Unflatten(dim={}, unflattened_size={tuple})", self.dim)
+    }
+}
