@@ -56,7 +56,7 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "prod_keepdim sprod prod_zeros").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # Normalisation layers: output, gradients (input, weight, bias) and running statistics.
-NORMS = "bn2d_train bn1d_train bn1d3_train bn2d_eval ln ln2".split()
+NORMS = "bn2d_train bn1d_train bn1d3_train bn2d_eval ln ln2 gn gn1 gn3d".split()
 GRAD_BINARY = "add sub mul div pow maximum minimum".split()
 GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var std var_dim std_dim".split()
 
@@ -573,6 +573,11 @@ def torch_results(lines, device):
         if op.startswith("bn"):
             shape = {"bn2d": [2, 3, 2, 2], "bn1d": [4, 3], "bn1d3": [2, 3, 4]}[op.split("_")[0]]
             m = nn.BatchNorm2d(3) if op.startswith("bn2d") else nn.BatchNorm1d(3)
+        elif op.startswith("gn"):
+            # groups, channels, input
+            g, c, shape = {"gn": (2, 4, [2, 4, 2, 3]), "gn1": (1, 3, [2, 3, 2, 2]),
+                           "gn3d": (3, 6, [2, 6, 5])}[op]
+            m = nn.GroupNorm(g, c)
         else:
             shape, ns = ([2, 3], [3]) if op == "ln" else ([2, 3, 2, 2], [2, 2])
             m = nn.LayerNorm(ns)

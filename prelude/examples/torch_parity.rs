@@ -744,13 +744,16 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
 }
 
 fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
-    use gpulab::nn::{BatchNorm1d, BatchNorm2d, LayerNorm, Module};
+    use gpulab::nn::{BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, Module};
     let (op, d, want) = (w[1], w[2], w[3]);
     let (mut m, shape): (Box<dyn Module>, Vec<usize>) = match op.split('_').next().unwrap() {
         "bn2d" => (Box::new(BatchNorm2d::new(3)), vec![2, 3, 2, 2]),
         "bn1d" => (Box::new(BatchNorm1d::new(3)), vec![4, 3]),
         "bn1d3" => (Box::new(BatchNorm1d::new(3)), vec![2, 3, 4]),
         "ln" => (Box::new(LayerNorm::new([3])), vec![2, 3]),
+        "gn" => (Box::new(GroupNorm::new(2, 4)), vec![2, 4, 2, 3]),
+        "gn1" => (Box::new(GroupNorm::new(1, 3)), vec![2, 3, 2, 2]),
+        "gn3d" => (Box::new(GroupNorm::new(3, 6)), vec![2, 6, 5]),
         _ => (Box::new(LayerNorm::new([2, 2])), vec![2, 3, 2, 2]),
     };
     m.to_dtype(dtype(d))?;

@@ -2,7 +2,7 @@
 //! gradients, running statistics): buffers saved, loaded and moved with the model, eval mode,
 //! the summary leaving the statistics alone, and the errors.
 use gpulab::nn::{self, BatchNorm1d, BatchNorm2d, LayerNorm, Linear, Module, Sequential};
-use gpulab::{DType, Device, Tensor};
+use gpulab::{DType, Device, Tensor, F};
 
 const CPU: Device = Device::Cpu;
 
@@ -108,7 +108,7 @@ fn a_summary_does_not_move_the_statistics() {
     let before = model.buffers()[0].1.tensor().to_vec::<f32>().unwrap();
     let text = format!("{}", model.summary_for([4, 2, 3, 3]));
     assert!(
-        text.contains("BatchNorm2d(2, eps=1e-5, momentum=0.1"),
+        text.contains("BatchNorm2d(2, eps=1e-05, momentum=0.1"),
         "{text}"
     );
     assert!(text.contains("[4, 2, 3, 3]"), "{text}");
@@ -154,6 +154,37 @@ fn bad_input_says_what_is_wrong() {
     }
     assert_eq!(
         LayerNorm::new([2, 2]).describe(),
-        "LayerNorm((2, 2), eps=1e-5, elementwise_affine=True)"
+        "LayerNorm((2, 2), eps=1e-05, elementwise_affine=True)"
     );
+}
+
+/// GroupNorm: torch's repr, statistics per sample and group (so a batch of one works, unlike
+/// batch norm), and bad sizes named. Values and gradients against torch: the parity cases
+/// `norm gn*`.
+#[test]
+fn group_norm_normalises_each_group_of_each_sample() {
+    let gn = nn::GroupNorm::new(2, 4);
+    assert_eq!(gn.describe(), "GroupNorm(2, 4, eps=1e-05, affine=True)");
+    let x = Tensor::from_vec(
+        (0..2 * 4 * 3).map(|v| (v * v) as f64).collect::<Vec<_>>(),
+        [2, 4, 3],
+        Device::Cpu,
+    )
+    .unwrap();
+    let y = F::group_norm(&x, 2, None, None, 1e-5).unwrap();
+    let v = y.to_vec::<f64>().unwrap();
+    for group in v.chunks(6) {
+        let mean = group.iter().sum::<f64>() / 6.0;
+        let var = group.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / 6.0;
+        assert!(mean.abs() < 1e-9 && (var - 1.0).abs() < 1e-3, "{mean} {var}");
+    }
+    let one = Tensor::ones((1, 4, 2, 2), Device::Cpu).unwrap();
+    assert_eq!(gn.forward(&one).unwrap().shape(), &[1, 4, 2, 2]);
+    let e = F::group_norm(&x, 3, None, None, 1e-5).unwrap_err().to_string();
+    assert!(e.contains("4 channels must split into num_groups (3)"), "{e}");
+    let e = gn
+        .forward(&Tensor::ones((2, 3, 2), Device::Cpu).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("expected input of shape [N, 4, ...]"), "{e}");
 }

@@ -4,7 +4,7 @@
 //! device and autograd differentiates it; the compositions give torch's gradients at the
 //! kinks too (hardtanh passes none at its bounds, elu passes `alpha` at 0).
 
-use super::Module;
+use super::{py_float, Module};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor};
 
@@ -60,15 +60,6 @@ pub fn mish(x: &Tensor) -> Result<Tensor> {
     x.mul(&x.softplus()?.tanh()?)
 }
 
-/// torch's float formatting in reprs: `1.0`, `0.5`.
-fn float(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e16 {
-        format!("{v:.1}")
-    } else {
-        format!("{v}")
-    }
-}
-
 /// torch's `nn.ELU(alpha=1.0)`.
 #[derive(Clone, Copy, Debug)]
 pub struct ELU {
@@ -92,7 +83,7 @@ impl Module for ELU {
         elu(x, self.alpha)
     }
     fn describe(&self) -> String {
-        format!("ELU(alpha={})", float(self.alpha))
+        format!("ELU(alpha={})", py_float(self.alpha))
     }
 }
 
@@ -122,8 +113,8 @@ impl Module for Hardtanh {
     fn describe(&self) -> String {
         format!(
             "Hardtanh(min_val={}, max_val={})",
-            float(self.min_val),
-            float(self.max_val)
+            py_float(self.min_val),
+            py_float(self.max_val)
         )
     }
 }

@@ -36,7 +36,7 @@ pub use loss::Reduction;
 pub use loss_modules::{
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
 };
-pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm};
+pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm};
 pub use pool_layers::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
 pub use resample::{Resize, Upsample};
 pub use safetensors::{load_safetensors, save_safetensors};
@@ -211,6 +211,28 @@ fn init_param(dims: Vec<usize>, fan_in: usize) -> Parameter {
     Parameter::new(uniform(dims, bound)).expect("a float32 tensor can require grad")
 }
 
+/// A float as Python's `repr` writes it in torch's module reprs: `1.0`, `0.5`, `1e-05`.
+pub(super) fn py_float(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && (v.abs() < 1e-4 || v.abs() >= 1e16) {
+        // Rust writes 1e-5; Python pads the exponent to two digits and signs it: 1e-05.
+        let s = format!("{v:e}");
+        let (mantissa, exp) = s.split_once('e').expect("{:e} has an exponent");
+        let (sign, digits) = match exp.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', exp),
+        };
+        format!("{mantissa}e{sign}{digits:0>2}")
+    } else if v.is_finite() && v.fract() == 0.0 {
+        format!("{v:.1}")
+    } else if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        format!("{v}")
+    }
+}
+
 /// The error for a batch on another device than the layer's parameters, saying how to fix it.
 fn same_device(layer: &dyn Module, w: &Parameter, x: &Tensor) -> Result<()> {
     let (pd, xd) = (w.device(), x.device());
@@ -381,7 +403,10 @@ impl Module for LeakyReLU {
         x.leaky_relu(self.negative_slope)
     }
     fn describe(&self) -> String {
-        format!("LeakyReLU(negative_slope={})", self.negative_slope)
+        format!(
+            "LeakyReLU(negative_slope={})",
+            py_float(self.negative_slope)
+        )
     }
 }
 
@@ -448,7 +473,7 @@ impl Module for Dropout {
         self.training = training;
     }
     fn describe(&self) -> String {
-        format!("Dropout(p={}, inplace=False)", self.p)
+        format!("Dropout(p={}, inplace=False)", py_float(self.p))
     }
 }
 

@@ -3,8 +3,8 @@
 //! torch's definitions, built from the tensor ops so they run on every device and take their
 //! gradients from them.
 
-use super::functional::in_float32;
-use super::{same_device, weight_and_bias, Module, Parameter};
+use super::functional::{float_input, in_float32};
+use super::{py_float, same_device, weight_and_bias, Module, Parameter};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Shape, Tensor};
@@ -296,8 +296,11 @@ impl Module for BatchNorm {
     }
     fn describe(&self) -> String {
         format!(
-            "{}({}, eps={:e}, momentum={}, affine=True, track_running_stats=True)",
-            self.name, self.channels, self.eps, self.momentum
+            "{}({}, eps={}, momentum={}, affine=True, track_running_stats=True)",
+            self.name,
+            self.channels,
+            py_float(self.eps),
+            py_float(self.momentum)
         )
     }
 }
@@ -351,9 +354,126 @@ impl Module for LayerNorm {
         let dims: Vec<String> = self.shape.iter().map(usize::to_string).collect();
         let trail = if dims.len() == 1 { "," } else { "" };
         format!(
-            "LayerNorm(({}{trail}), eps={:e}, elementwise_affine=True)",
+            "LayerNorm(({}{trail}), eps={}, elementwise_affine=True)",
             dims.join(", "),
-            self.eps
+            py_float(self.eps)
+        )
+    }
+}
+
+/// Group normalisation as torch's `F.group_norm`: `x` `[N, C, ...]`, its channels split into
+/// `num_groups` groups, each sample's group normalised over its channels and positions
+/// (biased variance), then the optional per-channel `weight` and `bias` `[C]`. Independent of
+/// the batch size, unlike batch norm: what diffusion U-Nets use.
+pub fn group_norm(
+    x: &Tensor,
+    num_groups: usize,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    float_input(x, "group_norm")?;
+    if x.rank() < 2 {
+        return Err(Error::BadShape(format!(
+            "group_norm: expected an input [N, C, ...], got shape {:?}",
+            x.shape()
+        )));
+    }
+    let (n, c) = (x.shape()[0], x.shape()[1]);
+    if num_groups == 0 || c % num_groups != 0 {
+        return Err(Error::Invalid(format!(
+            "group_norm: the {c} channels must split into num_groups ({num_groups}) equal groups"
+        )));
+    }
+    for (what, t) in [("weight", weight), ("bias", bias)] {
+        if let Some(t) = t.filter(|t| t.shape() != [c]) {
+            return Err(Error::BadShape(format!(
+                "group_norm: {what} has shape {:?}, expected [{c}] (one per channel)",
+                t.shape()
+            )));
+        }
+    }
+    if let Some(y) = in_float32(x, &[weight, bias], |x, t| {
+        group_norm(x, num_groups, t[0].as_ref(), t[1].as_ref(), eps)
+    }) {
+        return y;
+    }
+    let per_group = x.numel() / (n * num_groups).max(1);
+    let grouped = x.reshape(vec![n, num_groups, per_group])?;
+    let (mean, var, _) = moments(&grouped, &[2])?;
+    let mut y = grouped
+        .sub(&mean)?
+        .div(&var.add(eps)?.sqrt()?)?
+        .reshape(x.shape().to_vec())?;
+    if let Some(w) = weight {
+        y = y.mul(&per_channel(w, x.rank())?)?;
+    }
+    if let Some(b) = bias {
+        y = y.add(&per_channel(b, x.rank())?)?;
+    }
+    Ok(y)
+}
+
+/// torch's `nn.GroupNorm(num_groups, num_channels)`: learned per-channel `weight` (ones) and
+/// `bias` (zeros), eps 1e-5.
+pub struct GroupNorm {
+    groups: usize,
+    channels: usize,
+    pub weight: Parameter,
+    pub bias: Parameter,
+    eps: f64,
+}
+
+impl GroupNorm {
+    pub fn new(num_groups: usize, num_channels: usize) -> GroupNorm {
+        let t = |v: f32| Tensor::full(num_channels, v, crate::Device::Cpu).expect("on the CPU");
+        GroupNorm {
+            groups: num_groups,
+            channels: num_channels,
+            weight: Parameter::new(t(1.0)).expect("float32 can require grad"),
+            bias: Parameter::new(t(0.0)).expect("float32 can require grad"),
+            eps: 1e-5,
+        }
+    }
+
+    /// Added to the variance before the square root (default 1e-5).
+    pub fn eps(mut self, eps: f64) -> GroupNorm {
+        self.eps = eps;
+        self
+    }
+}
+
+impl Module for GroupNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if x.rank() < 2 || x.shape()[1] != self.channels {
+            return Err(Error::BadShape(format!(
+                "{}: expected input of shape [N, {}, ...], got {:?}",
+                self.describe(),
+                self.channels,
+                x.shape()
+            )));
+        }
+        same_device(self, &self.weight, x)?;
+        group_norm(
+            x,
+            self.groups,
+            Some(&self.weight.tensor()),
+            Some(&self.bias.tensor()),
+            self.eps,
+        )
+    }
+    fn parameters(&self) -> Vec<Parameter> {
+        vec![self.weight.clone(), self.bias.clone()]
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        weight_and_bias(&self.weight, &Some(self.bias.clone()))
+    }
+    fn describe(&self) -> String {
+        format!(
+            "GroupNorm({}, {}, eps={}, affine=True)",
+            self.groups,
+            self.channels,
+            py_float(self.eps)
         )
     }
 }

@@ -5,7 +5,7 @@
 
 use super::functional::{float_input, in_float32};
 use super::windows::nchw;
-use super::Module;
+use super::{py_float, Module};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -41,22 +41,13 @@ impl From<(f64, f64)> for Resize {
     }
 }
 
-/// torch's float formatting of a scale factor: `2.0`, `1.5`.
-fn float(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e16 {
-        format!("{v:.1}")
-    } else {
-        format!("{v}")
-    }
-}
-
 impl Resize {
     /// torch's repr: `scale_factor=2.0`, `scale_factor=(2.0, 3.0)`, `size=(5, 7)`.
     fn describe(&self) -> String {
         match *self {
             Resize::Size(h, w) => format!("size=({h}, {w})"),
-            Resize::Scale(h, w) if h == w => format!("scale_factor={}", float(h)),
-            Resize::Scale(h, w) => format!("scale_factor=({}, {})", float(h), float(w)),
+            Resize::Scale(h, w) if h == w => format!("scale_factor={}", py_float(h)),
+            Resize::Scale(h, w) => format!("scale_factor=({}, {})", py_float(h), py_float(w)),
         }
     }
 }
