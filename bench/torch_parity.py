@@ -56,6 +56,8 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "prod_keepdim sprod prod_zeros").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # Normalisation layers: output, gradients (input, weight, bias) and running statistics.
+# Recurrent layers: output, final states and gradients (input, h_0, first layer's weights).
+RNNS = "rnn rnnrelu lstm gru lstm2 gru2 gru_nobias lstm_unbatched".split()
 NORMS = "bn2d_train bn1d_train bn1d3_train bn2d_eval ln ln2 gn gn1 gn3d".split()
 GRAD_BINARY = "add sub mul div pow maximum minimum".split()
 GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var std var_dim std_dim".split()
@@ -108,6 +110,13 @@ KNOWN = {
     # gpulab asks for a float input.
     **{f"nn interp u8 {p} out": "torch's CPU bilinear interpolate takes uint8"
        for p in ("b2", "b57a", "b15", "b23")},
+    # Recurrent layers in float16/bfloat16: outputs and states agree, but gradients through
+    # time gather rounding differently (torch fuses each bias into its matmul, addmm, and
+    # rounds once; gpulab rounds the product, then the sum), a few units in the last place
+    # after three steps. float32 and float64 agree throughout.
+    **{f"rnn {op} {d} {w}": "half-precision gradients through time round differently"
+       for op in ("rnn", "rnnrelu", "lstm", "gru", "lstm2", "gru2", "gru_nobias", "lstm_unbatched")
+       for d in ("f16", "bf16") for w in ("x", "h0", "wih", "whh", "bhh")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -188,6 +197,9 @@ def cases():
     out += [f"empty {op} f32 - {want}" for op in EMPTY_NN for want in ("out", "x")]
     out += [f"more {op} {a} {want}" for op in MORE for a in DTYPES for want in ("out", "x")]
     out += [f"more {op} f32 out" for op in MORE_MADE]
+    for op in RNNS:
+        wants = ("out", "hn", "x", "h0", "wih", "whh", "bhh") + (("cn",) if op.startswith("lstm") else ())
+        out += [f"rnn {op} {a} {want}" for a in floats for want in wants]
     out += [f"norm {op} {a} {want}" for op in NORMS for a in floats
             for want in ("out", "x", "w", "b") + (("rm", "rv") if op.startswith("bn") else ())]
     # Optimizers: a parameter after three steps.
@@ -627,8 +639,47 @@ def torch_results(lines, device):
             head = []
         return torch.cat([t.flatten().double() for t in head + [p1.grad, p2.grad]])
 
+    def rnn_case(w):
+        """A recurrent layer with ramp weights on a ramp sequence: its output, final states,
+        or the gradient of sum(output * w) for the input, the first layer's weights, or h_0."""
+        op, d, want = w[1], w[2], w[3]
+        nn = torch.nn
+        kind = op.split("_")[0]
+        cls = {"rnn": nn.RNN, "rnnrelu": nn.RNN, "lstm": nn.LSTM, "lstm2": nn.LSTM, "gru": nn.GRU,
+               "gru2": nn.GRU}[kind]
+        kw = {"num_layers": 2 if kind in ("lstm2", "gru2") else 1,
+              "batch_first": kind == "lstm2", "bias": op != "gru_nobias"}
+        if kind == "rnnrelu":
+            kw["nonlinearity"] = "relu"
+        m = cls(3, 4, **kw).to(T[d]).to(dev)
+        with torch.no_grad():
+            for k, (name, p) in enumerate(m.named_parameters()):
+                p.copy_(ramp(list(p.shape), 5 + k % 3, 2.0, 0.2, d).detach())
+        unbatched = op.endswith("_unbatched")
+        x = ramp([3, 3] if unbatched else [3, 2, 3], 7, 3.0, 0.4, d)
+        layers = kw["num_layers"]
+        h0 = ramp([layers, 4] if unbatched else [layers, 2, 4], 3, 1.0, 0.3, d)
+        if kind.startswith("lstm"):
+            c0 = ramp(list(h0.shape), 4, 2.0, 0.25, d)
+            out, (hn, cn) = m(x, (h0, c0))
+        else:
+            out, hn = m(x, h0)
+            cn = None
+        if want in ("out", "hn", "cn"):
+            return {"out": out, "hn": hn, "cn": cn}[want].detach()
+        weighted_backward(out)
+        params = dict(m.named_parameters())
+        g = {"x": x.grad, "h0": h0.grad, "wih": params["weight_ih_l0"].grad,
+             "whh": params["weight_hh_l0"].grad,
+             "bhh": params["bias_hh_l0"].grad if "bias_hh_l0" in params else None}[want]
+        if g is None:
+            raise ValueError("no gradient")
+        return g
+
     def run(w):
         kind, op, d = w[0], w[1], w[2]
+        if kind == "rnn":
+            return rnn_case(w)
         if kind == "sched":
             return sched_case(w)
         if kind == "clip":

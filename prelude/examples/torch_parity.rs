@@ -843,8 +843,85 @@ fn clip_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     Tensor::cat(&parts, 0)
 }
 
+/// A recurrent layer with ramp weights on a ramp sequence (see bench/torch_parity.py's
+/// `rnn_case`): its output, final states, or a gradient of `sum(output * w)`.
+fn rnn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::nn::{Module, GRU, LSTM, RNN};
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let kind = op.split('_').next().unwrap();
+    let layers = if matches!(kind, "lstm2" | "gru2") {
+        2
+    } else {
+        1
+    };
+    let m = match kind {
+        "rnn" => RNN::new(3, 4),
+        "rnnrelu" => RNN::new(3, 4).nonlinearity("relu"),
+        "lstm" | "lstm2" => LSTM::new(3, 4),
+        _ => GRU::new(3, 4),
+    }
+    .num_layers(layers)
+    .batch_first(kind == "lstm2")
+    .bias(op != "gru_nobias");
+    m.to_dtype(dtype(d))?;
+    m.to(dev)?;
+    let params = m.named_parameters();
+    for (k, (_, p)) in params.iter().enumerate() {
+        p.set_data(ramp(&p.shape(), 5 + k % 3, 2.0, 0.2, d, dev)?)?;
+    }
+    let unbatched = op.ends_with("_unbatched");
+    let x = ramp(
+        if unbatched { &[3, 3] } else { &[3, 2, 3] },
+        7,
+        3.0,
+        0.4,
+        d,
+        dev,
+    )?;
+    let hs: Vec<usize> = if unbatched {
+        vec![layers, 4]
+    } else {
+        vec![layers, 2, 4]
+    };
+    let h0 = ramp(&hs, 3, 1.0, 0.3, d, dev)?;
+    let c0 = kind
+        .starts_with("lstm")
+        .then(|| ramp(&hs, 4, 2.0, 0.25, d, dev))
+        .transpose()?;
+    let r = m.forward_with(&x, Some(&h0), c0.as_ref())?;
+    match want {
+        "out" => return Ok(r.output.detach()),
+        "hn" => return Ok(r.h_n.detach()),
+        "cn" => {
+            return r
+                .c_n
+                .map(|c| c.detach())
+                .ok_or_else(|| Error::Invalid("no c_n".into()))
+        }
+        _ => {}
+    }
+    weighted_backward(&r.output)?;
+    let param = |name: &str| {
+        params
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, p)| p.grad())
+    };
+    let g = match want {
+        "x" => x.grad(),
+        "h0" => h0.grad(),
+        "wih" => param("weight_ih_l0"),
+        "whh" => param("weight_hh_l0"),
+        _ => param("bias_hh_l0"),
+    };
+    g.ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
+    if kind == "rnn" {
+        return rnn_case(w, dev);
+    }
     if kind == "sched" {
         return sched_case(w);
     }

@@ -307,6 +307,77 @@ fn interpolate_and_pooling_options_on_cuda_equal_the_cpus() {
     }
 }
 
+/// RNN, LSTM and GRU on CUDA (matmuls and element-wise ops step by step): outputs, final
+/// states and gradients through time equal the CPU's, in f64 and f32.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn recurrent_layers_on_cuda_equal_the_cpus() {
+    use gpulab::DType;
+    if !have_gpu() {
+        return;
+    }
+    let x0 = fork_rng(9, || Tensor::randn((2, 5, 3), CPU).unwrap());
+    for (dtype, tol) in [(DType::F64, 1e-10), (DType::F32, 1e-4)] {
+        for kind in ["rnn", "lstm", "gru"] {
+            let run = |dev: Device| {
+                let layer = fork_rng(4, || {
+                    match kind {
+                        "rnn" => nn::RNN::new(3, 6),
+                        "lstm" => nn::LSTM::new(3, 6),
+                        _ => nn::GRU::new(3, 6),
+                    }
+                    .num_layers(2)
+                    .batch_first(true)
+                });
+                layer.to_dtype(dtype).unwrap();
+                layer.to(dev).unwrap();
+                let x = x0
+                    .to_dtype(dtype)
+                    .unwrap()
+                    .to(dev)
+                    .unwrap()
+                    .requires_grad_(true)
+                    .unwrap();
+                let r = layer.forward_with(&x, None, None).unwrap();
+                r.output
+                    .square()
+                    .unwrap()
+                    .sum()
+                    .unwrap()
+                    .add(&r.h_n.sum().unwrap())
+                    .unwrap()
+                    .backward()
+                    .unwrap();
+                let f = |t: &Tensor| {
+                    t.to_dtype(DType::F64)
+                        .unwrap()
+                        .cpu()
+                        .unwrap()
+                        .to_vec::<f64>()
+                        .unwrap()
+                };
+                let p = layer.parameters();
+                [
+                    f(&r.output),
+                    f(&r.h_n),
+                    f(&x.grad().unwrap()),
+                    f(&p[0].grad().unwrap()),
+                    f(&p[1].grad().unwrap()),
+                ]
+            };
+            let what = format!("{dtype:?} {kind}: cuda against cpu");
+            let names = [
+                "output",
+                "h_n",
+                "x grad",
+                "weight_ih_l0 grad",
+                "weight_hh_l0 grad",
+            ];
+            common::parts_close(&what, &names, &run(GPU), &run(CPU), tol);
+        }
+    }
+}
+
 /// conv2d, max_pool2d and torch's gather in f64, f32, f16 and bf16 on CUDA (one gather kernel
 /// per element size, scatter-adds in f32/f64): outputs and gradients equal the CPU's in the
 /// same dtype, and a window's tied maxima send the gradient to the first, as on the CPU.

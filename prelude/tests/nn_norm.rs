@@ -176,12 +176,20 @@ fn group_norm_normalises_each_group_of_each_sample() {
     for group in v.chunks(6) {
         let mean = group.iter().sum::<f64>() / 6.0;
         let var = group.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / 6.0;
-        assert!(mean.abs() < 1e-9 && (var - 1.0).abs() < 1e-3, "{mean} {var}");
+        assert!(
+            mean.abs() < 1e-9 && (var - 1.0).abs() < 1e-3,
+            "{mean} {var}"
+        );
     }
     let one = Tensor::ones((1, 4, 2, 2), Device::Cpu).unwrap();
     assert_eq!(gn.forward(&one).unwrap().shape(), &[1, 4, 2, 2]);
-    let e = F::group_norm(&x, 3, None, None, 1e-5).unwrap_err().to_string();
-    assert!(e.contains("4 channels must split into num_groups (3)"), "{e}");
+    let e = F::group_norm(&x, 3, None, None, 1e-5)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("4 channels must split into num_groups (3)"),
+        "{e}"
+    );
     let e = gn
         .forward(&Tensor::ones((2, 3, 2), Device::Cpu).unwrap())
         .unwrap_err()

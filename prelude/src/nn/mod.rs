@@ -24,6 +24,7 @@ mod loss_modules;
 mod norm;
 mod pool;
 mod pool_layers;
+mod recurrent;
 mod resample;
 pub mod safetensors;
 pub mod utils;
@@ -38,6 +39,7 @@ pub use loss_modules::{
 };
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm};
 pub use pool_layers::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
+pub use recurrent::{Recurrent, RecurrentOutput, GRU, LSTM, RNN};
 pub use resample::{Resize, Upsample};
 pub use safetensors::{load_safetensors, save_safetensors};
 

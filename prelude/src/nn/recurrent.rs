@@ -1,0 +1,372 @@
+//! Recurrent layers as torch's `nn.RNN`, `nn.LSTM` and `nn.GRU`: stacked layers, `batch_first`,
+//! `bias`, dropout between layers, torch's parameter names, shapes, gate order and
+//! initialisation, so weights load from and save to a torch `state_dict`. Each step is
+//! composed from matmul and element-wise ops (the input's product for all steps at once, the
+//! hidden state's step by step), so it runs on every device and autograd differentiates it
+//! through time. Not bidirectional.
+
+use super::{functional, init_param, py_float, same_device, Module, Parameter};
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// Which recurrence a layer runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    RnnTanh,
+    RnnRelu,
+    Lstm,
+    Gru,
+}
+
+impl Kind {
+    /// Gates per hidden unit: the rows of each weight are `gates * hidden_size`.
+    fn gates(self) -> usize {
+        match self {
+            Kind::RnnTanh | Kind::RnnRelu => 1,
+            Kind::Lstm => 4,
+            Kind::Gru => 3,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Kind::RnnTanh | Kind::RnnRelu => "RNN",
+            Kind::Lstm => "LSTM",
+            Kind::Gru => "GRU",
+        }
+    }
+}
+
+/// A stack of recurrent layers (what `RNN::new`, `LSTM::new` and `GRU::new` build). Input
+/// `[T, N, input_size]` (or `[N, T, input_size]` with `batch_first`, or `[T, input_size]`
+/// unbatched); `forward` gives the last layer's hidden state at every step, `[T, N,
+/// hidden_size]`; [`Recurrent::forward_with`] also takes initial states and gives the final
+/// ones, as torch's `(output, h_n)` / `(output, (h_n, c_n))`.
+pub struct Recurrent {
+    kind: Kind,
+    input_size: usize,
+    hidden_size: usize,
+    num_layers: usize,
+    bias: bool,
+    batch_first: bool,
+    dropout: f64,
+    training: bool,
+    /// A nonlinearity other than "tanh" or "relu" asked for: refused when the layer runs.
+    bad_nonlinearity: Option<String>,
+    /// Per layer: weight_ih `[G*H, in]`, weight_hh `[G*H, H]`, then (with bias) bias_ih and
+    /// bias_hh `[G*H]`, under torch's names.
+    params: Vec<(String, Parameter)>,
+}
+
+/// What [`Recurrent::forward_with`] gives: the last layer's hidden state at every step, the
+/// final hidden state of every layer `[num_layers, N, H]`, and for an LSTM the final cell
+/// state (same shape). Unbatched input gives them without the `N` dimension.
+pub struct RecurrentOutput {
+    pub output: Tensor,
+    pub h_n: Tensor,
+    pub c_n: Option<Tensor>,
+}
+
+/// torch's `nn.RNN(input_size, hidden_size)`: `h' = tanh(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)`
+/// (`.nonlinearity("relu")` for ReLU).
+pub struct RNN;
+/// torch's `nn.LSTM(input_size, hidden_size)`: gates input, forget, cell, output (torch's
+/// order in the weights), `c' = f*c + i*g`, `h' = o*tanh(c')`.
+pub struct LSTM;
+/// torch's `nn.GRU(input_size, hidden_size)`: gates reset, update, new (torch's order),
+/// `n = tanh(x W_inᵀ + b_in + r*(h W_hnᵀ + b_hn))`, `h' = (1-z)*n + z*h`.
+pub struct GRU;
+
+impl RNN {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(input_size: usize, hidden_size: usize) -> Recurrent {
+        Recurrent::build(Kind::RnnTanh, input_size, hidden_size)
+    }
+}
+
+impl LSTM {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(input_size: usize, hidden_size: usize) -> Recurrent {
+        Recurrent::build(Kind::Lstm, input_size, hidden_size)
+    }
+}
+
+impl GRU {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(input_size: usize, hidden_size: usize) -> Recurrent {
+        Recurrent::build(Kind::Gru, input_size, hidden_size)
+    }
+}
+
+impl Recurrent {
+    fn build(kind: Kind, input_size: usize, hidden_size: usize) -> Recurrent {
+        let mut r = Recurrent {
+            kind,
+            input_size,
+            hidden_size,
+            num_layers: 1,
+            bias: true,
+            batch_first: false,
+            dropout: 0.0,
+            training: true,
+            bad_nonlinearity: None,
+            params: Vec::new(),
+        };
+        r.draw();
+        r
+    }
+
+    /// Fresh parameters for the current shape: uniform in ±1/sqrt(hidden_size), as torch's,
+    /// drawn in torch's order.
+    fn draw(&mut self) {
+        let (h, g) = (self.hidden_size, self.kind.gates());
+        self.params.clear();
+        for l in 0..self.num_layers {
+            let input = if l == 0 { self.input_size } else { h };
+            let p = |dims: Vec<usize>| init_param(dims, h);
+            self.params
+                .push((format!("weight_ih_l{l}"), p(vec![g * h, input])));
+            self.params
+                .push((format!("weight_hh_l{l}"), p(vec![g * h, h])));
+            if self.bias {
+                self.params.push((format!("bias_ih_l{l}"), p(vec![g * h])));
+                self.params.push((format!("bias_hh_l{l}"), p(vec![g * h])));
+            }
+        }
+    }
+
+    /// Stacked layers, each reading the previous one's outputs (draws new parameters).
+    pub fn num_layers(mut self, num_layers: usize) -> Recurrent {
+        self.num_layers = num_layers;
+        self.draw();
+        self
+    }
+    /// `bias(false)` drops the four biases of each layer (draws new parameters).
+    pub fn bias(mut self, bias: bool) -> Recurrent {
+        self.bias = bias;
+        self.draw();
+        self
+    }
+    /// Input and output as `[N, T, features]` instead of `[T, N, features]` (the states
+    /// stay `[num_layers, N, H]`, as in torch).
+    pub fn batch_first(mut self, batch_first: bool) -> Recurrent {
+        self.batch_first = batch_first;
+        self
+    }
+    /// Dropout with probability `p` on each layer's outputs but the last, while training.
+    pub fn dropout(mut self, p: f64) -> Recurrent {
+        self.dropout = p;
+        self
+    }
+    /// `"tanh"` (the default) or `"relu"`, for an `RNN`; anything else is an error when the
+    /// layer runs.
+    pub fn nonlinearity(mut self, name: &str) -> Recurrent {
+        if matches!(self.kind, Kind::RnnTanh | Kind::RnnRelu) {
+            self.kind = if name == "relu" {
+                Kind::RnnRelu
+            } else {
+                Kind::RnnTanh
+            };
+            self.bad_nonlinearity = (!matches!(name, "relu" | "tanh")).then(|| name.into());
+        }
+        self
+    }
+
+    /// The parameters of layer `l`: weight_ih, weight_hh and the two biases if any.
+    fn layer(&self, l: usize) -> (Tensor, Tensor, Option<(Tensor, Tensor)>) {
+        let per = if self.bias { 4 } else { 2 };
+        let p = &self.params[l * per..(l + 1) * per];
+        let biases = self.bias.then(|| (p[2].1.tensor(), p[3].1.tensor()));
+        (p[0].1.tensor(), p[1].1.tensor(), biases)
+    }
+
+    /// torch's `output, h_n = rnn(x, h_0)` and `output, (h_n, c_n) = lstm(x, (h_0, c_0))`:
+    /// `h0` (and for an LSTM `c0`) `[num_layers, N, H]` (or `[num_layers, H]` unbatched),
+    /// zeros when not given.
+    pub fn forward_with(
+        &self,
+        x: &Tensor,
+        h0: Option<&Tensor>,
+        c0: Option<&Tensor>,
+    ) -> Result<RecurrentOutput> {
+        if let Some(bad) = &self.bad_nonlinearity {
+            return Err(Error::Invalid(format!(
+                "{}: the nonlinearity must be \"tanh\" or \"relu\", got \"{bad}\"",
+                self.describe()
+            )));
+        }
+        if !(0.0..=1.0).contains(&self.dropout) {
+            return Err(Error::Invalid(format!(
+                "{}: dropout must be a probability in [0, 1], got {}",
+                self.describe(),
+                self.dropout
+            )));
+        }
+        if self.num_layers == 0 {
+            return Err(Error::Invalid(format!(
+                "{}: num_layers must be at least 1",
+                self.describe()
+            )));
+        }
+        same_device(self, &self.params[0].1, x)?;
+        let first_w = self.params[0].1.tensor();
+        let unbatched = x.rank() == 2;
+        let features = x.shape().last().copied().unwrap_or(0);
+        if !(x.rank() == 2 || x.rank() == 3) || features != self.input_size {
+            let layout = if self.batch_first {
+                "[N, T, features] (batch_first)"
+            } else {
+                "[T, N, features]"
+            };
+            return Err(Error::BadShape(format!(
+                "{}: expected input {layout} or [T, features] unbatched, with {} features, got \
+                 {:?}",
+                self.describe(),
+                self.input_size,
+                x.shape()
+            )));
+        }
+        // Time-major [T, N, I] inside.
+        let x = if unbatched {
+            x.unsqueeze(1)?
+        } else if self.batch_first {
+            x.transpose(0, 1)?
+        } else {
+            x.clone()
+        };
+        let (steps, n, h) = (x.shape()[0], x.shape()[1], self.hidden_size);
+        let state = |given: Option<&Tensor>, what: &str| -> Result<Tensor> {
+            let want = if unbatched {
+                vec![self.num_layers, h]
+            } else {
+                vec![self.num_layers, n, h]
+            };
+            match given {
+                Some(t) if t.shape() != want => Err(Error::BadShape(format!(
+                    "{}: {what} must have shape {want:?}, got {:?}",
+                    self.describe(),
+                    t.shape()
+                ))),
+                Some(t) if unbatched => t.unsqueeze(1),
+                Some(t) => Ok(t.clone()),
+                None => {
+                    Tensor::zeros_dtype((self.num_layers, n, h), first_w.dtype(), first_w.device())
+                }
+            }
+        };
+        let h0 = state(h0, "h_0")?;
+        let c0 = match self.kind {
+            Kind::Lstm => Some(state(c0, "c_0")?),
+            _ if c0.is_some() => {
+                return Err(Error::Invalid(format!(
+                    "{}: only an LSTM has a cell state (c_0)",
+                    self.describe()
+                )))
+            }
+            _ => None,
+        };
+        let (mut hs, mut cs) = (Vec::new(), Vec::new());
+        let mut input = x;
+        for l in 0..self.num_layers {
+            let (w_ih, w_hh, biases) = self.layer(l);
+            let width = input.shape()[2];
+            // The input's part of every gate, for all steps in one product.
+            let mut xw = input.reshape((steps * n, width))?.matmul(&w_ih.t()?)?;
+            if let Some((b_ih, _)) = &biases {
+                xw = xw.add(b_ih)?;
+            }
+            let xw = xw.reshape((steps, n, self.kind.gates() * h))?;
+            let w_hh_t = w_hh.t()?;
+            let mut hidden = h0.select(0, l as isize)?;
+            let mut cell = c0.as_ref().map(|c| c.select(0, l as isize)).transpose()?;
+            let mut outs = Vec::with_capacity(steps);
+            for t in 0..steps {
+                let mut hw = hidden.matmul(&w_hh_t)?;
+                if let Some((_, b_hh)) = &biases {
+                    hw = hw.add(b_hh)?;
+                }
+                let xt = xw.select(0, t as isize)?;
+                hidden = match self.kind {
+                    Kind::RnnTanh => xt.add(&hw)?.tanh()?,
+                    Kind::RnnRelu => xt.add(&hw)?.relu()?,
+                    Kind::Lstm => {
+                        let g = xt.add(&hw)?.chunk(4, 1)?;
+                        let (i, f) = (g[0].sigmoid()?, g[1].sigmoid()?);
+                        let (cand, o) = (g[2].tanh()?, g[3].sigmoid()?);
+                        let c = f
+                            .mul(cell.as_ref().expect("an LSTM has a cell state"))?
+                            .add(&i.mul(&cand)?)?;
+                        let out = o.mul(&c.tanh()?)?;
+                        cell = Some(c);
+                        out
+                    }
+                    Kind::Gru => {
+                        let gx = xt.chunk(3, 1)?;
+                        let gh = hw.chunk(3, 1)?;
+                        let r = gx[0].add(&gh[0])?.sigmoid()?;
+                        let z = gx[1].add(&gh[1])?.sigmoid()?;
+                        let cand = gx[2].add(&r.mul(&gh[2])?)?.tanh()?;
+                        // (1 - z) * n + z * h, as n + z * (h - n).
+                        cand.add(&z.mul(&hidden.sub(&cand)?)?)?
+                    }
+                };
+                outs.push(hidden.clone());
+            }
+            hs.push(hidden);
+            cs.extend(cell);
+            input = Tensor::stack(&outs, 0)?;
+            if l + 1 < self.num_layers && self.dropout > 0.0 {
+                input = functional::dropout(&input, self.dropout, self.training)?;
+            }
+        }
+        let mut output = input;
+        let mut h_n = Tensor::stack(&hs, 0)?;
+        let mut c_n = (!cs.is_empty())
+            .then(|| Tensor::stack(&cs, 0))
+            .transpose()?;
+        if unbatched {
+            output = output.squeeze(1)?;
+            h_n = h_n.squeeze(1)?;
+            c_n = c_n.map(|c| c.squeeze(1)).transpose()?;
+        } else if self.batch_first {
+            output = output.transpose(0, 1)?;
+        }
+        Ok(RecurrentOutput { output, h_n, c_n })
+    }
+}
+
+impl Module for Recurrent {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(self.forward_with(x, None, None)?.output)
+    }
+    fn parameters(&self) -> Vec<Parameter> {
+        self.params.iter().map(|(_, p)| p.clone()).collect()
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        self.params.clone()
+    }
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+    }
+    /// torch's repr (which leaves out an RNN's nonlinearity).
+    fn describe(&self) -> String {
+        let mut s = format!(
+            "{}({}, {}",
+            self.kind.name(),
+            self.input_size,
+            self.hidden_size
+        );
+        if self.num_layers != 1 {
+            s += &format!(", num_layers={}", self.num_layers);
+        }
+        if !self.bias {
+            s += ", bias=False";
+        }
+        if self.batch_first {
+            s += ", batch_first=True";
+        }
+        if self.dropout != 0.0 {
+            s += &format!(", dropout={}", py_float(self.dropout));
+        }
+        s + ")"
+    }
+}
