@@ -229,14 +229,7 @@ fn conv2d_dilation_groups_and_same_on_cuda_equal_the_cpus() {
                     .unwrap()
                     .backward()
                     .unwrap();
-                let f = |t: &Tensor| {
-                    t.to_dtype(DType::F64)
-                        .unwrap()
-                        .cpu()
-                        .unwrap()
-                        .to_vec::<f64>()
-                        .unwrap()
-                };
+                let f = common::vals;
                 [
                     f(&y),
                     f(&x.grad().unwrap()),
@@ -291,14 +284,7 @@ fn interpolate_and_pooling_options_on_cuda_equal_the_cpus() {
                     .unwrap()
                     .backward()
                     .unwrap();
-                let f = |t: &Tensor| {
-                    t.to_dtype(DType::F64)
-                        .unwrap()
-                        .cpu()
-                        .unwrap()
-                        .to_vec::<f64>()
-                        .unwrap()
-                };
+                let f = common::vals;
                 [f(&y), f(&x.grad().unwrap())]
             };
             let what = format!("{dtype:?} {mode} {size:?}: cuda against cpu");
@@ -348,14 +334,7 @@ fn recurrent_layers_on_cuda_equal_the_cpus() {
                     .unwrap()
                     .backward()
                     .unwrap();
-                let f = |t: &Tensor| {
-                    t.to_dtype(DType::F64)
-                        .unwrap()
-                        .cpu()
-                        .unwrap()
-                        .to_vec::<f64>()
-                        .unwrap()
-                };
+                let f = common::vals;
                 let p = layer.parameters();
                 [
                     f(&r.output),
@@ -431,14 +410,7 @@ fn conv_pool_and_gather_gradients_on_cuda_equal_the_cpus_in_every_float_dtype() 
                 .add(&picked.unwrap().sum().unwrap())
                 .unwrap();
             loss.backward().unwrap();
-            let f = |t: &Tensor| {
-                t.to_dtype(DType::F64)
-                    .unwrap()
-                    .cpu()
-                    .unwrap()
-                    .to_vec::<f64>()
-                    .unwrap()
-            };
+            let f = common::vals;
             [f(&y), f(&x.grad().unwrap()), f(&w.grad().unwrap())]
         };
         let what = format!("{dtype:?} cuda against cpu");
