@@ -862,7 +862,8 @@ fn rnn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     .num_layers(layers)
     .batch_first(kind == "lstm2")
-    .bias(op != "gru_nobias");
+    .bias(op != "gru_nobias")
+    .bidirectional(op.ends_with("_bi"));
     m.to_dtype(dtype(d))?;
     m.to(dev)?;
     let params = m.named_parameters();
@@ -878,10 +879,11 @@ fn rnn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         d,
         dev,
     )?;
+    let slots = layers * if op.ends_with("_bi") { 2 } else { 1 };
     let hs: Vec<usize> = if unbatched {
-        vec![layers, 4]
+        vec![slots, 4]
     } else {
-        vec![layers, 2, 4]
+        vec![slots, 2, 4]
     };
     let h0 = ramp(&hs, 3, 1.0, 0.3, d, dev)?;
     let c0 = kind

@@ -59,6 +59,47 @@ fn reprs_names_and_shapes_are_torchs() {
     }
     assert_eq!(GRU::new(3, 4).bias(false).parameters().len(), 2);
 
+    // Bidirectional: a backward recurrence per layer, its parameters named `_reverse`, the
+    // next layer reading both directions' states.
+    let bi = GRU::new(3, 4).num_layers(2).bidirectional(true);
+    assert_eq!(bi.describe(), "GRU(3, 4, num_layers=2, bidirectional=True)");
+    let names: Vec<(String, Vec<usize>)> = bi
+        .named_parameters()
+        .into_iter()
+        .map(|(n, p)| (n, p.shape()))
+        .take(6)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("weight_ih_l0", vec![12, 3]),
+            ("weight_hh_l0", vec![12, 4]),
+            ("bias_ih_l0", vec![12]),
+            ("bias_hh_l0", vec![12]),
+            ("weight_ih_l0_reverse", vec![12, 3]),
+            ("weight_hh_l0_reverse", vec![12, 4]),
+        ]
+        .map(|(n, s)| (n.to_string(), s))
+    );
+    assert_eq!(
+        bi.named_parameters()[8].1.shape(),
+        &[12, 8],
+        "layer 1 reads 2 x 4"
+    );
+    let r = bi
+        .forward_with(&Tensor::ones((5, 2, 3), CPU).unwrap(), None, None)
+        .unwrap();
+    assert_eq!(
+        (r.output.shape(), r.h_n.shape()),
+        (&[5, 2, 8][..], &[4, 2, 4][..])
+    );
+    // The backward direction's final state is its output at the first step.
+    let last = r.output.select(0, 0).unwrap().narrow(1, 4, 4).unwrap();
+    assert_eq!(
+        last.to_vec::<f32>().unwrap(),
+        r.h_n.select(0, 3).unwrap().to_vec::<f32>().unwrap()
+    );
+
     let x = Tensor::ones((5, 2, 3), CPU).unwrap();
     let r = lstm.forward_with(&x, None, None).unwrap();
     assert_eq!(r.output.shape(), &[5, 2, 4]);

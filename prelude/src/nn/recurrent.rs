@@ -3,7 +3,7 @@
 //! initialisation, so weights load from and save to a torch `state_dict`. Each step is
 //! composed from matmul and element-wise ops (the input's product for all steps at once, the
 //! hidden state's step by step), so it runs on every device and autograd differentiates it
-//! through time. Not bidirectional.
+//! through time; `bidirectional` adds a backward recurrence per layer.
 
 use super::{functional, init_param, py_float, same_device, Module, Parameter};
 use crate::error::{Error, Result};
@@ -48,6 +48,7 @@ pub struct Recurrent {
     num_layers: usize,
     bias: bool,
     batch_first: bool,
+    bidirectional: bool,
     dropout: f64,
     training: bool,
     /// A nonlinearity other than "tanh" or "relu" asked for: refused when the layer runs.
@@ -58,8 +59,9 @@ pub struct Recurrent {
 }
 
 /// What [`Recurrent::forward_with`] gives: the last layer's hidden state at every step, the
-/// final hidden state of every layer `[num_layers, N, H]`, and for an LSTM the final cell
-/// state (same shape). Unbatched input gives them without the `N` dimension.
+/// final hidden state of every layer `[num_layers, N, H]` (`[2 * num_layers, N, H]` when
+/// bidirectional), and for an LSTM the final cell state (same shape). Unbatched input gives
+/// them without the `N` dimension.
 pub struct RecurrentOutput {
     pub output: Tensor,
     pub h_n: Tensor,
@@ -106,6 +108,7 @@ impl Recurrent {
             num_layers: 1,
             bias: true,
             batch_first: false,
+            bidirectional: false,
             dropout: 0.0,
             training: true,
             bad_nonlinearity: None,
@@ -120,16 +123,21 @@ impl Recurrent {
     fn draw(&mut self) {
         let (h, g) = (self.hidden_size, self.kind.gates());
         self.params.clear();
+        let dirs = self.directions();
         for l in 0..self.num_layers {
-            let input = if l == 0 { self.input_size } else { h };
-            let p = |dims: Vec<usize>| init_param(dims, h);
-            self.params
-                .push((format!("weight_ih_l{l}"), p(vec![g * h, input])));
-            self.params
-                .push((format!("weight_hh_l{l}"), p(vec![g * h, h])));
-            if self.bias {
-                self.params.push((format!("bias_ih_l{l}"), p(vec![g * h])));
-                self.params.push((format!("bias_hh_l{l}"), p(vec![g * h])));
+            let input = if l == 0 { self.input_size } else { h * dirs };
+            for dir in 0..dirs {
+                let name = |what: &str| {
+                    let suffix = if dir == 1 { "_reverse" } else { "" };
+                    format!("{what}_l{l}{suffix}")
+                };
+                let p = |dims: Vec<usize>| init_param(dims, h);
+                self.params.push((name("weight_ih"), p(vec![g * h, input])));
+                self.params.push((name("weight_hh"), p(vec![g * h, h])));
+                if self.bias {
+                    self.params.push((name("bias_ih"), p(vec![g * h])));
+                    self.params.push((name("bias_hh"), p(vec![g * h])));
+                }
             }
         }
     }
@@ -152,6 +160,15 @@ impl Recurrent {
         self.batch_first = batch_first;
         self
     }
+    /// A second recurrence per layer running backwards in time, its states concatenated to
+    /// the forward one's (outputs `[T, N, 2 * hidden_size]`; states `[2 * num_layers, N, H]`,
+    /// forward then backward per layer, as torch's). Draws new parameters (the backward
+    /// ones named `..._reverse`).
+    pub fn bidirectional(mut self, bidirectional: bool) -> Recurrent {
+        self.bidirectional = bidirectional;
+        self.draw();
+        self
+    }
     /// Dropout with probability `p` on each layer's outputs but the last, while training.
     pub fn dropout(mut self, p: f64) -> Recurrent {
         self.dropout = p;
@@ -171,17 +188,88 @@ impl Recurrent {
         self
     }
 
-    /// The parameters of layer `l`: weight_ih, weight_hh and the two biases if any.
-    fn layer(&self, l: usize) -> (Tensor, Tensor, Option<(Tensor, Tensor)>) {
+    /// 1, or 2 when bidirectional.
+    fn directions(&self) -> usize {
+        if self.bidirectional {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// The parameters of slot `k` (layer `k / directions`, direction `k % directions`):
+    /// weight_ih, weight_hh and the two biases if any.
+    fn slot(&self, k: usize) -> (Tensor, Tensor, Option<(Tensor, Tensor)>) {
         let per = if self.bias { 4 } else { 2 };
-        let p = &self.params[l * per..(l + 1) * per];
+        let p = &self.params[k * per..(k + 1) * per];
         let biases = self.bias.then(|| (p[2].1.tensor(), p[3].1.tensor()));
         (p[0].1.tensor(), p[1].1.tensor(), biases)
     }
 
+    /// One direction of one layer over the whole sequence `input` `[T, N, in]` with the
+    /// parameters of slot `k` (layer × direction), from `hidden` (and `cell`); backwards in
+    /// time when `reverse`. Gives the hidden state at every step in time order `[T, N, H]`
+    /// and the final states.
+    fn run_direction(
+        &self,
+        input: &Tensor,
+        k: usize,
+        mut hidden: Tensor,
+        mut cell: Option<Tensor>,
+        reverse: bool,
+    ) -> Result<(Tensor, Tensor, Option<Tensor>)> {
+        let (steps, n, width) = (input.shape()[0], input.shape()[1], input.shape()[2]);
+        let (w_ih, w_hh, biases) = self.slot(k);
+        // The input's part of every gate, for all steps in one product.
+        let mut xw = input.reshape((steps * n, width))?.matmul(&w_ih.t()?)?;
+        if let Some((b_ih, _)) = &biases {
+            xw = xw.add(b_ih)?;
+        }
+        let xw = xw.reshape((steps, n, self.kind.gates() * self.hidden_size))?;
+        let w_hh_t = w_hh.t()?;
+        let mut outs = Vec::with_capacity(steps);
+        for step in 0..steps {
+            let t = if reverse { steps - 1 - step } else { step };
+            let mut hw = hidden.matmul(&w_hh_t)?;
+            if let Some((_, b_hh)) = &biases {
+                hw = hw.add(b_hh)?;
+            }
+            let xt = xw.select(0, t as isize)?;
+            hidden = match self.kind {
+                Kind::RnnTanh => xt.add(&hw)?.tanh()?,
+                Kind::RnnRelu => xt.add(&hw)?.relu()?,
+                Kind::Lstm => {
+                    let g = xt.add(&hw)?.chunk(4, 1)?;
+                    let (i, f) = (g[0].sigmoid()?, g[1].sigmoid()?);
+                    let (cand, o) = (g[2].tanh()?, g[3].sigmoid()?);
+                    let c = f
+                        .mul(cell.as_ref().expect("an LSTM has a cell state"))?
+                        .add(&i.mul(&cand)?)?;
+                    let out = o.mul(&c.tanh()?)?;
+                    cell = Some(c);
+                    out
+                }
+                Kind::Gru => {
+                    let gx = xt.chunk(3, 1)?;
+                    let gh = hw.chunk(3, 1)?;
+                    let r = gx[0].add(&gh[0])?.sigmoid()?;
+                    let z = gx[1].add(&gh[1])?.sigmoid()?;
+                    let cand = gx[2].add(&r.mul(&gh[2])?)?.tanh()?;
+                    // (1 - z) * n + z * h, as n + z * (h - n), as torch's cell computes it.
+                    cand.add(&z.mul(&hidden.sub(&cand)?)?)?
+                }
+            };
+            outs.push(hidden.clone());
+        }
+        if reverse {
+            outs.reverse();
+        }
+        Ok((Tensor::stack(&outs, 0)?, hidden, cell))
+    }
+
     /// torch's `output, h_n = rnn(x, h_0)` and `output, (h_n, c_n) = lstm(x, (h_0, c_0))`:
-    /// `h0` (and for an LSTM `c0`) `[num_layers, N, H]` (or `[num_layers, H]` unbatched),
-    /// zeros when not given.
+    /// `h0` (and for an LSTM `c0`) `[num_layers, N, H]` (or `[num_layers, H]` unbatched; twice
+    /// the layers when bidirectional), zeros when not given.
     pub fn forward_with(
         &self,
         x: &Tensor,
@@ -233,12 +321,13 @@ impl Recurrent {
         } else {
             x.clone()
         };
-        let (steps, n, h) = (x.shape()[0], x.shape()[1], self.hidden_size);
+        let (n, h) = (x.shape()[1], self.hidden_size);
+        let slots = self.num_layers * self.directions();
         let state = |given: Option<&Tensor>, what: &str| -> Result<Tensor> {
             let want = if unbatched {
-                vec![self.num_layers, h]
+                vec![slots, h]
             } else {
-                vec![self.num_layers, n, h]
+                vec![slots, n, h]
             };
             match given {
                 Some(t) if t.shape() != want => Err(Error::BadShape(format!(
@@ -248,9 +337,7 @@ impl Recurrent {
                 ))),
                 Some(t) if unbatched => t.unsqueeze(1),
                 Some(t) => Ok(t.clone()),
-                None => {
-                    Tensor::zeros_dtype((self.num_layers, n, h), first_w.dtype(), first_w.device())
-                }
+                None => Tensor::zeros_dtype((slots, n, h), first_w.dtype(), first_w.device()),
             }
         };
         let h0 = state(h0, "h_0")?;
@@ -266,54 +353,25 @@ impl Recurrent {
         };
         let (mut hs, mut cs) = (Vec::new(), Vec::new());
         let mut input = x;
+        let dirs = self.directions();
         for l in 0..self.num_layers {
-            let (w_ih, w_hh, biases) = self.layer(l);
-            let width = input.shape()[2];
-            // The input's part of every gate, for all steps in one product.
-            let mut xw = input.reshape((steps * n, width))?.matmul(&w_ih.t()?)?;
-            if let Some((b_ih, _)) = &biases {
-                xw = xw.add(b_ih)?;
+            let mut layer_outs = Vec::with_capacity(dirs);
+            for dir in 0..dirs {
+                let k = l * dirs + dir;
+                let (h_k, c_k) = (
+                    h0.select(0, k as isize)?,
+                    c0.as_ref().map(|c| c.select(0, k as isize)).transpose()?,
+                );
+                let (outs, hidden, cell) = self.run_direction(&input, k, h_k, c_k, dir == 1)?;
+                hs.push(hidden);
+                cs.extend(cell);
+                layer_outs.push(outs);
             }
-            let xw = xw.reshape((steps, n, self.kind.gates() * h))?;
-            let w_hh_t = w_hh.t()?;
-            let mut hidden = h0.select(0, l as isize)?;
-            let mut cell = c0.as_ref().map(|c| c.select(0, l as isize)).transpose()?;
-            let mut outs = Vec::with_capacity(steps);
-            for t in 0..steps {
-                let mut hw = hidden.matmul(&w_hh_t)?;
-                if let Some((_, b_hh)) = &biases {
-                    hw = hw.add(b_hh)?;
-                }
-                let xt = xw.select(0, t as isize)?;
-                hidden = match self.kind {
-                    Kind::RnnTanh => xt.add(&hw)?.tanh()?,
-                    Kind::RnnRelu => xt.add(&hw)?.relu()?,
-                    Kind::Lstm => {
-                        let g = xt.add(&hw)?.chunk(4, 1)?;
-                        let (i, f) = (g[0].sigmoid()?, g[1].sigmoid()?);
-                        let (cand, o) = (g[2].tanh()?, g[3].sigmoid()?);
-                        let c = f
-                            .mul(cell.as_ref().expect("an LSTM has a cell state"))?
-                            .add(&i.mul(&cand)?)?;
-                        let out = o.mul(&c.tanh()?)?;
-                        cell = Some(c);
-                        out
-                    }
-                    Kind::Gru => {
-                        let gx = xt.chunk(3, 1)?;
-                        let gh = hw.chunk(3, 1)?;
-                        let r = gx[0].add(&gh[0])?.sigmoid()?;
-                        let z = gx[1].add(&gh[1])?.sigmoid()?;
-                        let cand = gx[2].add(&r.mul(&gh[2])?)?.tanh()?;
-                        // (1 - z) * n + z * h, as n + z * (h - n).
-                        cand.add(&z.mul(&hidden.sub(&cand)?)?)?
-                    }
-                };
-                outs.push(hidden.clone());
-            }
-            hs.push(hidden);
-            cs.extend(cell);
-            input = Tensor::stack(&outs, 0)?;
+            input = if dirs == 1 {
+                layer_outs.pop().expect("one direction")
+            } else {
+                Tensor::cat(&layer_outs, 2)?
+            };
             if l + 1 < self.num_layers && self.dropout > 0.0 {
                 input = functional::dropout(&input, self.dropout, self.training)?;
             }
@@ -366,6 +424,9 @@ impl Module for Recurrent {
         }
         if self.dropout != 0.0 {
             s += &format!(", dropout={}", py_float(self.dropout));
+        }
+        if self.bidirectional {
+            s += ", bidirectional=True";
         }
         s + ")"
     }
