@@ -228,3 +228,39 @@ fn bad_input_is_named() {
         .forward(&Tensor::ones((5, 2, 3), CPU).unwrap()));
     assert!(e.contains("got \"sigmoid\""), "{e}");
 }
+
+/// A trained sequence model saved in safetensors under torch's names reloads into a fresh one
+/// and computes the same outputs (the file a torch `load_state_dict` reads too).
+#[test]
+fn a_saved_lstm_reloads_under_torchs_names() {
+    fork_rng(2, || {
+        let model = nn::Sequential::new()
+            .add(LSTM::new(3, 5).num_layers(2).batch_first(true))
+            .add(nn::Flatten)
+            .add(nn::Linear::new(4 * 5, 2));
+        let dir = std::env::temp_dir().join(format!("gpulab-rnn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("lstm.safetensors");
+        nn::save_safetensors(&model, &path).unwrap();
+        let names: Vec<String> = model
+            .named_parameters()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert!(names.contains(&"0.weight_hh_l1".to_string()), "{names:?}");
+        let fresh = nn::Sequential::new()
+            .add(LSTM::new(3, 5).num_layers(2).batch_first(true))
+            .add(nn::Flatten)
+            .add(nn::Linear::new(4 * 5, 2));
+        let x = Tensor::randn((2, 4, 3), CPU).unwrap();
+        let before = fresh.forward(&x).unwrap().to_vec::<f32>().unwrap();
+        nn::load_safetensors(&fresh, &path).unwrap();
+        let (a, b) = (
+            model.forward(&x).unwrap().to_vec::<f32>().unwrap(),
+            fresh.forward(&x).unwrap().to_vec::<f32>().unwrap(),
+        );
+        assert_eq!(a, b);
+        assert_ne!(before, b, "loading changed the weights");
+        std::fs::remove_dir_all(dir).ok();
+    })
+}
