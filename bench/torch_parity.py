@@ -121,6 +121,12 @@ KNOWN = {
     # the per-element tolerance on the elements near 0. float64 agrees to 1e-12.
     **{f"rnn gru_bi f32 {w}": "float32 rounding through two directions, both sides equally "
        "close to float64" for w in ("x", "wih")},
+    # MultiheadAttention in float16/bfloat16: outputs and weights agree, gradients are a few
+    # ulps apart (torch fuses bias and mask into addmm/baddbmm and rounds once; gpulab rounds
+    # the product, then the sum). float32 and float64 agree.
+    **{f"attn {op} {d} {w}": "half-precision multi-head attention gradients round differently"
+       for op in ("mha", "mha_cross", "mha_kpm", "mha_amask") for d in ("f16", "bf16")
+       for w in ("q", "inw", "outw")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -201,6 +207,11 @@ def cases():
     out += [f"empty {op} f32 - {want}" for op in EMPTY_NN for want in ("out", "x")]
     out += [f"more {op} {a} {want}" for op in MORE for a in DTYPES for want in ("out", "x")]
     out += [f"more {op} f32 out" for op in MORE_MADE]
+    for a in floats:
+        out += [f"attn {op} {a} {want}" for op in ("sdpa", "sdpa_causal", "sdpa_bool", "sdpa_float",
+                                                   "sdpa_scale") for want in ("out", "q", "k", "v")]
+        out += [f"attn {op} {a} {want}" for op in ("mha", "mha_cross", "mha_kpm", "mha_amask")
+                for want in ("out", "w", "q", "inw", "outw")]
     for op in RNNS:
         wants = ("out", "hn", "x", "h0", "wih", "whh", "bhh") + (("cn",) if op.startswith("lstm") else ())
         out += [f"rnn {op} {a} {want}" for a in floats for want in wants]
@@ -681,8 +692,46 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def attn_case(w):
+        """Scaled dot-product attention and multi-head attention on ramps: the output, the
+        head-averaged weights, or the gradient of sum(output * w) for an input or weight."""
+        op, d, want = w[1], w[2], w[3]
+        F = torch.nn.functional
+        # Key 3 of every query's row is masked out for the bool masks (no row fully masked).
+        allow = torch.tensor([[j != 3 or i == 0 for j in range(5)] for i in range(3)], device=dev)
+        if op.startswith("sdpa"):
+            q, k = ramp([2, 2, 3, 4], 7, 3.0, 0.3, d), ramp([2, 2, 5, 4], 5, 2.0, 0.4, d)
+            v = ramp([2, 2, 5, 3], 4, 1.0, 0.5, d)
+            mask = {"sdpa_bool": allow, "sdpa_float": ramp([3, 5], 3, 1.0, 0.5, d).detach()}.get(op)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=op == "sdpa_causal",
+                                                 scale=0.5 if op == "sdpa_scale" else None)
+            inputs = {"q": q, "k": k, "v": v}
+        else:
+            bf = op == "mha_kpm"
+            m = torch.nn.MultiheadAttention(4, 2, batch_first=bf).to(T[d]).to(dev)
+            with torch.no_grad():
+                for k_, (name, p) in enumerate(m.named_parameters()):
+                    p.copy_(ramp(list(p.shape), 5 + k_ % 3, 2.0, 0.3, d).detach())
+            x = ramp([2, 3, 4] if bf else [3, 2, 4], 7, 3.0, 0.4, d)
+            kv = ramp([5, 2, 4], 6, 2.0, 0.35, d) if op == "mha_cross" else x
+            kpm = torch.tensor([[False] * 3, [False, False, True]], device=dev) if bf else None
+            am = ramp([3, 3], 3, 1.0, 0.5, d).detach() if op == "mha_amask" else None
+            out, weights = m(x, kv, kv, key_padding_mask=kpm, attn_mask=am)
+            if want == "w":
+                return weights.detach()
+            inputs = {"q": x, "inw": m.in_proj_weight, "outw": m.out_proj.weight}
+        if want == "out":
+            return out.detach()
+        weighted_backward(out)
+        g = inputs[want].grad
+        if g is None:
+            raise ValueError("no gradient")
+        return g
+
     def run(w):
         kind, op, d = w[0], w[1], w[2]
+        if kind == "attn":
+            return attn_case(w)
         if kind == "rnn":
             return rnn_case(w)
         if kind == "sched":

@@ -919,8 +919,91 @@ fn rnn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// Attention on ramps (see bench/torch_parity.py's `attn_case`).
+fn attn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::nn::{Module, MultiheadAttention};
+    let (op, d, want) = (w[1], w[2], w[3]);
+    // Key 3 of every query's row is masked out for the bool masks (no row fully masked).
+    let allow: Vec<bool> = (0..15).map(|i| i % 5 != 3 || i / 5 == 0).collect();
+    let (out, inputs) = if op.starts_with("sdpa") {
+        let q = ramp(&[2, 2, 3, 4], 7, 3.0, 0.3, d, dev)?;
+        let k = ramp(&[2, 2, 5, 4], 5, 2.0, 0.4, d, dev)?;
+        let v = ramp(&[2, 2, 5, 3], 4, 1.0, 0.5, d, dev)?;
+        let mask = match op {
+            "sdpa_bool" => Some(Tensor::from_vec(allow, (3, 5), Device::Cpu)?.to(dev)?),
+            "sdpa_float" => Some(ramp(&[3, 5], 3, 1.0, 0.5, d, dev)?.detach()),
+            _ => None,
+        };
+        let scale = (op == "sdpa_scale").then_some(0.5);
+        let out = F::scaled_dot_product_attention(
+            &q,
+            &k,
+            &v,
+            mask.as_ref(),
+            0.0,
+            op == "sdpa_causal",
+            scale,
+        )?;
+        (out, vec![("q", q), ("k", k), ("v", v)])
+    } else {
+        let bf = op == "mha_kpm";
+        let m = MultiheadAttention::new(4, 2).batch_first(bf);
+        m.to_dtype(dtype(d))?;
+        m.to(dev)?;
+        let params = m.named_parameters();
+        for (k, (_, p)) in params.iter().enumerate() {
+            p.set_data(ramp(&p.shape(), 5 + k % 3, 2.0, 0.3, d, dev)?)?;
+        }
+        let x = ramp(
+            if bf { &[2, 3, 4] } else { &[3, 2, 4] },
+            7,
+            3.0,
+            0.4,
+            d,
+            dev,
+        )?;
+        let kv = if op == "mha_cross" {
+            ramp(&[5, 2, 4], 6, 2.0, 0.35, d, dev)?
+        } else {
+            x.clone()
+        };
+        let kpm = bf
+            .then(|| Tensor::from_vec(vec![false, false, false, false, false, true], (2, 3), dev))
+            .transpose()?;
+        let am = (op == "mha_amask")
+            .then(|| ramp(&[3, 3], 3, 1.0, 0.5, d, dev).map(|t| t.detach()))
+            .transpose()?;
+        let r = m.attend(&x, &kv, &kv, kpm.as_ref(), true, am.as_ref())?;
+        if want == "w" {
+            return r.weights.ok_or_else(|| Error::Invalid("no weights".into()));
+        }
+        if want == "out" {
+            return Ok(r.output.detach());
+        }
+        weighted_backward(&r.output)?;
+        let g = match want {
+            "q" => x.grad(),
+            "inw" => params[0].1.grad(),
+            _ => params[2].1.grad(),
+        };
+        return g.ok_or_else(|| Error::Invalid("no gradient".into()));
+    };
+    if want == "out" {
+        return Ok(out.detach());
+    }
+    weighted_backward(&out)?;
+    inputs
+        .iter()
+        .find(|(n, _)| *n == want)
+        .and_then(|(_, t)| t.grad())
+        .ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
+    if kind == "attn" {
+        return attn_case(w, dev);
+    }
     if kind == "rnn" {
         return rnn_case(w, dev);
     }

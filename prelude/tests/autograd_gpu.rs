@@ -357,6 +357,62 @@ fn recurrent_layers_on_cuda_equal_the_cpus() {
     }
 }
 
+/// Attention on CUDA: scaled dot-product attention (causal) and multi-head attention with a
+/// padding mask; outputs and gradients equal the CPU's, in f64 and f32.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn attention_on_cuda_equals_the_cpus() {
+    use gpulab::DType;
+    if !have_gpu() {
+        return;
+    }
+    let x0 = fork_rng(12, || Tensor::randn((2, 5, 8), CPU).unwrap());
+    let pad: Vec<bool> = (0..10).map(|i| i % 5 == 4).collect();
+    for (dtype, tol) in [(DType::F64, 1e-10), (DType::F32, 1e-4)] {
+        let run = |dev: Device| {
+            let mha = fork_rng(3, || nn::MultiheadAttention::new(8, 2).batch_first(true));
+            mha.to_dtype(dtype).unwrap();
+            mha.to(dev).unwrap();
+            let x = x0
+                .to_dtype(dtype)
+                .unwrap()
+                .to(dev)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap();
+            let mask = Tensor::from_vec(pad.clone(), (2, 5), dev).unwrap();
+            let a = mha.attend(&x, &x, &x, Some(&mask), true, None).unwrap();
+            let s = F::scaled_dot_product_attention(&x, &x, &x, None, 0.0, true, None).unwrap();
+            a.output
+                .square()
+                .unwrap()
+                .sum()
+                .unwrap()
+                .add(&s.square().unwrap().sum().unwrap())
+                .unwrap()
+                .backward()
+                .unwrap();
+            let f = common::vals;
+            [
+                f(&a.output),
+                f(&a.weights.unwrap()),
+                f(&s),
+                f(&x.grad().unwrap()),
+                f(&mha.in_proj_weight.grad().unwrap()),
+            ]
+        };
+        let what = format!("{dtype:?} attention: cuda against cpu");
+        let names = [
+            "mha output",
+            "mha weights",
+            "sdpa output",
+            "x grad",
+            "in_proj grad",
+        ];
+        common::parts_close(&what, &names, &run(GPU), &run(CPU), tol);
+    }
+}
+
 /// conv2d, max_pool2d and torch's gather in f64, f32, f16 and bf16 on CUDA (one gather kernel
 /// per element size, scatter-adds in f32/f64): outputs and gradients equal the CPU's in the
 /// same dtype, and a window's tied maxima send the gradient to the first, as on the CPU.

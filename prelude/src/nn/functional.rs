@@ -15,6 +15,7 @@ use crate::Device;
 use std::borrow::Cow;
 
 pub use super::activation::{elu, hardtanh, mish, relu6};
+pub use super::attention::scaled_dot_product_attention;
 pub use super::conv::{conv2d, conv_transpose2d};
 use super::loss::Reduction;
 pub use super::loss::{binary_cross_entropy, huber_loss, l1_loss, nll_loss, smooth_l1_loss};

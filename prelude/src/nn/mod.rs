@@ -15,6 +15,7 @@
 //! generator ([`crate::manual_seed`]).
 
 mod activation;
+mod attention;
 mod conv;
 mod conv_layers;
 mod embedding;
@@ -30,6 +31,7 @@ pub mod safetensors;
 pub mod utils;
 mod windows;
 pub use activation::{Hardtanh, Identity, LogSoftmax, Mish, ReLU6, Unflatten, ELU};
+pub use attention::{Attention, MultiheadAttention};
 pub use conv::{Padding, Size2};
 pub use conv_layers::{Conv2d, ConvTranspose2d};
 pub use embedding::Embedding;
