@@ -921,7 +921,7 @@ fn rnn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
 
 /// Attention on ramps (see bench/torch_parity.py's `attn_case`).
 fn attn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
-    use gpulab::nn::{Module, MultiheadAttention};
+    use gpulab::nn::{Module, MultiheadAttention, TransformerEncoderLayer};
     let (op, d, want) = (w[1], w[2], w[3]);
     // Key 3 of every query's row is masked out for the bool masks (no row fully masked).
     let allow: Vec<bool> = (0..15).map(|i| i % 5 != 3 || i / 5 == 0).collect();
@@ -945,6 +945,48 @@ fn attn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             scale,
         )?;
         (out, vec![("q", q), ("k", k), ("v", v)])
+    } else if op.starts_with("enc") {
+        let bf = op == "enc_kpm";
+        let m = TransformerEncoderLayer::new(8, 2)
+            .dim_feedforward(16)
+            .dropout(0.0)
+            .activation(if op == "enc_pre" { "gelu" } else { "relu" })
+            .batch_first(bf)
+            .norm_first(op == "enc_pre");
+        m.to_dtype(dtype(d))?;
+        m.to(dev)?;
+        let params = m.named_parameters();
+        for (k, (_, p)) in params.iter().enumerate() {
+            p.set_data(ramp(&p.shape(), 5 + k % 3, 2.0, 0.3, d, dev)?)?;
+        }
+        let x = ramp(
+            if bf { &[2, 3, 8] } else { &[3, 2, 8] },
+            7,
+            3.0,
+            0.4,
+            d,
+            dev,
+        )?;
+        let kpm = bf
+            .then(|| Tensor::from_vec(vec![false, false, false, false, false, true], (2, 3), dev))
+            .transpose()?;
+        let out = m.forward_masked(&x, kpm.as_ref())?;
+        if want == "out" {
+            return Ok(out.detach());
+        }
+        weighted_backward(&out)?;
+        let param = |name: &str| {
+            params
+                .iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, p)| p.grad())
+        };
+        let g = match want {
+            "q" => x.grad(),
+            "inw" => param("self_attn.in_proj_weight"),
+            _ => param("linear1.weight"),
+        };
+        return g.ok_or_else(|| Error::Invalid("no gradient".into()));
     } else {
         let bf = op == "mha_kpm";
         let m = MultiheadAttention::new(4, 2).batch_first(bf);

@@ -159,3 +159,121 @@ fn mismatches_are_named() {
     let e = err(MultiheadAttention::new(8, 2).forward(&Tensor::ones((2, 3, 6), CPU).unwrap()));
     assert!(e.contains("E = 8") && e.contains("[2, 3, 6]"), "{e}");
 }
+
+/// An encoder layer: torch's parameter names and shapes, padding that does not reach the
+/// other positions, dropout only while training, and it learns (a task that needs looking
+/// at every position: is the largest value of the sequence in its first half?).
+#[test]
+fn an_encoder_layer_is_torchs_and_learns() {
+    use gpulab::nn::{self, TransformerEncoderLayer};
+    fork_rng(4, || {
+        let layer = TransformerEncoderLayer::new(8, 2)
+            .dim_feedforward(16)
+            .batch_first(true);
+        let names: Vec<String> = layer
+            .named_parameters()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "self_attn.in_proj_weight",
+                "self_attn.in_proj_bias",
+                "self_attn.out_proj.weight",
+                "self_attn.out_proj.bias",
+                "linear1.weight",
+                "linear1.bias",
+                "linear2.weight",
+                "linear2.bias",
+                "norm1.weight",
+                "norm1.bias",
+                "norm2.weight",
+                "norm2.bias",
+            ]
+        );
+        assert_eq!(
+            layer.describe(),
+            "TransformerEncoderLayer(d_model=8, dim_feedforward=16, dropout=0.1, activation=relu)"
+        );
+        let mut layer = layer;
+        let x = Tensor::randn((3, 5, 8), CPU).unwrap();
+        // Training: dropout makes two passes differ; eval: the same.
+        let (a, b) = (layer.forward(&x).unwrap(), layer.forward(&x).unwrap());
+        assert!(!close(&a, &b));
+        layer.eval();
+        assert!(close(
+            &layer.forward(&x).unwrap(),
+            &layer.forward(&x).unwrap()
+        ));
+        // Padding at the last position does not reach the others.
+        let pad: Vec<bool> = (0..15).map(|i| i % 5 == 4).collect();
+        let pad = Tensor::from_vec(pad, (3, 5), CPU).unwrap();
+        let other = Tensor::cat(
+            &[
+                x.narrow(1, 0, 4).unwrap(),
+                Tensor::randn((3, 1, 8), CPU).unwrap(),
+            ],
+            1,
+        )
+        .unwrap();
+        let (p, q) = (
+            layer.forward_masked(&x, Some(&pad)).unwrap(),
+            layer.forward_masked(&other, Some(&pad)).unwrap(),
+        );
+        assert!(close(
+            &p.narrow(1, 0, 4).unwrap(),
+            &q.narrow(1, 0, 4).unwrap()
+        ));
+
+        // Learning: 64 sequences of 6 values (as 8 features: the value, then zeros).
+        let (n, len) = (64, 6);
+        let vals = Tensor::randn((n, len), CPU).unwrap();
+        let feats = Tensor::cat(
+            &[
+                vals.unsqueeze(2).unwrap(),
+                Tensor::zeros((n, len, 7), CPU).unwrap(),
+            ],
+            2,
+        )
+        .unwrap();
+        let y = vals
+            .narrow(1, 0, 3)
+            .unwrap()
+            .max_dim(1)
+            .unwrap()
+            .gt(&vals.narrow(1, 3, 3).unwrap().max_dim(1).unwrap())
+            .unwrap()
+            .to_dtype(DType::I64)
+            .unwrap();
+        let enc = TransformerEncoderLayer::new(8, 2)
+            .dim_feedforward(32)
+            .dropout(0.0)
+            .batch_first(true);
+        let head = nn::Linear::new(8 * len, 2);
+        let mut params = enc.parameters();
+        params.extend(head.parameters());
+        let mut opt = gpulab::optim::Adam::new(params, 0.01);
+        let logits = || {
+            head.forward(&nn::Flatten.forward(&enc.forward(&feats).unwrap()).unwrap())
+                .unwrap()
+        };
+        for _ in 0..120 {
+            opt.zero_grad();
+            F::cross_entropy(&logits(), &y).unwrap().backward().unwrap();
+            opt.step().unwrap();
+        }
+        let right: i64 = logits()
+            .argmax_dim(1)
+            .unwrap()
+            .eq(&y)
+            .unwrap()
+            .to_dtype(DType::I64)
+            .unwrap()
+            .sum()
+            .unwrap()
+            .item()
+            .unwrap();
+        assert!(right >= 58, "{right}/64");
+    })
+}

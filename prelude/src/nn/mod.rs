@@ -28,6 +28,7 @@ mod pool_layers;
 mod recurrent;
 mod resample;
 pub mod safetensors;
+mod transformer;
 pub mod utils;
 mod windows;
 pub use activation::{Hardtanh, Identity, LogSoftmax, Mish, ReLU6, Unflatten, ELU};
@@ -44,6 +45,7 @@ pub use pool_layers::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
 pub use recurrent::{Recurrent, RecurrentOutput, GRU, LSTM, RNN};
 pub use resample::{Resize, Upsample};
 pub use safetensors::{load_safetensors, save_safetensors};
+pub use transformer::TransformerEncoderLayer;
 
 use crate::autograd::no_grad;
 use crate::device::Device;
