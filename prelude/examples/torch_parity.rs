@@ -843,10 +843,27 @@ fn clip_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     Tensor::cat(&parts, 0)
 }
 
+/// Moves `m` to `dev` in dtype `d` and sets its parameters, in `named_parameters` order, to
+/// ramps (bench/torch_parity.py sets torch's the same way); returns them.
+fn ramped(
+    m: &dyn nn::Module,
+    d: &str,
+    dev: Device,
+    scale: f64,
+) -> Result<Vec<(String, Parameter)>, Error> {
+    m.to_dtype(dtype(d))?;
+    m.to(dev)?;
+    let params = m.named_parameters();
+    for (k, (_, p)) in params.iter().enumerate() {
+        p.set_data(ramp(&p.shape(), 5 + k % 3, 2.0, scale, d, dev)?)?;
+    }
+    Ok(params)
+}
+
 /// A recurrent layer with ramp weights on a ramp sequence (see bench/torch_parity.py's
 /// `rnn_case`): its output, final states, or a gradient of `sum(output * w)`.
 fn rnn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
-    use gpulab::nn::{Module, GRU, LSTM, RNN};
+    use gpulab::nn::{GRU, LSTM, RNN};
     let (op, d, want) = (w[1], w[2], w[3]);
     let kind = op.split('_').next().unwrap();
     let layers = if matches!(kind, "lstm2" | "gru2") {
@@ -864,12 +881,7 @@ fn rnn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     .batch_first(kind == "lstm2")
     .bias(op != "gru_nobias")
     .bidirectional(op.ends_with("_bi"));
-    m.to_dtype(dtype(d))?;
-    m.to(dev)?;
-    let params = m.named_parameters();
-    for (k, (_, p)) in params.iter().enumerate() {
-        p.set_data(ramp(&p.shape(), 5 + k % 3, 2.0, 0.2, d, dev)?)?;
-    }
+    let params = ramped(&m, d, dev, 0.2)?;
     let unbatched = op.ends_with("_unbatched");
     let x = ramp(
         if unbatched { &[3, 3] } else { &[3, 2, 3] },
@@ -921,7 +933,7 @@ fn rnn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
 
 /// Attention on ramps (see bench/torch_parity.py's `attn_case`).
 fn attn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
-    use gpulab::nn::{Module, MultiheadAttention, TransformerEncoderLayer};
+    use gpulab::nn::{MultiheadAttention, TransformerEncoderLayer};
     let (op, d, want) = (w[1], w[2], w[3]);
     // Key 3 of every query's row is masked out for the bool masks (no row fully masked).
     let allow: Vec<bool> = (0..15).map(|i| i % 5 != 3 || i / 5 == 0).collect();
@@ -953,12 +965,7 @@ fn attn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             .activation(if op == "enc_pre" { "gelu" } else { "relu" })
             .batch_first(bf)
             .norm_first(op == "enc_pre");
-        m.to_dtype(dtype(d))?;
-        m.to(dev)?;
-        let params = m.named_parameters();
-        for (k, (_, p)) in params.iter().enumerate() {
-            p.set_data(ramp(&p.shape(), 5 + k % 3, 2.0, 0.3, d, dev)?)?;
-        }
+        let params = ramped(&m, d, dev, 0.3)?;
         let x = ramp(
             if bf { &[2, 3, 8] } else { &[3, 2, 8] },
             7,
@@ -990,12 +997,7 @@ fn attn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     } else {
         let bf = op == "mha_kpm";
         let m = MultiheadAttention::new(4, 2).batch_first(bf);
-        m.to_dtype(dtype(d))?;
-        m.to(dev)?;
-        let params = m.named_parameters();
-        for (k, (_, p)) in params.iter().enumerate() {
-            p.set_data(ramp(&p.shape(), 5 + k % 3, 2.0, 0.3, d, dev)?)?;
-        }
+        let params = ramped(&m, d, dev, 0.3)?;
         let x = ramp(
             if bf { &[2, 3, 4] } else { &[3, 2, 4] },
             7,
