@@ -4,7 +4,7 @@
 
 use super::conv::Size2;
 use super::functional::{float_input, in_float32};
-use super::windows::{nchw, window_indices, WindowKey, WindowKind};
+use super::windows::{nchw, window_count, window_indices, WindowKey, WindowKind};
 use crate::error::{Error, Result};
 use crate::tensor::host_mem::{checked_numel, host_room};
 use crate::tensor::{DType, PoolGeom, Tensor};
@@ -28,36 +28,21 @@ fn pool_axis(
     ceil: bool,
     what: &str,
 ) -> Result<Axis> {
-    if k == 0 || s == 0 || d == 0 {
-        return Err(Error::Invalid(format!(
-            "{what}: kernel size, stride and dilation must be positive, got kernel {k}, stride \
-             {s}, dilation {d}"
-        )));
-    }
-    if p > k / 2 {
+    // torch's padding rule is checked first; a zero kernel, stride or dilation, and an input
+    // smaller than the kernel, are window_count's errors (conv2d's too).
+    if k > 0 && s > 0 && d > 0 && p > k / 2 {
         return Err(Error::Invalid(format!(
             "{what}: padding {p} is more than half the kernel size {k}, as torch refuses"
         )));
     }
-    let span = (k - 1)
-        .checked_mul(d)
-        .map(|v| v + 1)
-        .ok_or_else(|| Error::BadShape(format!("{what}: dilation {d} is too large")))?;
-    let padded = len
-        .checked_add(2 * p)
-        .ok_or_else(|| Error::BadShape(format!("{what}: padding {p} is too large")))?;
-    if padded < span {
-        let dilated = if d > 1 {
-            format!(", {span} wide with dilation {d}")
-        } else {
-            String::new()
-        };
-        return Err(Error::BadShape(format!(
-            "{what}: the input ({len} + 2x{p} padding) is smaller than the kernel ({k}{dilated})"
-        )));
-    }
-    let round_up = if ceil { s - 1 } else { 0 };
-    let mut out = (padded - span + round_up) / s + 1;
+    let floor = window_count(len, k, s, [p, p], d, what)?;
+    // window_count has checked that these neither overflow nor go below zero.
+    let (padded, span) = (len + 2 * p, d * (k - 1) + 1);
+    let mut out = if ceil {
+        (padded - span).div_ceil(s) + 1
+    } else {
+        floor
+    };
     // torch's rule: the last window must start inside the input or its left padding.
     if ceil && (out - 1) * s >= len + p {
         out -= 1;
