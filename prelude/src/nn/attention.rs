@@ -3,7 +3,7 @@
 //! and head-averaged weights. Composed of batched matmuls, softmax and element-wise ops, so it
 //! runs on every device and autograd differentiates it.
 
-use super::{functional, py_float, same_device, Module, Parameter};
+use super::{functional, init_param, py_float, same_device, uniform, Module, Parameter};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor};
 use crate::Device;
@@ -159,17 +159,11 @@ impl MultiheadAttention {
     pub fn new(embed_dim: usize, num_heads: usize) -> MultiheadAttention {
         let e = embed_dim;
         let xavier = (6.0 / (e + 3 * e).max(1) as f64).sqrt();
-        let param = |t: Tensor| Parameter::new(t).expect("float32 can require grad");
-        let uniform = |dims: Vec<usize>, bound: f64| {
-            param(
-                Tensor::rand(dims, crate::Device::Cpu)
-                    .and_then(|u| u.mul(2.0 * bound)?.sub(bound))
-                    .expect("uniform values on the CPU"),
-            )
-        };
-        let zeros = |n: usize| param(Tensor::zeros(n, crate::Device::Cpu).expect("on the CPU"));
-        let in_proj_weight = uniform(vec![3 * e, e], xavier);
-        let out_proj_weight = uniform(vec![e, e], 1.0 / (e.max(1) as f64).sqrt());
+        let learned = |t: Tensor| Parameter::new(t).expect("float32 can require grad");
+        let zeros = |n: usize| learned(Tensor::zeros(n, crate::Device::Cpu).expect("on the CPU"));
+        let in_proj_weight = learned(uniform(vec![3 * e, e], xavier));
+        // out_proj is a Linear in torch, drawn as one.
+        let out_proj_weight = init_param(vec![e, e], e);
         MultiheadAttention {
             embed_dim,
             num_heads,

@@ -47,19 +47,23 @@ impl ConvArgs {
     }
 
     /// The layer's input check: 4-D with its channels, and `groups` dividing both channel
-    /// counts (torch refuses that when the layer is built; a builder here cannot fail).
-    fn check(&self, layer: &str, x: &Tensor) -> Result<()> {
+    /// counts (torch refuses that when the layer is built; a builder here cannot fail). The
+    /// layer's description is only formatted for an error, not on every forward.
+    fn check(&self, layer: &dyn Module, x: &Tensor) -> Result<()> {
         let g = self.groups;
         if g == 0 || !self.in_channels.is_multiple_of(g) || !self.out_channels.is_multiple_of(g) {
             return Err(Error::Invalid(format!(
-                "{layer}: in_channels ({}) and out_channels ({}) must both be divisible by \
+                "{}: in_channels ({}) and out_channels ({}) must both be divisible by \
                  groups ({g}), as torch requires",
-                self.in_channels, self.out_channels
+                layer.describe(),
+                self.in_channels,
+                self.out_channels
             )));
         }
         if x.rank() != 4 || x.shape()[1] != self.in_channels {
             return Err(Error::BadShape(format!(
-                "{layer}: expected input of shape [N, {}, H, W], got {:?}",
+                "{}: expected input of shape [N, {}, H, W], got {:?}",
+                layer.describe(),
                 self.in_channels,
                 x.shape()
             )));
@@ -206,7 +210,7 @@ conv_builders!(ConvTranspose2d);
 
 impl Module for Conv2d {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        self.args.check(&self.describe(), x)?;
+        self.args.check(self, x)?;
         same_device(self, &self.weight, x)?;
         let b = self.bias.as_ref().map(Parameter::tensor);
         let a = &self.args;
@@ -235,7 +239,7 @@ impl Module for Conv2d {
 
 impl Module for ConvTranspose2d {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        self.args.check(&self.describe(), x)?;
+        self.args.check(self, x)?;
         same_device(self, &self.weight, x)?;
         let b = self.bias.as_ref().map(Parameter::tensor);
         let a = &self.args;

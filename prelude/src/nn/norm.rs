@@ -167,6 +167,14 @@ pub fn layer_norm(
     Ok(y)
 }
 
+/// A normalisation layer's learned affine transform of `shape`: weight ones, bias zeros, as
+/// torch starts them.
+fn affine(shape: Vec<usize>) -> (Parameter, Parameter) {
+    let t = |v: f32| Tensor::full(shape.clone(), v, crate::Device::Cpu).expect("on the CPU");
+    let learned = |t: Tensor| Parameter::new(t).expect("float32 can require grad");
+    (learned(t(1.0)), learned(t(0.0)))
+}
+
 /// A tensor a layer keeps without learning it (running statistics): no gradient.
 fn buffer(t: Tensor) -> Parameter {
     Parameter::buffer(t)
@@ -213,12 +221,13 @@ impl BatchNorm {
         let ones = || Tensor::ones([channels], crate::Device::Cpu).expect("ones on the CPU");
         let zeros = || Tensor::zeros([channels], crate::Device::Cpu).expect("zeros on the CPU");
         let count = Tensor::zeros_dtype((), DType::I64, crate::Device::Cpu).expect("a 0-d int64");
+        let (weight, bias) = affine(vec![channels]);
         BatchNorm {
             name,
             ranks,
             channels,
-            weight: Parameter::new(ones()).expect("float32 can require grad"),
-            bias: Parameter::new(zeros()).expect("float32 can require grad"),
+            weight,
+            bias,
             running_mean: buffer(zeros()),
             running_var: buffer(ones()),
             num_batches_tracked: buffer(count),
@@ -317,10 +326,10 @@ pub struct LayerNorm {
 impl LayerNorm {
     pub fn new(normalized_shape: impl Into<Shape>) -> LayerNorm {
         let shape = normalized_shape.into().0;
-        let t = |v: f32| Tensor::full(shape.clone(), v, crate::Device::Cpu).expect("on the CPU");
+        let (weight, bias) = affine(shape.clone());
         LayerNorm {
-            weight: Parameter::new(t(1.0)).expect("float32 can require grad"),
-            bias: Parameter::new(t(0.0)).expect("float32 can require grad"),
+            weight,
+            bias,
             shape,
             eps: 1e-5,
         }
@@ -426,12 +435,12 @@ pub struct GroupNorm {
 
 impl GroupNorm {
     pub fn new(num_groups: usize, num_channels: usize) -> GroupNorm {
-        let t = |v: f32| Tensor::full(num_channels, v, crate::Device::Cpu).expect("on the CPU");
+        let (weight, bias) = affine(vec![num_channels]);
         GroupNorm {
             groups: num_groups,
             channels: num_channels,
-            weight: Parameter::new(t(1.0)).expect("float32 can require grad"),
-            bias: Parameter::new(t(0.0)).expect("float32 can require grad"),
+            weight,
+            bias,
             eps: 1e-5,
         }
     }
