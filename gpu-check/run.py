@@ -5,6 +5,7 @@ Needs no Rust toolchain and no Jupyter: Python 3 (3.8+, standard library only fo
 the benchmark references use numpy, torch, CuPy and numba-cuda where installed), Linux x86-64.
 
     gpu-pack/run OUTDIR [--budget SECONDS] [--only probe,tests,parity,bench,notebooks] [--save MACHINE]
+                        [--archive FILE.tar.gz]
 
 Writes into OUTDIR:
     gpu-results.json      everything: machine, driver, libraries loaded, every test's outcome,
@@ -12,6 +13,11 @@ Writes into OUTDIR:
     gpu-results.md        a short summary of the same
     notebooks/*.ipynb     the tutorial notebooks with the outputs of this run
     logs/                 raw output of every program
+
+gpu-results.json and gpu-results.md are rewritten after every step, so a run that is stopped
+part-way leaves what it had. --archive also writes all of OUTDIR (results, notebooks, logs) into
+one .tar.gz after every step: the device tool brings back at most 8 files from $OUT, and the
+logs alone are dozens (README, "Verifying a GPU machine", gives the device command).
 
 It finishes within --budget seconds (default 540; a GPU machine gives a command 10 minutes):
 each step gets what is left, and a step that could not run in time is recorded as such. With
@@ -34,8 +40,9 @@ import sys
 import time
 
 PACK = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(PACK))
-import to_program  # noqa: E402  (the pack's copy of notebooks/to_program.py)
+# The pack's copy of notebooks/to_program.py; in a checkout (--save-only) the original.
+sys.path[:0] = [str(PACK), str(PACK.parent / "notebooks")]
+import to_program  # noqa: E402
 
 STEPS = ("probe", "tests", "parity", "bench", "notebooks")
 
@@ -435,7 +442,7 @@ def run_notebooks(progs, env, cwd, clock, out, machine_info):
 def summary_md(res):
     m, p = res.get("machine", {}), res.get("probe", {})
     lines = [f"# gpulab GPU check: {m.get('hostname', '?')}", "",
-             f"- run: {res.get('started')} .. {res.get('finished')}; pack built {res['pack'].get('built')} "
+             f"- run: {res.get('started')} .. {res.get('finished') or 'unfinished (stopped, or still going)'}; pack built {res['pack'].get('built')} "
              f"from {res['pack'].get('commit', '?')[:12]}{' (dirty)' if res['pack'].get('dirty') else ''}",
              f"- GPU: {', '.join(g['name'] for g in m.get('gpus', [])) or 'none'}; driver: {m.get('driver_version') or 'none'}",
              f"- CPU: {m.get('cpu')}",
@@ -533,15 +540,40 @@ def _ok(v):
     return v.get("ok") or f"error: {v.get('error')}"
 
 
+def checkpoint(out, res, archive=None):
+    """Writes the results so far (and the archive, when asked): after every step, so a run
+    stopped part-way still leaves everything the finished steps found."""
+    (out / "gpu-results.json").write_text(json.dumps(res, indent=1) + "\n")
+    (out / "gpu-results.md").write_text(summary_md(res))
+    if archive is not None:
+        write_archive(out, archive)
+
+
+def write_archive(out, archive):
+    """OUTDIR as one .tar.gz (its unpacked programs left out), written under a temporary name
+    and renamed, so the file at `archive` is always a whole archive."""
+    import tarfile
+    archive = pathlib.Path(archive).resolve()
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    tmp = archive.with_name(archive.name + ".partial")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for path in sorted(out.rglob("*")):
+            rel = path.relative_to(out)
+            if rel.parts[0] == "bin" or not path.is_file() or path.resolve() in (archive, tmp):
+                continue
+            tar.add(path, arcname=str(pathlib.Path(out.name) / rel), recursive=False)
+    os.replace(tmp, archive)
+
+
 def save(out, machine):
     """The repository's convention for committed results (README, "Verifying a GPU machine")."""
     repo = PACK.parent
     if not re.fullmatch(r"[A-Za-z0-9._-]+", machine):
         print(f"--save {machine!r}: use letters, digits, '.', '_' and '-' only", file=sys.stderr)
-        return
+        return False
     if not ((repo / "gpu-check").is_dir() and (repo / "notebooks").is_dir()):
         print(f"--save: {repo} is not a gpulab checkout; results stay in {out}", file=sys.stderr)
-        return
+        return False
     res_dir, nb_dir = repo / "gpu-check" / "results" / machine, repo / "notebooks" / "results" / machine
     res_dir.mkdir(parents=True, exist_ok=True)
     nb_dir.mkdir(parents=True, exist_ok=True)
@@ -550,6 +582,7 @@ def save(out, machine):
     for f in sorted((out / "notebooks").glob("*.ipynb")):
         shutil.copyfile(f, nb_dir / f.name)
     print(f"saved to {res_dir} and {nb_dir}")
+    return True
 
 
 def main():
@@ -560,6 +593,11 @@ def main():
     ap.add_argument("--save", metavar="MACHINE",
                     help="also copy the results into the repository holding this pack: "
                          "gpu-check/results/MACHINE/ and notebooks/results/MACHINE/")
+    ap.add_argument("--save-only", action="store_true",
+                    help="run nothing: copy the results already in OUTDIR (say, unpacked from an "
+                         "--archive brought back from the GPU machine) into this checkout, with --save")
+    ap.add_argument("--archive", metavar="FILE.tar.gz", type=pathlib.Path,
+                    help="also write OUTDIR (results, notebooks, logs) as one .tar.gz after every step")
     a = ap.parse_args()
     only = [s for s in a.only.split(",") if s]
     bad = [s for s in only if s not in STEPS]
@@ -567,6 +605,12 @@ def main():
         ap.error(f"unknown step {bad[0]!r}: choose from {', '.join(STEPS)}")
     clock = Clock(a.budget)
     out = a.outdir.resolve()
+    if a.save_only:
+        if not a.save:
+            ap.error("--save-only needs --save MACHINE")
+        if not (out / "gpu-results.json").is_file():
+            ap.error(f"--save-only: {out} has no gpu-results.json")
+        return 0 if save(out, a.save) else 2
     (out / "logs").mkdir(parents=True, exist_ok=True)
     results_file = out / "gpu-results.json"
     res = json.loads(results_file.read_text()) if results_file.exists() and a.only != ",".join(STEPS) else {}
@@ -579,31 +623,34 @@ def main():
     env, res["environment"] = environment(notes)
     res["machine"] = machine()
     res["probe"] = run_probe(progs, env, clock)
+    res["finished"] = None  # set at the end; None in a checkpoint means the run was still going
+    res["notes"] = notes
+    checkpoint(out, res, a.archive)
     gpu = bool(res["probe"].get("available"))
     print(f"CUDA through the prelude: {'available' if gpu else 'not available'}", flush=True)
     if "tests" in only:
         print("running the test binaries ...", flush=True)
         binaries = run_tests(progs, env, cwd, gpu, clock, out / "logs")
         res["tests"] = {"gpu_tests_included": gpu, "binaries": binaries, "counts": test_counts(binaries)}
+        checkpoint(out, res, a.archive)
     if "parity" in only:
         print("comparing the tensor ops with torch's ...", flush=True)
         res["parity"] = run_parity(progs, env, cwd, gpu, clock, out / "logs")
+        checkpoint(out, res, a.archive)
     if "notebooks" in only:
         print("running the notebook programs ...", flush=True)
         m = res["machine"]
         where = {"machine": m.get("hostname"), "gpu": ", ".join(g["name"] for g in m.get("gpus", [])) or None,
                  "driver": m.get("driver_version"), "pack_commit": res["pack"].get("commit")}
         res["notebooks"] = run_notebooks(progs, env, cwd, clock, out, where)
+        checkpoint(out, res, a.archive)
     if "bench" in only:
         print("running the benchmarks ...", flush=True)
         res["bench"] = run_bench(progs, env, cwd, clock, out / "logs")
-    res["notes"] = notes
     res["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    results_file.write_text(json.dumps(res, indent=1) + "\n")
-    md = summary_md(res)
-    (out / "gpu-results.md").write_text(md)
     shutil.rmtree(out / "bin", ignore_errors=True)  # unpacked programs: not results
-    print(md)
+    checkpoint(out, res, a.archive)
+    print(summary_md(res))
     if a.save:
         save(out, a.save)
     failed = res.get("tests", {}).get("counts", {}).get("failed", 0)

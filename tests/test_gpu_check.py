@@ -142,3 +142,48 @@ def test_parity_results_show_in_the_summary_and_a_difference_fails_the_run(tmp_p
     assert "- cuda: 3648 cases against torch 2.11.0: 2 differ" in md and "sun relu f32" in md
     res["parity"]["cuda"] = {"status": "skipped: no CUDA device"}
     assert "- cuda: skipped: no CUDA device" in run.summary_md(res)
+
+
+def test_checkpoint_writes_results_and_one_archive_the_device_can_bring_back(tmp_path):
+    # The device tool brings back at most 8 files from $OUT: --archive puts all of OUTDIR in one.
+    import json
+    import tarfile
+
+    out = tmp_path / "res"
+    for rel in ("logs/test-a.stdout", "logs/test-b.stdout", "notebooks/01.ipynb", "bin/tests/a"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(rel)
+    res = {"machine": {"hostname": "h"}, "probe": {}, "pack": {"commit": "abc"}, "finished": None}
+    archive = tmp_path / "back" / "gpu-results.tar.gz"
+    run.checkpoint(out, res, archive)
+    assert json.loads((out / "gpu-results.json").read_text())["finished"] is None
+    assert "unfinished" in (out / "gpu-results.md").read_text()
+    with tarfile.open(archive) as tar:
+        names = sorted(tar.getnames())
+    assert names == ["res/gpu-results.json", "res/gpu-results.md", "res/logs/test-a.stdout",
+                     "res/logs/test-b.stdout", "res/notebooks/01.ipynb"]  # the unpacked programs stay out
+    assert not list(archive.parent.glob("*.partial"))
+    # A later step's checkpoint replaces the archive with the fuller results.
+    res["finished"] = "2026-11-27T00:00:00Z"
+    (out / "logs" / "bench-train.stdout").write_text("x")
+    run.checkpoint(out, res, archive)
+    with tarfile.open(archive) as tar:
+        assert "res/logs/bench-train.stdout" in tar.getnames()
+        md = tar.extractfile("res/gpu-results.md").read().decode()
+    assert "2026-11-27T00:00:00Z" in md and "unfinished" not in md
+
+
+def test_save_only_refuses_without_results_or_machine(tmp_path, monkeypatch, capsys):
+    import pytest
+
+    monkeypatch.setattr(sys, "argv", ["run", str(tmp_path), "--save-only"])
+    with pytest.raises(SystemExit) as e:
+        run.main()
+    assert e.value.code == 2 and "--save-only needs --save MACHINE" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["run", str(tmp_path), "--save-only", "--save", "m1"])
+    with pytest.raises(SystemExit) as e:
+        run.main()
+    assert e.value.code == 2 and "has no gpu-results.json" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["run", str(tmp_path), "--save-only", "--save", "bad/name"])
+    (tmp_path / "gpu-results.json").write_text("{}")
+    assert run.main() == 2
