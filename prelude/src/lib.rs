@@ -41,6 +41,7 @@ pub mod backends {
 // --- end devices & tensors ---
 
 // --- training: autograd, nn, optim ---
+pub mod amp;
 pub mod autograd;
 pub mod data;
 pub mod nn;

@@ -265,6 +265,12 @@ fn fit(g: Tensor, inp: &Input) -> Result<Tensor> {
 
 /// The backward pass from `root`, whose gradient is `seed`.
 pub(crate) fn backward(root: &Tensor, seed: Tensor) -> Result<()> {
+    // The rules run in the dtypes the forward pass chose, not autocast again (a backward
+    // called inside an `amp::autocast` region, as torch's gradients are).
+    crate::tensor::autocast::suspended(|| backward_from(root, seed))
+}
+
+fn backward_from(root: &Tensor, seed: Tensor) -> Result<()> {
     let Some(root_meta) = root.grad_meta() else {
         return Err(Error::Invalid(format!(
             "backward(): this tensor (shape {:?}) does not require grad and has no grad_fn: \

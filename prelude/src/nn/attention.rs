@@ -5,6 +5,7 @@
 
 use super::{functional, init_param, py_float, same_device, uniform, Module, Parameter};
 use crate::error::{Error, Result};
+use crate::tensor::autocast::{autocast, AmpOp};
 use crate::tensor::{DType, Tensor};
 use crate::Device;
 
@@ -24,6 +25,17 @@ pub fn scaled_dot_product_attention(
     scale: Option<f64>,
 ) -> Result<Tensor> {
     const OP: &str = "scaled_dot_product_attention";
+    if let Some(r) = autocast(
+        AmpOp::Attention,
+        OP,
+        &[Some(q), Some(k), Some(v), attn_mask],
+        |t| {
+            let [q, k, v] = [0, 1, 2].map(|i| t[i].as_ref().expect("q, k, v"));
+            scaled_dot_product_attention(q, k, v, t[3].as_ref(), dropout_p, is_causal, scale)
+        },
+    ) {
+        return r;
+    }
     for (name, t) in [("query", q), ("key", k), ("value", v)] {
         functional::float_input(t, OP)?;
         if t.rank() < 2 {
@@ -262,11 +274,10 @@ impl MultiheadAttention {
         let b = self.in_proj_bias.as_ref().map(Parameter::tensor);
         // [len, N, E] -> [N, heads, len, d], projected by rows `part` of the packed weight.
         let project = |x: &Tensor, part: usize, len: usize| -> Result<Tensor> {
-            let mut y = x.matmul(&w.narrow(0, part * e, e)?.t()?)?;
-            if let Some(b) = &b {
-                y = y.add(&b.narrow(0, part * e, e)?)?;
-            }
-            y.reshape((len, n, heads, d))?.permute(&[1, 2, 0, 3])
+            let bias = b.as_ref().map(|b| b.narrow(0, part * e, e)).transpose()?;
+            functional::linear(x, &w.narrow(0, part * e, e)?, bias.as_ref())?
+                .reshape((len, n, heads, d))?
+                .permute(&[1, 2, 0, 3])
         };
         let (qh, kh, vh) = (project(&q, 0, l)?, project(&k, 1, s)?, project(&v, 2, s)?);
         let mask = self.additive_mask(key_padding_mask, attn_mask, [n, l, s], q.dtype())?;
@@ -280,10 +291,9 @@ impl MultiheadAttention {
             .matmul(&vh)?
             .permute(&[2, 0, 1, 3])?
             .reshape((l, n, e))?;
-        let mut output = joined.matmul(&self.out_proj_weight.tensor().t()?)?;
-        if let Some(b) = &self.out_proj_bias {
-            output = output.add(&b.tensor())?;
-        }
+        let out_bias = self.out_proj_bias.as_ref().map(Parameter::tensor);
+        let mut output =
+            functional::linear(&joined, &self.out_proj_weight.tensor(), out_bias.as_ref())?;
         let mut averaged = need_weights.then(|| weights.mean_dim(1)).transpose()?;
         if unbatched {
             output = output.squeeze(1)?;

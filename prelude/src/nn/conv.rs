@@ -5,6 +5,7 @@
 use super::functional::in_float32;
 use super::windows::{four_d, nchw, window_count, window_indices, WindowKey, WindowKind};
 use crate::error::{Error, Result};
+use crate::tensor::autocast::{autocast, AmpOp};
 use crate::tensor::host_mem::{checked_numel, host_room};
 use crate::tensor::{ConvGeom, DType, Tensor};
 use crate::Device;
@@ -140,6 +141,25 @@ pub fn conv2d(
     groups: usize,
 ) -> Result<Tensor> {
     let (stride, dilation, padding) = (stride.into(), dilation.into(), padding.into());
+    if let Some(y) = autocast(
+        AmpOp::Conv2d,
+        "conv2d",
+        &[Some(x), Some(weight), bias],
+        |t| {
+            let (x, w) = (t[0].as_ref().expect("x"), t[1].as_ref().expect("weight"));
+            conv2d(
+                x,
+                w,
+                t[2].as_ref(),
+                stride,
+                padding.clone(),
+                dilation,
+                groups,
+            )
+        },
+    ) {
+        return y;
+    }
     if let Some(y) = halves_in_float32(x, weight, bias, |x, w, b| {
         conv2d(x, w, b, stride, padding.clone(), dilation, groups)
     }) {
@@ -330,6 +350,18 @@ pub fn conv_transpose2d(
     const OP: &str = "conv_transpose2d";
     let (stride, padding, dilation) = (stride.into(), padding.into(), dilation.into());
     let output_padding = output_padding.into();
+    if let Some(y) = autocast(
+        AmpOp::ConvTranspose2d,
+        OP,
+        &[Some(x), Some(weight), bias],
+        |t| {
+            let (x, w) = (t[0].as_ref().expect("x"), t[1].as_ref().expect("weight"));
+            let b = t[2].as_ref();
+            conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation)
+        },
+    ) {
+        return y;
+    }
     if let Some(y) = halves_in_float32(x, weight, bias, |x, w, b| {
         conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation)
     }) {

@@ -9,6 +9,7 @@
 
 use crate::autograd::{record, Saved};
 use crate::error::{Error, Result};
+use crate::tensor::autocast::{autocast, autocast1, autocast2, AmpOp};
 use crate::tensor::host_mem::{checked_numel, host_room};
 use crate::tensor::{promote, DType, Tensor};
 use crate::Device;
@@ -71,6 +72,11 @@ impl Tensor {
     /// `log(softmax(x))` along `dim`, computed as `x - max - log(sum(exp(x - max)))` so
     /// that large logits neither overflow nor lose precision.
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::LogSoftmax, "log_softmax", self, |x| {
+            x.log_softmax(dim)
+        }) {
+            return r;
+        }
         float_input(self, "log_softmax")?;
         let d = resolve(dim, self.rank(), "log_softmax")?;
         if self.numel() == 0 {
@@ -97,6 +103,9 @@ impl Tensor {
     /// `ln(1 + exp(x))`, a smooth ReLU (torch's `softplus` with its defaults, beta 1 and
     /// threshold 20: above 20 it is `x` itself).
     pub fn softplus(&self) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Softplus, "softplus", self, |x| x.softplus()) {
+            return r;
+        }
         float_input(self, "softplus")?;
         // exp(12) already overflows float16.
         if let Some(y) = in_float32(self, &[], |x, _| x.softplus()) {
@@ -132,9 +141,64 @@ impl Tensor {
 
     /// Softmax along `dim` (each slice sums to 1), the exponential of [`Tensor::log_softmax`].
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Softmax, "softmax", self, |x| x.softmax(dim)) {
+            return r;
+        }
         float_input(self, "softmax")?;
         self.log_softmax(dim)?.exp()
     }
+}
+
+/// `x @ weight.T + bias` (torch's `F.linear`, what `nn::Linear` computes): `x` `[..., in]`,
+/// `weight` `[out, in]`, optional `bias` `[out]`; the result is `[..., out]`.
+pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    if let Some(r) = autocast(
+        AmpOp::Linear,
+        "linear",
+        &[Some(x), Some(weight), bias],
+        |t| {
+            let (x, w) = (t[0].as_ref().expect("x"), t[1].as_ref().expect("weight"));
+            linear(x, w, t[2].as_ref())
+        },
+    ) {
+        return r;
+    }
+    let [out, width] = weight.shape()[..] else {
+        return Err(Error::BadShape(format!(
+            "linear: expected a weight [out_features, in_features], got shape {:?}",
+            weight.shape()
+        )));
+    };
+    let dims = x.shape();
+    if dims.last() != Some(&width) {
+        return Err(Error::BadShape(format!(
+            "linear: expected input of shape [..., {width}] (the weight is [{out}, {width}]), got \
+             {dims:?}"
+        )));
+    }
+    if let Some(b) = bias {
+        if b.shape() != [out] {
+            return Err(Error::BadShape(format!(
+                "linear: expected a bias of shape [{out}] (one per output feature), got {:?}",
+                b.shape()
+            )));
+        }
+    }
+    let flat = if dims.len() > 2 {
+        x.reshape((x.numel() / width, width))?
+    } else {
+        x.clone()
+    };
+    let mut y = flat.matmul(&weight.t()?)?;
+    if let Some(b) = bias {
+        y = y.add(b)?;
+    }
+    if dims.len() > 2 {
+        let mut shape = dims.to_vec();
+        *shape.last_mut().expect("rank > 2") = out;
+        y = y.reshape(shape)?;
+    }
+    Ok(y)
 }
 
 /// `x.softmax(dim)`.
@@ -228,6 +292,15 @@ pub(crate) fn cross_entropy_reduced(
     targets: &Tensor,
     reduction: Reduction,
 ) -> Result<Tensor> {
+    if let Some(r) = autocast2(
+        AmpOp::CrossEntropy,
+        "cross_entropy",
+        logits,
+        targets,
+        |x, y| cross_entropy_reduced(x, y, reduction),
+    ) {
+        return r;
+    }
     let labels = batch_labels(logits, targets, "cross_entropy", "logits", "class scores")?;
     picked(&logits.log_softmax(1)?, &labels, reduction)
 }
@@ -306,6 +379,11 @@ pub(crate) fn mse_loss_reduced(
     target: &Tensor,
     reduction: Reduction,
 ) -> Result<Tensor> {
+    if let Some(r) = autocast2(AmpOp::MseLoss, "mse_loss", input, target, |x, y| {
+        mse_loss_reduced(x, y, reduction)
+    }) {
+        return r;
+    }
     let d = difference(input, target, "mse_loss")?;
     reduction.apply(d.mul(&d)?)
 }
@@ -337,6 +415,12 @@ pub(crate) fn bce_with_logits_reduced(
     targets: &Tensor,
     reduction: Reduction,
 ) -> Result<Tensor> {
+    let name = "binary_cross_entropy_with_logits";
+    if let Some(r) = autocast2(AmpOp::BceWithLogits, name, logits, targets, |x, y| {
+        bce_with_logits_reduced(x, y, reduction)
+    }) {
+        return r;
+    }
     same_shape(logits, targets, "binary_cross_entropy_with_logits")?;
     float_input(logits, "binary_cross_entropy_with_logits")?;
     let targets = float_target(targets, logits)?;
@@ -420,6 +504,15 @@ pub fn normalize(x: &Tensor, dim: isize) -> Result<Tensor> {
 /// broadcast against each other first, so `a.unsqueeze(1)` against `b.unsqueeze(0)` gives
 /// every pair.
 pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: isize) -> Result<Tensor> {
+    if let Some(r) = autocast2(
+        AmpOp::CosineSimilarity,
+        "cosine_similarity",
+        x1,
+        x2,
+        |a, b| cosine_similarity(a, b, dim),
+    ) {
+        return r;
+    }
     float_input(x1, "cosine_similarity")?;
     float_input(x2, "cosine_similarity")?;
     let (a, b) = broadcast_pair(x1, x2, "cosine_similarity")?;

@@ -8,6 +8,7 @@
 use super::functional::{batch_labels, difference, float_input, float_target, picked, same_shape};
 use crate::autograd::{no_grad, record, Saved};
 use crate::error::{Error, Result};
+use crate::tensor::autocast::{autocast2, AmpOp};
 use crate::tensor::{DType, Tensor};
 
 /// How a loss turns its per-element (or, for class losses, per-sample) values into its
@@ -48,6 +49,11 @@ pub fn l1_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn l1_loss_reduced(input: &Tensor, target: &Tensor, r: Reduction) -> Result<Tensor> {
+    if let Some(y) = autocast2(AmpOp::L1Loss, "l1_loss", input, target, |a, b| {
+        l1_loss_reduced(a, b, r)
+    }) {
+        return y;
+    }
     r.apply(difference(input, target, "l1_loss")?.abs()?)
 }
 
@@ -64,6 +70,15 @@ pub(crate) fn smooth_l1_loss_reduced(
     beta: f64,
     r: Reduction,
 ) -> Result<Tensor> {
+    if let Some(y) = autocast2(
+        AmpOp::SmoothL1Loss,
+        "smooth_l1_loss",
+        input,
+        target,
+        |a, b| smooth_l1_loss_reduced(a, b, beta, r),
+    ) {
+        return y;
+    }
     if beta.is_nan() || beta < 0.0 {
         return Err(Error::Invalid(format!(
             "smooth_l1_loss: beta must be 0 or more, got {beta}"
@@ -93,6 +108,11 @@ pub(crate) fn huber_loss_reduced(
     delta: f64,
     r: Reduction,
 ) -> Result<Tensor> {
+    if let Some(y) = autocast2(AmpOp::HuberLoss, "huber_loss", input, target, |a, b| {
+        huber_loss_reduced(a, b, delta, r)
+    }) {
+        return y;
+    }
     if delta.is_nan() || delta <= 0.0 {
         return Err(Error::Invalid(format!(
             "huber_loss: delta must be positive, got {delta}"
@@ -115,6 +135,11 @@ pub fn nll_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn nll_loss_reduced(input: &Tensor, target: &Tensor, r: Reduction) -> Result<Tensor> {
+    if let Some(y) = autocast2(AmpOp::NllLoss, "nll_loss", input, target, |a, b| {
+        nll_loss_reduced(a, b, r)
+    }) {
+        return y;
+    }
     let labels = batch_labels(input, target, "nll_loss", "input", "log-probabilities")?;
     picked(input, &labels, r)
 }
@@ -133,6 +158,12 @@ pub(crate) fn binary_cross_entropy_reduced(
     target: &Tensor,
     r: Reduction,
 ) -> Result<Tensor> {
+    let name = "binary_cross_entropy";
+    if let Some(y) = autocast2(AmpOp::BinaryCrossEntropy, name, input, target, |a, b| {
+        binary_cross_entropy_reduced(a, b, r)
+    }) {
+        return y;
+    }
     same_shape(input, target, "binary_cross_entropy")?;
     float_input(input, "binary_cross_entropy")?;
     let outside = no_grad(|| -> Result<i64> {

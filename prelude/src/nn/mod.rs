@@ -307,22 +307,8 @@ impl Module for Linear {
             )));
         }
         same_device(self, &self.weight, x)?;
-        let w = self.weight.tensor();
-        let flat = if dims.len() > 2 {
-            x.reshape((x.numel() / self.in_features, self.in_features))?
-        } else {
-            x.clone()
-        };
-        let mut y = flat.matmul(&w.t()?)?;
-        if let Some(b) = &self.bias {
-            y = y.add(&b.tensor())?;
-        }
-        if dims.len() > 2 {
-            let mut out = dims.to_vec();
-            *out.last_mut().unwrap() = self.out_features;
-            y = y.reshape(out)?;
-        }
-        Ok(y)
+        let b = self.bias.as_ref().map(Parameter::tensor);
+        functional::linear(x, &self.weight.tensor(), b.as_ref())
     }
     fn parameters(&self) -> Vec<Parameter> {
         std::iter::once(self.weight.clone())

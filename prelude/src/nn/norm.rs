@@ -7,6 +7,7 @@ use super::functional::{float_input, in_float32};
 use super::{py_float, same_device, weight_and_bias, Module, Parameter};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
+use crate::tensor::autocast::{autocast, AmpOp};
 use crate::tensor::{DType, Shape, Tensor};
 
 /// `x` summed over every dimension in `dims` (ascending), each kept with size 1.
@@ -135,6 +136,22 @@ pub fn layer_norm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
+    if let Some(r) = autocast(
+        AmpOp::LayerNorm,
+        "layer_norm",
+        &[Some(x), weight, bias],
+        |t| {
+            layer_norm(
+                t[0].as_ref().expect("x"),
+                normalized_shape,
+                t[1].as_ref(),
+                t[2].as_ref(),
+                eps,
+            )
+        },
+    ) {
+        return r;
+    }
     let k = normalized_shape.len();
     if k == 0 || x.rank() < k || x.shape()[x.rank() - k..] != *normalized_shape {
         return Err(Error::BadShape(format!(
@@ -381,6 +398,22 @@ pub fn group_norm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
+    if let Some(r) = autocast(
+        AmpOp::GroupNorm,
+        "group_norm",
+        &[Some(x), weight, bias],
+        |t| {
+            group_norm(
+                t[0].as_ref().expect("x"),
+                num_groups,
+                t[1].as_ref(),
+                t[2].as_ref(),
+                eps,
+            )
+        },
+    ) {
+        return r;
+    }
     float_input(x, "group_norm")?;
     if x.rank() < 2 {
         return Err(Error::BadShape(format!(

@@ -7,7 +7,8 @@
 
 use super::{functional, init_param, py_float, same_device, Module, Parameter};
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
+use crate::tensor::autocast::{self, AmpOp};
+use crate::tensor::{DType, Tensor};
 
 /// Which recurrence a layer runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,9 +218,18 @@ impl Recurrent {
         mut hidden: Tensor,
         mut cell: Option<Tensor>,
         reverse: bool,
+        lower: Option<DType>,
     ) -> Result<(Tensor, Tensor, Option<Tensor>)> {
         let (steps, n, width) = (input.shape()[0], input.shape()[1], input.shape()[2]);
-        let (w_ih, w_hh, biases) = self.slot(k);
+        let (mut w_ih, mut w_hh, mut biases) = self.slot(k);
+        if let Some(to) = lower {
+            let cuda = input.device().is_cuda();
+            let cast = |t: &Tensor| autocast::cast(t, to, cuda);
+            (w_ih, w_hh) = (cast(&w_ih)?, cast(&w_hh)?);
+            biases = biases
+                .map(|(a, b)| Ok::<_, Error>((cast(&a)?, cast(&b)?)))
+                .transpose()?;
+        }
         // The input's part of every gate, for all steps in one product.
         let mut xw = input.reshape((steps * n, width))?.matmul(&w_ih.t()?)?;
         if let Some((b_ih, _)) = &biases {
@@ -275,6 +285,27 @@ impl Recurrent {
         x: &Tensor,
         h0: Option<&Tensor>,
         c0: Option<&Tensor>,
+    ) -> Result<RecurrentOutput> {
+        // In an autocast region the whole layer runs in its lower precision (torch's cuDNN
+        // and oneDNN recurrent kernels are on its lists): the input, states and weights.
+        if let Some(to) = autocast::lowering(AmpOp::Recurrent, x.device()) {
+            let cuda = x.device().is_cuda();
+            let cast = |t: &Tensor| autocast::cast(t, to, cuda);
+            let (h0, c0) = (h0.map(cast).transpose()?, c0.map(cast).transpose()?);
+            return autocast::suspended(|| {
+                self.forward_in(&cast(x)?, h0.as_ref(), c0.as_ref(), Some(to))
+            });
+        }
+        self.forward_in(x, h0, c0, None)
+    }
+
+    /// `forward_with`, with the weights cast to `lower` as they are read when given.
+    fn forward_in(
+        &self,
+        x: &Tensor,
+        h0: Option<&Tensor>,
+        c0: Option<&Tensor>,
+        lower: Option<DType>,
     ) -> Result<RecurrentOutput> {
         if let Some(bad) = &self.bad_nonlinearity {
             return Err(Error::Invalid(format!(
@@ -337,7 +368,11 @@ impl Recurrent {
                 ))),
                 Some(t) if unbatched => t.unsqueeze(1),
                 Some(t) => Ok(t.clone()),
-                None => Tensor::zeros_dtype((slots, n, h), first_w.dtype(), first_w.device()),
+                None => Tensor::zeros_dtype(
+                    (slots, n, h),
+                    lower.unwrap_or(first_w.dtype()),
+                    first_w.device(),
+                ),
             }
         };
         let h0 = state(h0, "h_0")?;
@@ -362,7 +397,8 @@ impl Recurrent {
                     h0.select(0, k as isize)?,
                     c0.as_ref().map(|c| c.select(0, k as isize)).transpose()?,
                 );
-                let (outs, hidden, cell) = self.run_direction(&input, k, h_k, c_k, dir == 1)?;
+                let (outs, hidden, cell) =
+                    self.run_direction(&input, k, h_k, c_k, dir == 1, lower)?;
                 hs.push(hidden);
                 cs.extend(cell);
                 layer_outs.push(outs);

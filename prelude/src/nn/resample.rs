@@ -7,6 +7,7 @@ use super::functional::{float_input, in_float32};
 use super::windows::nchw;
 use super::{py_float, Module};
 use crate::error::{Error, Result};
+use crate::tensor::autocast::{autocast1, AmpOp};
 use crate::tensor::Tensor;
 
 /// The size to resize to: an output size `(h, w)`, or a scale factor (one for both axes, or
@@ -169,6 +170,11 @@ pub fn interpolate(
 ) -> Result<Tensor> {
     const OP: &str = "interpolate";
     let size = size.into();
+    if let Some(r) = autocast1(AmpOp::Interpolate, OP, x, |x| {
+        interpolate(x, size, mode, align_corners)
+    }) {
+        return r;
+    }
     let [_, _, h, w] = nchw(x, OP)?;
     match mode {
         "nearest" | "nearest-exact" if align_corners => {

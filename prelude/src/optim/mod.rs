@@ -19,6 +19,9 @@ pub trait Optimizer {
     fn lr(&self) -> f64;
     /// Sets the learning rate, as the schedulers in [`lr_scheduler`] do.
     fn set_lr(&mut self, lr: f64);
+    /// The parameters it updates (torch's `param_groups[0]["params"]`): what
+    /// `amp::GradScaler` unscales and checks before a step.
+    fn params(&self) -> &[Parameter];
 }
 
 /// What every optimiser shares: `lr`/`set_lr` and `zero_grad`, inherent and in the trait
@@ -53,6 +56,9 @@ macro_rules! optimizer {
             }
             fn set_lr(&mut self, lr: f64) {
                 <$t>::set_lr(self, lr)
+            }
+            fn params(&self) -> &[Parameter] {
+                &self.params
             }
         }
     };

@@ -4,6 +4,7 @@
 //! Each method checks shapes, promotes dtypes (torch's rules, see `dtype::promote`) and
 //! makes one call into `Storage`, which picks the backend.
 
+use super::autocast::{autocast1, autocast2, AmpOp};
 use super::cpu_backend::CpuStorage;
 use super::dtype::{promote, promote_scalar, DType};
 use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
@@ -387,14 +388,23 @@ impl Tensor {
     /// Product of all elements, a 0-d tensor (1 for an empty tensor; integers and bools give
     /// int64, wrapping on overflow, as torch's).
     pub fn prod(&self) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Prod, "prod", self, |x| x.prod()) {
+            return r;
+        }
         self.reduce_all(ReduceOp::Prod)
     }
     /// Product along `dim`, which disappears from the shape.
     pub fn prod_dim(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Prod, "prod", self, |x| x.prod_dim(dim)) {
+            return r;
+        }
         self.reduce_dim(ReduceOp::Prod, dim, false)
     }
     /// Product along `dim`, which stays in the shape with size 1.
     pub fn prod_keepdim(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Prod, "prod", self, |x| x.prod_keepdim(dim)) {
+            return r;
+        }
         self.reduce_dim(ReduceOp::Prod, dim, true)
     }
     fn float_only(&self, op: &str) -> Result<()> {
@@ -593,6 +603,9 @@ impl Tensor {
     /// column, and that dimension is dropped from the result; operands of rank > 2 are stacks
     /// of matrices whose leading dimensions broadcast).
     pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
+        if let Some(r) = autocast2(AmpOp::Matmul, "matmul", self, rhs, |a, b| a.matmul(b)) {
+            return r;
+        }
         self.same_device(rhs)?;
         let bad = || Error::ShapeMismatch {
             op: "matmul",

@@ -3,6 +3,7 @@
 //! `norm`, `isclose`/`allclose`, `masked_fill`, `tril`/`triu`, `outer`/`dot`, `repeat`,
 //! `chunk`/`split`, and the `*_like` constructors.
 
+use super::autocast::{autocast1, AmpOp};
 use super::dtype::{promote, DType};
 use super::op::BinaryOp;
 use super::shape::resolve_dim;
@@ -83,6 +84,9 @@ impl Tensor {
     }
 
     fn l2_norm(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Norm, "norm", self, |x| x.l2_norm(dim, keepdim)) {
+            return r;
+        }
         if !self.dtype().is_float() {
             return Err(Error::Invalid(format!(
                 "norm() needs a floating-point tensor, got {} (shape {:?}); convert first with \

@@ -32,6 +32,7 @@
 //! per dtype, cuBLAS for matmul).
 
 mod arith;
+pub(crate) mod autocast;
 mod cpu;
 mod cpu_backend;
 mod dtype;

@@ -2,6 +2,7 @@
 //! (`Storage::scan_dim`: the CPU's loops, CUDA's `scan_strided` in reduce.cu) and their
 //! gradients (`autograd::rules::scan`).
 
+use super::autocast::{autocast1, AmpOp};
 use super::shape::resolve_dim;
 use super::Tensor;
 use crate::autograd::rules;
@@ -12,12 +13,18 @@ impl Tensor {
     /// Running sums along `dim`: element `i` is the sum of elements `0..=i` (torch's
     /// `cumsum`). The shape is kept; integers and bools give int64, as in torch.
     pub fn cumsum(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Cumsum, "cumsum", self, |x| x.cumsum(dim)) {
+            return r;
+        }
         self.scan(ReduceOp::Sum, dim)
     }
 
     /// Running products along `dim` (torch's `cumprod`); the gradient is exact where the
     /// input has zeros, as torch's.
     pub fn cumprod(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Cumprod, "cumprod", self, |x| x.cumprod(dim)) {
+            return r;
+        }
         self.scan(ReduceOp::Prod, dim)
     }
 
