@@ -16,6 +16,7 @@ prints a summary object last, for gpu-check/run.py.
 """
 
 import argparse
+import contextlib
 import gzip
 import json
 import math
@@ -60,6 +61,11 @@ MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 RNNS = "rnn rnnrelu lstm gru lstm2 gru2 gru_nobias lstm_unbatched lstm2_bi gru_bi".split()
 NORMS = "bn2d_train bn1d_train bn1d3_train bn2d_eval ln ln2 gn gn1 gn3d".split()
 GRAD_BINARY = "add sub mul div pow maximum minimum".split()
+# Mixed precision: an op or a layer in an autocast region (bf16 or f16) on float32 inputs and
+# weights (amp_case), and GradScaler's steps (scaler_case).
+AMP = ("linear matmul bmm conv convT sdpa ce nll mse l1 bce bcel softmax logsoftmax ln gn bn relu "
+       "addf32 prod cumsum norm interp lstm gru mha").split()
+SCALERS = "clean inf unscale growth".split()
 GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var std var_dim std_dim".split()
 
 # Cases where gpulab keeps its own answer on purpose.
@@ -136,6 +142,16 @@ KNOWN = {
        for w in ("q", "inw", "outw")},
     **{f"attn enc_pre {d} out": "an encoder layer's rounding: both sides equally close to float64"
        for d in ("f16", "bf16")},
+    # An LSTM in a CPU autocast region: torch 2.9's oneDNN kernel refuses the lowered layer
+    # here ("could not create a primitive descriptor for the LSTM forward propagation
+    # primitive"); gpulab runs it in the lower precision, as torch's CUDA (cuDNN) LSTM does.
+    **{f"amp lstm {d} {w}": "torch's CPU LSTM under autocast fails in oneDNN"
+       for d in ("bf16", "f16") for w in ("out", "x", "w", "b")},
+    # A GRU in a CPU autocast region: torch's CPU GRU is composed of per-step linears (lowered)
+    # and a float32 initial state, so its output comes out float32; its CUDA (cuDNN) GRU, like
+    # gpulab's on every device, runs the whole layer in the lower precision.
+    **{f"amp gru {d} out": "torch's CPU GRU under autocast keeps a float32 state"
+       for d in ("bf16", "f16")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -233,6 +249,10 @@ def cases():
     out += [f"optim adam {a} {c}" for a in floats for c in ("plain", "wd", "betas")]
     out += [f"optim adamw {a} {c}" for a in floats for c in ("plain", "wd")]
     out += [f"optim rmsprop {a} {c}" for a in floats for c in ("plain", "mom", "wdalpha")]
+    # Mixed precision: the result and the float32 gradients (of the input, a weight, a bias).
+    out += [f"amp {op} {d} {want}" for op in AMP for d in ("bf16", "f16") for want in ("out", "x", "w", "b")]
+    out += [f"amp64 {op} f64 {want}" for op in AMP for want in ("out", "x", "w", "b")]
+    out += [f"scaler {c} f32 x" for c in SCALERS]
     # Learning-rate schedules: the rate after each of 14 epochs.
     out += [f"sched {s} f64 x" for s in ("step", "exp", "cos", "cos_min")]
     return out
@@ -753,8 +773,141 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def amp_case(w):
+        """An op or a small layer in a `torch.autocast` region of dtype w[2] on this device,
+        on float32 ramps (the weights too, as a model's are): its result, or the float32
+        gradient of sum(result * w) for its input (x), a weight (w) or a bias (b). `amp64`:
+        the same in float64 without a region, the reference both sides are measured against."""
+        op, d, want = w[1], w[2], w[3]
+        work = "f64" if w[0] == "amp64" else "f32"
+        F, nn = torch.nn.functional, torch.nn
+        x = ramp([4, 3], 5, 2.0, 0.37, work)
+        lw, lb = ramp([5, 3], 7, 3.0, 0.29, work), ramp([5], 3, 1.0, 0.41, work)
+        img = ramp([2, 2, 5, 5], 6, 2.5, 0.3, work)
+        kw, kb = ramp([3, 2, 3, 3], 5, 2.0, 0.2, work), ramp([3], 3, 1.0, 0.3, work)
+        nw, nb = ramp([5], 4, 1.0, 0.5, work), ramp([5], 3, 1.0, 0.25, work)
+        cw, cb = ramp([3], 4, 1.0, 0.5, work), ramp([3], 3, 1.0, 0.25, work)
+        target = ramp([4, 5], 6, 2.0, 0.3, work).detach()
+        probs = ramp([4, 5], 5, 0.0, 0.2, work).detach()  # 0 .. 0.8, for the BCE targets
+        labels = torch.tensor([0, 4, 2, 1], device=dev)
+        inputs = {"x": x, "w": lw, "b": lb}
+
+        def layer(m, scale):
+            with torch.no_grad():
+                for k_, (name, p) in enumerate(m.named_parameters()):
+                    p.copy_(ramp(list(p.shape), 5 + k_ % 3, 2.0, scale, work).detach())
+            return dict(m.named_parameters())
+
+        region = contextlib.nullcontext() if work == "f64" else torch.autocast(dev.type, dtype=T[d])
+        with region:
+            h = F.linear(x, lw, lb)
+            conv = lambda: F.conv2d(img, kw, kb, padding=1)  # noqa: E731
+            if op == "linear":
+                out = h
+            elif op == "matmul":
+                out = x @ lw.t()
+            elif op == "bmm":
+                a, b = ramp([2, 3, 4], 7, 3.0, 0.3, work), ramp([2, 4, 2], 5, 2.0, 0.4, work)
+                out, inputs = a @ b, {"x": a, "w": b}
+            elif op == "conv":
+                out, inputs = conv(), {"x": img, "w": kw, "b": kb}
+            elif op == "convT":
+                t, tw = ramp([1, 2, 3, 3], 5, 2.0, 0.4, work), ramp([2, 3, 2, 2], 7, 3.0, 0.3, work)
+                out, inputs = F.conv_transpose2d(t, tw, kb, stride=2), {"x": t, "w": tw, "b": kb}
+            elif op == "sdpa":
+                q, k = ramp([2, 3, 4], 7, 3.0, 0.3, work), ramp([2, 5, 4], 5, 2.0, 0.4, work)
+                v = ramp([2, 5, 3], 4, 1.0, 0.5, work)
+                out, inputs = F.scaled_dot_product_attention(q, k, v), {"x": q, "w": k, "b": v}
+            elif op == "ce":
+                out = F.cross_entropy(h, labels)
+            elif op == "nll":
+                out = F.nll_loss(F.log_softmax(h, 1), labels)
+            elif op == "mse":
+                out = F.mse_loss(h, target)
+            elif op == "l1":
+                out = F.l1_loss(h, target)
+            elif op == "bce":
+                out = F.binary_cross_entropy(torch.sigmoid(h), probs)
+            elif op == "bcel":
+                out = F.binary_cross_entropy_with_logits(h, probs)
+            elif op == "softmax":
+                out = torch.softmax(h, 1)
+            elif op == "logsoftmax":
+                out = torch.log_softmax(h, 1)
+            elif op == "ln":
+                out = F.layer_norm(h, [5], nw, nb)
+                inputs = {"x": x, "w": nw, "b": nb}
+            elif op == "gn":
+                out, inputs = F.group_norm(conv(), 3, cw, cb), {"x": img, "w": cw, "b": cb}
+            elif op == "bn":
+                out = F.batch_norm(conv(), None, None, cw, cb, training=True)
+                inputs = {"x": img, "w": cw, "b": cb}
+            elif op == "relu":
+                out = F.relu(h)
+            elif op == "addf32":
+                out = h + target
+            elif op == "prod":
+                out = h.prod(1)
+            elif op == "cumsum":
+                out = h.cumsum(1)
+            elif op == "norm":
+                out = h.norm(dim=1)
+            elif op == "interp":
+                out = F.interpolate(conv(), scale_factor=2, mode="bilinear")
+                inputs = {"x": img, "w": kw, "b": kb}
+            elif op in ("lstm", "gru"):
+                m = (nn.LSTM if op == "lstm" else nn.GRU)(3, 4).to(T[work]).to(dev)
+                p = layer(m, 0.2)
+                xs = ramp([3, 2, 3], 7, 3.0, 0.4, work)
+                out, _ = m(xs)
+                inputs = {"x": xs, "w": p["weight_ih_l0"], "b": p["bias_hh_l0"]}
+            elif op == "mha":
+                m = nn.MultiheadAttention(4, 2).to(T[work]).to(dev)
+                p = layer(m, 0.3)
+                xs = ramp([3, 2, 4], 7, 3.0, 0.4, work)
+                out, _ = m(xs, xs, xs)
+                inputs = {"x": xs, "w": p["in_proj_weight"], "b": p["out_proj.weight"]}
+            else:
+                raise ValueError(f"unknown amp case {op}")
+        if want == "out":
+            return out.detach()
+        weighted_backward(out)
+        g = inputs[want].grad
+        if g is None:
+            raise ValueError("no gradient")
+        return g
+
+    def scaler_case(w):
+        """Four steps of SGD through a GradScaler (init_scale 1024, growth_interval 2) on one
+        float32 parameter: `clean` steps, `inf` (the second step's gradient overflows),
+        `unscale` (unscale_ and clip_grad_norm_ before each step), `growth` (interval 1):
+        the parameter after each step and the scale after each update, joined."""
+        c = w[1]
+        p = torch.nn.Parameter(ramp([3], 3, 1.0, 0.5, "f32").detach())
+        opt = torch.optim.SGD([p], lr=0.1)
+        scaler = torch.amp.GradScaler(dev.type, init_scale=1024.0, growth_interval=1 if c == "growth" else 2)
+        seen = []
+        for step in range(4):
+            opt.zero_grad()
+            k = torch.tensor([1.0, -2.0, 0.5], device=dev) * (step + 1)
+            if c == "inf" and step == 1:
+                k = torch.tensor([1.0, float("inf"), 0.5], device=dev)
+            loss = (p * p * k).sum()
+            scaler.scale(loss).backward()
+            if c == "unscale":
+                scaler.unscale_(opt)
+                torch.nn.utils.clip_grad_norm_([p], 1.0)
+            scaler.step(opt)
+            scaler.update()
+            seen += [t.item() for t in p.detach().flatten()] + [scaler.get_scale()]
+        return torch.tensor(seen, dtype=torch.float32, device=dev)
+
     def run(w):
         kind, op, d = w[0], w[1], w[2]
+        if kind in ("amp", "amp64"):
+            return amp_case(w)
+        if kind == "scaler":
+            return scaler_case(w)
         if kind == "attn":
             return attn_case(w)
         if kind == "rnn":
@@ -854,8 +1007,42 @@ def tolerance(dtype, device):
     return {"F64": 1e-12, "F32": 2e-6 if device == "cpu" else 1e-5, "F16": 2e-3, "BF16": 1.6e-2}.get(dtype, 0.0)
 
 
-def differs(mine, theirs, device):
-    """None when the results agree, else why not."""
+# One unit in the last place of the lower precision, at 1: what an autocast result may differ
+# by, relative to its largest value, beyond torch's own distance from float64.
+AMP_ULP = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}
+
+
+def amp_reference(line):
+    """The float64 case an `amp` case is measured against (`amp linear bf16 x` ->
+    `amp64 linear f64 x`), or None."""
+    w = line.split()
+    return f"amp64 {w[1]} f64 {w[3]}" if w[0] == "amp" else None
+
+
+def amp_differs(a, b, exact, region):
+    """An autocast result in the lower precision (or float32 from it): both sides round at
+    different steps, so neither is the other's to a few ulps; gpulab's must be as close to
+    the float64 result as torch's is (twice its distance, plus one ulp of the largest value),
+    with NaN and infinities where torch has them."""
+    e = parse(exact)
+    if e is None or e[1] != a[1]:
+        return "no float64 reference"
+    scale = max((abs(v) for v in e[2] if math.isfinite(v)), default=0.0)
+    ours = theirs = 0.0
+    for x, y, z in zip(a[2], b[2], e[2]):
+        if not (math.isfinite(x) and math.isfinite(y)):
+            if not (x == y or (math.isnan(x) and math.isnan(y))):
+                return "values differ"
+            continue
+        ours, theirs = max(ours, abs(x - z)), max(theirs, abs(y - z))
+    if ours > 2 * theirs + AMP_ULP[region] * scale:
+        return f"further from float64 than torch: {ours:.3g} vs {theirs:.3g} (largest value {scale:.3g})"
+    return None
+
+
+def differs(mine, theirs, device, exact=None, region=None):
+    """None when the results agree, else why not. `exact` (with the autocast `region`'s
+    dtype): the float64 result an autocast case is measured against."""
     if mine == "PANIC":
         return "gpulab panicked"
     a, b = parse(mine), parse(theirs)
@@ -863,6 +1050,8 @@ def differs(mine, theirs, device):
         return None if a is None and b is None else "one side is an error"
     if a[:2] != b[:2]:
         return f"dtype/shape {a[0]}{a[1]} vs torch {b[0]}{b[1]}"
+    if exact is not None:
+        return amp_differs(a, b, exact, region)
     tol = tolerance(a[0], device)
     for x, y in zip(a[2], b[2]):
         if x == y or (math.isnan(x) and math.isnan(y)):
@@ -899,7 +1088,8 @@ def main():
     mine = ours(lines, a.exe, a.device)
     bad, known = [], []
     for l in lines:
-        why = differs(mine[l], ref[l], a.device)
+        exact = ref.get(amp_reference(l))
+        why = differs(mine[l], ref[l], a.device, exact, l.split()[2] if exact else None)
         if why:
             (known if l in KNOWN else bad).append((l, why))
     print(f"{len(lines)} cases on {a.device}, torch {version}: {len(lines) - len(bad) - len(known)} agree, "

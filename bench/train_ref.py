@@ -2,7 +2,10 @@
 in PyTorch, trained on random data of the same shapes with the same batch sizes, Adam and
 losses, timed the same way (warm-up steps, then several repetitions; the median step).
 
-    python bench/train_ref.py --threads 2 [--devices cpu,cuda] [--quick] [--only dense,mnist]
+    python bench/train_ref.py --threads 2 [--devices cpu,cuda,cuda-amp] [--quick] [--only dense,mnist]
+
+`cuda-amp` trains on CUDA in mixed precision: forward and loss under torch.autocast (float16),
+the loss scaled by torch.amp.GradScaler.
 
 Prints `threads N` (torch.get_num_threads() after --threads is applied) and one line per
 measurement, `model device seconds_per_step batch`, which the Rust benchmark reads. A device
@@ -55,7 +58,7 @@ def catdog():
 MODELS = {"dense": dense, "mnist": mnist, "catdog": catdog}
 
 
-def step_time(name, dev, reps, warmup):
+def step_time(name, dev, reps, warmup, mixed=False):
     torch.manual_seed(0)
     model, xshape, loss, batch = MODELS[name]()
     model = model.to(dev)
@@ -71,11 +74,15 @@ def step_time(name, dev, reps, warmup):
         lossf = F.binary_cross_entropy_with_logits
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    scaler = torch.amp.GradScaler(dev.type, enabled=mixed)
 
     def step():
         opt.zero_grad()
-        lossf(model(x), y).backward()
-        opt.step()
+        with torch.autocast(dev.type, dtype=torch.float16, enabled=mixed):
+            loss = lossf(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
 
     for _ in range(warmup):
         step()
@@ -102,12 +109,12 @@ def main():
     print(f"threads {torch.get_num_threads()}", flush=True)
     print(f"version {torch.__version__}", flush=True)
     for d in a.devices.split(","):
-        if d == "cuda" and not torch.cuda.is_available():
-            print("torch cuda: skipped: no CUDA device", file=sys.stderr)
+        if d.startswith("cuda") and not torch.cuda.is_available():
+            print(f"torch {d}: skipped: no CUDA device", file=sys.stderr)
             continue
-        dev = torch.device(d)
+        dev = torch.device(d.removesuffix("-amp"))
         for name in a.only.split(","):
-            s, batch = step_time(name, dev, a.reps, a.warmup)
+            s, batch = step_time(name, dev, a.reps, a.warmup, mixed=d.endswith("-amp"))
             print(f"{name} {d} {s:.6g} {batch}", flush=True)
 
 

@@ -52,3 +52,22 @@ def test_the_comparison_catches_what_differs():
     assert parity.differs("ERR ours", "ERR theirs", "cpu") is None
     assert parity.differs("PANIC", "ERR theirs", "cpu") == "gpulab panicked"
     assert parity.differs("I64 [1] [3.0]", "I64 [1] [4.0]", "cpu") == "values differ"
+
+
+def test_an_autocast_result_is_held_to_torchs_distance_from_float64():
+    # amp cases compute in bfloat16/float16 on both sides, rounding at different steps: each
+    # is judged by how far it is from the float64 result, against how far torch's is.
+    assert parity.amp_reference("amp linear bf16 x") == "amp64 linear f64 x"
+    assert parity.amp_reference("amp64 linear f64 x") is None
+    exact = "F64 [3] [1.0, 2.0, 100.0]"
+    torch = "F32 [3] [1.0, 2.0078125, 100.5]"  # 0.5 from float64 at most
+    close = "F32 [3] [1.0078125, 2.0, 100.5]"
+    far = "F32 [3] [1.0, 3.5, 100.0]"  # 1.5 away: beyond 2 x 0.5 + 100 / 256
+    assert parity.differs(close, torch, "cpu", exact, "bf16") is None
+    assert parity.differs(far, torch, "cpu", exact, "bf16").startswith("further from float64 than torch")
+    assert parity.differs("BF16 [3] [1.0, 2.0, 100.0]", torch, "cpu", exact, "bf16").startswith("dtype/shape")
+    assert parity.differs("F32 [3] [nan, 2.0, 100.0]", torch, "cpu", exact, "bf16") == "values differ"
+    # Every amp case has its float64 reference among the cases.
+    cases = set(parity.cases())
+    amp = [c for c in cases if c.startswith("amp ")]
+    assert amp and all(parity.amp_reference(c) in cases for c in amp)

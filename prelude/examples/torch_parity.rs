@@ -1043,8 +1043,175 @@ fn attn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         .ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// An op or a small layer in an `amp::autocast` region of dtype `w[2]` on float32 ramps (see
+/// bench/torch_parity.py's `amp_case`): its result, or the float32 gradient of
+/// `sum(result * w)` for its input (`x`), a weight (`w`) or a bias (`b`). `amp64`: the same
+/// in float64 without a region, the reference both sides are measured against.
+fn amp_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::amp::Autocast;
+    use gpulab::nn::{Module, MultiheadAttention, GRU, LSTM};
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let work = if w[0] == "amp64" { "f64" } else { "f32" };
+    let r = |shape: &[usize], m, off, scale| ramp(shape, m, off, scale, work, dev);
+    let x = r(&[4, 3], 5, 2.0, 0.37)?;
+    let (lw, lb) = (r(&[5, 3], 7, 3.0, 0.29)?, r(&[5], 3, 1.0, 0.41)?);
+    let img = r(&[2, 2, 5, 5], 6, 2.5, 0.3)?;
+    let (kw, kb) = (r(&[3, 2, 3, 3], 5, 2.0, 0.2)?, r(&[3], 3, 1.0, 0.3)?);
+    let (nw, nb) = (r(&[5], 4, 1.0, 0.5)?, r(&[5], 3, 1.0, 0.25)?);
+    let (cw, cb) = (r(&[3], 4, 1.0, 0.5)?, r(&[3], 3, 1.0, 0.25)?);
+    let target = r(&[4, 5], 6, 2.0, 0.3)?.detach();
+    let probs = r(&[4, 5], 5, 0.0, 0.2)?.detach();
+    let labels = Tensor::from_vec(vec![0i64, 4, 2, 1], 4, Device::Cpu)?.to(dev)?;
+    let mut inputs = vec![("x", x.clone()), ("w", lw.clone()), ("b", lb.clone())];
+    let region = Autocast::new(dev).enabled(work == "f32");
+    let region = if work == "f32" {
+        region.dtype(dtype(d))
+    } else {
+        region
+    };
+    let out = region.run(|| -> Result<Tensor, Error> {
+        let h = F::linear(&x, &lw, Some(&lb))?;
+        let conv = || F::conv2d(&img, &kw, Some(&kb), 1, 1, 1, 1);
+        let img_inputs = vec![("x", img.clone()), ("w", kw.clone()), ("b", kb.clone())];
+        Ok(match op {
+            "linear" => h,
+            "matmul" => x.matmul(&lw.t()?)?,
+            "bmm" => {
+                let (a, b) = (r(&[2, 3, 4], 7, 3.0, 0.3)?, r(&[2, 4, 2], 5, 2.0, 0.4)?);
+                inputs = vec![("x", a.clone()), ("w", b.clone())];
+                a.matmul(&b)?
+            }
+            "conv" => {
+                inputs = img_inputs;
+                conv()?
+            }
+            "convT" => {
+                let (t, tw) = (
+                    r(&[1, 2, 3, 3], 5, 2.0, 0.4)?,
+                    r(&[2, 3, 2, 2], 7, 3.0, 0.3)?,
+                );
+                inputs = vec![("x", t.clone()), ("w", tw.clone()), ("b", kb.clone())];
+                F::conv_transpose2d(&t, &tw, Some(&kb), 2, 0, 0, 1, 1)?
+            }
+            "sdpa" => {
+                let (q, k) = (r(&[2, 3, 4], 7, 3.0, 0.3)?, r(&[2, 5, 4], 5, 2.0, 0.4)?);
+                let v = r(&[2, 5, 3], 4, 1.0, 0.5)?;
+                inputs = vec![("x", q.clone()), ("w", k.clone()), ("b", v.clone())];
+                F::scaled_dot_product_attention(&q, &k, &v, None, 0.0, false, None)?
+            }
+            "ce" => F::cross_entropy(&h, &labels)?,
+            "nll" => F::nll_loss(&F::log_softmax(&h, 1)?, &labels)?,
+            "mse" => F::mse_loss(&h, &target)?,
+            "l1" => F::l1_loss(&h, &target)?,
+            "bce" => F::binary_cross_entropy(&h.sigmoid()?, &probs)?,
+            "bcel" => F::binary_cross_entropy_with_logits(&h, &probs)?,
+            "softmax" => h.softmax(1)?,
+            "logsoftmax" => h.log_softmax(1)?,
+            "ln" => {
+                inputs = vec![("x", x.clone()), ("w", nw.clone()), ("b", nb.clone())];
+                F::layer_norm(&h, &[5], Some(&nw), Some(&nb), 1e-5)?
+            }
+            "gn" | "bn" => {
+                inputs = vec![("x", img.clone()), ("w", cw.clone()), ("b", cb.clone())];
+                if op == "gn" {
+                    F::group_norm(&conv()?, 3, Some(&cw), Some(&cb), 1e-5)?
+                } else {
+                    F::batch_norm(&conv()?, None, None, Some(&cw), Some(&cb), true, 0.1, 1e-5)?
+                }
+            }
+            "relu" => h.relu()?,
+            "addf32" => h.add(&target)?,
+            "prod" => h.prod_dim(1)?,
+            "cumsum" => h.cumsum(1)?,
+            "norm" => h.norm_dim(1)?,
+            "interp" => {
+                inputs = img_inputs;
+                F::interpolate(&conv()?, 2.0, "bilinear", false)?
+            }
+            "lstm" | "gru" => {
+                let m: Box<dyn Module> = if op == "lstm" {
+                    Box::new(LSTM::new(3, 4))
+                } else {
+                    Box::new(GRU::new(3, 4))
+                };
+                let params = ramped(m.as_ref(), work, dev, 0.2)?;
+                let xs = r(&[3, 2, 3], 7, 3.0, 0.4)?;
+                let p = |name: &str| params.iter().find(|(n, _)| n == name).unwrap().1.tensor();
+                inputs = vec![
+                    ("x", xs.clone()),
+                    ("w", p("weight_ih_l0")),
+                    ("b", p("bias_hh_l0")),
+                ];
+                m.forward(&xs)?
+            }
+            "mha" => {
+                let m = MultiheadAttention::new(4, 2);
+                let params = ramped(&m, work, dev, 0.3)?;
+                let xs = r(&[3, 2, 4], 7, 3.0, 0.4)?;
+                let p = |name: &str| params.iter().find(|(n, _)| n == name).unwrap().1.tensor();
+                inputs = vec![
+                    ("x", xs.clone()),
+                    ("w", p("in_proj_weight")),
+                    ("b", p("out_proj.weight")),
+                ];
+                m.attend(&xs, &xs, &xs, None, true, None)?.output
+            }
+            _ => panic!("unknown amp case {op:?}"),
+        })
+    })?;
+    if want == "out" {
+        return Ok(out.detach());
+    }
+    weighted_backward(&out)?;
+    inputs
+        .iter()
+        .find(|(n, _)| *n == want)
+        .and_then(|(_, t)| t.grad())
+        .ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
+/// Four SGD steps through a `GradScaler` (see bench/torch_parity.py's `scaler_case`): the
+/// parameter after each step and the scale after each update, joined.
+fn scaler_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::amp::GradScaler;
+    let c = w[1];
+    let p = Parameter::new(ramp(&[3], 3, 1.0, 0.5, "f32", dev)?.detach())?;
+    let mut opt = SGD::new(vec![p.clone()], 0.1);
+    let mut scaler = GradScaler::new()
+        .init_scale(1024.0)
+        .growth_interval(if c == "growth" { 1 } else { 2 });
+    let mut seen = Vec::new();
+    for step in 0..4 {
+        opt.zero_grad();
+        let s = (step + 1) as f32;
+        let mut k = vec![s, -2.0 * s, 0.5 * s];
+        if c == "inf" && step == 1 {
+            k = vec![1.0, f32::INFINITY, 0.5];
+        }
+        let k = Tensor::from_vec(k, 3, Device::Cpu)?.to(dev)?;
+        let w = p.tensor();
+        let loss = w.mul(&w)?.mul(&k)?.sum()?;
+        scaler.scale(&loss)?.backward()?;
+        if c == "unscale" {
+            scaler.unscale_(&opt)?;
+            gpulab::nn::utils::clip_grad_norm_(&[p.clone()], 1.0)?;
+        }
+        scaler.step(&mut opt)?;
+        scaler.update()?;
+        seen.extend(p.tensor().to_f64_vec()?);
+        seen.push(scaler.get_scale());
+    }
+    Tensor::from_vec(seen, vec![16], Device::Cpu)?.to_dtype(DType::F32)
+}
+
 fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (kind, op, d) = (w[0], w[1], w[2]);
+    if kind == "amp" || kind == "amp64" {
+        return amp_case(w, dev);
+    }
+    if kind == "scaler" {
+        return scaler_case(w, dev);
+    }
     if kind == "attn" {
         return attn_case(w, dev);
     }

@@ -17,7 +17,11 @@
 //! `python3`, and torch's thread count set to rayon's. The ratio is gpulab / torch, so above 1
 //! means gpulab is faster. `--parts` also prints gpulab's median forward+loss, backward and
 //! optimizer times per model (on stderr). Rows for CUDA say "skipped: no CUDA device" without one.
+//! On a GPU the `cuda-amp` rows train the same models in mixed precision on both sides: the
+//! forward pass and the loss in an autocast region (float16), the loss scaled by a GradScaler
+//! (`amp::autocast` / `amp::GradScaler` here, `torch.autocast` / `torch.amp.GradScaler` there).
 
+use gpulab::amp::{self, GradScaler};
 use gpulab::nn::{self, Module};
 use gpulab::optim::Adam;
 use gpulab::{cuda, manual_seed, Device, Tensor, F};
@@ -81,6 +85,7 @@ fn build(name: &str) -> (nn::Sequential, Vec<usize>, usize, &'static str) {
 fn ours(
     name: &str,
     dev: Device,
+    mixed: bool,
     reps: usize,
     warmup: usize,
     parts: bool,
@@ -101,27 +106,31 @@ fn ours(
         }
     };
     let mut opt = Adam::new(model.parameters(), 1e-3);
+    let mut scaler = GradScaler::new().enabled(mixed);
     // With --parts, the median time of each phase as well (synchronised between phases).
     let mut phases: [Vec<f64>; 3] = Default::default();
     let mut step = |record: bool| -> gpulab::error::Result<()> {
         let t0 = Instant::now();
         opt.zero_grad();
-        let out = model.forward(&x)?;
-        let l = match loss {
-            "mse" => F::mse_loss(&out, &y)?,
-            "ce" => F::cross_entropy(&out, &y)?,
-            _ => F::binary_cross_entropy_with_logits(&out, &y)?,
-        };
+        let l = amp::Autocast::new(dev).enabled(mixed).run(|| {
+            let out = model.forward(&x)?;
+            match loss {
+                "mse" => F::mse_loss(&out, &y),
+                "ce" => F::cross_entropy(&out, &y),
+                _ => F::binary_cross_entropy_with_logits(&out, &y),
+            }
+        })?;
         if parts {
             cuda::synchronize(dev)?;
         }
         let t1 = Instant::now();
-        l.backward()?;
+        scaler.scale(&l)?.backward()?;
         if parts {
             cuda::synchronize(dev)?;
         }
         let t2 = Instant::now();
-        opt.step()?;
+        scaler.step(&mut opt)?;
+        scaler.update()?;
         if parts && record {
             cuda::synchronize(dev)?;
             let t3 = Instant::now();
@@ -272,12 +281,14 @@ fn main() {
     let mut devices = vec![("cpu", Device::Cpu)];
     if gpu {
         devices.push(("cuda", Device::Cuda(0)));
+        devices.push(("cuda-amp", Device::Cuda(0)));
     }
     let mut mine: HashMap<(String, String), Result<(f64, usize), String>> = HashMap::new();
     for (dname, dev) in &devices {
         for m in &only {
             eprint!("gpulab {m} on {dname} ... ");
-            let r = ours(m, *dev, reps, warmup, parts).map_err(|e| e.to_string());
+            let mixed = dname.ends_with("-amp");
+            let r = ours(m, *dev, mixed, reps, warmup, parts).map_err(|e| e.to_string());
             match &r {
                 Ok((s, _)) => eprintln!("{:.1} ms/step", s * 1e3),
                 Err(e) => eprintln!("failed: {e}"),
@@ -302,13 +313,13 @@ fn main() {
         Err(e) => println!("{e}"),
     }
     println!(
-        "\n{:<8} {:<5} {:>6} | {:>12} {:>10} | {:>12} {:>10} | {:>12}",
+        "\n{:<8} {:<8} {:>6} | {:>12} {:>10} | {:>12} {:>10} | {:>12}",
         "model", "dev", "batch", "gpulab ms", "samples/s", "torch ms", "samples/s", "gpulab/torch"
     );
-    for dname in ["cpu", "cuda"] {
+    for dname in ["cpu", "cuda", "cuda-amp"] {
         for m in &only {
-            if dname == "cuda" && !gpu {
-                println!("{m:<8} {dname:<5} skipped: no CUDA device");
+            if dname != "cpu" && !gpu {
+                println!("{m:<8} {dname:<8} skipped: no CUDA device");
                 continue;
             }
             let key = (m.to_string(), dname.to_string());
@@ -335,7 +346,7 @@ fn main() {
                 _ => "-".into(),
             };
             println!(
-                "{m:<8} {dname:<5} {batch:>6} | {ours_ms:>12} {ours_sps:>10} | {t_ms:>12} \
+                "{m:<8} {dname:<8} {batch:>6} | {ours_ms:>12} {ours_sps:>10} | {t_ms:>12} \
                  {t_sps:>10} | {ratio:>12}"
             );
         }

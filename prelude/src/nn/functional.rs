@@ -79,6 +79,11 @@ impl Tensor {
         }
         float_input(self, "log_softmax")?;
         let d = resolve(dim, self.rank(), "log_softmax")?;
+        // Halves in float32, rounded once (torch's kernels accumulate in float32 too): the
+        // composed steps rounded each in float16 put the gradient several units off.
+        if let Some(y) = in_float32(self, &[], |x, _| x.log_softmax(dim)) {
+            return y;
+        }
         if self.numel() == 0 {
             // Nothing to normalise (and no max of an empty slice): an empty result, linked to
             // the input for autograd, as torch's.
@@ -145,6 +150,9 @@ impl Tensor {
             return r;
         }
         float_input(self, "softmax")?;
+        if let Some(y) = in_float32(self, &[], |x, _| x.softmax(dim)) {
+            return y;
+        }
         self.log_softmax(dim)?.exp()
     }
 }
