@@ -1194,7 +1194,7 @@ fn scaler_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         scaler.scale(&loss)?.backward()?;
         if c == "unscale" {
             scaler.unscale_(&opt)?;
-            gpulab::nn::utils::clip_grad_norm_(&[p.clone()], 1.0)?;
+            gpulab::nn::utils::clip_grad_norm_(std::slice::from_ref(&p), 1.0)?;
         }
         scaler.step(&mut opt)?;
         scaler.update()?;
