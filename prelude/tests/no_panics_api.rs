@@ -497,6 +497,68 @@ fn odd_input_anywhere_in_the_prelude_is_an_error_not_a_panic() {
         Ok::<_, Error>(a.differences(&b).len())
     });
 
+    // Mixed precision.
+    p.run("autocast in float64", || {
+        amp::Autocast::new(CPU)
+            .dtype(DType::F64)
+            .run(|| x(&[2, 2]).matmul(&x(&[2, 2])))
+    });
+    p.run("autocast in int64", || {
+        amp::Autocast::new(CPU)
+            .dtype(DType::I64)
+            .run(|| Linear::new(3, 2).forward(&x(&[2, 3])))
+    });
+    p.run("autocast of mismatched matmul", || {
+        amp::autocast(CPU, || x(&[2, 3]).matmul(&x(&[2, 3])))
+    });
+    p.run("autocast of an int64 matmul with a float one", || {
+        amp::autocast(CPU, || {
+            Tensor::zeros_dtype([2, 2], DType::I64, CPU)?.matmul(&x(&[2, 2]))
+        })
+    });
+    p.run("autocast of a loss on int64 input", || {
+        amp::autocast(CPU, || {
+            F::mse_loss(&Tensor::zeros_dtype([3], DType::I64, CPU)?, &x(&[3]))
+        })
+    });
+    p.run("autocast of an empty conv", || {
+        amp::autocast(CPU, || Conv2d::new(1, 2, 3).forward(&x(&[0, 1, 5, 5])))
+    });
+    p.run("autocast of an LSTM on bad input", || {
+        amp::autocast(CPU, || nn::LSTM::new(3, 4).forward(&x(&[2, 5])))
+    });
+    for (name, scale) in [
+        ("NaN", f64::NAN),
+        ("0", 0.0),
+        ("inf", f64::INFINITY),
+        ("-1", -1.0),
+    ] {
+        p.run(&format!("GradScaler with scale {name}"), || {
+            let w = nn::Parameter::new(x(&[2])).unwrap();
+            let mut opt = SGD::new(vec![w.clone()], 0.1);
+            let mut s = amp::GradScaler::new().init_scale(scale).growth_interval(0);
+            s.scale(&w.tensor().sum()?)?.backward()?;
+            s.step(&mut opt)?;
+            s.update()?;
+            s.update_to(f64::NAN);
+            Ok::<_, Error>(s.get_scale())
+        });
+    }
+    p.run("GradScaler with no gradients", || {
+        let w = nn::Parameter::new(x(&[2])).unwrap();
+        let mut opt = Adam::new(vec![w], 0.1);
+        let mut s = amp::GradScaler::new();
+        s.step(&mut opt)?;
+        s.update()
+    });
+    p.run("GradScaler on an int64 loss and an empty one", || {
+        let s = amp::GradScaler::new();
+        (
+            s.scale(&Tensor::zeros_dtype([2], DType::I64, CPU).unwrap()),
+            s.scale(&x(&[0])),
+        )
+    });
+
     // Timing and progress.
     p.run("bench with 0 repeats", || {
         Bench::new("b").warmup(0).repeats(0).run(|| 1).summary()
