@@ -63,7 +63,7 @@ NORMS = "bn2d_train bn1d_train bn1d3_train bn2d_eval ln ln2 gn gn1 gn3d".split()
 GRAD_BINARY = "add sub mul div pow maximum minimum".split()
 # Mixed precision: an op or a layer in an autocast region (bf16 or f16) on float32 inputs and
 # weights (amp_case), and GradScaler's steps (scaler_case).
-AMP = ("linear matmul bmm conv convT sdpa ce nll mse l1 bce bcel softmax logsoftmax ln gn bn relu "
+AMP = ("linear matmul dot bmm conv convT sdpa ce nll mse l1 bce bcel softmax logsoftmax ln gn bn relu "
        "addf32 prod cumsum norm interp lstm gru mha").split()
 SCALERS = "clean inf unscale growth".split()
 GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var std var_dim std_dim".split()
@@ -806,6 +806,8 @@ def torch_results(lines, device):
                 out = h
             elif op == "matmul":
                 out = x @ lw.t()
+            elif op == "dot":
+                out = torch.dot(x[0], x[1])
             elif op == "bmm":
                 a, b = ramp([2, 3, 4], 7, 3.0, 0.3, work), ramp([2, 4, 2], 5, 2.0, 0.4, work)
                 out, inputs = a @ b, {"x": a, "w": b}

@@ -1076,6 +1076,7 @@ fn amp_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         Ok(match op {
             "linear" => h,
             "matmul" => x.matmul(&lw.t()?)?,
+            "dot" => x.select(0, 0)?.dot(&x.select(0, 1)?)?,
             "bmm" => {
                 let (a, b) = (r(&[2, 3, 4], 7, 3.0, 0.3)?, r(&[2, 4, 2], 5, 2.0, 0.4)?);
                 inputs = vec![("x", a.clone()), ("w", b.clone())];

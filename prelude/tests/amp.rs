@@ -50,6 +50,9 @@ fn a_cpu_region_runs_matrix_products_in_bfloat16_and_losses_in_float32() {
             assert_eq!(d.matmul(&d.t().unwrap()).unwrap().dtype(), DType::F64);
             let i = Tensor::from_vec(vec![1i64, 2, 3, 4], (2, 2), CPU).unwrap();
             assert_eq!(i.matmul(&i).unwrap().dtype(), DType::I64);
+            // torch lowers matmul, not dot (computed here as a matmul).
+            let v = x.select(0, 1).unwrap();
+            assert_eq!(v.dot(&v).unwrap().dtype(), DType::F32, "dot");
         });
         assert!(!amp::is_autocast_enabled(CPU), "the region closed");
         assert_eq!(

@@ -228,7 +228,9 @@ impl Tensor {
                 other.dtype()
             )));
         }
-        self.matmul(other)
+        // torch's `dot` is not among the ops autocast lowers: a product of vectors stays in
+        // its dtype inside a region, although it is computed here as a matmul.
+        super::autocast::suspended(|| self.matmul(other))
     }
 
     /// This tensor tiled `repeats[i]` times along each dimension, as torch's `repeat` (a
