@@ -517,6 +517,14 @@ def summary_md(res):
             err = f"; error: {r['error'][:300]}" if r.get("error") else ""
             note = f"; {r['note']}" if r.get("note") else ""
             lines.append(f"- {k} benchmark: {done}, {figures} figures (logs/bench-{k}.stdout){note}{err}")
+        t = b.get("train")
+        if t:
+            done = f"status {t.get('status')}, {t.get('seconds')} s" if "seconds" in t else t.get("status")
+            err = f"; error: {t['error'][:300]}" if t.get("error") else ""
+            lines.append(f"- train benchmark (samples/s beside torch): {done} (logs/bench-train.stdout){err}")
+            table = t.get("table", "")
+            if "model " in table:
+                lines += ["", "```", *table[table.index("model "):].rstrip().splitlines(), "```"]
     nbs = res.get("notebooks")
     if nbs:
         lines += ["", "## Notebooks", ""]

@@ -187,3 +187,17 @@ def test_save_only_refuses_without_results_or_machine(tmp_path, monkeypatch, cap
     monkeypatch.setattr(sys, "argv", ["run", str(tmp_path), "--save-only", "--save", "bad/name"])
     (tmp_path / "gpu-results.json").write_text("{}")
     assert run.main() == 2
+
+
+def test_the_summary_shows_the_training_table():
+    table = ("torch 2.11.0 with 16 threads\n\nmodel    dev       batch |    gpulab ms  samples/s |     torch ms"
+             "  samples/s | gpulab/torch\nmnist    cuda-amp     64 |          2.0    32000.0 |          1.0"
+             "    64000.0 |        0.50x\n")
+    res = {"machine": {}, "probe": {}, "pack": {"commit": "abc"},
+           "bench": {"summary": run.bench_summary({}), "train": {"status": 0, "seconds": 12.5, "results": [],
+                                                             "table": table}}}
+    md = run.summary_md(res)
+    assert "- train benchmark (samples/s beside torch): status 0, 12.5 s" in md
+    assert "mnist    cuda-amp     64 |" in md and md.count("```") == 2
+    res["bench"]["train"] = {"status": "not run: out of time"}
+    assert "- train benchmark (samples/s beside torch): not run: out of time" in run.summary_md(res)
