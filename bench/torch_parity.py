@@ -64,7 +64,8 @@ GRAD_BINARY = "add sub mul div pow maximum minimum".split()
 # Mixed precision: an op or a layer in an autocast region (bf16 or f16) on float32 inputs and
 # weights (amp_case), and GradScaler's steps (scaler_case).
 AMP = ("linear matmul dot bmm conv convT sdpa ce nll mse l1 bce bcel softmax logsoftmax ln gn bn relu "
-       "addf32 prod cumsum norm interp lstm gru mha").split()
+       "addf32 prod cumsum norm interp lstm gru mha exp log pow square sum mean var elu mish "
+       "avgpool").split()
 SCALERS = "clean inf unscale growth".split()
 GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var std var_dim std_dim".split()
 
@@ -854,6 +855,27 @@ def torch_results(lines, device):
                 out = h.cumsum(1)
             elif op == "norm":
                 out = h.norm(dim=1)
+            elif op == "exp":
+                out = torch.exp(h)
+            elif op == "log":
+                out = torch.log(h.abs() + 1)
+            elif op == "pow":
+                out = torch.pow(h, 3)
+            elif op == "square":
+                out = torch.square(h)
+            elif op == "sum":
+                out = h.sum(1)
+            elif op == "mean":
+                out = h.mean(1)
+            elif op == "var":
+                out = h.var(1)
+            elif op == "elu":
+                out = F.elu(h)
+            elif op == "mish":
+                out = F.mish(h)
+            elif op == "avgpool":
+                out = F.avg_pool2d(conv(), 2)
+                inputs = {"x": img, "w": kw, "b": kb}
             elif op == "interp":
                 out = F.interpolate(conv(), scale_factor=2, mode="bilinear")
                 inputs = {"x": img, "w": kw, "b": kb}

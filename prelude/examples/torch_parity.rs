@@ -1125,6 +1125,19 @@ fn amp_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             "prod" => h.prod_dim(1)?,
             "cumsum" => h.cumsum(1)?,
             "norm" => h.norm_dim(1)?,
+            "exp" => h.exp()?,
+            "log" => h.abs()?.add(1.0)?.log()?,
+            "pow" => h.pow(3)?,
+            "square" => h.square()?,
+            "sum" => h.sum_dim(1)?,
+            "mean" => h.mean_dim(1)?,
+            "var" => h.var_dim(1)?,
+            "elu" => F::elu(&h, 1.0)?,
+            "mish" => F::mish(&h)?,
+            "avgpool" => {
+                inputs = img_inputs;
+                F::avg_pool2d(&conv()?, 2, 2, 0, false, true)?
+            }
             "interp" => {
                 inputs = img_inputs;
                 F::interpolate(&conv()?, 2.0, "bilinear", false)?

@@ -106,6 +106,14 @@ pub fn get_autocast_dtype(device: Device) -> DType {
     state::region(device).unwrap_or_else(|| state::default_dtype(device))
 }
 
+/// Runs `f` with the CPU's autocast regions applying CUDA's op lists instead of the CPU's
+/// (softmax, layer normalisation, `exp`, `log`, `pow`, `sum`, ... in float32 too), so what a
+/// CUDA region does to each op can be seen, taught and tested on a machine without a GPU.
+/// The precision chosen is the only change: the CPU still computes.
+pub fn with_cuda_lists<T>(f: impl FnOnce() -> T) -> T {
+    state::with_cuda_lists(f)
+}
+
 /// Where an optimizer is in the scaler's iteration (torch's `OptState`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {

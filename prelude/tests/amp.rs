@@ -105,6 +105,85 @@ fn gradients_reach_the_float32_parameters_in_float32() {
 }
 
 #[test]
+fn cudas_lists_run_the_range_hungry_ops_in_float32_and_keep_the_rest() {
+    // CUDA's lists applied to a CPU region (amp::with_cuda_lists), in float16 as on CUDA: what
+    // torch's CUDA autocast gives for each op.
+    fork_rng(4, || {
+        let lin = nn::Linear::new(3, 5);
+        let conv = nn::Conv2d::new(2, 3, 3);
+        let x = ramp(&[4, 3], 0.25);
+        let img = ramp(&[2, 2, 6, 6], 0.5);
+        let labels = Tensor::from_vec(vec![0i64, 2, 1, 4], 4, CPU).unwrap();
+        amp::with_cuda_lists(|| {
+            Autocast::new(CPU).dtype(DType::F16).run(|| {
+                let h = lin.forward(&x).unwrap();
+                let c = conv.forward(&img).unwrap();
+                assert_eq!((h.dtype(), c.dtype()), (DType::F16, DType::F16));
+                let pos = h.abs().unwrap().add(1.0).unwrap();
+                let f32_ops = [
+                    ("exp", h.exp()),
+                    ("expm1", h.expm1()),
+                    ("log", pos.log()),
+                    ("log1p", pos.log1p()),
+                    ("reciprocal", pos.reciprocal()),
+                    ("rsqrt", pos.rsqrt()),
+                    ("pow", h.pow(2)),
+                    ("pow tensor", h.pow(&pos)),
+                    ("square", h.square()),
+                    ("sum", h.sum()),
+                    ("sum_dim", h.sum_dim(1)),
+                    ("prod", h.prod_dim(1)),
+                    ("cumsum", h.cumsum(1)),
+                    ("norm", h.norm_dim(1)),
+                    ("softmax", h.softmax(1)),
+                    ("log_softmax", h.log_softmax(1)),
+                    ("softplus", h.softplus()),
+                    ("layer_norm", F::layer_norm(&h, &[5], None, None, 1e-5)),
+                    ("group_norm", F::group_norm(&c, 3, None, None, 1e-5)),
+                    ("normalize", F::normalize(&h, 1)),
+                    ("cross_entropy", F::cross_entropy(&h, &labels)),
+                    ("interpolate", F::interpolate(&c, 2.0, "nearest", false)),
+                ];
+                for (name, r) in f32_ops {
+                    assert_eq!(r.unwrap().dtype(), DType::F32, "{name}");
+                }
+                // One op each in torch and on no list, though gpulab composes them from
+                // listed ones (sums, expm1, softplus): they keep float16.
+                let kept = [
+                    ("mean", h.mean()),
+                    ("mean_dim", h.mean_dim(0)),
+                    ("var", h.var()),
+                    ("std_dim", h.std_dim(1)),
+                    ("elu", F::elu(&h, 1.0)),
+                    ("mish", F::mish(&h)),
+                    ("gelu", h.gelu()),
+                    ("sigmoid", h.sigmoid()),
+                    ("relu", h.relu()),
+                    ("avg_pool2d", F::avg_pool2d(&c, 2, 2, 0, false, true)),
+                    ("adaptive_avg_pool2d", F::adaptive_avg_pool2d(&c, (1, 1))),
+                    ("max_pool2d", F::max_pool2d(&c, 2, 2, 0, 1, false)),
+                    ("batch_norm", nn::BatchNorm2d::new(3).forward(&c)),
+                    ("dot", h.select(0, 0).unwrap().dot(&h.select(0, 1).unwrap())),
+                ];
+                for (name, r) in kept {
+                    assert_eq!(r.unwrap().dtype(), DType::F16, "{name}");
+                }
+                let e = F::binary_cross_entropy(&h.sigmoid().unwrap(), &h.sigmoid().unwrap())
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains("unsafe to autocast"), "{e}");
+            });
+        });
+        // Outside with_cuda_lists, the CPU's lists again.
+        amp::autocast(CPU, || {
+            let h = lin.forward(&x).unwrap();
+            assert_eq!(h.exp().unwrap().dtype(), DType::BF16);
+            assert_eq!(h.sum().unwrap().dtype(), DType::BF16);
+        });
+    });
+}
+
+#[test]
 fn regions_nest_disable_and_take_a_dtype() {
     let x = ramp(&[3, 3], 1.0);
     Autocast::new(CPU).dtype(DType::F16).run(|| {

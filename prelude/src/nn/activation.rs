@@ -6,12 +6,18 @@
 
 use super::{py_float, Module};
 use crate::error::{Error, Result};
+use crate::tensor::autocast::unlisted;
 use crate::tensor::{DType, Tensor};
 
 /// `x` where `x > 0`, else `alpha * (exp(x) - 1)` (torch's `F.elu`); a NaN passes through
 /// with gradient 1, as torch's (its rule tests `x <= 0`).
 pub fn elu(x: &Tensor, alpha: f64) -> Result<Tensor> {
     super::functional::float_input(x, "elu")?;
+    // One op in torch, on no autocast list: its expm1 keeps the input's dtype.
+    unlisted(x, || elu_body(x, alpha))
+}
+
+fn elu_body(x: &Tensor, alpha: f64) -> Result<Tensor> {
     // The exponential sees x only where x <= 0 (0 elsewhere, NaN included): the branch not
     // taken never overflows or turns NaN, so its zero gradient stays 0 (0 * inf is NaN).
     let le0 = x.le(0.0)?;
@@ -57,7 +63,7 @@ pub fn relu6(x: &Tensor) -> Result<Tensor> {
 
 /// `x * tanh(softplus(x))` (torch's `F.mish`).
 pub fn mish(x: &Tensor) -> Result<Tensor> {
-    x.mul(&x.softplus()?.tanh()?)
+    unlisted(x, || x.mul(&x.softplus()?.tanh()?))
 }
 
 /// torch's `nn.ELU(alpha=1.0)`.

@@ -7,7 +7,7 @@ use super::functional::{float_input, in_float32};
 use super::{py_float, same_device, weight_and_bias, Module, Parameter};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
-use crate::tensor::autocast::{autocast, AmpOp};
+use crate::tensor::autocast::{autocast, unlisted, AmpOp};
 use crate::tensor::{DType, Shape, Tensor};
 
 /// `x` summed over every dimension in `dims` (ascending), each kept with size 1.
@@ -38,6 +38,32 @@ fn per_channel(t: &Tensor, rank: usize) -> Result<Tensor> {
 /// move towards them by `momentum`, the variance unbiased); otherwise the running ones do.
 #[allow(clippy::too_many_arguments)]
 pub fn batch_norm(
+    x: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<Tensor> {
+    // One op in torch, on no autocast list: its sums keep the input's dtype.
+    unlisted(x, || {
+        batch_norm_body(
+            x,
+            running_mean,
+            running_var,
+            weight,
+            bias,
+            training,
+            momentum,
+            eps,
+        )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn batch_norm_body(
     x: &Tensor,
     running_mean: Option<&Tensor>,
     running_var: Option<&Tensor>,

@@ -6,6 +6,7 @@ use super::conv::Size2;
 use super::functional::{float_input, in_float32};
 use super::windows::{nchw, window_count, window_indices, WindowKey, WindowKind};
 use crate::error::{Error, Result};
+use crate::tensor::autocast::unlisted;
 use crate::tensor::host_mem::{checked_numel, host_room};
 use crate::tensor::{DType, PoolGeom, Tensor};
 use crate::Device;
@@ -244,7 +245,10 @@ pub fn avg_pool2d(
             .to(x.device())?;
         windows.sum_dim(1)?.reshape((n, c, oh, ow))?.div(&divisors)
     };
-    in_float32(x, &[], |x, _| pool(x)).unwrap_or_else(|| pool(x))
+    // One op in torch, on no autocast list: its sums keep the input's dtype.
+    unlisted(x, || {
+        in_float32(x, &[], |x, _| pool(x)).unwrap_or_else(|| pool(x))
+    })
 }
 
 /// Mean over windows that split each `[H, W]` plane into an `output_size` grid (torch's
@@ -312,5 +316,8 @@ pub fn adaptive_avg_pool2d(x: &Tensor, output_size: (usize, usize)) -> Result<Te
             .sum_dim(2)?;
         sums.div(&sizes)?.reshape((n, c, oh, ow))
     };
-    in_float32(x, &[], |x, _| pool(x)).unwrap_or_else(|| pool(x))
+    // One op in torch, on no autocast list: its sums keep the input's dtype.
+    unlisted(x, || {
+        in_float32(x, &[], |x, _| pool(x)).unwrap_or_else(|| pool(x))
+    })
 }

@@ -11,6 +11,11 @@ use crate::Device;
 /// `clip_grad_norm_`: the scale is `max_norm / (norm + 1e-6)`, applied only when below 1).
 /// Parameters without a gradient are left alone; with none, the norm is 0.
 pub fn clip_grad_norm_(parameters: &[Parameter], max_norm: f64) -> Result<Tensor> {
+    // The gradients are float32 whatever a region says (torch's norm of them is too).
+    crate::tensor::autocast::suspended(|| clip_grad_norm_body(parameters, max_norm))
+}
+
+fn clip_grad_norm_body(parameters: &[Parameter], max_norm: f64) -> Result<Tensor> {
     no_grad(|| {
         let grads: Vec<(Parameter, Tensor)> = parameters
             .iter()

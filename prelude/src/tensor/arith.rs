@@ -4,7 +4,7 @@
 //! Each method checks shapes, promotes dtypes (torch's rules, see `dtype::promote`) and
 //! makes one call into `Storage`, which picks the backend.
 
-use super::autocast::{autocast1, autocast2, AmpOp};
+use super::autocast::{autocast, autocast1, autocast2, unlisted, AmpOp};
 use super::cpu_backend::CpuStorage;
 use super::dtype::{promote, promote_scalar, DType};
 use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
@@ -20,6 +20,7 @@ use std::ops;
 /// The right-hand side of an arithmetic method: a tensor or a scalar, so that `a.mul(&b)`,
 /// `a.mul(2.0)` and `a.add(1)` all work. A float scalar makes an integer tensor's result
 /// float32; an integer scalar keeps the tensor's dtype (torch's rule for Python scalars).
+#[derive(Clone, Copy)]
 pub enum Operand<'a> {
     Tensor(&'a Tensor),
     Scalar(f64),
@@ -260,7 +261,21 @@ impl Tensor {
         self.minimum(max)
     }
     pub fn pow<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(rhs.into(), BinaryOp::Pow)
+        let rhs = rhs.into();
+        let exponent = match rhs {
+            Operand::Tensor(t) => Some(t),
+            _ => None,
+        };
+        if let Some(r) = autocast(AmpOp::Pow, "pow", &[Some(self), exponent], |t| {
+            let base = t[0].as_ref().expect("the base");
+            match &t[1] {
+                Some(e) => base.binary(e.into(), BinaryOp::Pow),
+                None => base.binary(rhs, BinaryOp::Pow),
+            }
+        }) {
+            return r;
+        }
+        self.binary(rhs, BinaryOp::Pow)
     }
 
     /// `true` where the element is zero (`false`), as a bool tensor: torch's `logical_not`,
@@ -286,6 +301,9 @@ impl Tensor {
         self.unary(UnaryOp::Abs)
     }
     pub fn exp(&self) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Exp, "exp", self, |x| x.exp()) {
+            return r;
+        }
         self.unary(UnaryOp::Exp)
     }
     pub fn sqrt(&self) -> Result<Tensor> {
@@ -295,6 +313,9 @@ impl Tensor {
         self.unary(UnaryOp::Relu)
     }
     pub fn log(&self) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Log, "log", self, |x| x.log()) {
+            return r;
+        }
         self.unary(UnaryOp::Log)
     }
     pub fn tanh(&self) -> Result<Tensor> {
@@ -311,10 +332,16 @@ impl Tensor {
     }
     /// `ln(1 + x)`, exact for small `x` (where `(1 + x).log()` rounds to 0), as torch's.
     pub fn log1p(&self) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Log1p, "log1p", self, |x| x.log1p()) {
+            return r;
+        }
         self.unary(UnaryOp::Log1p)
     }
     /// `exp(x) - 1`, exact for small `x`, as torch's.
     pub fn expm1(&self) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Expm1, "expm1", self, |x| x.expm1()) {
+            return r;
+        }
         self.unary(UnaryOp::Expm1)
     }
     /// The error function, `2/sqrt(pi) * integral of exp(-t^2) from 0 to x`, as torch's.
@@ -375,14 +402,23 @@ impl Tensor {
 
     /// Sum of all elements, as a 0-dimensional tensor (`.item()` gives the number).
     pub fn sum(&self) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Sum, "sum", self, |x| x.sum()) {
+            return r;
+        }
         self.reduce_all(ReduceOp::Sum)
     }
     /// Sum along `dim` (negative counts from the end), which disappears from the shape.
     pub fn sum_dim(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Sum, "sum", self, |x| x.sum_dim(dim)) {
+            return r;
+        }
         self.reduce_dim(ReduceOp::Sum, dim, false)
     }
     /// Sum along `dim`, which stays in the shape with size 1.
     pub fn sum_keepdim(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Sum, "sum", self, |x| x.sum_keepdim(dim)) {
+            return r;
+        }
         self.reduce_dim(ReduceOp::Sum, dim, true)
     }
     /// Product of all elements, a 0-d tensor (1 for an empty tensor; integers and bools give
@@ -424,18 +460,18 @@ impl Tensor {
     /// Variance of all elements with torch's default correction (divides by n - 1, so one
     /// element or none gives NaN), a 0-d tensor.
     pub fn var(&self) -> Result<Tensor> {
-        self.variance("var", None)
+        unlisted(self, || self.variance("var", None))
     }
     /// Variance along `dim` (n - 1 in the denominator), which disappears from the shape.
     pub fn var_dim(&self, dim: isize) -> Result<Tensor> {
-        self.variance("var", Some(dim))
+        unlisted(self, || self.variance("var", Some(dim)))
     }
     /// Standard deviation, `var().sqrt()` (torch's `std`, corrected as `var`).
     pub fn std(&self) -> Result<Tensor> {
-        self.variance("std", None)?.sqrt()
+        unlisted(self, || self.variance("std", None)?.sqrt())
     }
     pub fn std_dim(&self, dim: isize) -> Result<Tensor> {
-        self.variance("std", Some(dim))?.sqrt()
+        unlisted(self, || self.variance("std", Some(dim))?.sqrt())
     }
     /// `sum((x - mean)^2) / (n - 1)`, over everything or along one dimension; two passes, as
     /// torch's, so a large mean does not swallow the spread. The gradient is torch's closed
@@ -463,13 +499,13 @@ impl Tensor {
     /// Mean of all elements, a 0-d tensor; NaN for an empty tensor (0/0), as in torch.
     pub fn mean(&self) -> Result<Tensor> {
         self.float_only("mean")?;
-        self.sum()?.mul(1.0 / self.numel() as f64)
+        unlisted(self, || self.sum()?.mul(1.0 / self.numel() as f64))
     }
     /// Mean along `dim`; NaN where that dimension has size 0, as in torch.
     pub fn mean_dim(&self, dim: isize) -> Result<Tensor> {
         self.float_only("mean")?;
         let len = self.shape()[resolve_dim(dim, self.rank())?];
-        self.sum_dim(dim)?.mul(1.0 / len as f64)
+        unlisted(self, || self.sum_dim(dim)?.mul(1.0 / len as f64))
     }
     /// Largest element (NaN if any element is NaN, as in torch).
     pub fn max(&self) -> Result<Tensor> {

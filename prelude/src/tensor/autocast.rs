@@ -10,8 +10,10 @@
 //! the forward pass chose).
 //!
 //! The op lists are torch's (`aten/src/ATen/autocast_mode.{h,cpp}`), for the ops gpulab has.
-//! What torch's CUDA list also runs in float32 but gpulab does not (yet): the element-wise
-//! `exp`, `log`, `pow`, `reciprocal`, `rsqrt`, ... and `sum`, which keep their input's dtype.
+//! The element-wise ops and `sum` on CUDA's float32 list are listed here too, so the functions
+//! gpulab composes from them (a mean is a sum, ELU an `expm1`, average pooling a sum) run their
+//! bodies suspended when torch has them as one unlisted op: they keep their input's dtype, as
+//! torch's.
 
 use super::{DType, Tensor};
 use crate::device::Device;
@@ -48,6 +50,14 @@ pub(crate) enum AmpOp {
     Norm,
     Cumsum,
     Cumprod,
+    Exp,
+    Expm1,
+    Log,
+    Log1p,
+    Reciprocal,
+    Rsqrt,
+    Pow,
+    Sum,
     // float32 on the CPU; refused on CUDA, as torch refuses it.
     BinaryCrossEntropy,
 }
@@ -71,9 +81,36 @@ pub(crate) fn policy(op: AmpOp, cuda: bool) -> Option<Cast> {
         MseLoss | L1Loss | SmoothL1Loss | HuberLoss | NllLoss | CrossEntropy | BceWithLogits
         | Prod => Some(Cast::Float32),
         Softmax | LogSoftmax | LayerNorm | GroupNorm | CosineSimilarity | Softplus
-        | Interpolate | Norm | Cumsum | Cumprod => cuda.then_some(Cast::Float32),
-        BinaryCrossEntropy => Some(if cuda { Cast::Refuse } else { Cast::Float32 }),
+        | Interpolate | Norm | Cumsum | Cumprod | Exp | Expm1 | Log | Log1p | Reciprocal
+        | Rsqrt | Pow | Sum => (cuda || cuda_lists()).then_some(Cast::Float32),
+        BinaryCrossEntropy => Some(if cuda || cuda_lists() {
+            Cast::Refuse
+        } else {
+            Cast::Float32
+        }),
     }
+}
+
+thread_local! {
+    /// Tests only (`amp::with_cuda_lists`): CPU regions apply CUDA's lists, so what CUDA's
+    /// lists do can be checked on a machine without a GPU.
+    static CUDA_LISTS: Cell<bool> = const { Cell::new(false) };
+}
+
+fn cuda_lists() -> bool {
+    CUDA_LISTS.with(|c| c.get())
+}
+
+/// Runs `f` with CPU regions applying CUDA's op lists (see `amp::with_cuda_lists`).
+pub(crate) fn with_cuda_lists<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CUDA_LISTS.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(CUDA_LISTS.with(|c| c.replace(true)));
+    f()
 }
 
 /// The lower-precision dtype a new region uses unless it names one (torch's defaults).
@@ -199,6 +236,17 @@ pub(crate) fn autocast<R>(
     Some(run())
 }
 
+/// Runs an op's body with autocast suspended when a region is open for `x`'s device: for
+/// the functions torch has as one op that is on no list (mean, ELU, average pooling, batch
+/// norm), which gpulab composes from listed ones (sum, expm1); they keep their input's dtype.
+pub(crate) fn unlisted<T>(x: &Tensor, f: impl FnOnce() -> T) -> T {
+    if active(x.device()).is_some() {
+        suspended(f)
+    } else {
+        f()
+    }
+}
+
 /// [`autocast`] for an op of one tensor.
 pub(crate) fn autocast1(
     op: AmpOp,
@@ -264,5 +312,9 @@ mod tests {
             Some(Cast::Float32)
         );
         assert_eq!(policy(AmpOp::BinaryCrossEntropy, true), Some(Cast::Refuse));
+        assert_eq!(policy(AmpOp::Exp, false), None);
+        assert_eq!(policy(AmpOp::Sum, true), Some(Cast::Float32));
+        with_cuda_lists(|| assert_eq!(policy(AmpOp::Sum, false), Some(Cast::Float32)));
+        assert_eq!(policy(AmpOp::Sum, false), None);
     }
 }

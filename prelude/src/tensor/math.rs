@@ -50,6 +50,10 @@ impl Tensor {
 
     /// `x * x` (bool counts as int64, as torch's `square` gives).
     pub fn square(&self) -> Result<Tensor> {
+        // torch's `square` is `pow(x, 2)`, which CUDA's autocast runs in float32.
+        if let Some(r) = autocast1(AmpOp::Pow, "square", self, |x| x.square()) {
+            return r;
+        }
         if self.dtype() == DType::Bool {
             return self.to_dtype(DType::I64)?.square();
         }
@@ -58,11 +62,17 @@ impl Tensor {
 
     /// `1 / x` (float32 for integer input), as torch's `reciprocal`.
     pub fn reciprocal(&self) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Reciprocal, "reciprocal", self, |x| x.reciprocal()) {
+            return r;
+        }
         self.scalar_op(1.0, true, BinaryOp::Div, true)
     }
 
     /// `1 / sqrt(x)`, as torch's `rsqrt`.
     pub fn rsqrt(&self) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Rsqrt, "rsqrt", self, |x| x.rsqrt()) {
+            return r;
+        }
         self.sqrt()?.reciprocal()
     }
 
