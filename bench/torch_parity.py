@@ -344,6 +344,23 @@ def torch_results(lines, device):
         weights = torch.arange(1, out.numel() + 1, dtype=torch.float32).reshape(out.shape)
         (out * weights.to(out.dtype).to(dev)).sum().backward()
 
+    def result_or_grad(out, want, inputs):
+        """`out` itself (want "out"), or the gradient of sum(out * w) for inputs[want]."""
+        if want == "out":
+            return out.detach()
+        weighted_backward(out)
+        g = inputs[want].grad if want in inputs else None
+        if g is None:
+            raise ValueError("no gradient")
+        return g
+
+    def set_ramps(m, scale, d):
+        """A layer's parameters set to ramps of dtype d, in torch's parameter order; by name."""
+        with torch.no_grad():
+            for k, (name, p) in enumerate(m.named_parameters()):
+                p.copy_(ramp(list(p.shape), 5 + k % 3, 2.0, scale, d).detach())
+        return dict(m.named_parameters())
+
     def nn_case(w):
         F = torch.nn.functional
         op, d, param, want = w[1], w[2], w[3], w[4]
@@ -448,13 +465,7 @@ def torch_results(lines, device):
                 out, inputs = loss(x, y, reduction=red), {"x": x, "y": y}
         else:
             raise ValueError(f"unknown nn op {op!r}")
-        if want == "out":
-            return out.detach()
-        weighted_backward(out)
-        g = inputs[want].grad if want in inputs else None
-        if g is None:
-            raise ValueError("no gradient")
-        return g
+        return result_or_grad(out, want, inputs)
 
     def optim_case(w):
         opt, d, config = w[1], w[2], w[3]
@@ -700,9 +711,7 @@ def torch_results(lines, device):
         if kind == "rnnrelu":
             kw["nonlinearity"] = "relu"
         m = cls(3, 4, **kw).to(T[d]).to(dev)
-        with torch.no_grad():
-            for k, (name, p) in enumerate(m.named_parameters()):
-                p.copy_(ramp(list(p.shape), 5 + k % 3, 2.0, 0.2, d).detach())
+        set_ramps(m, 0.2, d)
         unbatched = op.endswith("_unbatched")
         x = ramp([3, 3] if unbatched else [3, 2, 3], 7, 3.0, 0.4, d)
         layers = kw["num_layers"] * (2 if kw["bidirectional"] else 1)
@@ -744,9 +753,7 @@ def torch_results(lines, device):
                                                  activation="gelu" if op == "enc_pre" else "relu",
                                                  batch_first=bf, norm_first=op == "enc_pre")
             m = m.to(T[d]).to(dev)
-            with torch.no_grad():
-                for k_, (name, p) in enumerate(m.named_parameters()):
-                    p.copy_(ramp(list(p.shape), 5 + k_ % 3, 2.0, 0.3, d).detach())
+            set_ramps(m, 0.3, d)
             x = ramp([2, 3, 8] if bf else [3, 2, 8], 7, 3.0, 0.4, d)
             kpm = torch.tensor([[False] * 3, [False, False, True]], device=dev) if bf else None
             out = m(x, src_key_padding_mask=kpm)
@@ -755,9 +762,7 @@ def torch_results(lines, device):
         else:
             bf = op == "mha_kpm"
             m = torch.nn.MultiheadAttention(4, 2, batch_first=bf).to(T[d]).to(dev)
-            with torch.no_grad():
-                for k_, (name, p) in enumerate(m.named_parameters()):
-                    p.copy_(ramp(list(p.shape), 5 + k_ % 3, 2.0, 0.3, d).detach())
+            set_ramps(m, 0.3, d)
             x = ramp([2, 3, 4] if bf else [3, 2, 4], 7, 3.0, 0.4, d)
             kv = ramp([5, 2, 4], 6, 2.0, 0.35, d) if op == "mha_cross" else x
             kpm = torch.tensor([[False] * 3, [False, False, True]], device=dev) if bf else None
@@ -766,13 +771,7 @@ def torch_results(lines, device):
             if want == "w":
                 return weights.detach()
             inputs = {"q": x, "inw": m.in_proj_weight, "outw": m.out_proj.weight}
-        if want == "out":
-            return out.detach()
-        weighted_backward(out)
-        g = inputs[want].grad
-        if g is None:
-            raise ValueError("no gradient")
-        return g
+        return result_or_grad(out, want, inputs)
 
     def amp_case(w):
         """An op or a small layer in a `torch.autocast` region of dtype w[2] on this device,
@@ -792,12 +791,6 @@ def torch_results(lines, device):
         probs = ramp([4, 5], 5, 0.0, 0.2, work).detach()  # 0 .. 0.8, for the BCE targets
         labels = torch.tensor([0, 4, 2, 1], device=dev)
         inputs = {"x": x, "w": lw, "b": lb}
-
-        def layer(m, scale):
-            with torch.no_grad():
-                for k_, (name, p) in enumerate(m.named_parameters()):
-                    p.copy_(ramp(list(p.shape), 5 + k_ % 3, 2.0, scale, work).detach())
-            return dict(m.named_parameters())
 
         region = contextlib.nullcontext() if work == "f64" else torch.autocast(dev.type, dtype=T[d])
         with region:
@@ -881,25 +874,19 @@ def torch_results(lines, device):
                 inputs = {"x": img, "w": kw, "b": kb}
             elif op in ("lstm", "gru"):
                 m = (nn.LSTM if op == "lstm" else nn.GRU)(3, 4).to(T[work]).to(dev)
-                p = layer(m, 0.2)
+                p = set_ramps(m, 0.2, work)
                 xs = ramp([3, 2, 3], 7, 3.0, 0.4, work)
                 out, _ = m(xs)
                 inputs = {"x": xs, "w": p["weight_ih_l0"], "b": p["bias_hh_l0"]}
             elif op == "mha":
                 m = nn.MultiheadAttention(4, 2).to(T[work]).to(dev)
-                p = layer(m, 0.3)
+                p = set_ramps(m, 0.3, work)
                 xs = ramp([3, 2, 4], 7, 3.0, 0.4, work)
                 out, _ = m(xs, xs, xs)
                 inputs = {"x": xs, "w": p["in_proj_weight"], "b": p["out_proj.weight"]}
             else:
                 raise ValueError(f"unknown amp case {op}")
-        if want == "out":
-            return out.detach()
-        weighted_backward(out)
-        g = inputs[want].grad
-        if g is None:
-            raise ValueError("no gradient")
-        return g
+        return result_or_grad(out, want, inputs)
 
     def scaler_case(w):
         """Four steps of SGD through a GradScaler (init_scale 1024, growth_interval 2) on one

@@ -241,6 +241,20 @@ fn ramp(
         .requires_grad_(dtype(d).is_float())
 }
 
+/// `out` itself (`want` "out"), or the gradient of `sum(out * (1, 2, 3, ..))` for the input
+/// named `want`.
+fn result_or_grad(out: &Tensor, want: &str, inputs: &[(&str, Tensor)]) -> Result<Tensor, Error> {
+    if want == "out" {
+        return Ok(out.detach());
+    }
+    weighted_backward(out)?;
+    inputs
+        .iter()
+        .find(|(name, _)| *name == want)
+        .and_then(|(_, t)| t.grad())
+        .ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 /// `sum(out * (1, 2, 3, ..))`'s backward, so every element's gradient differs.
 fn weighted_backward(out: &Tensor) -> Result<(), Error> {
     let weights = Tensor::arange(1.0, out.numel() as f32 + 1.0, Device::Cpu)?
@@ -452,16 +466,7 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         }
         _ => panic!("unknown nn op {op:?}"),
     };
-    if want == "out" {
-        return Ok(out.detach());
-    }
-    weighted_backward(&out)?;
-    let of = inputs
-        .iter()
-        .find(|(name, _)| *name == want)
-        .map(|(_, t)| t);
-    of.and_then(Tensor::grad)
-        .ok_or_else(|| Error::Invalid("no gradient".into()))
+    result_or_grad(&out, want, &inputs)
 }
 
 /// Three optimizer steps on one parameter, the gradient of step t being ramp t.
@@ -1032,15 +1037,7 @@ fn attn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         };
         return g.ok_or_else(|| Error::Invalid("no gradient".into()));
     };
-    if want == "out" {
-        return Ok(out.detach());
-    }
-    weighted_backward(&out)?;
-    inputs
-        .iter()
-        .find(|(n, _)| *n == want)
-        .and_then(|(_, t)| t.grad())
-        .ok_or_else(|| Error::Invalid("no gradient".into()))
+    result_or_grad(&out, want, &inputs)
 }
 
 /// An op or a small layer in an `amp::autocast` region of dtype `w[2]` on float32 ramps (see
@@ -1173,15 +1170,7 @@ fn amp_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             _ => panic!("unknown amp case {op:?}"),
         })
     })?;
-    if want == "out" {
-        return Ok(out.detach());
-    }
-    weighted_backward(&out)?;
-    inputs
-        .iter()
-        .find(|(n, _)| *n == want)
-        .and_then(|(_, t)| t.grad())
-        .ok_or_else(|| Error::Invalid("no gradient".into()))
+    result_or_grad(&out, want, &inputs)
 }
 
 /// Four SGD steps through a `GradScaler` (see bench/torch_parity.py's `scaler_case`): the

@@ -5,7 +5,7 @@
 use super::functional::in_float32;
 use super::windows::{four_d, nchw, window_count, window_indices, WindowKey, WindowKind};
 use crate::error::{Error, Result};
-use crate::tensor::autocast::{autocast, AmpOp};
+use crate::tensor::autocast::{autocast3, AmpOp};
 use crate::tensor::host_mem::{checked_numel, host_room};
 use crate::tensor::{ConvGeom, DType, Tensor};
 use crate::Device;
@@ -141,23 +141,11 @@ pub fn conv2d(
     groups: usize,
 ) -> Result<Tensor> {
     let (stride, dilation, padding) = (stride.into(), dilation.into(), padding.into());
-    if let Some(y) = autocast(
-        AmpOp::Conv2d,
-        "conv2d",
-        &[Some(x), Some(weight), bias],
-        |t| {
-            let (x, w) = (t[0].as_ref().expect("x"), t[1].as_ref().expect("weight"));
-            conv2d(
-                x,
-                w,
-                t[2].as_ref(),
-                stride,
-                padding.clone(),
-                dilation,
-                groups,
-            )
-        },
-    ) {
+    let lowered = autocast3(AmpOp::Conv2d, "conv2d", x, Some(weight), bias, |x, w, b| {
+        let w = w.expect("the weight");
+        conv2d(x, w, b, stride, padding.clone(), dilation, groups)
+    });
+    if let Some(y) = lowered {
         return y;
     }
     if let Some(y) = halves_in_float32(x, weight, bias, |x, w, b| {
@@ -350,16 +338,18 @@ pub fn conv_transpose2d(
     const OP: &str = "conv_transpose2d";
     let (stride, padding, dilation) = (stride.into(), padding.into(), dilation.into());
     let output_padding = output_padding.into();
-    if let Some(y) = autocast(
+    let lowered = autocast3(
         AmpOp::ConvTranspose2d,
         OP,
-        &[Some(x), Some(weight), bias],
-        |t| {
-            let (x, w) = (t[0].as_ref().expect("x"), t[1].as_ref().expect("weight"));
-            let b = t[2].as_ref();
+        x,
+        Some(weight),
+        bias,
+        |x, w, b| {
+            let w = w.expect("the weight");
             conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation)
         },
-    ) {
+    );
+    if let Some(y) = lowered {
         return y;
     }
     if let Some(y) = halves_in_float32(x, weight, bias, |x, w, b| {

@@ -9,7 +9,7 @@
 
 use crate::autograd::{record, Saved};
 use crate::error::{Error, Result};
-use crate::tensor::autocast::{autocast, autocast1, autocast2, AmpOp};
+use crate::tensor::autocast::{autocast1, autocast2, autocast3, AmpOp};
 use crate::tensor::host_mem::{checked_numel, host_room};
 use crate::tensor::{promote, DType, Tensor};
 use crate::Device;
@@ -160,15 +160,9 @@ impl Tensor {
 /// `x @ weight.T + bias` (torch's `F.linear`, what `nn::Linear` computes): `x` `[..., in]`,
 /// `weight` `[out, in]`, optional `bias` `[out]`; the result is `[..., out]`.
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-    if let Some(r) = autocast(
-        AmpOp::Linear,
-        "linear",
-        &[Some(x), Some(weight), bias],
-        |t| {
-            let (x, w) = (t[0].as_ref().expect("x"), t[1].as_ref().expect("weight"));
-            linear(x, w, t[2].as_ref())
-        },
-    ) {
+    if let Some(r) = autocast3(AmpOp::Linear, "linear", x, Some(weight), bias, |x, w, b| {
+        linear(x, w.expect("the weight"), b)
+    }) {
         return r;
     }
     let [out, width] = weight.shape()[..] else {

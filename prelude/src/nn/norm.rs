@@ -7,7 +7,7 @@ use super::functional::{float_input, in_float32};
 use super::{py_float, same_device, weight_and_bias, Module, Parameter};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
-use crate::tensor::autocast::{autocast, unlisted, AmpOp};
+use crate::tensor::autocast::{autocast3, unlisted, AmpOp};
 use crate::tensor::{DType, Shape, Tensor};
 
 /// `x` summed over every dimension in `dims` (ascending), each kept with size 1.
@@ -162,19 +162,13 @@ pub fn layer_norm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
-    if let Some(r) = autocast(
+    if let Some(r) = autocast3(
         AmpOp::LayerNorm,
         "layer_norm",
-        &[Some(x), weight, bias],
-        |t| {
-            layer_norm(
-                t[0].as_ref().expect("x"),
-                normalized_shape,
-                t[1].as_ref(),
-                t[2].as_ref(),
-                eps,
-            )
-        },
+        x,
+        weight,
+        bias,
+        |x, w, b| layer_norm(x, normalized_shape, w, b, eps),
     ) {
         return r;
     }
@@ -424,19 +418,13 @@ pub fn group_norm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
-    if let Some(r) = autocast(
+    if let Some(r) = autocast3(
         AmpOp::GroupNorm,
         "group_norm",
-        &[Some(x), weight, bias],
-        |t| {
-            group_norm(
-                t[0].as_ref().expect("x"),
-                num_groups,
-                t[1].as_ref(),
-                t[2].as_ref(),
-                eps,
-            )
-        },
+        x,
+        weight,
+        bias,
+        |x, w, b| group_norm(x, num_groups, w, b, eps),
     ) {
         return r;
     }

@@ -247,6 +247,25 @@ pub(crate) fn unlisted<T>(x: &Tensor, f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// [`autocast`] for an op of an input, a weight and a bias (layers' functions: `linear`,
+/// convolutions, normalisations), the weight and bias optional.
+pub(crate) fn autocast3(
+    op: AmpOp,
+    name: &str,
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    f: impl FnOnce(&Tensor, Option<&Tensor>, Option<&Tensor>) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    autocast(op, name, &[Some(x), weight, bias], |t| {
+        f(
+            t[0].as_ref().expect("the input"),
+            t[1].as_ref(),
+            t[2].as_ref(),
+        )
+    })
+}
+
 /// [`autocast`] for an op of one tensor.
 pub(crate) fn autocast1(
     op: AmpOp,
