@@ -76,18 +76,15 @@ pub(crate) enum Cast {
 /// for no cast.
 pub(crate) fn policy(op: AmpOp, cuda: bool) -> Option<Cast> {
     use AmpOp::*;
+    let cuda = cuda || cuda_lists();
     match op {
         Matmul | Linear | Conv2d | ConvTranspose2d | Attention | Recurrent => Some(Cast::Lower),
         MseLoss | L1Loss | SmoothL1Loss | HuberLoss | NllLoss | CrossEntropy | BceWithLogits
         | Prod => Some(Cast::Float32),
         Softmax | LogSoftmax | LayerNorm | GroupNorm | CosineSimilarity | Softplus
         | Interpolate | Norm | Cumsum | Cumprod | Exp | Expm1 | Log | Log1p | Reciprocal
-        | Rsqrt | Pow | Sum => (cuda || cuda_lists()).then_some(Cast::Float32),
-        BinaryCrossEntropy => Some(if cuda || cuda_lists() {
-            Cast::Refuse
-        } else {
-            Cast::Float32
-        }),
+        | Rsqrt | Pow | Sum => cuda.then_some(Cast::Float32),
+        BinaryCrossEntropy => Some(if cuda { Cast::Refuse } else { Cast::Float32 }),
     }
 }
 
@@ -103,13 +100,23 @@ fn cuda_lists() -> bool {
 
 /// Runs `f` with CPU regions applying CUDA's op lists (see `amp::with_cuda_lists`).
 pub(crate) fn with_cuda_lists<T>(f: impl FnOnce() -> T) -> T {
-    struct Restore(bool);
-    impl Drop for Restore {
+    replaced(&CUDA_LISTS, true, f)
+}
+
+/// Runs `f` with the thread-local `key` set to `value`, putting the value before back when
+/// `f` returns or panics (what regions and the CUDA-lists switch both need).
+fn replaced<V: Copy + 'static, T>(
+    key: &'static std::thread::LocalKey<Cell<V>>,
+    value: V,
+    f: impl FnOnce() -> T,
+) -> T {
+    struct Restore<V: Copy + 'static>(&'static std::thread::LocalKey<Cell<V>>, V);
+    impl<V: Copy + 'static> Drop for Restore<V> {
         fn drop(&mut self) {
-            CUDA_LISTS.with(|c| c.set(self.0));
+            self.0.with(|c| c.set(self.1));
         }
     }
-    let _restore = Restore(CUDA_LISTS.with(|c| c.replace(true)));
+    let _restore = Restore(key, key.with(|c| c.replace(value)));
     f()
 }
 
@@ -148,14 +155,7 @@ pub(crate) fn region(device: Device) -> Option<DType> {
 /// Runs `f` with the region for `device`'s type set to `dtype` (None: closed), restoring the
 /// one before when `f` returns or panics: regions nest as torch's context managers do.
 pub(crate) fn with_region<T>(device: Device, dtype: Option<DType>, f: impl FnOnce() -> T) -> T {
-    struct Restore(Device, Option<DType>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            slot(self.0).with(|c| c.set(self.1));
-        }
-    }
-    let _restore = Restore(device, slot(device).with(|c| c.replace(dtype)));
-    f()
+    replaced(slot(device), dtype, f)
 }
 
 /// Runs `f` with autocast suspended on this thread (an op's body, a backward pass).
