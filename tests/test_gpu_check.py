@@ -201,3 +201,50 @@ def test_the_summary_shows_the_training_table():
     assert "mnist    cuda-amp     64 |" in md and md.count("```") == 2
     res["bench"]["train"] = {"status": "not run: out of time"}
     assert "- train benchmark (samples/s beside torch): not run: out of time" in run.summary_md(res)
+
+
+def _pack_with(tmp_path, members):
+    """A pack folder as gpu-check/build writes it: bin/index.json and bin/programs.tar.xz."""
+    import io
+    import json
+    import lzma
+    import tarfile
+
+    pack = tmp_path / "pack"
+    (pack / "bin").mkdir(parents=True)
+    with lzma.open(pack / "bin" / "programs.tar.xz", "wb", format=lzma.FORMAT_XZ) as xz:
+        with tarfile.open(fileobj=xz, mode="w") as tar:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    index = [{"kind": n.split("/")[0], "name": n.split("/")[1], "bytes": len(d)} for n, d in members.items()]
+    (pack / "bin" / "index.json").write_text(json.dumps(index))
+    return pack
+
+
+def test_unpack_takes_every_program_from_the_one_archive(tmp_path, monkeypatch):
+    import os
+
+    body = b"\x7fELF" + bytes(range(256)) * 64
+    pack = _pack_with(tmp_path, {"tests/tensor_cpu": body, "tests/amp": body[::-1], "examples/tensor_bench": b"x"})
+    monkeypatch.setattr(run, "PACK", pack)
+    out = tmp_path / "res"
+    progs = run.unpack(out)
+    assert sorted(progs) == ["examples", "tests"]
+    assert progs["tests"]["tensor_cpu"].read_bytes() == body
+    assert progs["tests"]["amp"].read_bytes() == body[::-1]
+    assert all(os.access(p, os.X_OK) for kind in progs.values() for p in kind.values())
+    # A second call (a rerun with --only) finds them there and unpacks nothing.
+    (pack / "bin" / "programs.tar.xz").unlink()
+    assert run.unpack(out)["examples"]["tensor_bench"].read_bytes() == b"x"
+
+
+def test_unpack_refuses_an_entry_outside_its_folder(tmp_path, monkeypatch):
+    import pytest
+
+    pack = _pack_with(tmp_path, {"tests/../../evil": b"x"})
+    monkeypatch.setattr(run, "PACK", pack)
+    with pytest.raises(SystemExit, match="unexpected entry"):
+        run.unpack(tmp_path / "res")
+    assert not (tmp_path / "evil").exists()
