@@ -211,21 +211,26 @@ pub(crate) struct PoolGeom {
 /// output is the window's first maximum (a NaN counts as the maximum, as in torch), and `arg`
 /// gets its flat index in `x`. Parallel over planes.
 fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
-    let PoolGeom {
-        h,
-        w,
-        kh,
-        kw,
-        sh,
-        sw,
-        dh,
-        dw,
-        oh,
-        ow,
-    } = g;
+    let PoolGeom { h, w, oh, ow, .. } = g;
+    if oh == 0 || ow == 0 {
+        return (Vec::new(), Vec::new());
+    }
+    // Every tap of every window inside its plane: the bound `pool_row` reads within.
+    assert!(
+        (oh - 1) * g.sh + (g.kh.max(1) - 1) * g.dh < h
+            && (ow - 1) * g.sw + (g.kw.max(1) - 1) * g.dw < w,
+        "max_pool2d: a window outside its plane ({g:?})"
+    );
     let planes = x.len() / (h * w);
     let mut out = vec![x[0]; planes * oh * ow];
     let mut arg = vec![0i32; planes * oh * ow];
+    // The width of a window as a constant where it is 2 or 3 (almost every pooling), so the
+    // compiler unrolls the taps of a row.
+    let row: fn(&[T], &mut [T], &mut [i32], usize, usize, PoolGeom) = match g.kw {
+        2 => pool_row::<T, 2>,
+        3 => pool_row::<T, 3>,
+        _ => pool_row::<T, 0>,
+    };
     out.par_chunks_mut(oh * ow)
         .zip(arg.par_chunks_mut(oh * ow))
         .enumerate()
@@ -233,57 +238,53 @@ fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
         .for_each(|(q, (o, a))| {
             let base = q * h * w;
             let plane = &x[base..base + h * w];
-            // A row of windows at a time. First the maxima, tap by tap over the row (a
-            // branch-free select). Then where each came from: the window's taps that equal
-            // its maximum (or are NaN when it is NaN) as bits of a mask, whose lowest set bit
-            // is the first maximum in row-major order, as torch's scan finds it (a value
-            // equal to an earlier maximum never replaces it). Branches on which tap wins
-            // would be mispredicted about half the time on real data.
             for y in 0..oh {
                 let (orow, arow) = (&mut o[y * ow..(y + 1) * ow], &mut a[y * ow..(y + 1) * ow]);
-                let r0 = y * sh * w;
-                for (xo, ov) in orow.iter_mut().enumerate() {
-                    *ov = plane[r0 + xo * sw];
-                }
-                for i in 0..kh {
-                    for j in 0..kw {
-                        let r = (y * sh + i * dh) * w + j * dw;
-                        let src = &plane[r..r + (ow - 1) * sw + 1];
-                        for (xo, ov) in orow.iter_mut().enumerate() {
-                            let v = src[xo * sw];
-                            let b = *ov;
-                            // `b == b` is false for a NaN: a NaN stays the maximum.
-                            #[allow(clippy::eq_op)]
-                            let better = (v > b) | ((v != v) & (b == b));
-                            *ov = T::pick(better, v, b);
-                        }
-                    }
-                }
-                for (xo, (&best, av)) in orow.iter().zip(arow.iter_mut()).enumerate() {
-                    #[allow(clippy::eq_op)]
-                    let nan = best != best;
-                    let at = |t: usize| r0 + (t / kw) * dh * w + xo * sw + (t % kw) * dw;
-                    let hit = |v: T| {
-                        #[allow(clippy::eq_op)]
-                        let nan_too = nan & (v != v);
-                        (v == best) | nan_too
-                    };
-                    let taps = (0..kh * kw).map(|t| plane[at(t)]);
-                    let first = if kh * kw <= 64 {
-                        // Bit t for tap t = i * kw + j.
-                        let mut mask = 0u64;
-                        for (t, v) in taps.enumerate() {
-                            mask |= (hit(v) as u64) << t;
-                        }
-                        mask.trailing_zeros() as usize
-                    } else {
-                        taps.take_while(|&v| !hit(v)).count()
-                    };
-                    *av = (base + at(first)) as i32;
-                }
+                row(plane, orow, arow, y, base, g);
             }
         });
     (out, arg)
+}
+
+/// One row `y` of windows of a plane: the maxima into `orow`, their indices (plus `base`) into
+/// `arow`. `KW` is the window's width when it is known here, 0 when `g.kw` says it. One pass
+/// per window: each tap replaces the best so far when it is greater, or a NaN where the best
+/// is not (a NaN stays the maximum), so ties keep the first maximum in row-major order, as
+/// torch's scan finds it, and its index comes with it. Selects, not branches: which tap wins
+/// is a coin toss on real data.
+#[inline(always)]
+fn pool_row<T: PoolElem, const KW: usize>(
+    plane: &[T],
+    orow: &mut [T],
+    arow: &mut [i32],
+    y: usize,
+    base: usize,
+    g: PoolGeom,
+) {
+    let kw = if KW == 0 { g.kw } else { KW };
+    let (w, kh, sh, sw, dh, dw) = (g.w, g.kh, g.sh, g.sw, g.dh, g.dw);
+    for (xo, (ov, av)) in orow.iter_mut().zip(arow.iter_mut()).enumerate() {
+        let c0 = y * sh * w + xo * sw;
+        // SAFETY (both reads): pool_planes asserted that the last tap of the last window,
+        // ((oh-1)*sh + (kh-1)*dh, (ow-1)*sw + (kw-1)*dw), lies inside the `[h, w]` plane,
+        // and y < oh, xo < ow, i < kh, j < kw here.
+        let (mut best, mut at) = (unsafe { *plane.get_unchecked(c0) }, c0);
+        for i in 0..kh {
+            let row = c0 + i * dh * w;
+            for j in 0..kw {
+                let off = row + j * dw;
+                let v = unsafe { *plane.get_unchecked(off) };
+                // `b == b` is false for a NaN.
+                #[allow(clippy::eq_op)]
+                let better = (v > best) | ((v != v) & (best == best));
+                best = T::pick(better, v, best);
+                // A select by mask: written as a branch, the compiler branches.
+                at ^= (at ^ off) & (better as usize).wrapping_neg();
+            }
+        }
+        *ov = best;
+        *av = (base + at) as i32;
+    }
 }
 
 /// The gradient of [`pool_planes`]: `g` (one value per window) added at `arg` into zeros of

@@ -202,7 +202,16 @@ fn pack_b<T: Elem>(
     let pack = |(jp, panel): (usize, &mut [T])| {
         let j0 = jc + jp * nr;
         let w = nr.min(jc + nc - j0);
-        if b.cs == 1 {
+        if b.cs == 1 && w == nr && matches!(nr, 8 | 16 | 32) {
+            // A whole panel of a row-major operand: rows of a width known at compile time
+            // are a few vector moves (a copy of a run-time length calls memmove, per row).
+            let start = pc * b.rs + j0;
+            match nr {
+                8 => pack_rows::<T, 8>(b.data, start, b.rs, kc, panel),
+                16 => pack_rows::<T, 16>(b.data, start, b.rs, kc, panel),
+                _ => pack_rows::<T, 32>(b.data, start, b.rs, kc, panel),
+            }
+        } else if b.cs == 1 {
             for p in 0..kc {
                 let at = (pc + p) * b.rs + j0;
                 let dst = &mut panel[p * nr..(p + 1) * nr];
@@ -227,6 +236,22 @@ fn pack_b<T: Elem>(
         out.par_chunks_mut(kc * nr).enumerate().for_each(pack);
     } else {
         out.chunks_mut(kc * nr).enumerate().for_each(pack);
+    }
+}
+
+/// `kc` rows of `NR` values, `rs` apart from `data[start..]`, one after another into `panel`.
+#[inline(always)]
+fn pack_rows<T: Copy, const NR: usize>(
+    data: &[T],
+    start: usize,
+    rs: usize,
+    kc: usize,
+    panel: &mut [T],
+) {
+    for (p, dst) in panel.chunks_exact_mut(NR).take(kc).enumerate() {
+        let at = start + p * rs;
+        let src: &[T; NR] = data[at..at + NR].try_into().unwrap();
+        dst.copy_from_slice(src);
     }
 }
 
