@@ -5,7 +5,7 @@ Needs no Rust toolchain and no Jupyter: Python 3 (3.8+, standard library only fo
 the benchmark references use numpy, torch, CuPy and numba-cuda where installed), Linux x86-64.
 
     gpu-pack/run OUTDIR [--budget SECONDS] [--only probe,tests,parity,bench,notebooks] [--save MACHINE]
-                        [--archive FILE.tar.gz]
+                        [--archive FILE.tar.gz] [--jobs N]
 
 Writes into OUTDIR:
     gpu-results.json      everything: machine, driver, libraries loaded, every test's outcome,
@@ -27,6 +27,7 @@ as absent: nothing is counted as passed that did not run.
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -233,13 +234,14 @@ def parse_libtest(stdout):
     return tests
 
 
-def run_tests(progs, env, cwd, gpu, clock, logs):
-    results = {}
-    for name, exe in sorted(progs.get("tests", {}).items()):
+def run_tests(progs, env, cwd, gpu, clock, logs, jobs=1):
+    """Every test binary, `jobs` at a time (each runs its tests one by one: they share the
+    device and its memory pool). Results are keyed by name, in name order."""
+    def one(item):
+        name, exe = item
         left = clock.left()
         if left < 5:
-            results[name] = {"status": "not run: out of time"}
-            continue
+            return name, {"status": "not run: out of time"}
         # With a device the #[ignore]d GPU tests run; without one they stay skipped.
         args = [str(exe), "--test-threads=1", "--show-output"] + (["--include-ignored"] if gpu else [])
         start = time.monotonic()
@@ -252,8 +254,15 @@ def run_tests(progs, env, cwd, gpu, clock, logs):
             r["error"] = err
         elif rc != 0 and not any(t["outcome"] == "failed" for t in tests.values()):
             r["error"] = f"exited with status {rc}: {err.strip()[-3000:]}"
-        results[name] = r
-    return results
+        print(f"  {name}: {'ok' if rc == 0 else 'FAILED' if rc is not None else 'timed out'} "
+              f"in {r['seconds']:.0f} s", flush=True)
+        return name, r
+
+    # The longest first (training to 97 % on real MNIST), so it is not the last one running.
+    todo = sorted(progs.get("tests", {}).items(), key=lambda kv: (kv[0] != "train_mnist_real", kv[0]))
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        done = dict(pool.map(one, todo))
+    return {name: done[name] for name in sorted(done)}
 
 
 def test_counts(results):
@@ -609,6 +618,10 @@ def main():
     ap.add_argument("outdir", type=pathlib.Path)
     ap.add_argument("--budget", type=float, default=540)
     ap.add_argument("--only", default=",".join(STEPS))
+    # A 16-core GPU machine runs 4 test binaries at once (the tests take no timings); the
+    # benchmarks and the notebooks, which do, always run one at a time.
+    ap.add_argument("--jobs", type=int, default=max(1, min(8, (os.cpu_count() or 1) // 4)),
+                    help="test binaries run at once (default: a quarter of the CPUs, 1 to 8)")
     ap.add_argument("--save", metavar="MACHINE",
                     help="also copy the results into the repository holding this pack: "
                          "gpu-check/results/MACHINE/ and notebooks/results/MACHINE/")
@@ -649,7 +662,7 @@ def main():
     print(f"CUDA through the prelude: {'available' if gpu else 'not available'}", flush=True)
     if "tests" in only:
         print("running the test binaries ...", flush=True)
-        binaries = run_tests(progs, env, cwd, gpu, clock, out / "logs")
+        binaries = run_tests(progs, env, cwd, gpu, clock, out / "logs", a.jobs)
         res["tests"] = {"gpu_tests_included": gpu, "binaries": binaries, "counts": test_counts(binaries)}
         checkpoint(out, res, a.archive)
     if "parity" in only:

@@ -248,3 +248,32 @@ def test_unpack_refuses_an_entry_outside_its_folder(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="unexpected entry"):
         run.unpack(tmp_path / "res")
     assert not (tmp_path / "evil").exists()
+
+
+def test_test_binaries_run_side_by_side_and_report_in_name_order(tmp_path):
+    # Each fake binary leaves a mark and waits for all three marks: it passes only when the
+    # three run at the same time (--jobs 3), and fails (exit 1) after 20 s otherwise.
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    progs = {}
+    for name in ("c_last", "a_first", "train_mnist_real"):
+        exe = tmp_path / name
+        exe.write_text(f"""#!/bin/sh
+touch {marks}/{name}
+for i in $(seq 200); do [ $(ls {marks} | wc -l) -ge 3 ] && break; sleep 0.1; done
+[ $(ls {marks} | wc -l) -ge 3 ] || exit 1
+echo 'running 1 test'
+echo 'test it_works ... ok'
+echo 'test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s'
+""")
+        exe.chmod(0o755)
+        progs.setdefault("tests", {})[name] = exe
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    results = run.run_tests(progs, {}, str(tmp_path), False, run.Clock(60), logs, jobs=3)
+    assert list(results) == ["a_first", "c_last", "train_mnist_real"]
+    for r in results.values():
+        assert r["status"] == 0, r
+        assert r["tests"]["it_works"]["outcome"] == "passed"
+    assert run.test_counts(results)["passed"] == 3
+    assert (logs / "test-c_last.stdout").read_text().startswith("running 1 test")
