@@ -55,11 +55,13 @@ pub use train::{Fit, History, Loss, ModelExt};
 // --- end training ---
 
 // --- display & teaching -------------------------------------------------------------------
+mod colorbar;
 pub mod display;
 mod image;
 pub mod interrupt;
 pub mod machine;
 pub mod mandelbrot;
+pub use colorbar::ScaledImage;
 pub use image::{Colormap, RgbImage};
 pub use machine::{machine, Machine};
 pub use mandelbrot::{Mandelbrot, MandelbrotImage};

@@ -6,6 +6,7 @@
 //! order (see [`escape_count`]), so all three produce identical iteration counts and the
 //! images can be compared pixel for pixel.
 
+use crate::colorbar::ScaledImage;
 use crate::cuda::{KernelArg, LaunchConfig, Module};
 use crate::device::Device;
 use crate::display::{MimeBundle, Rich};
@@ -361,6 +362,21 @@ impl MandelbrotImage {
     pub fn log_scale(mut self, on: bool) -> Self {
         self.log = on;
         self
+    }
+
+    /// The picture with its colour scale beside it: iterations before escape, from 0 to the
+    /// limit (points that never escape), on a log scale when [`log_scale`](Self::log_scale)
+    /// is on, as the colours show them.
+    pub fn with_scale(&self) -> ScaledImage {
+        let max = self.params.max_iter as f64;
+        let s = self
+            .to_rgb()
+            .with_scale(0.0, max, self.colormap, "iterations before escape");
+        if self.log {
+            s.log()
+        } else {
+            s
+        }
     }
 
     pub fn to_rgb(&self) -> RgbImage {

@@ -226,7 +226,7 @@ fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
     let mut arg = vec![0i32; planes * oh * ow];
     // The width of a window as a constant where it is 2 or 3 (almost every pooling), so the
     // compiler unrolls the taps of a row.
-    let row: fn(&[T], &mut [T], &mut [i32], usize, usize, PoolGeom) = match g.kw {
+    let row: PoolRow<T> = match g.kw {
         2 => pool_row::<T, 2>,
         3 => pool_row::<T, 3>,
         _ => pool_row::<T, 0>,
@@ -245,6 +245,9 @@ fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
         });
     (out, arg)
 }
+
+/// [`pool_row`] for one window width: (plane, maxima, their indices, `y`, `base`, geometry).
+type PoolRow<T> = fn(&[T], &mut [T], &mut [i32], usize, usize, PoolGeom);
 
 /// One row `y` of windows of a plane: the maxima into `orow`, their indices (plus `base`) into
 /// `arow`. `KW` is the window's width when it is known here, 0 when `g.kw` says it. One pass
