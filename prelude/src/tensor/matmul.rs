@@ -431,12 +431,66 @@ fn matmul_with<T: Elem>(
     }
     // Waking the other cores costs tens of microseconds: not worth it for small products.
     let threaded = m * n * k >= 1 << 21;
+    let threads = rayon::current_num_threads().max(1);
+    if threaded && threads > 1 && k >= 8 * KC && m * n <= SPLIT_K_MAX_C {
+        // A small C over a long depth (a convolution's weight gradient sums over every
+        // output position of the batch; a Linear layer on a wide input): row blocks would
+        // be one or two, meeting once per KC block, hundreds of times. Each task instead
+        // takes a slice of the depth whole, single-threaded, and the partial products are
+        // added in a fixed order (the same sums whatever the timing).
+        let parts = threads.min(k / (2 * KC));
+        let chunk = k.div_ceil(parts).next_multiple_of(KC);
+        let partials: Vec<Vec<T>> = (0..k.div_ceil(chunk))
+            .into_par_iter()
+            .map(|q| {
+                let (p0, kq) = (q * chunk, chunk.min(k - q * chunk));
+                // Element (i, p0 + p) of A and (p0 + p, j) of B, through the same strides.
+                let aq = Strided {
+                    data: &a.data[p0 * a.cs..],
+                    ..a
+                };
+                let bq = Strided {
+                    data: &b.data[p0 * b.rs..],
+                    ..b
+                };
+                let mut part = vec![T::default(); m * n];
+                packed(kern, aq, bq, m, kq, n, false, &mut part);
+                part
+            })
+            .collect();
+        for part in &partials {
+            for (x, &y) in c.iter_mut().zip(part) {
+                *x = *x + y;
+            }
+        }
+        return c;
+    }
+    packed(kern, a, b, m, k, n, threaded, &mut c);
+    c
+}
+
+/// The largest C (elements) [`matmul_with`] splits over the depth: each core then holds a
+/// partial C of its own.
+const SPLIT_K_MAX_C: usize = 1 << 16;
+
+/// The packed product of `a` (m x k) and `b` (k x n) into `c` (m x n, row-major, overwritten),
+/// on the cores when `threaded`. Any strides; any size (the caller picks the small path).
+fn packed<T: Elem>(
+    kern: Kernel<T>,
+    a: Strided<T>,
+    b: Strided<T>,
+    m: usize,
+    k: usize,
+    n: usize,
+    threaded: bool,
+    c: &mut [T],
+) {
+    let threads = rayon::current_num_threads().max(1);
     let (mr, nr) = (kern.mr, kern.nr);
     // Row blocks are the unit of parallel work: with few of them (m not far above MC) an even
     // split keeps every core busy to the end, e.g. 256 rows on 2 cores as 128 + 128 rather
     // than 144 + 112.
     let mc_block = if threaded {
-        let threads = rayon::current_num_threads().max(1);
         let per_thread = m.div_ceil(threads).div_ceil(mr) * mr;
         let blocks_each = per_thread.div_ceil(MC);
         per_thread.div_ceil(blocks_each).div_ceil(mr) * mr
@@ -503,7 +557,6 @@ fn matmul_with<T: Elem>(
             }
         }
     }
-    c
 }
 
 #[cfg(test)]
@@ -595,12 +648,20 @@ mod tests {
     /// than one KC block, threaded and not).
     #[test]
     fn strided_operands_multiply_as_their_contiguous_copies() {
-        for &(m, k, n) in &[(33, 45, 70), (130, 300, 17), (200, 520, 150), (7, 1000, 33)] {
+        // The last two are split over the depth on a machine of 2 or more cores.
+        for &(m, k, n) in &[
+            (33, 45, 70),
+            (130, 300, 17),
+            (200, 520, 150),
+            (7, 1000, 33),
+            (9, 3000, 80),
+            (20, 2600, 41),
+        ] {
             let (a, b) = operands(m, k, n);
             let want = naive(&a, &b, m, k, n);
             // a^T stored k x m, b^T stored n x k: the views `.t()` of those.
             let (at, bt) = (transpose(&a, m, k), transpose(&b, k, n));
-            for (sa, sb) in [(false, true), (true, false), (true, true)] {
+            for (sa, sb) in [(false, false), (false, true), (true, false), (true, true)] {
                 let ao = if sa {
                     Strided {
                         data: &at[..],
