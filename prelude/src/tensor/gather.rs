@@ -231,6 +231,8 @@ fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
         3 => pool_row::<T, 3>,
         _ => pool_row::<T, 0>,
     };
+    // The CNNs' pooling (2 x 2, stride 2, no dilation) has a path of its own.
+    let square2 = (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw) == (2, 2, 2, 2, 1, 1);
     out.par_chunks_mut(oh * ow)
         .zip(arg.par_chunks_mut(oh * ow))
         .enumerate()
@@ -240,10 +242,44 @@ fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
             let plane = &x[base..base + h * w];
             for y in 0..oh {
                 let (orow, arow) = (&mut o[y * ow..(y + 1) * ow], &mut a[y * ow..(y + 1) * ow]);
-                row(plane, orow, arow, y, base, g);
+                if square2 {
+                    pool_row_2x2(plane, orow, arow, y, base, w);
+                } else {
+                    row(plane, orow, arow, y, base, g);
+                }
             }
         });
     (out, arg)
+}
+
+/// [`pool_row`] for 2 x 2 windows at stride 2: the two input rows under output row `y` read
+/// as pairs, the four taps in row-major order with the same rule (a greater value or a first
+/// NaN replaces the best), so the compiler keeps it all in registers.
+#[inline(always)]
+fn pool_row_2x2<T: PoolElem>(
+    plane: &[T],
+    orow: &mut [T],
+    arow: &mut [i32],
+    y: usize,
+    base: usize,
+    w: usize,
+) {
+    let ow = orow.len();
+    let r0 = 2 * y * w;
+    let (top, bottom) = (&plane[r0..r0 + 2 * ow], &plane[r0 + w..r0 + w + 2 * ow]);
+    let pairs = top.chunks_exact(2).zip(bottom.chunks_exact(2));
+    for (xo, ((t, b), (ov, av))) in pairs.zip(orow.iter_mut().zip(arow.iter_mut())).enumerate() {
+        // Offsets of the taps from the window's first, in row-major order.
+        let (mut best, mut at) = (t[0], 0usize);
+        for (v, off) in [(t[1], 1), (b[0], w), (b[1], w + 1)] {
+            #[allow(clippy::eq_op)]
+            let better = (v > best) | ((v != v) & (best == best));
+            best = T::pick(better, v, best);
+            at ^= (at ^ off) & (better as usize).wrapping_neg();
+        }
+        *ov = best;
+        *av = (base + r0 + 2 * xo + at) as i32;
+    }
 }
 
 /// [`pool_row`] for one window width: (plane, maxima, their indices, `y`, `base`, geometry).
@@ -370,9 +406,48 @@ impl Tensor {
 
 #[cfg(test)]
 mod tests {
-    use super::{gather_kernel, scatter_kernel};
+    use super::{gather_kernel, pool_row, pool_row_2x2, scatter_kernel, PoolGeom};
     use crate::cuda::{builtin_source, nvrtc};
     use crate::tensor::DType;
+
+    /// The 2 x 2, stride-2 path picks the same maximum and the same index as the general one,
+    /// ties and NaNs included (values drawn from {0, 1, 2, NaN}, an odd width and height).
+    #[test]
+    fn the_2x2_pooling_path_agrees_with_the_general_one() {
+        let (h, w) = (9, 13);
+        let (oh, ow) = (h / 2, w / 2);
+        let mut state = 12345u64;
+        let plane: Vec<f32> = (0..h * w)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                [0.0, 1.0, 2.0, f32::NAN][(state >> 33) as usize % 4]
+            })
+            .collect();
+        let g = PoolGeom {
+            h,
+            w,
+            kh: 2,
+            kw: 2,
+            sh: 2,
+            sw: 2,
+            dh: 1,
+            dw: 1,
+            oh,
+            ow,
+        };
+        let base = 1000;
+        for y in 0..oh {
+            let (mut o1, mut a1) = (vec![0.0f32; ow], vec![0i32; ow]);
+            let (mut o2, mut a2) = (vec![0.0f32; ow], vec![0i32; ow]);
+            pool_row::<f32, 0>(&plane, &mut o1, &mut a1, y, base, g);
+            pool_row_2x2(&plane, &mut o2, &mut a2, y, base, w);
+            assert_eq!(a1, a2, "row {y}");
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&o1), bits(&o2), "row {y}");
+        }
+    }
 
     /// Every kernel the gathers launch is an entry of `conv.cu`'s PTX: a gather for each
     /// dtype, a scatter-add for f32 and f64.
