@@ -252,6 +252,18 @@ fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
     (out, arg)
 }
 
+/// One tap of a max-pooling window: `v`, at `off`, replaces the best so far (and its
+/// offset) when it is greater, or when it is a NaN and the best is not.
+#[inline(always)]
+fn tap<T: PoolElem>(best: &mut T, at: &mut usize, v: T, off: usize) {
+    // `b == b` is false for a NaN.
+    #[allow(clippy::eq_op)]
+    let better = (v > *best) | ((v != v) & (*best == *best));
+    *best = T::pick(better, v, *best);
+    // A select by mask: written as a branch, the compiler branches.
+    *at ^= (*at ^ off) & (better as usize).wrapping_neg();
+}
+
 /// [`pool_row`] for 2 x 2 windows at stride 2: the two input rows under output row `y` read
 /// as pairs, the four taps in row-major order with the same rule (a greater value or a first
 /// NaN replaces the best), so the compiler keeps it all in registers.
@@ -272,10 +284,7 @@ fn pool_row_2x2<T: PoolElem>(
         // Offsets of the taps from the window's first, in row-major order.
         let (mut best, mut at) = (t[0], 0usize);
         for (v, off) in [(t[1], 1), (b[0], w), (b[1], w + 1)] {
-            #[allow(clippy::eq_op)]
-            let better = (v > best) | ((v != v) & (best == best));
-            best = T::pick(better, v, best);
-            at ^= (at ^ off) & (better as usize).wrapping_neg();
+            tap(&mut best, &mut at, v, off);
         }
         *ov = best;
         *av = (base + r0 + 2 * xo + at) as i32;
@@ -312,13 +321,12 @@ fn pool_row<T: PoolElem, const KW: usize>(
             let row = c0 + i * dh * w;
             for j in 0..kw {
                 let off = row + j * dw;
-                let v = unsafe { *plane.get_unchecked(off) };
-                // `b == b` is false for a NaN.
-                #[allow(clippy::eq_op)]
-                let better = (v > best) | ((v != v) & (best == best));
-                best = T::pick(better, v, best);
-                // A select by mask: written as a branch, the compiler branches.
-                at ^= (at ^ off) & (better as usize).wrapping_neg();
+                tap(
+                    &mut best,
+                    &mut at,
+                    unsafe { *plane.get_unchecked(off) },
+                    off,
+                );
             }
         }
         *ov = best;
