@@ -3,7 +3,7 @@
 //! knows which colour is which value. Shown inline as SVG: the picture (PNG, embedded) and
 //! beside it a bar of the colormap with labelled ticks.
 
-use crate::display::{MimeBundle, Rich};
+use crate::display::{html_escape, MimeBundle, Rich};
 use crate::image::{Colormap, RgbImage};
 use crate::plot::short_number;
 use base64::Engine as _;
@@ -155,9 +155,9 @@ impl ScaledImage {
              xlink:href=\"data:image/png;base64,{png}\"/>"
         );
         // The bar: the colormap as a gradient, its darkest end at the bottom (no seams, as
-        // bands of rectangles would show).
-        // Named for its colormap: a front end that inlines several SVGs in one page shares
-        // ids between them, and a gradient of the same name is then the same gradient.
+        // bands of rectangles would show). Named for its colormap: a front end that inlines
+        // several SVGs in one page shares ids between them, and a gradient of the same name
+        // is then the same gradient.
         const STOPS: usize = 33;
         let id = format!("gpulab-colorbar-{:?}", self.cmap).to_lowercase();
         svg += &format!("<defs><linearGradient id=\"{id}\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">");
@@ -181,25 +181,17 @@ impl ScaledImage {
                 bar_x + bar_w,
                 bar_x + bar_w + tick,
                 y + 4.0,
-                xml_text(text)
+                html_escape(text)
             );
         }
         let mid = top as f64 + bar_h as f64 / 2.0;
         svg += &format!(
             "<text x=\"{title_x}\" y=\"{mid:.2}\" text-anchor=\"middle\" \
              transform=\"rotate(-90 {title_x} {mid:.2})\">{}</text></svg>",
-            xml_text(&self.label)
+            html_escape(&self.label)
         );
         svg
     }
-}
-
-/// `s` with XML's special characters escaped, for SVG text.
-fn xml_text(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 impl Rich for ScaledImage {

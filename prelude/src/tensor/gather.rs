@@ -224,15 +224,15 @@ fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
     let planes = x.len() / (h * w);
     let mut out = vec![x[0]; planes * oh * ow];
     let mut arg = vec![0i32; planes * oh * ow];
-    // The width of a window as a constant where it is 2 or 3 (almost every pooling), so the
+    // The CNNs' pooling (2 x 2, stride 2, no dilation) has a path of its own; otherwise the
+    // width of a window is a constant where it is 2 or 3 (almost every pooling), so the
     // compiler unrolls the taps of a row.
-    let row: PoolRow<T> = match g.kw {
-        2 => pool_row::<T, 2>,
-        3 => pool_row::<T, 3>,
+    let row: PoolRow<T> = match (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw) {
+        (2, 2, 2, 2, 1, 1) => pool_row_2x2,
+        (_, 2, ..) => pool_row::<T, 2>,
+        (_, 3, ..) => pool_row::<T, 3>,
         _ => pool_row::<T, 0>,
     };
-    // The CNNs' pooling (2 x 2, stride 2, no dilation) has a path of its own.
-    let square2 = (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw) == (2, 2, 2, 2, 1, 1);
     out.par_chunks_mut(oh * ow)
         .zip(arg.par_chunks_mut(oh * ow))
         .enumerate()
@@ -242,11 +242,7 @@ fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
             let plane = &x[base..base + h * w];
             for y in 0..oh {
                 let (orow, arow) = (&mut o[y * ow..(y + 1) * ow], &mut a[y * ow..(y + 1) * ow]);
-                if square2 {
-                    pool_row_2x2(plane, orow, arow, y, base, w);
-                } else {
-                    row(plane, orow, arow, y, base, g);
-                }
+                row(plane, orow, arow, y, base, g);
             }
         });
     (out, arg)
@@ -274,9 +270,9 @@ fn pool_row_2x2<T: PoolElem>(
     arow: &mut [i32],
     y: usize,
     base: usize,
-    w: usize,
+    g: PoolGeom,
 ) {
-    let ow = orow.len();
+    let (w, ow) = (g.w, orow.len());
     let r0 = 2 * y * w;
     let (top, bottom) = (&plane[r0..r0 + 2 * ow], &plane[r0 + w..r0 + w + 2 * ow]);
     let pairs = top.chunks_exact(2).zip(bottom.chunks_exact(2));
@@ -291,7 +287,8 @@ fn pool_row_2x2<T: PoolElem>(
     }
 }
 
-/// [`pool_row`] for one window width: (plane, maxima, their indices, `y`, `base`, geometry).
+/// One row of windows, [`pool_row`] or [`pool_row_2x2`]: (plane, maxima, their indices, `y`,
+/// `base`, geometry).
 type PoolRow<T> = fn(&[T], &mut [T], &mut [i32], usize, usize, PoolGeom);
 
 /// One row `y` of windows of a plane: the maxima into `orow`, their indices (plus `base`) into
@@ -450,7 +447,7 @@ mod tests {
             let (mut o1, mut a1) = (vec![0.0f32; ow], vec![0i32; ow]);
             let (mut o2, mut a2) = (vec![0.0f32; ow], vec![0i32; ow]);
             pool_row::<f32, 0>(&plane, &mut o1, &mut a1, y, base, g);
-            pool_row_2x2(&plane, &mut o2, &mut a2, y, base, w);
+            pool_row_2x2(&plane, &mut o2, &mut a2, y, base, g);
             assert_eq!(a1, a2, "row {y}");
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&o1), bits(&o2), "row {y}");
