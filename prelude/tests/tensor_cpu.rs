@@ -515,11 +515,28 @@ fn matmul_against_triple_loop() {
         let (a, b) = (data(m * k, 11), data(k * n, 12));
         let got = t(&a, &[m, k]).matmul(&t(&b, &[k, n])).unwrap();
         assert_eq!(got.shape(), &[m, n]);
-        close(
-            &got.to_vec::<f32>().unwrap(),
-            &matmul_ref(&a, &b, m, k, n),
-            1e-4,
-        );
+        let got = got.to_vec::<f32>().unwrap();
+        let want = matmul_ref(&a, &b, m, k, n);
+        // Any order of the k additions in f32 is within Higham's bound of the exact sum,
+        // gamma_k * sum |a_ip b_pj| with gamma_k = k u / (1 - k u): the products here
+        // (|values| <= 10) cancel to results near 0 whose rounding no fixed tolerance bounds.
+        // A term lost or counted twice is off by up to 100, far outside it.
+        let u = f32::EPSILON as f64 / 2.0;
+        let gamma = k as f64 * u / (1.0 - k as f64 * u);
+        for i in 0..m {
+            for j in 0..n {
+                let mag: f64 = (0..k)
+                    .map(|p| (a[i * k + p] as f64 * b[p * n + j] as f64).abs())
+                    .sum();
+                let (g, w) = (got[i * n + j] as f64, want[i * n + j] as f64);
+                // The reference itself is rounded once to f32.
+                let bound = gamma * mag + w.abs() * u + 1e-30;
+                assert!(
+                    (g - w).abs() <= bound,
+                    "{m}x{k}x{n}, element ({i}, {j}): {g} vs {w} (bound {bound:e})"
+                );
+            }
+        }
     }
     // 1-D operands follow torch: vector-matrix, matrix-vector, dot.
     let (a, b) = (data(6, 13), data(6, 14));

@@ -21,29 +21,39 @@ const HUGE_FROM: usize = 4 << 20;
 /// 2^24 took 16 ms with it and 36-44 ms without). Where transparent huge pages are off, or set
 /// to `always`, the call changes nothing. Only glibc-Linux is asked; elsewhere a no-op.
 pub(crate) fn advise_huge_pages<T>(v: &Vec<T>) {
+    advise_range(v.as_ptr() as usize, v.capacity() * std::mem::size_of::<T>());
+}
+
+/// [`advise_huge_pages`] for a buffer about to be written whole, e.g. the spare capacity
+/// that [`vec_filled_by`] hands out.
+pub(crate) fn advise_huge_pages_for<T>(buf: &[T]) {
+    advise_range(buf.as_ptr() as usize, std::mem::size_of_val(buf));
+}
+
+/// The `madvise` behind both: `bytes` from `start`, one allocation that stays mapped while
+/// the caller's buffer lives.
+fn advise_range(start: usize, bytes: usize) {
     #[cfg(target_os = "linux")]
     {
-        let bytes = v.capacity() * std::mem::size_of::<T>();
         if bytes < HUGE_FROM {
             return;
         }
         const PAGE: usize = 4096;
-        let start = v.as_ptr() as usize;
         let first = start.next_multiple_of(PAGE);
         let end = (start + bytes) / PAGE * PAGE;
         if end > first {
-            // SAFETY: [first, end) lies inside `v`'s own allocation (page-aligned inwards),
-            // which stays mapped while `v` lives. MADV_HUGEPAGE is advice: it changes how
-            // the kernel backs those pages, never their contents, so nothing `v` holds or any
-            // other allocation sharing a page at either end could see is altered. A refusal
-            // (EINVAL without THP support) only leaves the 4 KiB pages.
+            // SAFETY: [first, end) lies inside the caller's own allocation (page-aligned
+            // inwards), which stays mapped while it lives. MADV_HUGEPAGE is advice: it changes
+            // how the kernel backs those pages, never their contents, so nothing the buffer
+            // holds or any other allocation sharing a page at either end could see is
+            // altered. A refusal (EINVAL without THP support) only leaves the 4 KiB pages.
             unsafe {
                 libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
             }
         }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = v;
+    let _ = (start, bytes);
 }
 
 /// An empty vector with room for `n` elements, advised for huge pages when big.
@@ -298,6 +308,34 @@ fn transpose2d(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
             }
         }
     })
+}
+
+/// A vector of `n` elements that `fill` writes, with no zeroing first. Freed buffers come
+/// back from the heap (see [`keep_freed_memory`]), so a zeroed one costs a memset that the
+/// fill then overwrites at once: on the 2-core VM the memsets were about a tenth of the MNIST
+/// CNN's forward pass (`perf`, `examples/train_bench.rs`).
+///
+/// # Safety
+/// `fill` must write every element of the slice it is given (`MaybeUninit::write`,
+/// `write_copy_of_slice`), also when it runs in parallel; the vector is read as initialised
+/// afterwards.
+pub(crate) unsafe fn vec_filled_by<T>(
+    n: usize,
+    fill: impl FnOnce(&mut [std::mem::MaybeUninit<T>]),
+) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    // The unit tests poison the buffer first (all bits set: NaN for floats, -1 for
+    // integers), so an element a fill misses shows up instead of reading as a fresh zero page.
+    #[cfg(test)]
+    // SAFETY: the capacity is at least n elements; they stay uninitialised as far as the
+    // types go (`MaybeUninit`) until `fill` writes them.
+    unsafe {
+        std::ptr::write_bytes(v.as_mut_ptr(), 0xFF, n)
+    };
+    fill(&mut v.spare_capacity_mut()[..n]);
+    // SAFETY: the capacity is at least n, and the caller's `fill` wrote all n elements.
+    unsafe { v.set_len(n) };
+    v
 }
 
 /// Lets glibc's malloc keep freed buffers of up to 32 MiB for reuse, once per process,

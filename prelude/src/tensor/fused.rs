@@ -9,6 +9,7 @@
 //! through an in-place method. Anything else (CUDA, half types, shared state) returns `None`
 //! and the optimiser falls back to its tensor-op path.
 
+use super::cpu::vec_filled_by;
 use super::cpu_backend::CpuStorage;
 use super::matmul::{self, Elem, Strided};
 use super::storage::Storage;
@@ -17,6 +18,7 @@ use crate::autograd;
 use crate::device::Device;
 use crate::error::Result;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 /// Adam's coefficients for one step (torch's form: `p -= lr_bc1 * m / (sqrt(v) * inv_sqrt_bc2 + eps)`).
@@ -45,23 +47,26 @@ macro_rules! adam_kernel {
                 c.eps as $t,
                 c.weight_decay as $t,
             );
-            let mut out = vec![0 as $t; w.len()];
-            out.par_chunks_mut(CHUNK)
-                .zip(w.par_chunks(CHUNK))
-                .zip(g.par_chunks(CHUNK))
-                .zip(m.par_chunks_mut(CHUNK))
-                .zip(v.par_chunks_mut(CHUNK))
-                .for_each(|((((o, w), g), m), v)| {
-                    for i in 0..o.len() {
-                        let gi = if wd != 0.0 { g[i] + wd * w[i] } else { g[i] };
-                        let mi = b1 * m[i] + (1.0 - b1) * gi;
-                        let vi = b2 * v[i] + (1.0 - b2) * gi * gi;
-                        m[i] = mi;
-                        v[i] = vi;
-                        o[i] = w[i] - lr * (mi / (vi.sqrt() * isb + eps));
-                    }
-                });
-            out
+            // SAFETY: the chunks cover the output, and each element of each is written.
+            unsafe {
+                vec_filled_by(w.len(), |out| {
+                    out.par_chunks_mut(CHUNK)
+                        .zip(w.par_chunks(CHUNK))
+                        .zip(g.par_chunks(CHUNK))
+                        .zip(m.par_chunks_mut(CHUNK))
+                        .zip(v.par_chunks_mut(CHUNK))
+                        .for_each(|((((o, w), g), m), v)| {
+                            for i in 0..o.len() {
+                                let gi = if wd != 0.0 { g[i] + wd * w[i] } else { g[i] };
+                                let mi = b1 * m[i] + (1.0 - b1) * gi;
+                                let vi = b2 * v[i] + (1.0 - b2) * gi * gi;
+                                m[i] = mi;
+                                v[i] = vi;
+                                o[i].write(w[i] - lr * (mi / (vi.sqrt() * isb + eps)));
+                            }
+                        })
+                })
+            }
         }
     };
 }
@@ -227,30 +232,33 @@ impl ConvGeom {
 /// image `b` and output position `(y, xo)`, the input under kernel tap `(i, j)` of channel
 /// `ch` (zero in the padding), at column `b*oh*ow + y*ow + xo`. Laid out so that
 /// `W [o, c*kh*kw] x cols` is the whole batch's output in one product.
-fn im2col_row<T: Copy + Default>(x: &[T], g: &ConvGeom, r: usize, row: &mut [T]) {
+fn im2col_row<T: Copy + Default>(x: &[T], g: &ConvGeom, r: usize, row: &mut [MaybeUninit<T>]) {
     let (p, s) = (g.p(), g.sw);
     let (ch, i, j) = (r / (g.kh * g.kw), r / g.kw % g.kh, r % g.kw);
     let (lo, hi) = g.cols_inside(j);
+    let zero = |d: &mut [MaybeUninit<T>]| d.iter_mut().for_each(|d| _ = d.write(T::default()));
     for (b, dimg) in row.chunks_mut(p).enumerate() {
         let plane = &x[b * g.chw() + ch * g.h * g.w..][..g.h * g.w];
+        // Every element of each output row is written: zeros where the tap falls in the
+        // padding, the input elsewhere (the caller relies on it, `vec_filled_by`).
         for y in 0..g.oh {
             let dst = &mut dimg[y * g.ow..(y + 1) * g.ow];
             let iy = match g.row_inside(y, i) {
                 Some(iy) if lo < hi => iy,
                 _ => {
-                    dst.fill(T::default());
+                    zero(dst);
                     continue;
                 }
             };
             let src = &plane[iy * g.w..][..g.w];
-            dst[..lo].fill(T::default());
-            dst[hi..].fill(T::default());
+            zero(&mut dst[..lo]);
+            zero(&mut dst[hi..]);
             let x0 = lo * s + j * g.dw - g.pw;
             if s == 1 {
-                dst[lo..hi].copy_from_slice(&src[x0..x0 + hi - lo]);
+                dst[lo..hi].write_copy_of_slice(&src[x0..x0 + hi - lo]);
             } else {
                 for (k, d) in dst[lo..hi].iter_mut().enumerate() {
-                    *d = src[x0 + k * s];
+                    d.write(src[x0 + k * s]);
                 }
             }
         }
@@ -323,11 +331,15 @@ fn rows_per_task(len: usize) -> usize {
 fn conv_forward<T: Elem>(x: &[T], wt: &[T], bias: Option<&[T]>, g: ConvGeom) -> (Vec<T>, Vec<T>) {
     let (ckk, p, o) = (g.ckk(), g.p(), g.o);
     let np = g.n * p;
-    let mut cols = vec![T::default(); ckk * np];
-    cols.par_chunks_mut(np)
-        .with_min_len(rows_per_task(np))
-        .enumerate()
-        .for_each(|(r, row)| im2col_row(x, &g, r, row));
+    // SAFETY: im2col_row writes every element of its row, and the rows cover `cols`.
+    let cols = unsafe {
+        vec_filled_by(ckk * np, |cols| {
+            cols.par_chunks_mut(np)
+                .with_min_len(rows_per_task(np))
+                .enumerate()
+                .for_each(|(r, row)| im2col_row(x, &g, r, row))
+        })
+    };
     let y = mm(
         Strided {
             data: wt,
@@ -343,22 +355,28 @@ fn conv_forward<T: Elem>(x: &[T], wt: &[T], bias: Option<&[T]>, g: ConvGeom) -> 
         ckk,
         np,
     );
-    let mut out = vec![T::default(); g.n * o * p];
-    out.par_chunks_mut(o * p)
-        .with_min_len(rows_per_task(o * p))
-        .enumerate()
-        .for_each(|(b, ob)| {
-            for (oc, orow) in ob.chunks_mut(p).enumerate() {
-                let yrow = &y[oc * np + b * p..][..p];
-                match bias {
-                    Some(bias) => {
-                        let bv = bias[oc];
-                        orow.iter_mut().zip(yrow).for_each(|(d, &v)| *d = v + bv);
+    // SAFETY: every image's `o` rows of `p` are written, with or without the bias.
+    let out = unsafe {
+        vec_filled_by(g.n * o * p, |out| {
+            out.par_chunks_mut(o * p)
+                .with_min_len(rows_per_task(o * p))
+                .enumerate()
+                .for_each(|(b, ob)| {
+                    for (oc, orow) in ob.chunks_mut(p).enumerate() {
+                        let yrow = &y[oc * np + b * p..][..p];
+                        match bias {
+                            Some(bias) => {
+                                let bv = bias[oc];
+                                orow.iter_mut()
+                                    .zip(yrow)
+                                    .for_each(|(d, &v)| _ = d.write(v + bv));
+                            }
+                            None => _ = orow.write_copy_of_slice(yrow),
+                        }
                     }
-                    None => orow.copy_from_slice(yrow),
-                }
-            }
-        });
+                })
+        })
+    };
     (out, cols)
 }
 

@@ -9,7 +9,9 @@
 // blocking parameters one by one for the same reason.
 #![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
+use super::cpu::vec_filled_by;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Depth of a packed block: a KC x NR micro-panel of B is 32 KiB with the AVX-512 kernel.
 const KC: usize = 256;
@@ -411,13 +413,12 @@ fn matmul_with<T: Elem>(
     k: usize,
     n: usize,
 ) -> Vec<T> {
-    let mut c = vec![T::default(); m * n];
-    super::cpu::advise_huge_pages(&c);
     if m == 0 || n == 0 || k == 0 {
-        return c;
+        return vec![T::default(); m * n];
     }
     if m * n * k <= SMALL {
         debug_assert!(a.cs == 1 && a.rs == k && b.cs == 1 && b.rs == n);
+        let mut c = vec![T::default(); m * n];
         let (a, b) = (a.data, b.data);
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
@@ -453,28 +454,35 @@ fn matmul_with<T: Elem>(
                     data: &b.data[p0 * b.rs..],
                     ..b
                 };
-                let mut part = vec![T::default(); m * n];
-                packed(kern, aq, bq, m, kq, n, false, &mut part);
-                part
+                // SAFETY: `packed` writes every element of C (k > 0).
+                unsafe { vec_filled_by(m * n, |part| packed(kern, aq, bq, m, kq, n, false, part)) }
             })
             .collect();
-        for part in &partials {
+        let mut c = partials[0].clone();
+        for part in &partials[1..] {
             for (x, &y) in c.iter_mut().zip(part) {
                 *x = *x + y;
             }
         }
         return c;
     }
-    packed(kern, a, b, m, k, n, threaded, &mut c);
-    c
+    // SAFETY: `packed` writes every element of C (k > 0).
+    unsafe {
+        vec_filled_by(m * n, |c| {
+            super::cpu::advise_huge_pages_for(c);
+            packed(kern, a, b, m, k, n, threaded, c)
+        })
+    }
 }
 
 /// The largest C (elements) [`matmul_with`] splits over the depth: each core then holds a
 /// partial C of its own.
 const SPLIT_K_MAX_C: usize = 1 << 16;
 
-/// The packed product of `a` (m x k) and `b` (k x n) into `c` (m x n, row-major, overwritten),
-/// on the cores when `threaded`. Any strides; any size (the caller picks the small path).
+/// The packed product of `a` (m x k) and `b` (k x n) into `c` (m x n, row-major), on the
+/// cores when `threaded`. Any strides; any size with k > 0 (the caller picks the small
+/// path). Every element of `c` is written (the first depth block stores, the later ones
+/// add), so `c` need not be initialised.
 fn packed<T: Elem>(
     kern: Kernel<T>,
     a: Strided<T>,
@@ -483,7 +491,7 @@ fn packed<T: Elem>(
     k: usize,
     n: usize,
     threaded: bool,
-    c: &mut [T],
+    c: &mut [MaybeUninit<T>],
 ) {
     let threads = rayon::current_num_threads().max(1);
     let (mr, nr) = (kern.mr, kern.nr);
@@ -499,15 +507,18 @@ fn packed<T: Elem>(
     };
     // Sized for this product, not the largest block: zeroing a 4 MiB buffer would cost more
     // than a whole 256 x 256 multiply.
-    let mut bpack = vec![T::default(); KC.min(k) * NC.min(n).div_ceil(nr) * nr];
+    // The depth in equal blocks of at most KC: 288 as 144 + 144, not 256 + 32 (a 32-deep
+    // block loads and stores every C tile for a tenth of the work of a full one).
+    let kcb = k.div_ceil(k.div_ceil(KC));
+    let mut bpack = vec![T::default(); kcb * NC.min(n).div_ceil(nr) * nr];
     for jc in (0..n).step_by(NC) {
         let nc = NC.min(n - jc);
-        for pc in (0..k).step_by(KC) {
-            let kc = KC.min(k - pc);
+        for pc in (0..k).step_by(kcb) {
+            let kc = kcb.min(k - pc);
             let bp = &mut bpack[..kc * nc.div_ceil(nr) * nr];
             pack_b(b, pc, kc, jc, nc, nr, bp, threaded);
             let bp = &*bp;
-            let block = |apack: &mut Vec<T>, (ib, cblock): (usize, &mut [T])| {
+            let block = |apack: &mut Vec<T>, (ib, cblock): (usize, &mut [MaybeUninit<T>])| {
                 let ic = ib * mc_block;
                 let mc = mc_block.min(m - ic);
                 pack_a(a, ic, mc, pc, kc, mr, apack);
@@ -521,14 +532,15 @@ fn packed<T: Elem>(
                         let h = mr.min(mc - i0);
                         let apanel = apack[ip * kc * mr..].as_ptr();
                         // SAFETY: panels hold kc*mr and kc*nr floats; a full tile
-                        // writes rows i0..i0+mr, columns j0..j0+nr of this C block.
+                        // writes rows i0..i0+mr, columns j0..j0+nr of this C block, and
+                        // reads them (accumulate) only after the first depth block wrote them.
                         unsafe {
                             if h == mr && w == nr {
                                 (kern.f)(
                                     kc,
                                     apanel,
                                     bpanel,
-                                    cblock.as_mut_ptr().add(i0 * n + j0),
+                                    cblock.as_mut_ptr().add(i0 * n + j0).cast::<T>(),
                                     n,
                                     pc > 0,
                                 );
@@ -537,7 +549,9 @@ fn packed<T: Elem>(
                                 for i in 0..h {
                                     let row = &mut cblock[(i0 + i) * n + j0..(i0 + i) * n + j0 + w];
                                     for (x, &e) in row.iter_mut().zip(&edge[i * nr..i * nr + w]) {
-                                        *x = if pc > 0 { *x + e } else { e };
+                                        // Written by the first depth block (pc == 0).
+                                        let sum = if pc > 0 { x.assume_init_read() + e } else { e };
+                                        x.write(sum);
                                     }
                                 }
                             }
