@@ -252,8 +252,12 @@ fn pack_rows<T: Copy, const NR: usize>(
 ) {
     for (p, dst) in panel.chunks_exact_mut(NR).take(kc).enumerate() {
         let at = start + p * rs;
+        // Both sides as arrays: a copy of NR elements the compiler emits as vector moves
+        // even where it does not inline `copy_from_slice` (without cross-unit LTO it called
+        // memmove per row).
         let src: &[T; NR] = data[at..at + NR].try_into().unwrap();
-        dst.copy_from_slice(src);
+        let dst: &mut [T; NR] = dst.try_into().unwrap();
+        *dst = *src;
     }
 }
 
