@@ -393,15 +393,19 @@ fn conv_backward<T: Elem + std::ops::AddAssign>(
 ) -> (Option<Vec<T>>, Option<Vec<T>>, Option<Vec<T>>) {
     let (ckk, p, o) = (g.ckk(), g.p(), g.o);
     let np = g.n * p;
-    let mut gm = vec![T::default(); o * np];
-    gm.par_chunks_mut(np)
-        .with_min_len(rows_per_task(np))
-        .enumerate()
-        .for_each(|(oc, row)| {
-            for (b, d) in row.chunks_mut(p).enumerate() {
-                d.copy_from_slice(&gout[(b * o + oc) * p..][..p]);
-            }
-        });
+    // SAFETY: each of the `o` rows is `n` images' `p` values, every one copied.
+    let gm = unsafe {
+        vec_filled_by(o * np, |gm| {
+            gm.par_chunks_mut(np)
+                .with_min_len(rows_per_task(np))
+                .enumerate()
+                .for_each(|(oc, row)| {
+                    for (b, d) in row.chunks_mut(p).enumerate() {
+                        d.write_copy_of_slice(&gout[(b * o + oc) * p..][..p]);
+                    }
+                })
+        })
+    };
     let gs = Strided {
         data: &gm,
         rs: np,
