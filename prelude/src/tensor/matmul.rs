@@ -41,6 +41,18 @@ pub(crate) trait Elem:
     fn kernels() -> Vec<Kernel<Self>>;
     /// The best of them (looked up once).
     fn kernel() -> Kernel<Self>;
+    /// Packs a whole `nr`-wide panel of a transposed operand, `panel[p * nr + j] =
+    /// src[j * cs + p]` for p < kc, j < nr, with vector transposes where this type and CPU
+    /// have them; false (nothing written) leaves it to the element-by-element loop.
+    fn pack_transposed(
+        _src: &[Self],
+        _cs: usize,
+        _kc: usize,
+        _nr: usize,
+        _panel: &mut [Self],
+    ) -> bool {
+        false
+    }
 }
 
 /// The portable micro-kernel: a 4 x 16 tile the compiler vectorises as it can.
@@ -55,7 +67,7 @@ fn portable<T: Elem>() -> Kernel<T> {
 /// `Elem` for a type with an AVX-512 and an AVX2 kernel in `x86` (f64's tiles are half as
 /// wide as f32's: NR halves, MR stays).
 macro_rules! impl_elem {
-    ($t:ty, $avx512:ident, $avx2:ident) => {
+    ($t:ty, $avx512:ident, $avx2:ident $(, $pack_t:path)?) => {
         impl Elem for $t {
             fn kernels() -> Vec<Kernel<$t>> {
                 #[cfg(target_arch = "x86_64")]
@@ -69,11 +81,19 @@ macro_rules! impl_elem {
                 static BEST: std::sync::OnceLock<Kernel<$t>> = std::sync::OnceLock::new();
                 *BEST.get_or_init(|| Self::kernels()[0])
             }
+            $(
+                fn pack_transposed(src: &[$t], cs: usize, kc: usize, nr: usize, panel: &mut [$t]) -> bool {
+                    #[cfg(target_arch = "x86_64")]
+                    return $pack_t(src, cs, kc, nr, panel);
+                    #[cfg(not(target_arch = "x86_64"))]
+                    false
+                }
+            )?
         }
     };
 }
 
-impl_elem!(f32, AVX512_F32, AVX2_F32);
+impl_elem!(f32, AVX512_F32, AVX2_F32, x86::pack_transposed_f32);
 impl_elem!(f64, AVX512_F64, AVX2_F64);
 
 unsafe fn kernel_portable<T: Elem>(
@@ -123,6 +143,101 @@ mod x86 {
             k.push(avx2);
         }
         k
+    }
+
+    /// [`super::Elem::pack_transposed`] for f32: AVX's 8 x 8 transposes over the panel's
+    /// full blocks of eight rows, the last `kc % 8` rows element by element; false without
+    /// AVX, for a width that is not a multiple of 8, or for slices too short for the panel.
+    pub(super) fn pack_transposed_f32(
+        src: &[f32],
+        cs: usize,
+        kc: usize,
+        nr: usize,
+        panel: &mut [f32],
+    ) -> bool {
+        if !is_x86_feature_detected!("avx")
+            || nr == 0
+            || nr % 8 != 0
+            || kc == 0
+            || panel.len() < kc * nr
+            || src.len() < (nr - 1) * cs + kc
+        {
+            return false;
+        }
+        // SAFETY: the CPU has AVX; every read, src[j * cs + p] for j < nr, p < kc, is at
+        // most (nr - 1) * cs + kc - 1 < src.len(), and every write, panel[p * nr + j], below
+        // kc * nr <= panel.len() (both checked above).
+        unsafe { pack_transposed_f32_avx(src.as_ptr(), cs, kc, nr, panel.as_mut_ptr()) };
+        true
+    }
+
+    /// The body of [`pack_transposed_f32`]: `panel[p * nr + j] = src[j * cs + p]`.
+    #[target_feature(enable = "avx")]
+    unsafe fn pack_transposed_f32_avx(
+        src: *const f32,
+        cs: usize,
+        kc: usize,
+        nr: usize,
+        panel: *mut f32,
+    ) {
+        let mut p = 0;
+        while p + 8 <= kc {
+            for jb in (0..nr).step_by(8) {
+                let row = |i: usize| src.add((jb + i) * cs + p);
+                let cols = transpose8([
+                    _mm256_loadu_ps(row(0)),
+                    _mm256_loadu_ps(row(1)),
+                    _mm256_loadu_ps(row(2)),
+                    _mm256_loadu_ps(row(3)),
+                    _mm256_loadu_ps(row(4)),
+                    _mm256_loadu_ps(row(5)),
+                    _mm256_loadu_ps(row(6)),
+                    _mm256_loadu_ps(row(7)),
+                ]);
+                for (i, c) in cols.into_iter().enumerate() {
+                    _mm256_storeu_ps(panel.add((p + i) * nr + jb), c);
+                }
+            }
+            p += 8;
+        }
+        for p in p..kc {
+            for j in 0..nr {
+                *panel.add(p * nr + j) = *src.add(j * cs + p);
+            }
+        }
+    }
+
+    /// The 8 x 8 transpose: output vector i holds element i of each input, in order.
+    #[inline]
+    #[target_feature(enable = "avx")]
+    fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+        // Pairs of rows interleaved, then pairs of pairs, then the 128-bit halves swapped.
+        let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+        let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+        let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+        let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+        let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+        let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+        let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+        let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+        let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+        let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+        let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+        let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+        let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+        let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+        let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+        let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+        [
+            _mm256_permute2f128_ps::<0x20>(u0, u4),
+            _mm256_permute2f128_ps::<0x20>(u1, u5),
+            _mm256_permute2f128_ps::<0x20>(u2, u6),
+            _mm256_permute2f128_ps::<0x20>(u3, u7),
+            _mm256_permute2f128_ps::<0x31>(u0, u4),
+            _mm256_permute2f128_ps::<0x31>(u1, u5),
+            _mm256_permute2f128_ps::<0x31>(u2, u6),
+            _mm256_permute2f128_ps::<0x31>(u3, u7),
+        ]
     }
 
     /// One register-tiled micro-kernel, `$kernel` (its tile: `MR` rows, two vectors of `W`
@@ -220,6 +335,12 @@ fn pack_b<T: Elem>(
                 dst[..w].copy_from_slice(&b.data[at..at + w]);
                 dst[w..].fill(T::default());
             }
+        } else if b.rs == 1
+            && w == nr
+            && T::pack_transposed(&b.data[j0 * b.cs + pc..], b.cs, kc, nr, panel)
+        {
+            // A transposed operand whose panel rows are columns of memory (`w.t()` in a
+            // Linear layer): transposed 8 x 8 at a time in vector registers.
         } else {
             // A transposed operand (`w.t()` in a Linear layer): gathered row by row so the
             // panel is written in order; the NR source columns stay in L1 across rows.
@@ -603,6 +724,49 @@ mod tests {
             .flat_map(|j| (0..r).map(move |i| (i, j)))
             .map(|(i, j)| x[i * c + j])
             .collect()
+    }
+
+    /// The vector-transposing panel pack writes what the element-by-element rule says, for
+    /// depths below, at and past a block of eight, and panels 8 and 16 wide; where it does not
+    /// apply (no AVX, a width not a multiple of 8, a source too short) it writes nothing.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn transposed_panels_pack_as_element_by_element() {
+        for (kc, nr, cs) in [
+            (3, 16, 40),
+            (8, 16, 8),
+            (29, 16, 37),
+            (64, 8, 100),
+            (150, 16, 151),
+        ] {
+            let src: Vec<f32> = (0..(nr - 1) * cs + kc)
+                .map(|i| i as f32 * 0.5 - 7.0)
+                .collect();
+            let mut panel = vec![f32::NAN; kc * nr];
+            if !f32::pack_transposed(&src, cs, kc, nr, &mut panel) {
+                assert!(
+                    !std::arch::is_x86_feature_detected!("avx"),
+                    "refused {kc} {nr} {cs}"
+                );
+                println!("skipped: this CPU has no AVX");
+                return;
+            }
+            for p in 0..kc {
+                for j in 0..nr {
+                    assert_eq!(
+                        panel[p * nr + j],
+                        src[j * cs + p],
+                        "kc {kc} nr {nr} ({p}, {j})"
+                    );
+                }
+            }
+        }
+        let mut panel = vec![1.0f32; 64];
+        let short = vec![0.0f32; 10];
+        assert!(!f32::pack_transposed(&short, 8, 4, 16, &mut panel));
+        assert!(!f32::pack_transposed(&vec![0.0; 200], 8, 4, 12, &mut panel));
+        assert!(panel.iter().all(|&v| v == 1.0));
+        assert!(!f64::pack_transposed(&[0.0; 200], 8, 4, 16, &mut [0.0; 64]));
     }
 
     /// Every micro-kernel this CPU can run (AVX-512, AVX2+FMA, the portable one: only the best
