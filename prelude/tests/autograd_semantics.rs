@@ -30,6 +30,30 @@ fn gradients_accumulate_until_zero_grad() {
     assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![1.0; 3]);
 }
 
+/// As in torch, backward frees what the graph saved: a second backward through it says so
+/// and names the way out; with retain_graph the second run adds its gradient once more.
+#[test]
+fn a_second_backward_needs_retain_graph() {
+    let x = leaf(vec![1.0, 2.0, 3.0]);
+    let loss = x.mul(&x).unwrap().sum().unwrap();
+    loss.backward().unwrap();
+    let err = loss.backward().unwrap_err().to_string();
+    assert!(
+        err.contains("second time") && err.contains("backward_retain_graph"),
+        "{err}"
+    );
+    // The gradient of the first pass is intact.
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
+
+    let y = leaf(vec![1.0, 2.0, 3.0]);
+    let loss = y.mul(&y).unwrap().sum().unwrap();
+    loss.backward_retain_graph().unwrap();
+    loss.backward_retain_graph().unwrap();
+    loss.backward().unwrap();
+    assert_eq!(y.grad().unwrap().to_vec::<f32>().unwrap(), vec![6.0, 12.0, 18.0]);
+    assert!(loss.backward().is_err());
+}
+
 #[test]
 fn clones_share_the_gradient_and_detach_cuts_the_graph() {
     let x = leaf(vec![1.0, 2.0]);

@@ -13,8 +13,12 @@
 //! gradient to its input (sums broadcast dimensions away, casts back to the input's dtype and
 //! device), so the rules never deal with broadcasting or promotion themselves.
 //!
-//! The graph lives as long as the tensors that hold it: dropping the loss frees it. Unlike
-//! torch, `backward` does not free it, so calling it twice accumulates twice.
+//! As in torch, `backward` frees what each node saved (the activations and weights its rule
+//! reads) as soon as that node has run, so they do not outlive the backward pass while the
+//! loss is still held (through the optimiser's step, say): a second `backward` through the
+//! same graph is then an error that says so, unless the first was
+//! `backward_retain_graph` (torch's `retain_graph=True`). The graph's structure lives as long
+//! as the tensors that hold it.
 
 pub(crate) mod rules;
 
@@ -36,7 +40,8 @@ pub struct Meta {
 struct Node {
     name: &'static str,
     inputs: Vec<Option<Input>>,
-    backward: BackwardFn,
+    /// The rule, and with it every tensor it saved; `None` once a backward pass freed it.
+    backward: Mutex<Option<BackwardFn>>,
 }
 
 /// An input of a node that requires grad, and what its gradient must look like.
@@ -190,7 +195,7 @@ pub(crate) fn record(
         node: Some(Node {
             name,
             inputs,
-            backward: Box::new(backward),
+            backward: Mutex::new(Some(Box::new(backward))),
         }),
     });
     out.with_grad_meta(Some(meta))
@@ -263,14 +268,15 @@ fn fit(g: Tensor, inp: &Input) -> Result<Tensor> {
     Ok(g)
 }
 
-/// The backward pass from `root`, whose gradient is `seed`.
-pub(crate) fn backward(root: &Tensor, seed: Tensor) -> Result<()> {
+/// The backward pass from `root`, whose gradient is `seed`; each node's saved tensors are
+/// freed once it has run unless `retain_graph`.
+pub(crate) fn backward(root: &Tensor, seed: Tensor, retain_graph: bool) -> Result<()> {
     // The rules run in the dtypes the forward pass chose, not autocast again (a backward
     // called inside an `amp::autocast` region, as torch's gradients are).
-    crate::tensor::autocast::suspended(|| backward_from(root, seed))
+    crate::tensor::autocast::suspended(|| backward_from(root, seed, retain_graph))
 }
 
-fn backward_from(root: &Tensor, seed: Tensor) -> Result<()> {
+fn backward_from(root: &Tensor, seed: Tensor, retain_graph: bool) -> Result<()> {
     let Some(root_meta) = root.grad_meta() else {
         return Err(Error::Invalid(format!(
             "backward(): this tensor (shape {:?}) does not require grad and has no grad_fn: \
@@ -302,8 +308,24 @@ fn backward_from(root: &Tensor, seed: Tensor) -> Result<()> {
                 });
                 continue;
             };
-            let gs = (node.backward)(&g)
-                .map_err(|e| Error::Invalid(format!("backward of {}: {e}", node.name)))?;
+            let gs = {
+                let mut rule = node.backward.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(f) = rule.as_ref() else {
+                    return Err(Error::Invalid(format!(
+                        "backward of {}: trying to backward through the graph a second time: \
+                         the first backward freed the tensors this step saved. Compute the \
+                         forward pass again, or call backward_retain_graph() (torch's \
+                         retain_graph=True) the first time",
+                        node.name
+                    )));
+                };
+                let gs = f(&g)
+                    .map_err(|e| Error::Invalid(format!("backward of {}: {e}", node.name)))?;
+                if !retain_graph {
+                    *rule = None;
+                }
+                gs
+            };
             for (inp, gi) in node.inputs.iter().zip(gs) {
                 let (Some(inp), Some(gi)) = (inp, gi) else {
                     continue;

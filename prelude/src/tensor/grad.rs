@@ -81,8 +81,20 @@ impl Tensor {
     }
 
     /// Computes the gradient of this one-element tensor (a loss) with respect to every leaf
-    /// that requires grad, and adds it to their `.grad()`.
+    /// that requires grad, and adds it to their `.grad()`. Frees what the graph saved for it
+    /// as it goes, as torch does: a second `backward` through the same graph is an error
+    /// (see [`backward_retain_graph`](Tensor::backward_retain_graph)).
     pub fn backward(&self) -> Result<()> {
+        self.backward_seeded(false)
+    }
+
+    /// `backward`, keeping the graph's saved tensors so that it can run again (torch's
+    /// `backward(retain_graph=True)`): each run adds its gradients once more.
+    pub fn backward_retain_graph(&self) -> Result<()> {
+        self.backward_seeded(true)
+    }
+
+    fn backward_seeded(&self, retain_graph: bool) -> Result<()> {
         if self.numel() != 1 {
             return Err(Error::Invalid(format!(
                 "backward(): grad can be implicitly created only for a tensor with one \
@@ -92,15 +104,16 @@ impl Tensor {
             )));
         }
         let seed = Tensor::full_dtype(self.shape().to_vec(), 1.0, self.dtype(), self.device())?;
-        autograd::backward(self, seed)
+        autograd::backward(self, seed, retain_graph)
     }
 
     /// `backward` with the gradient of this tensor given (torch's `backward(gradient)`),
-    /// for a tensor with more than one element.
+    /// for a tensor with more than one element; frees the graph's saved tensors as
+    /// `backward` does.
     pub fn backward_with(&self, grad: &Tensor) -> Result<()> {
         let g = grad.detach().to_dtype(self.dtype())?;
         self.same_device(&g)?;
-        autograd::backward(self, g)
+        autograd::backward(self, g, false)
     }
 
     /// This tensor repeated along its size-1 (or missing leading) dimensions to `dims`,
