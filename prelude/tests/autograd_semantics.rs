@@ -43,14 +43,20 @@ fn a_second_backward_needs_retain_graph() {
         "{err}"
     );
     // The gradient of the first pass is intact.
-    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f32>().unwrap(),
+        vec![2.0, 4.0, 6.0]
+    );
 
     let y = leaf(vec![1.0, 2.0, 3.0]);
     let loss = y.mul(&y).unwrap().sum().unwrap();
     loss.backward_retain_graph().unwrap();
     loss.backward_retain_graph().unwrap();
     loss.backward().unwrap();
-    assert_eq!(y.grad().unwrap().to_vec::<f32>().unwrap(), vec![6.0, 12.0, 18.0]);
+    assert_eq!(
+        y.grad().unwrap().to_vec::<f32>().unwrap(),
+        vec![6.0, 12.0, 18.0]
+    );
     assert!(loss.backward().is_err());
 }
 

@@ -57,3 +57,34 @@ fn the_cosine_reaches_its_floor_at_t_max_and_exponential_decays() {
     exp.step(&mut opt);
     assert_eq!(opt.lr(), 0.25);
 }
+
+/// Adam writes a parameter's new value over the old one only when nothing else holds that
+/// storage: a clone kept from before the step keeps its values (tensors are values unless
+/// written in place), and either way the step is Adam's (the first step moves every weight
+/// by lr against the sign of its gradient, since m / sqrt(v) is ±1 after bias correction).
+#[test]
+fn adam_updates_in_place_only_what_nothing_else_holds() {
+    for keep in [false, true] {
+        let model = Linear::new(3, 2);
+        let w = model.parameters()[0].clone();
+        let before = w.tensor().to_vec::<f32>().unwrap();
+        let kept = keep.then(|| w.tensor());
+        let x = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 3.0, 1.0, -1.0], [2, 3], Device::Cpu)
+            .unwrap();
+        let loss = model.forward(&x).unwrap().sum().unwrap();
+        loss.backward().unwrap();
+        let g = w.grad().unwrap().to_vec::<f32>().unwrap();
+        let mut opt = Adam::new(model.parameters(), 0.1);
+        opt.step().unwrap();
+        let after = w.tensor().to_vec::<f32>().unwrap();
+        for ((b, a), g) in before.iter().zip(&after).zip(&g) {
+            let want = b - 0.1 * g.signum();
+            assert!((a - want).abs() < 1e-5, "keep {keep}: {b} -> {a}, want {want}");
+        }
+        if let Some(k) = kept {
+            assert_eq!(k.to_vec::<f32>().unwrap(), before, "the kept clone changed");
+        }
+        // The graph of the step's forward pass was freed by backward; the loss still exists.
+        assert!(loss.backward().is_err());
+    }
+}

@@ -319,8 +319,8 @@ fn backward_from(root: &Tensor, seed: Tensor, retain_graph: bool) -> Result<()> 
                         node.name
                     )));
                 };
-                let gs = f(&g)
-                    .map_err(|e| Error::Invalid(format!("backward of {}: {e}", node.name)))?;
+                let gs =
+                    f(&g).map_err(|e| Error::Invalid(format!("backward of {}: {e}", node.name)))?;
                 if !retain_graph {
                     *rule = None;
                 }

@@ -203,7 +203,9 @@ impl Adam {
                         eps: self.eps,
                         weight_decay: l2,
                     };
-                    if let Some(new_w) = w.fused_adam_cpu(&g, m, v, c)? {
+                    // Handles on the parameter's storage accounted for: the parameter's
+                    // slot and `w` (a decayed `w` is a fresh tensor, held once).
+                    if let Some(new_w) = w.fused_adam_cpu(&g, m, v, c, 2)? {
                         p.set_data(new_w)?;
                         continue;
                     }
