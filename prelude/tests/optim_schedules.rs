@@ -69,8 +69,8 @@ fn adam_updates_in_place_only_what_nothing_else_holds() {
         let w = model.parameters()[0].clone();
         let before = w.tensor().to_vec::<f32>().unwrap();
         let kept = keep.then(|| w.tensor());
-        let x = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 3.0, 1.0, -1.0], [2, 3], Device::Cpu)
-            .unwrap();
+        let x =
+            Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 3.0, 1.0, -1.0], [2, 3], Device::Cpu).unwrap();
         let loss = model.forward(&x).unwrap().sum().unwrap();
         loss.backward().unwrap();
         let g = w.grad().unwrap().to_vec::<f32>().unwrap();
@@ -79,7 +79,10 @@ fn adam_updates_in_place_only_what_nothing_else_holds() {
         let after = w.tensor().to_vec::<f32>().unwrap();
         for ((b, a), g) in before.iter().zip(&after).zip(&g) {
             let want = b - 0.1 * g.signum();
-            assert!((a - want).abs() < 1e-5, "keep {keep}: {b} -> {a}, want {want}");
+            assert!(
+                (a - want).abs() < 1e-5,
+                "keep {keep}: {b} -> {a}, want {want}"
+            );
         }
         if let Some(k) = kept {
             assert_eq!(k.to_vec::<f32>().unwrap(), before, "the kept clone changed");

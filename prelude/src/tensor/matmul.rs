@@ -157,7 +157,7 @@ mod x86 {
     ) -> bool {
         if !is_x86_feature_detected!("avx")
             || nr == 0
-            || nr % 8 != 0
+            || !nr.is_multiple_of(8)
             || kc == 0
             || panel.len() < kc * nr
             || src.len() < (nr - 1) * cs + kc
