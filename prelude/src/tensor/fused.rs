@@ -64,7 +64,8 @@ macro_rules! adam_kernel {
             );
             // One element: (new m, new v, new w). A function forced inline: as a closure
             // called from both loops below it was not inlined, and the per-element call kept
-            // the loops scalar (the cat-vs-dog CNN's Adam step 12 ms -> 16 ms).
+            // the loops scalar. Inlined, both loops vectorise: the cat-vs-dog CNN's Adam step
+            // went from 10-14 ms (the loop before this one) to 4-5 ms, in place or fresh.
             #[inline(always)]
             fn step(w: $t, g: $t, m: $t, v: $t, k: [$t; 6]) -> ($t, $t, $t) {
                 let [b1, b2, lr, isb, eps, wd] = k;
@@ -83,10 +84,8 @@ macro_rules! adam_kernel {
                     w.par_chunks_mut(CHUNK)
                         .zip(state)
                         .for_each(|(w, ((g, m), v))| {
-                            // Zipped: the chunks' lengths are checked once, not per element.
-                            let each = w.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut());
-                            for (((w, &g), m), v) in each {
-                                (*m, *v, *w) = step(*w, g, *m, *v, k);
+                            for i in 0..w.len() {
+                                (m[i], v[i], w[i]) = step(w[i], g[i], m[i], v[i], k);
                             }
                         });
                     Vec::new()

@@ -249,23 +249,25 @@ fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
 }
 
 /// One tap of a max-pooling window: `v`, at `off`, replaces the best so far (and its
-/// offset) when it is greater, or when it is a NaN and the best is not.
+/// offset) when it is greater, or when it is a NaN and the best is not. Offsets are i32, as
+/// the recorded indices are (`max_pool2d_cpu` refuses inputs past i32::MAX elements): lanes
+/// as wide as an f32's, so that the 2 x 2 path vectorises.
 #[inline(always)]
-fn tap<T: PoolElem>(best: &mut T, at: &mut usize, v: T, off: usize) {
+fn tap<T: PoolElem>(best: &mut T, at: &mut i32, v: T, off: i32) {
     // `b == b` is false for a NaN.
     #[allow(clippy::eq_op)]
     let better = (v > *best) | ((v != v) & (*best == *best));
     *best = T::pick(better, v, *best);
     // A select by mask: written as a branch, the compiler branches.
-    *at ^= (*at ^ off) & (better as usize).wrapping_neg();
+    *at ^= (*at ^ off) & (better as i32).wrapping_neg();
 }
 
 /// [`pool_row`] for 2 x 2 windows at stride 2: the two input rows under output row `y` read
 /// as pairs, the four taps in row-major order with the same rule (a greater value or a first
-/// NaN replaces the best). Written for the vectoriser: exact-length slices indexed by one
-/// counter (no bounds checks left), the tap's offset kept as an `i32` like the index it
-/// becomes, so that with AVX2 eight windows go through the four taps at once (the form over
-/// zipped chunk iterators stayed scalar: a tenth of the MNIST CNN's training step).
+/// NaN replaces the best, [`tap`]). Written for the vectoriser: exact-length slices indexed by
+/// one counter (no bounds checks left) and i32 offsets, so that with AVX2 eight windows go
+/// through the four taps at once (the form over zipped chunk iterators with usize offsets
+/// stayed scalar: a tenth of the MNIST CNN's training step).
 #[inline(always)]
 fn pool_row_2x2<T: PoolElem>(
     plane: &[T],
@@ -290,11 +292,7 @@ fn pool_row_2x2<T: PoolElem>(
             (bottom[2 * xo], down),
             (bottom[2 * xo + 1], down_right),
         ] {
-            // `b == b` is false for a NaN.
-            #[allow(clippy::eq_op)]
-            let better = (v > best) | ((v != v) & (best == best));
-            best = T::pick(better, v, best);
-            at = if better { off } else { at };
+            tap(&mut best, &mut at, v, off);
         }
         orow[xo] = best;
         arow[xo] = first + 2 * xo as i32 + at;
@@ -327,7 +325,7 @@ fn pool_row<T: PoolElem, const KW: usize>(
         // SAFETY (both reads): pool_planes asserted that the last tap of the last window,
         // ((oh-1)*sh + (kh-1)*dh, (ow-1)*sw + (kw-1)*dw), lies inside the `[h, w]` plane,
         // and y < oh, xo < ow, i < kh, j < kw here.
-        let (mut best, mut at) = (unsafe { *plane.get_unchecked(c0) }, c0);
+        let (mut best, mut at) = (unsafe { *plane.get_unchecked(c0) }, c0 as i32);
         for i in 0..kh {
             let row = c0 + i * dh * w;
             for j in 0..kw {
@@ -336,12 +334,12 @@ fn pool_row<T: PoolElem, const KW: usize>(
                     &mut best,
                     &mut at,
                     unsafe { *plane.get_unchecked(off) },
-                    off,
+                    off as i32,
                 );
             }
         }
         *ov = best;
-        *av = (base + at) as i32;
+        *av = base as i32 + at;
     }
 }
 
