@@ -11,6 +11,7 @@
 
 use super::cpu::vec_filled_by;
 use rayon::prelude::*;
+use std::cell::Cell;
 use std::mem::MaybeUninit;
 
 /// Depth of a packed block: a KC x NR micro-panel of B is 32 KiB with the AVX-512 kernel.
@@ -44,6 +45,8 @@ pub(crate) trait Elem:
     /// Packs a whole `nr`-wide panel of a transposed operand, `panel[p * nr + j] =
     /// src[j * cs + p]` for p < kc, j < nr, with vector transposes where this type and CPU
     /// have them; false (nothing written) leaves it to the element-by-element loop.
+    /// This thread's packing buffers, one per operand (see [`with_pack_buffer`]).
+    fn pack_buffers() -> &'static std::thread::LocalKey<[Cell<Vec<Self>>; 2]>;
     fn pack_transposed(
         _src: &[Self],
         _cs: usize,
@@ -80,6 +83,13 @@ macro_rules! impl_elem {
             fn kernel() -> Kernel<$t> {
                 static BEST: std::sync::OnceLock<Kernel<$t>> = std::sync::OnceLock::new();
                 *BEST.get_or_init(|| Self::kernels()[0])
+            }
+            fn pack_buffers() -> &'static std::thread::LocalKey<[Cell<Vec<$t>>; 2]> {
+                thread_local! {
+                    static BUFFERS: [Cell<Vec<$t>>; 2] =
+                        const { [Cell::new(Vec::new()), Cell::new(Vec::new())] };
+                }
+                &BUFFERS
             }
             $(
                 fn pack_transposed(src: &[$t], cs: usize, kc: usize, nr: usize, panel: &mut [$t]) -> bool {
@@ -264,6 +274,14 @@ mod x86 {
             ) {
                 const MR: usize = $mr;
                 const W: usize = $w;
+                // The C tile is read (or written) only after the loop, but it lies in rows
+                // `ldc` apart that no hardware prefetcher predicts: fetching its lines now
+                // hides the misses behind the kc x MR x 2 multiply-adds (BLIS does the same).
+                for i in 0..MR {
+                    let row = c.add(i * ldc) as *const i8;
+                    _mm_prefetch::<_MM_HINT_T0>(row);
+                    _mm_prefetch::<_MM_HINT_T0>(row.add(2 * W * std::mem::size_of::<$t>() - 1));
+                }
                 let mut acc = [[$zero(); 2]; MR];
                 for p in 0..kc {
                     let b0 = $load(b.add(p * 2 * W));
@@ -397,22 +415,61 @@ fn pack_a<T: Elem>(
     for (ip, panel) in out.chunks_mut(kc * mr).enumerate().take(mc.div_ceil(mr)) {
         let i0 = ic + ip * mr;
         let h = mr.min(ic + mc - i0);
-        // Column by column, so the panel is written in order (writing it row by row, MR
-        // apart, cost as much as the product itself for im2col's long, thin operands).
         let base = i0 * a.rs + pc * a.cs;
-        for (p, dst) in panel.chunks_exact_mut(mr).take(kc).enumerate() {
-            let col = base + p * a.cs;
-            if a.rs == 1 {
-                // A transposed operand: the MR values lie together.
-                dst[..h].copy_from_slice(&a.data[col..col + h]);
-            } else {
-                let src = &a.data[col..col + (h - 1) * a.rs + 1];
-                for (i, d) in dst[..h].iter_mut().enumerate() {
-                    *d = src[i * a.rs];
-                }
-            }
-            dst[h..].fill(T::default());
+        // A whole panel of a row-major operand: its MR rows read side by side, the count known
+        // at compile time (with a run-time count the loop stayed strided and scalar, a bounds
+        // check per element: a tenth of a 256^3 product's time).
+        match (a.cs, h == mr, mr) {
+            (1, true, 4) => pack_a_rows::<T, 4>(a.data, base, a.rs, kc, panel),
+            (1, true, 6) => pack_a_rows::<T, 6>(a.data, base, a.rs, kc, panel),
+            (1, true, 12) => pack_a_rows::<T, 12>(a.data, base, a.rs, kc, panel),
+            _ => pack_a_panel(a, base, h, kc, mr, panel),
         }
+    }
+}
+
+/// `panel[p * MR + i] = data[base + i * rs + p]` for p < kc, i < MR: MR rows of a
+/// row-major operand interleaved column by column.
+#[inline(always)]
+fn pack_a_rows<T: Copy, const MR: usize>(
+    data: &[T],
+    base: usize,
+    rs: usize,
+    kc: usize,
+    panel: &mut [T],
+) {
+    let rows: [&[T]; MR] = std::array::from_fn(|i| &data[base + i * rs..base + i * rs + kc]);
+    for (p, dst) in panel[..kc * MR].chunks_exact_mut(MR).enumerate() {
+        let dst: &mut [T; MR] = dst.try_into().unwrap();
+        for i in 0..MR {
+            dst[i] = rows[i][p];
+        }
+    }
+}
+
+/// One panel of [`pack_a`] in general: `h` of `mr` rows from `base` through any strides,
+/// the rest zero. Column by column, so the panel is written in order (writing it row by row,
+/// MR apart, cost as much as the product itself for im2col's long, thin operands).
+fn pack_a_panel<T: Elem>(
+    a: Strided<T>,
+    base: usize,
+    h: usize,
+    kc: usize,
+    mr: usize,
+    panel: &mut [T],
+) {
+    for (p, dst) in panel.chunks_exact_mut(mr).take(kc).enumerate() {
+        let col = base + p * a.cs;
+        if a.rs == 1 {
+            // A transposed operand: the MR values lie together.
+            dst[..h].copy_from_slice(&a.data[col..col + h]);
+        } else {
+            let src = &a.data[col..col + (h - 1) * a.rs + 1];
+            for (i, d) in dst[..h].iter_mut().enumerate() {
+                *d = src[i * a.rs];
+            }
+        }
+        dst[h..].fill(T::default());
     }
 }
 
@@ -600,6 +657,37 @@ fn matmul_with<T: Elem>(
     }
 }
 
+/// Which packed operand a buffer holds: a thread packing both (the single-threaded product)
+/// needs two.
+#[derive(Clone, Copy)]
+enum Operand {
+    A = 0,
+    B = 1,
+}
+
+/// Packing buffers up to this many bytes stay with their thread for the next product: a
+/// 256^3 product spent a tenth of its time zeroing fresh ones and faulting their pages in.
+/// Bigger ones are allocated each time (the product amortises them), so a thread keeps at most
+/// 2 MiB.
+const KEEP_PACK_BYTES: usize = 1 << 20;
+
+/// Runs `f` on a buffer of `len` elements for packing `operand`. Its contents are left from
+/// earlier products: the packing writes every element the micro-kernel reads.
+fn with_pack_buffer<T: Elem, R>(operand: Operand, len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+    if len * std::mem::size_of::<T>() > KEEP_PACK_BYTES {
+        return f(&mut vec![T::default(); len]);
+    }
+    // Taken out of its cell, not borrowed: a thread that waits inside `f` (rayon) may run
+    // another product's task, which then finds the cell empty and allocates its own.
+    let mut buf = T::pack_buffers().with(|b| b[operand as usize].take());
+    if buf.len() < len {
+        buf.resize(len, T::default());
+    }
+    let r = f(&mut buf[..len]);
+    T::pack_buffers().with(|b| b[operand as usize].set(buf));
+    r
+}
+
 /// The largest C (elements) [`matmul_with`] splits over the depth: each core then holds a
 /// partial C of its own.
 const SPLIT_K_MAX_C: usize = 1 << 16;
@@ -630,69 +718,100 @@ fn packed<T: Elem>(
     } else {
         MC
     };
-    // Sized for this product, not the largest block: zeroing a 4 MiB buffer would cost more
-    // than a whole 256 x 256 multiply.
     // The depth in equal blocks of at most KC: 288 as 144 + 144, not 256 + 32 (a 32-deep
     // block loads and stores every C tile for a tenth of the work of a full one).
     let kcb = k.div_ceil(k.div_ceil(KC));
-    let mut bpack = vec![T::default(); kcb * NC.min(n).div_ceil(nr) * nr];
-    for jc in (0..n).step_by(NC) {
-        let nc = NC.min(n - jc);
-        for pc in (0..k).step_by(kcb) {
-            let kc = kcb.min(k - pc);
-            let bp = &mut bpack[..kc * nc.div_ceil(nr) * nr];
-            pack_b(b, pc, kc, jc, nc, nr, bp, threaded);
-            let bp = &*bp;
-            let block = |apack: &mut Vec<T>, (ib, cblock): (usize, &mut [MaybeUninit<T>])| {
-                let ic = ib * mc_block;
-                let mc = mc_block.min(m - ic);
-                pack_a(a, ic, mc, pc, kc, mr, apack);
-                let mut edge = vec![T::default(); mr * nr];
-                for jp in 0..nc.div_ceil(nr) {
-                    let j0 = jc + jp * nr;
-                    let w = nr.min(jc + nc - j0);
-                    let bpanel = bp[jp * kc * nr..].as_ptr();
-                    for ip in 0..mc.div_ceil(mr) {
-                        let i0 = ip * mr;
-                        let h = mr.min(mc - i0);
-                        let apanel = apack[ip * kc * mr..].as_ptr();
-                        // SAFETY: panels hold kc*mr and kc*nr floats; a full tile
-                        // writes rows i0..i0+mr, columns j0..j0+nr of this C block, and
-                        // reads them (accumulate) only after the first depth block wrote them.
-                        unsafe {
-                            if h == mr && w == nr {
-                                (kern.f)(
-                                    kc,
-                                    apanel,
-                                    bpanel,
-                                    cblock.as_mut_ptr().add(i0 * n + j0).cast::<T>(),
-                                    n,
-                                    pc > 0,
-                                );
-                            } else {
-                                (kern.f)(kc, apanel, bpanel, edge.as_mut_ptr(), nr, false);
-                                for i in 0..h {
-                                    let row = &mut cblock[(i0 + i) * n + j0..(i0 + i) * n + j0 + w];
-                                    for (x, &e) in row.iter_mut().zip(&edge[i * nr..i * nr + w]) {
-                                        // Written by the first depth block (pc == 0).
-                                        let sum = if pc > 0 { x.assume_init_read() + e } else { e };
-                                        x.write(sum);
-                                    }
-                                }
-                            }
-                        }
+    // Sized for this product, not the largest block: zeroing a 4 MiB buffer would cost more
+    // than a whole 256 x 256 multiply.
+    let b_len = kcb * NC.min(n).div_ceil(nr) * nr;
+    with_pack_buffer(Operand::B, b_len, |bpack| {
+        for jc in (0..n).step_by(NC) {
+            let nc = NC.min(n - jc);
+            for pc in (0..k).step_by(kcb) {
+                let kc = kcb.min(k - pc);
+                let bp = &mut bpack[..kc * nc.div_ceil(nr) * nr];
+                pack_b(b, pc, kc, jc, nc, nr, bp, threaded);
+                let bp = &*bp;
+                let block = |(ib, cblock): (usize, &mut [MaybeUninit<T>])| {
+                    let ic = ib * mc_block;
+                    let mc = mc_block.min(m - ic);
+                    with_pack_buffer(Operand::A, mc.div_ceil(mr) * mr * kc, |apack| {
+                        pack_a(a, ic, mc, pc, kc, mr, apack);
+                        let tile = Tile { kc, jc, nc, ldc: n };
+                        // SAFETY: the first depth block (pc == 0) wrote these columns of C.
+                        unsafe { block_product(kern, apack, bp, cblock, mc, tile, pc > 0) }
+                    })
+                };
+                if threaded {
+                    c.par_chunks_mut(mc_block * n).enumerate().for_each(block);
+                } else {
+                    c.chunks_mut(MC * n).enumerate().for_each(block);
+                }
+            }
+        }
+    })
+}
+
+/// Where a block product lies: depth `kc`, columns `jc..jc + nc` of C, whose rows are `ldc`
+/// apart.
+#[derive(Clone, Copy)]
+struct Tile {
+    kc: usize,
+    jc: usize,
+    nc: usize,
+    ldc: usize,
+}
+
+/// C's first `mc` rows (`cblock`), columns `t.jc..t.jc + t.nc`, `(+)=` the packed A block
+/// (`mc` rows) times the packed B block, one micro-kernel call per register tile; tiles cut
+/// by the block's edge go through a scratch tile.
+///
+/// # Safety
+/// With `accumulate`, those elements of `cblock` must be initialised (they are read).
+unsafe fn block_product<T: Elem>(
+    kern: Kernel<T>,
+    apack: &[T],
+    bpack: &[T],
+    cblock: &mut [MaybeUninit<T>],
+    mc: usize,
+    t: Tile,
+    accumulate: bool,
+) {
+    let (mr, nr, kc, n) = (kern.mr, kern.nr, t.kc, t.ldc);
+    assert!(apack.len() >= mc.div_ceil(mr) * mr * kc && bpack.len() >= t.nc.div_ceil(nr) * nr * kc);
+    assert!(mc > 0 && t.nc > 0 && cblock.len() >= (mc - 1) * n + t.jc + t.nc);
+    let mut edge = vec![T::default(); mr * nr];
+    for jp in 0..t.nc.div_ceil(nr) {
+        let j0 = t.jc + jp * nr;
+        let w = nr.min(t.jc + t.nc - j0);
+        let bpanel = bpack[jp * kc * nr..].as_ptr();
+        for ip in 0..mc.div_ceil(mr) {
+            let i0 = ip * mr;
+            let h = mr.min(mc - i0);
+            let apanel = apack[ip * kc * mr..].as_ptr();
+            if h == mr && w == nr {
+                // SAFETY: the panels hold kc * mr and kc * nr elements (asserted above); the
+                // tile, rows i0..i0 + mr and columns j0..j0 + nr, lies inside `cblock`, and
+                // it is read only when `accumulate`, which the caller vouches for.
+                unsafe {
+                    let tile = cblock.as_mut_ptr().add(i0 * n + j0).cast::<T>();
+                    (kern.f)(kc, apanel, bpanel, tile, n, accumulate);
+                }
+            } else {
+                // SAFETY: as above, with the scratch tile (mr x nr, row stride nr) as C.
+                unsafe { (kern.f)(kc, apanel, bpanel, edge.as_mut_ptr(), nr, false) };
+                for i in 0..h {
+                    let row = &mut cblock[(i0 + i) * n + j0..(i0 + i) * n + j0 + w];
+                    for (x, &e) in row.iter_mut().zip(&edge[i * nr..i * nr + w]) {
+                        let sum = if accumulate {
+                            // SAFETY: initialised (the caller's contract).
+                            unsafe { x.assume_init_read() + e }
+                        } else {
+                            e
+                        };
+                        x.write(sum);
                     }
                 }
-            };
-            if threaded {
-                c.par_chunks_mut(mc_block * n)
-                    .enumerate()
-                    .for_each_init(|| vec![T::default(); mc_block * KC], block);
-            } else {
-                let mut apack = vec![T::default(); MC * KC];
-                c.chunks_mut(MC * n)
-                    .enumerate()
-                    .for_each(|x| block(&mut apack, x));
             }
         }
     }
@@ -822,6 +941,37 @@ mod tests {
                 n32 >= 2,
                 "an AVX2 CPU has a SIMD kernel besides the portable one"
             );
+        }
+    }
+
+    /// Packing buffers are kept by their thread between products, stale: poisoned with NaN
+    /// first, every product must still come out right: the packing writes every element
+    /// whose product reaches C (edge panels, a second depth block, a narrow last panel).
+    #[test]
+    fn kept_packing_buffers_are_written_before_they_are_read() {
+        for kern in f32::kernels() {
+            for &(m, k, n) in &[(37, 300, 45), (6, 64, 100), (150, 513, 33), (64, 40, 16)] {
+                for operand in [Operand::A, Operand::B] {
+                    let len = KEEP_PACK_BYTES / std::mem::size_of::<f32>();
+                    with_pack_buffer::<f32, _>(operand, len, |b| b.fill(f32::NAN));
+                }
+                let (a, b) = operands(m, k, n);
+                let want = naive(&a, &b, m, k, n);
+                let (a32, b32): (Vec<f32>, Vec<f32>) = (
+                    a.iter().map(|&v| v as f32).collect(),
+                    b.iter().map(|&v| v as f32).collect(),
+                );
+                let strided = |data, rs| Strided { data, rs, cs: 1 };
+                let got = matmul_with(kern, strided(&a32, k), strided(&b32, n), m, k, n);
+                for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                        "{}x{} kernel, {m}x{k}x{n} [{i}]: {g} vs {w}",
+                        kern.mr,
+                        kern.nr
+                    );
+                }
+            }
         }
     }
 
