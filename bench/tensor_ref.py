@@ -11,7 +11,8 @@ A library that is missing or sees no GPU is reported on stderr and leaves its ro
 With --gpu-dtypes, torch also times the benchmark's dtype rows (device `cuda`): matmul at
 4096^2 and 8192^2 in float32 (TF32 off), TF32 (`allow_tf32`), float16 and bfloat16, and
 `add` / `div` / `copy` at 2^28 elements per float dtype, named `matmul-f32|tf32|f16|bf16` and
-`add-float16` etc., as the Rust side names them.
+`add-float16` etc., as the Rust side names them. numpy also times float64 matmul at 1024^2 and
+2048^2 (`matmul-f64`), beside the Rust side's CPU float64 rows.
 """
 
 import argparse
@@ -22,6 +23,8 @@ import time
 import numpy as np
 
 MATMUL_CAP = {"cpu": 2048, "cuda": 16384}
+# The Rust side's CPU float64 matmul rows (`matmul-f64`, n = side^2).
+CPU_F64_MATMUL_SIDES = (1024, 2048)
 
 
 def timeit(fn, sync=lambda: None, budget=0.2):
@@ -53,6 +56,9 @@ def numpy_rows(sizes):
         if m <= MATMUL_CAP["cpu"]:
             x = rng.standard_normal((m, m), dtype=np.float32)
             yield "matmul", m * m, timeit(lambda: x @ x)
+    for m in CPU_F64_MATMUL_SIDES:
+        x = rng.standard_normal((m, m))
+        yield "matmul-f64", m * m, timeit(lambda: x @ x)
 
 
 def torch_rows(sizes):

@@ -15,6 +15,9 @@
 //! fraction of the device's copy bandwidth for that dtype (torch's device-to-device copy).
 //! Without a GPU that table says it was skipped; it never shows a figure for work that failed.
 //!
+//! On the CPU, float64 matmul at 1024^2 and 2048^2 is timed beside numpy's float64 (rows
+//! `matmul-f64`).
+//!
 //! Besides the tables it prints one machine-readable line, `BENCH_JSON {...}`, holding every
 //! figure (seconds, best of the runs), read by gpu-check's runner; the dtype rows are ops
 //! `matmul-f32|tf32|f16|bf16` (n = side^2) and `add-<dtype>`, `div-<dtype>`, `copy-<dtype>`.
@@ -76,6 +79,12 @@ fn ours(sizes: &[usize], dev: Device, out: &mut HashMap<Key, f64>) -> gpulab::er
         }
         eprint!(".");
     }
+    if !dev.is_cuda() {
+        for m in CPU_F64_MATMUL_SIDES {
+            let x = Tensor::randn((m, m), dev)?.to_dtype(DType::F64)?;
+            put("matmul-f64", m * m, time(dev, || drop(x.matmul(&x).unwrap())));
+        }
+    }
     if dev.is_cuda() {
         let one = Tensor::ones(1, dev)?;
         let per = time(dev, || {
@@ -87,6 +96,9 @@ fn ours(sizes: &[usize], dev: Device, out: &mut HashMap<Key, f64>) -> gpulab::er
     }
     Ok(())
 }
+
+/// The CPU's float64 matmul rows, beside numpy's float64.
+const CPU_F64_MATMUL_SIDES: [usize; 2] = [1024, 2048];
 
 /// Matmul sides and the element count of the dtype rows.
 const DTYPE_MATMUL_SIDES: [usize; 2] = [4096, 8192];
@@ -382,6 +394,18 @@ fn main() {
             fmt_time(rp),
             ratio(rp, g),
             ratio(c, g),
+        );
+    }
+    println!("\nCPU float64 matmul (the vs column is numpy float64's time / ours):");
+    for m in CPU_F64_MATMUL_SIDES {
+        let (c, rc) = (get("matmul-f64", m * m, "cpu"), get("matmul-f64", m * m, "ref-cpu"));
+        println!(
+            "matmul f64 {m:>5}^2 | {:>10} {:>16} | numpy {:>10} {:>16} | {:>8}",
+            fmt_time(c),
+            rate("matmul", m * m, c),
+            fmt_time(rc),
+            rate("matmul", m * m, rc),
+            ratio(rc, c)
         );
     }
     if gpu {
