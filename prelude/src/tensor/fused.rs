@@ -4,10 +4,11 @@
 //! separate ops took about 1 s a step on 2 cores, fused it is a few tens of milliseconds.
 //!
 //! The state tensors (Adam's moments) belong to the optimiser alone and are updated in
-//! place. The parameter gets a fresh buffer: the autograd graph of the last forward pass, or
-//! a clone the user kept, may share its storage, and tensors here are values unless written
-//! through an in-place method. Anything else (CUDA, half types, shared state) returns `None`
-//! and the optimiser falls back to its tensor-op path.
+//! place. So is the parameter when nothing else holds its storage; otherwise it gets a fresh
+//! buffer: the autograd graph of the last forward pass, or a clone the user kept, may share
+//! it, and tensors here are values unless written through an in-place method. Anything else
+//! (CUDA, half types, shared state) returns `None` and the optimiser falls back to its
+//! tensor-op path.
 
 use super::cpu::vec_filled_by;
 use super::cpu_backend::CpuStorage;
@@ -39,78 +40,134 @@ const CHUNK: usize = 1 << 15;
 
 /// The parameter an Adam step reads and where its new value goes: a fresh buffer, or the
 /// parameter's own storage when nothing else holds it.
-enum AdamTarget<'a, T> {
-    Fresh(&'a [T]),
-    InPlace(&'a mut [T]),
+enum AdamTarget<'a, T: ?Sized> {
+    Fresh(&'a T),
+    InPlace(&'a mut T),
 }
 
-macro_rules! adam_kernel {
-    ($name:ident, $t:ty) => {
-        /// One Adam step over every element; returns the new parameter when `w` is `Fresh`
-        /// (an empty vector when it was updated in place).
-        fn $name(
-            w: AdamTarget<$t>,
-            g: &[$t],
-            m: &mut [$t],
-            v: &mut [$t],
-            c: AdamCoeffs,
-        ) -> Vec<$t> {
-            let (b1, b2) = (c.beta1 as $t, c.beta2 as $t);
-            let (lr, isb, eps, wd) = (
-                c.lr_bc1 as $t,
-                c.inv_sqrt_bc2 as $t,
-                c.eps as $t,
-                c.weight_decay as $t,
-            );
-            // One element: (new m, new v, new w). A function forced inline: as a closure
-            // called from both loops below it was not inlined, and the per-element call kept
-            // the loops scalar. Inlined, both loops vectorise: the cat-vs-dog CNN's Adam step
-            // went from 10-14 ms (the loop before this one) to 4-5 ms, in place or fresh.
-            #[inline(always)]
-            fn step(w: $t, g: $t, m: $t, v: $t, k: [$t; 6]) -> ($t, $t, $t) {
-                let [b1, b2, lr, isb, eps, wd] = k;
-                let g = if wd != 0.0 { g + wd * w } else { g };
-                let m = b1 * m + (1.0 - b1) * g;
-                let v = b2 * v + (1.0 - b2) * g * g;
-                (m, v, w - lr * (m / (v.sqrt() * isb + eps)))
-            }
-            let k = [b1, b2, lr, isb, eps, wd];
-            let state = g
-                .par_chunks(CHUNK)
-                .zip(m.par_chunks_mut(CHUNK))
-                .zip(v.par_chunks_mut(CHUNK));
-            match w {
-                AdamTarget::InPlace(w) => {
-                    w.par_chunks_mut(CHUNK)
-                        .zip(state)
-                        .for_each(|(w, ((g, m), v))| {
-                            for i in 0..w.len() {
-                                (m[i], v[i], w[i]) = step(w[i], g[i], m[i], v[i], k);
-                            }
-                        });
-                    Vec::new()
+/// The element types the fused step runs on (f32, f64): their slices in a storage and the
+/// step itself.
+trait AdamElem: Sized {
+    fn slice(s: &Storage) -> Option<&[Self]>;
+    fn slice_mut(s: &mut Storage) -> Option<&mut [Self]>;
+    fn storage(v: Vec<Self>) -> CpuStorage;
+    /// One Adam step over every element; returns the new parameter when `w` is `Fresh`
+    /// (an empty vector when it was updated in place).
+    fn adam(
+        w: AdamTarget<[Self]>,
+        g: &[Self],
+        m: &mut [Self],
+        v: &mut [Self],
+        c: AdamCoeffs,
+    ) -> Vec<Self>;
+}
+
+/// The step on the storages, when all four hold `T` on the CPU: the new parameter's storage
+/// (`Fresh`) or `None` for an in-place update; `Err(())` when a storage is not `T`'s, before
+/// anything is written.
+fn adam_on<T: AdamElem>(
+    w: AdamTarget<Storage>,
+    g: &Storage,
+    m: &mut Storage,
+    v: &mut Storage,
+    c: AdamCoeffs,
+) -> std::result::Result<Option<CpuStorage>, ()> {
+    let fresh = matches!(w, AdamTarget::Fresh(_));
+    let w = match w {
+        AdamTarget::Fresh(w) => AdamTarget::Fresh(T::slice(w).ok_or(())?),
+        AdamTarget::InPlace(w) => AdamTarget::InPlace(T::slice_mut(w).ok_or(())?),
+    };
+    let (g, m, v) = (
+        T::slice(g).ok_or(())?,
+        T::slice_mut(m).ok_or(())?,
+        T::slice_mut(v).ok_or(())?,
+    );
+    let out = T::adam(w, g, m, v, c);
+    Ok(fresh.then(|| T::storage(out)))
+}
+
+macro_rules! adam_elem {
+    ($t:ty, $variant:ident) => {
+        impl AdamElem for $t {
+            fn slice(s: &Storage) -> Option<&[$t]> {
+                match s {
+                    Storage::Cpu(CpuStorage::$variant(x)) => Some(x),
+                    _ => None,
                 }
-                // SAFETY: the chunks cover the output, and each element of each is written.
-                AdamTarget::Fresh(w) => unsafe {
-                    vec_filled_by(w.len(), |out| {
-                        out.par_chunks_mut(CHUNK)
-                            .zip(w.par_chunks(CHUNK))
+            }
+            fn slice_mut(s: &mut Storage) -> Option<&mut [$t]> {
+                match s {
+                    Storage::Cpu(CpuStorage::$variant(x)) => Some(x),
+                    _ => None,
+                }
+            }
+            fn storage(v: Vec<$t>) -> CpuStorage {
+                CpuStorage::$variant(v)
+            }
+            fn adam(
+                w: AdamTarget<[$t]>,
+                g: &[$t],
+                m: &mut [$t],
+                v: &mut [$t],
+                c: AdamCoeffs,
+            ) -> Vec<$t> {
+                let (b1, b2) = (c.beta1 as $t, c.beta2 as $t);
+                let (lr, isb, eps, wd) = (
+                    c.lr_bc1 as $t,
+                    c.inv_sqrt_bc2 as $t,
+                    c.eps as $t,
+                    c.weight_decay as $t,
+                );
+                // One element: (new m, new v, new w). A function forced inline: as a closure
+                // called from both loops below it was not inlined, and the per-element call kept
+                // the loops scalar. Inlined, both loops vectorise: the cat-vs-dog CNN's Adam step
+                // went from 10-14 ms (the loop before this one) to 4-5 ms, in place or fresh.
+                #[inline(always)]
+                fn step(w: $t, g: $t, m: $t, v: $t, k: [$t; 6]) -> ($t, $t, $t) {
+                    let [b1, b2, lr, isb, eps, wd] = k;
+                    let g = if wd != 0.0 { g + wd * w } else { g };
+                    let m = b1 * m + (1.0 - b1) * g;
+                    let v = b2 * v + (1.0 - b2) * g * g;
+                    (m, v, w - lr * (m / (v.sqrt() * isb + eps)))
+                }
+                let k = [b1, b2, lr, isb, eps, wd];
+                let state = g
+                    .par_chunks(CHUNK)
+                    .zip(m.par_chunks_mut(CHUNK))
+                    .zip(v.par_chunks_mut(CHUNK));
+                match w {
+                    AdamTarget::InPlace(w) => {
+                        w.par_chunks_mut(CHUNK)
                             .zip(state)
-                            .for_each(|((o, w), ((g, m), v))| {
-                                for i in 0..o.len() {
-                                    let (mi, vi, wi) = step(w[i], g[i], m[i], v[i], k);
-                                    (m[i], v[i]) = (mi, vi);
-                                    o[i].write(wi);
+                            .for_each(|(w, ((g, m), v))| {
+                                for i in 0..w.len() {
+                                    (m[i], v[i], w[i]) = step(w[i], g[i], m[i], v[i], k);
                                 }
-                            })
-                    })
-                },
+                            });
+                        Vec::new()
+                    }
+                    // SAFETY: the chunks cover the output, and each element of each is written.
+                    AdamTarget::Fresh(w) => unsafe {
+                        vec_filled_by(w.len(), |out| {
+                            out.par_chunks_mut(CHUNK)
+                                .zip(w.par_chunks(CHUNK))
+                                .zip(state)
+                                .for_each(|((o, w), ((g, m), v))| {
+                                    for i in 0..o.len() {
+                                        let (mi, vi, wi) = step(w[i], g[i], m[i], v[i], k);
+                                        (m[i], v[i]) = (mi, vi);
+                                        o[i].write(wi);
+                                    }
+                                })
+                        })
+                    },
+                }
             }
         }
     };
 }
-adam_kernel!(adam_f32, f32);
-adam_kernel!(adam_f64, f64);
+adam_elem!(f32, F32);
+adam_elem!(f64, F64);
 
 impl Tensor {
     /// A tensor of zeros shaped and typed as `self`, on the CPU, for optimiser state.
@@ -160,47 +217,31 @@ impl Tensor {
         let g = g.dense()?;
         let gr = g.read();
         let (mut mw, mut vw) = (m.write(), v.write());
-        if in_place {
-            let mut ww = self.write();
-            match (&mut *ww, &*gr, &mut *mw, &mut *vw) {
-                (
-                    Storage::Cpu(CpuStorage::F32(w)),
-                    Storage::Cpu(CpuStorage::F32(g)),
-                    Storage::Cpu(CpuStorage::F32(m)),
-                    Storage::Cpu(CpuStorage::F32(v)),
-                ) => _ = adam_f32(AdamTarget::InPlace(w), g, m, v, c),
-                (
-                    Storage::Cpu(CpuStorage::F64(w)),
-                    Storage::Cpu(CpuStorage::F64(g)),
-                    Storage::Cpu(CpuStorage::F64(m)),
-                    Storage::Cpu(CpuStorage::F64(v)),
-                ) => _ = adam_f64(AdamTarget::InPlace(w), g, m, v, c),
-                // Unreachable: the dtypes were checked above, before anything was written.
-                _ => return Ok(None),
-            }
-            return Ok(Some(self.clone()));
-        }
-        let w = self.dense()?;
-        let wr = w.read();
-        let out = match (&*wr, &*gr, &mut *mw, &mut *vw) {
-            (
-                Storage::Cpu(CpuStorage::F32(w)),
-                Storage::Cpu(CpuStorage::F32(g)),
-                Storage::Cpu(CpuStorage::F32(m)),
-                Storage::Cpu(CpuStorage::F32(v)),
-            ) => CpuStorage::F32(adam_f32(AdamTarget::Fresh(w), g, m, v, c)),
-            (
-                Storage::Cpu(CpuStorage::F64(w)),
-                Storage::Cpu(CpuStorage::F64(g)),
-                Storage::Cpu(CpuStorage::F64(m)),
-                Storage::Cpu(CpuStorage::F64(v)),
-            ) => CpuStorage::F64(adam_f64(AdamTarget::Fresh(w), g, m, v, c)),
-            _ => return Ok(None),
+        // The parameter under a write lock when it is updated in place, else a read lock on
+        // its dense values; either way one call per dtype below.
+        let (mut ww, wd, wr);
+        let target = if in_place {
+            ww = self.write();
+            AdamTarget::InPlace(&mut *ww)
+        } else {
+            wd = self.dense()?;
+            wr = wd.read();
+            AdamTarget::Fresh(&*wr)
         };
-        Ok(Some(Tensor::from_storage(
-            Storage::Cpu(out),
-            self.shape().to_vec(),
-        )))
+        let out = match self.dtype() {
+            super::DType::F32 => adam_on::<f32>(target, &gr, &mut mw, &mut vw, c),
+            super::DType::F64 => adam_on::<f64>(target, &gr, &mut mw, &mut vw, c),
+            _ => Err(()),
+        };
+        Ok(match out {
+            Ok(Some(fresh)) => Some(Tensor::from_storage(
+                Storage::Cpu(fresh),
+                self.shape().to_vec(),
+            )),
+            Ok(None) => Some(self.clone()),
+            // Unreachable: the dtypes were checked above, and nothing was written.
+            Err(()) => None,
+        })
     }
 }
 
