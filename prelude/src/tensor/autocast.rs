@@ -211,6 +211,18 @@ pub(crate) fn autocast<R>(
     inputs: &[Option<&Tensor>],
     f: impl FnOnce(&[Option<Tensor>]) -> Result<R>,
 ) -> Option<Result<R>> {
+    // The generic part is only the call: this runs at the entry of every op, each with its
+    // own closure type, and the policy and casts below need no copy per op.
+    Some(cast_inputs(op, name, inputs)?.and_then(|cast| suspended(|| f(&cast))))
+}
+
+/// [`autocast`]'s policy and casts: the inputs as the op should see them, `None` when no
+/// region is open or the op has no policy, an error when autocast refuses the op.
+fn cast_inputs(
+    op: AmpOp,
+    name: &str,
+    inputs: &[Option<&Tensor>],
+) -> Option<Result<Vec<Option<Tensor>>>> {
     let device = inputs.iter().flatten().next()?.device();
     let region = active(device)?;
     let cuda = device.is_cuda();
@@ -226,14 +238,12 @@ pub(crate) fn autocast<R>(
             ))))
         }
     };
-    let run = || -> Result<R> {
-        let cast = inputs
+    Some(
+        inputs
             .iter()
             .map(|t| t.map(|t| cast(t, to, cuda)).transpose())
-            .collect::<Result<Vec<_>>>()?;
-        suspended(|| f(&cast))
-    };
-    Some(run())
+            .collect(),
+    )
 }
 
 /// Runs an op's body with autocast suspended when a region is open for `x`'s device: for
