@@ -82,7 +82,11 @@ fn ours(sizes: &[usize], dev: Device, out: &mut HashMap<Key, f64>) -> gpulab::er
     if !dev.is_cuda() {
         for m in CPU_F64_MATMUL_SIDES {
             let x = Tensor::randn((m, m), dev)?.to_dtype(DType::F64)?;
-            put("matmul-f64", m * m, time(dev, || drop(x.matmul(&x).unwrap())));
+            put(
+                "matmul-f64",
+                m * m,
+                time(dev, || drop(x.matmul(&x).unwrap())),
+            );
         }
     }
     if dev.is_cuda() {
@@ -398,7 +402,10 @@ fn main() {
     }
     println!("\nCPU float64 matmul (the vs column is numpy float64's time / ours):");
     for m in CPU_F64_MATMUL_SIDES {
-        let (c, rc) = (get("matmul-f64", m * m, "cpu"), get("matmul-f64", m * m, "ref-cpu"));
+        let (c, rc) = (
+            get("matmul-f64", m * m, "cpu"),
+            get("matmul-f64", m * m, "ref-cpu"),
+        );
         println!(
             "matmul f64 {m:>5}^2 | {:>10} {:>16} | numpy {:>10} {:>16} | {:>8}",
             fmt_time(c),
