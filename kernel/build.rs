@@ -55,6 +55,14 @@ fn main() {
         .unwrap();
     }
     code.push_str("];\n");
+    // How the prelude is built (its profile section, see src/startup.rs) is part of what a
+    // prebuilt prelude is: hashed, not embedded (the kernel includes it itself).
+    let profile = Path::new("kernel/src/prelude_profile.toml");
+    let bytes = std::fs::read(root.join(profile)).expect("reading kernel/src/prelude_profile.toml");
+    for b in profile.to_string_lossy().bytes().chain(bytes) {
+        hash ^= b as u64;
+        hash = hash.wrapping_mul(0x100000001b3);
+    }
     writeln!(code, "pub const HASH: &str = \"{hash:016x}\";").unwrap();
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("embedded.rs");
     std::fs::write(out, code).unwrap();
@@ -72,6 +80,7 @@ fn main() {
         "prelude/Cargo.toml",
         "kernels-cu",
         "Cargo.lock",
+        "kernel/src/prelude_profile.toml",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }

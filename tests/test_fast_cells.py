@@ -297,6 +297,24 @@ def test_opt_sets_the_cells_level_only_and_keeps_every_variable(session):
     assert "Final compile (rustc)" in phase, phase
 
 
+def test_the_prelude_is_built_with_release_settings_and_comes_prebuilt(session):
+    # The prelude runs every tensor op and training step: at the cells' settings (opt-level 2,
+    # debug assertions, overflow checks, incremental codegen) a CPU training step took about 1.5
+    # times as long. Its own profile section must be in the session's manifest, and the slot,
+    # seeded from the shared prebuilt prelude, must not compile it again (it would, were the
+    # prebuilt one built with other settings).
+    run_ok(session, "1 + 1")
+    manifest = (cell_dir(session) / "Cargo.toml").read_text()
+    section = manifest[manifest.index("[profile.dev.package.gpulab]"):]
+    section = section[: section.index("[dependencies]")]
+    for setting in ["opt-level = 3", "debug-assertions = false", "overflow-checks = false",
+                    "incremental = false"]:
+        assert f"\n{setting}\n" in section, section
+    # The cells keep the checks.
+    assert "[profile.dev]\nopt-level = 2" in manifest and "overflow-checks = true" in manifest
+    assert not [l for l in compiling_lines(session) if "gpulab" in l], compiling_lines(session)
+
+
 def compiling_lines(session):
     session.log.flush()
     with open(session.log_path) as f:

@@ -7,7 +7,9 @@ use crate::interp::{
 };
 use crate::magics::{self, Cell};
 use crate::session::{self, InterruptFlag, Slot};
-use crate::startup::{rust_libs_loader_path, Capture, ALLOW_QUESTION_MARK, GPU_NOTICE, PANIC_HOOK};
+use crate::startup::{
+    rust_libs_loader_path, Capture, ALLOW_QUESTION_MARK, GPU_NOTICE, PANIC_HOOK, PRELUDE_PROFILE,
+};
 use crate::stopper::Stopper;
 use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
 use serde_json::{json, Value};
@@ -125,6 +127,12 @@ impl EvcxrInterpreter {
         // and seconds to load, is then only started for completions, hover, and the rare cell
         // whose variable types rustc cannot name in a way a later cell can write.
         eval.set_types_from_rustc(true);
+        if self.load_prelude {
+            // Our evcxr patch: the prelude's own profile (release settings), in every build of
+            // the session and of the prebuilt prelude alike, so cargo never sees a difference
+            // between them (the text is part of the hash that names the prebuilt prelude).
+            eval.set_dependency_profiles(PRELUDE_PROFILE.to_owned());
+        }
         let ctx = CommandContext::with_eval_context(eval);
         log("evcxr context ready");
         *self.stop.child.lock().unwrap() = Some(ctx.process_handle());

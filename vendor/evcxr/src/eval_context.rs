@@ -109,6 +109,9 @@ pub(crate) struct Config {
     /// gpulab patch: take the types of new variables from rustc when the cell is built by
     /// calling rustc directly (see `EvalContext::set_types_from_rustc`).
     pub(crate) types_from_rustc: bool,
+    /// gpulab patch: profile sections for dependencies, appended to the crate's manifest (see
+    /// `EvalContext::set_dependency_profiles`).
+    pub(crate) dependency_profiles: String,
 }
 
 fn create_initial_config(tmpdir: PathBuf, subprocess_path: PathBuf) -> Result<Config> {
@@ -157,6 +160,7 @@ impl Config {
             build_envs: Default::default(),
             immutable_path_deps: Vec::new(),
             types_from_rustc: false,
+            dependency_profiles: String::new(),
         })
     }
 
@@ -694,6 +698,15 @@ impl EvalContext {
     /// (a path through a crate the cell cannot name).
     pub fn set_types_from_rustc(&mut self, value: bool) {
         self.committed_state.config.types_from_rustc = value;
+    }
+
+    /// gpulab patch: TOML appended to the manifest after evcxr's own profile sections, for
+    /// `[profile.dev.package.<name>]` overrides of dependencies: a library the embedder loads
+    /// into every session (gpulab's prelude) can be built as a release build is, while the
+    /// cells keep `[profile.dev]`'s checks. Set it before the first build: a change rebuilds
+    /// the dependencies it names.
+    pub fn set_dependency_profiles(&mut self, toml: String) {
+        self.committed_state.config.dependency_profiles = toml;
     }
 
     pub fn set_time_passes(&mut self, value: bool) {
@@ -1519,6 +1532,11 @@ impl ContextState {
 
     pub fn opt_level(&self) -> &str {
         &self.config.opt_level
+    }
+
+    /// gpulab patch: see `EvalContext::set_dependency_profiles`.
+    pub(crate) fn dependency_profiles(&self) -> &str {
+        &self.config.dependency_profiles
     }
 
     pub fn set_opt_level(&mut self, level: &str) -> Result<(), Error> {

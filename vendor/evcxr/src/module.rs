@@ -333,6 +333,8 @@ impl Module {
     // prelude on 2 cores), and a dependency built as a dylib (the prelude) was rebuilt under
     // the same file name as the copy the session's process had already loaded: the next cell
     // could not link against it, the process ended and every variable was lost.
+    // gpulab patch: the embedder's profile sections for dependencies follow the cell crate's
+    // (`EvalContext::set_dependency_profiles`).
     fn get_cargo_toml_contents(&self, state: &ContextState) -> String {
         let crate_imports = state.format_cargo_deps();
         format!(
@@ -360,13 +362,14 @@ overflow-checks = true
 
 [profile.dev.package.{}]
 opt-level = {}
-
+{}
 [dependencies]
 {}
 "#,
             CRATE_NAME,
             CRATE_NAME,
             toml_opt_level(state.opt_level()),
+            state.dependency_profiles(),
             crate_imports
         )
     }
