@@ -4,14 +4,14 @@ use crate::interp::{Bundle, Outputs};
 use serde_json::Value;
 use std::sync::Mutex;
 
-/// Installed in the child process before anything else. It reports a panic through the display
-/// channel so the kernel can end the cell with an error (evcxr itself catches the unwind and
-/// would call the cell a success).
 /// The prelude's `[profile.dev.package.gpulab]` section, appended to every session's manifest
 /// (its text is hashed with the prelude's sources by build.rs, so a prebuilt prelude is always
 /// one built with it).
 pub const PRELUDE_PROFILE: &str = include_str!("prelude_profile.toml");
 
+/// Installed in the child process before anything else. It reports a panic through the display
+/// channel so the kernel can end the cell with an error (evcxr itself catches the unwind and
+/// would call the cell a success).
 pub const PANIC_HOOK: &str = r#"std::panic::set_hook(Box::new(|info| {
     fn esc(s: &str) -> String {
         let mut o = String::new();

@@ -42,11 +42,11 @@ pub(crate) trait Elem:
     fn kernels() -> Vec<Kernel<Self>>;
     /// The best of them (looked up once).
     fn kernel() -> Kernel<Self>;
+    /// This thread's packing buffers, one per operand (see [`with_pack_buffer`]).
+    fn pack_buffers() -> &'static std::thread::LocalKey<[Cell<Vec<Self>>; 2]>;
     /// Packs a whole `nr`-wide panel of a transposed operand, `panel[p * nr + j] =
     /// src[j * cs + p]` for p < kc, j < nr, with vector transposes where this type and CPU
     /// have them; false (nothing written) leaves it to the element-by-element loop.
-    /// This thread's packing buffers, one per operand (see [`with_pack_buffer`]).
-    fn pack_buffers() -> &'static std::thread::LocalKey<[Cell<Vec<Self>>; 2]>;
     fn pack_transposed(
         _src: &[Self],
         _cs: usize,
