@@ -160,6 +160,8 @@ pub trait WithDType: Copy + Send + Sync + fmt::Debug + PartialOrd + 'static {
     fn into_cpu(v: Vec<Self>) -> super::cpu_backend::CpuStorage;
     #[doc(hidden)]
     fn cpu_slice(s: &super::cpu_backend::CpuStorage) -> Option<&[Self]>;
+    #[doc(hidden)]
+    fn cpu_slice_mut(s: &mut super::cpu_backend::CpuStorage) -> Option<&mut [Self]>;
 }
 
 macro_rules! with_dtype {
@@ -186,6 +188,12 @@ macro_rules! with_dtype {
                 super::cpu_backend::CpuStorage::$variant(v)
             }
             fn cpu_slice(s: &super::cpu_backend::CpuStorage) -> Option<&[Self]> {
+                match s {
+                    super::cpu_backend::CpuStorage::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn cpu_slice_mut(s: &mut super::cpu_backend::CpuStorage) -> Option<&mut [Self]> {
                 match s {
                     super::cpu_backend::CpuStorage::$variant(v) => Some(v),
                     _ => None,

@@ -12,6 +12,7 @@
 
 use super::cpu::vec_filled_by;
 use super::cpu_backend::CpuStorage;
+use super::dtype::WithDType;
 use super::matmul::{self, Elem, Strided};
 use super::storage::Storage;
 use super::Tensor;
@@ -45,12 +46,9 @@ enum AdamTarget<'a, T: ?Sized> {
     InPlace(&'a mut T),
 }
 
-/// The element types the fused step runs on (f32, f64): their slices in a storage and the
-/// step itself.
-trait AdamElem: Sized {
-    fn slice(s: &Storage) -> Option<&[Self]>;
-    fn slice_mut(s: &mut Storage) -> Option<&mut [Self]>;
-    fn storage(v: Vec<Self>) -> CpuStorage;
+/// The element types the fused step runs on (f32, f64); their slices in a storage come from
+/// [`WithDType`].
+trait AdamElem: WithDType {
     /// One Adam step over every element; returns the new parameter when `w` is `Fresh`
     /// (an empty vector when it was updated in place).
     fn adam(
@@ -72,38 +70,31 @@ fn adam_on<T: AdamElem>(
     v: &mut Storage,
     c: AdamCoeffs,
 ) -> std::result::Result<Option<CpuStorage>, ()> {
+    fn slice<T: WithDType>(s: &Storage) -> std::result::Result<&[T], ()> {
+        match s {
+            Storage::Cpu(s) => T::cpu_slice(s).ok_or(()),
+            _ => Err(()),
+        }
+    }
+    fn slice_mut<T: WithDType>(s: &mut Storage) -> std::result::Result<&mut [T], ()> {
+        match s {
+            Storage::Cpu(s) => T::cpu_slice_mut(s).ok_or(()),
+            _ => Err(()),
+        }
+    }
     let fresh = matches!(w, AdamTarget::Fresh(_));
     let w = match w {
-        AdamTarget::Fresh(w) => AdamTarget::Fresh(T::slice(w).ok_or(())?),
-        AdamTarget::InPlace(w) => AdamTarget::InPlace(T::slice_mut(w).ok_or(())?),
+        AdamTarget::Fresh(w) => AdamTarget::Fresh(slice(w)?),
+        AdamTarget::InPlace(w) => AdamTarget::InPlace(slice_mut(w)?),
     };
-    let (g, m, v) = (
-        T::slice(g).ok_or(())?,
-        T::slice_mut(m).ok_or(())?,
-        T::slice_mut(v).ok_or(())?,
-    );
+    let (g, m, v) = (slice(g)?, slice_mut(m)?, slice_mut(v)?);
     let out = T::adam(w, g, m, v, c);
-    Ok(fresh.then(|| T::storage(out)))
+    Ok(fresh.then(|| T::into_cpu(out)))
 }
 
 macro_rules! adam_elem {
-    ($t:ty, $variant:ident) => {
+    ($t:ty) => {
         impl AdamElem for $t {
-            fn slice(s: &Storage) -> Option<&[$t]> {
-                match s {
-                    Storage::Cpu(CpuStorage::$variant(x)) => Some(x),
-                    _ => None,
-                }
-            }
-            fn slice_mut(s: &mut Storage) -> Option<&mut [$t]> {
-                match s {
-                    Storage::Cpu(CpuStorage::$variant(x)) => Some(x),
-                    _ => None,
-                }
-            }
-            fn storage(v: Vec<$t>) -> CpuStorage {
-                CpuStorage::$variant(v)
-            }
             fn adam(
                 w: AdamTarget<[$t]>,
                 g: &[$t],
@@ -166,8 +157,8 @@ macro_rules! adam_elem {
         }
     };
 }
-adam_elem!(f32, F32);
-adam_elem!(f64, F64);
+adam_elem!(f32);
+adam_elem!(f64);
 
 impl Tensor {
     /// A tensor of zeros shaped and typed as `self`, on the CPU, for optimiser state.
