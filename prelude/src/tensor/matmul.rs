@@ -1,7 +1,8 @@
 //! CPU matrix multiply: the BLIS/GotoBLAS scheme. B is packed into panels `NR` columns wide
 //! and A into panels `MR` rows tall, sized so a B micro-panel stays in L1 and an A block in
-//! L2, and a register-tiled micro-kernel does the FLOPs. The row blocks of C are shared
-//! between cores with rayon. The micro-kernel is picked at run time: AVX-512, AVX2+FMA, or
+//! L2, and a register-tiled micro-kernel does the FLOPs. On several cores (rayon), each
+//! core takes a slab of C's columns; a product too narrow for that shares its row blocks,
+//! and a small C over a long depth is split over the depth. The micro-kernel is picked at run time: AVX-512, AVX2+FMA, or
 //! a portable one the compiler vectorises as it can.
 
 // The micro-kernels index their accumulator tiles by row and column on purpose: fixed-size loops
@@ -696,6 +697,12 @@ const SPLIT_K_MAX_C: usize = 1 << 16;
 /// cores when `threaded`. Any strides; any size with k > 0 (the caller picks the small
 /// path). Every element of `c` is written (the first depth block stores, the later ones
 /// add), so `c` need not be initialised.
+///
+/// On several cores, C is cut into one slab of columns per core, each a whole product of its
+/// own (its B columns packed by its task, A packed by every task): one fork-join per
+/// product. Sharing one packed B between row blocks instead meets twice per depth block (B's
+/// packing, then the blocks), which cost a 128^3 product a third of its time on 2 cores.
+/// Products too narrow for a slab per core keep that row split.
 fn packed<T: Elem>(
     kern: Kernel<T>,
     a: Strided<T>,
@@ -706,6 +713,76 @@ fn packed<T: Elem>(
     threaded: bool,
     c: &mut [MaybeUninit<T>],
 ) {
+    assert_eq!(c.len(), m * n, "C holds m x n elements");
+    let out = COut {
+        ptr: c.as_mut_ptr().cast::<T>(),
+        len: c.len(),
+        ldc: n,
+    };
+    let threads = rayon::current_num_threads().max(1);
+    let slab = n.div_ceil(threads).next_multiple_of(kern.nr);
+    if threaded && threads > 1 && n.div_ceil(threads) >= SLAB_MIN {
+        (0..n.div_ceil(slab)).into_par_iter().for_each(|s| {
+            let j0 = s * slab;
+            // SAFETY: `out` is C, m x n; the tasks take disjoint column ranges.
+            unsafe { packed_columns(kern, a, b, m, k, j0, slab.min(n - j0), false, out) }
+        });
+    } else {
+        // SAFETY: `out` is C, m x n, all of it this call's.
+        unsafe { packed_columns(kern, a, b, m, k, 0, n, threaded, out) }
+    }
+}
+
+/// The fewest columns of C a core takes in [`packed`]'s column split: every task packs all
+/// of A, which for a slab this wide is at most a 64th of the task's work.
+const SLAB_MIN: usize = 64;
+
+/// C as the tasks of one product see it: its first element, its length and its row stride.
+/// Tasks share it, each writing elements no other task writes.
+#[derive(Clone, Copy)]
+struct COut<T> {
+    ptr: *mut T,
+    len: usize,
+    ldc: usize,
+}
+
+impl<T> COut<T> {
+    /// Row `i`'s first element (a method, so closures capture the whole `COut`, which is
+    /// `Sync`, not its raw pointer field).
+    ///
+    /// # Safety
+    /// `i` is a row of C.
+    unsafe fn row(self, i: usize) -> *mut T {
+        debug_assert!(i * self.ldc <= self.len);
+        // SAFETY: inside C (the caller's contract).
+        unsafe { self.ptr.add(i * self.ldc) }
+    }
+}
+
+// SAFETY: a `COut` is only a place to write; the functions taking one require that the tasks
+// sharing it write disjoint elements (`packed_columns`, `block_product`).
+unsafe impl<T: Send> Send for COut<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for COut<T> {}
+
+/// Columns `j_lo..j_lo + width` of the packed product, all rows, into `c`; with `threaded`,
+/// its row blocks are shared between the cores (B packed once for them all).
+///
+/// # Safety
+/// `c` must point to m x `c.ldc` writable elements (`c.len`), of which these columns of
+/// every row are written by this call alone while it runs.
+unsafe fn packed_columns<T: Elem>(
+    kern: Kernel<T>,
+    a: Strided<T>,
+    b: Strided<T>,
+    m: usize,
+    k: usize,
+    j_lo: usize,
+    width: usize,
+    threaded: bool,
+    c: COut<T>,
+) {
+    assert!(m * c.ldc <= c.len && j_lo + width <= c.ldc);
     let threads = rayon::current_num_threads().max(1);
     let (mr, nr) = (kern.mr, kern.nr);
     // Row blocks are the unit of parallel work: with few of them (m not far above MC) an even
@@ -723,29 +800,37 @@ fn packed<T: Elem>(
     let kcb = k.div_ceil(k.div_ceil(KC));
     // Sized for this product, not the largest block: zeroing a 4 MiB buffer would cost more
     // than a whole 256 x 256 multiply.
-    let b_len = kcb * NC.min(n).div_ceil(nr) * nr;
+    let b_len = kcb * NC.min(width).div_ceil(nr) * nr;
     with_pack_buffer(Operand::B, b_len, |bpack| {
-        for jc in (0..n).step_by(NC) {
-            let nc = NC.min(n - jc);
+        for jc in (j_lo..j_lo + width).step_by(NC) {
+            let nc = NC.min(j_lo + width - jc);
             for pc in (0..k).step_by(kcb) {
                 let kc = kcb.min(k - pc);
                 let bp = &mut bpack[..kc * nc.div_ceil(nr) * nr];
                 pack_b(b, pc, kc, jc, nc, nr, bp, threaded);
                 let bp = &*bp;
-                let block = |(ib, cblock): (usize, &mut [MaybeUninit<T>])| {
+                let block = |ib: usize| {
                     let ic = ib * mc_block;
                     let mc = mc_block.min(m - ic);
                     with_pack_buffer(Operand::A, mc.div_ceil(mr) * mr * kc, |apack| {
                         pack_a(a, ic, mc, pc, kc, mr, apack);
-                        let tile = Tile { kc, jc, nc, ldc: n };
-                        // SAFETY: the first depth block (pc == 0) wrote these columns of C.
-                        unsafe { block_product(kern, apack, bp, cblock, mc, tile, pc > 0) }
+                        let tile = Tile {
+                            kc,
+                            jc,
+                            nc,
+                            ldc: c.ldc,
+                        };
+                        // SAFETY: rows ic..ic + mc of columns jc..jc + nc lie in C (asserted
+                        // above) and are this block's alone (the caller's columns, the
+                        // blocks' rows); the first depth block (pc == 0) wrote them.
+                        unsafe { block_product(kern, apack, bp, c.row(ic), mc, tile, pc > 0) }
                     })
                 };
+                let blocks = m.div_ceil(mc_block);
                 if threaded {
-                    c.par_chunks_mut(mc_block * n).enumerate().for_each(block);
+                    (0..blocks).into_par_iter().for_each(block);
                 } else {
-                    c.chunks_mut(MC * n).enumerate().for_each(block);
+                    (0..blocks).for_each(block);
                 }
             }
         }
@@ -762,24 +847,24 @@ struct Tile {
     ldc: usize,
 }
 
-/// C's first `mc` rows (`cblock`), columns `t.jc..t.jc + t.nc`, `(+)=` the packed A block
-/// (`mc` rows) times the packed B block, one micro-kernel call per register tile; tiles cut
-/// by the block's edge go through a scratch tile.
+/// The `mc` rows of C from `c` (its row 0 of the block, column 0), columns `t.jc..t.jc +
+/// t.nc`, `(+)=` the packed A block (`mc` rows) times the packed B block, one micro-kernel
+/// call per register tile; tiles cut by the block's edge go through a scratch tile.
 ///
 /// # Safety
-/// With `accumulate`, those elements of `cblock` must be initialised (they are read).
+/// Those elements (`c.add(i * t.ldc + j)`) must be writable and written by no one else
+/// while this runs; with `accumulate`, initialised (they are read).
 unsafe fn block_product<T: Elem>(
     kern: Kernel<T>,
     apack: &[T],
     bpack: &[T],
-    cblock: &mut [MaybeUninit<T>],
+    c: *mut T,
     mc: usize,
     t: Tile,
     accumulate: bool,
 ) {
     let (mr, nr, kc, n) = (kern.mr, kern.nr, t.kc, t.ldc);
     assert!(apack.len() >= mc.div_ceil(mr) * mr * kc && bpack.len() >= t.nc.div_ceil(nr) * nr * kc);
-    assert!(mc > 0 && t.nc > 0 && cblock.len() >= (mc - 1) * n + t.jc + t.nc);
     let mut edge = vec![T::default(); mr * nr];
     for jp in 0..t.nc.div_ceil(nr) {
         let j0 = t.jc + jp * nr;
@@ -789,27 +874,24 @@ unsafe fn block_product<T: Elem>(
             let i0 = ip * mr;
             let h = mr.min(mc - i0);
             let apanel = apack[ip * kc * mr..].as_ptr();
+            // SAFETY: rows i0..i0 + h and columns j0..j0 + w are inside the block.
+            let tile = unsafe { c.add(i0 * n + j0) };
             if h == mr && w == nr {
                 // SAFETY: the panels hold kc * mr and kc * nr elements (asserted above); the
-                // tile, rows i0..i0 + mr and columns j0..j0 + nr, lies inside `cblock`, and
-                // it is read only when `accumulate`, which the caller vouches for.
-                unsafe {
-                    let tile = cblock.as_mut_ptr().add(i0 * n + j0).cast::<T>();
-                    (kern.f)(kc, apanel, bpanel, tile, n, accumulate);
-                }
+                // tile is writable and this call's (the caller's contract), and it is read
+                // only when `accumulate`, which the caller vouches for.
+                unsafe { (kern.f)(kc, apanel, bpanel, tile, n, accumulate) };
             } else {
                 // SAFETY: as above, with the scratch tile (mr x nr, row stride nr) as C.
                 unsafe { (kern.f)(kc, apanel, bpanel, edge.as_mut_ptr(), nr, false) };
                 for i in 0..h {
-                    let row = &mut cblock[(i0 + i) * n + j0..(i0 + i) * n + j0 + w];
-                    for (x, &e) in row.iter_mut().zip(&edge[i * nr..i * nr + w]) {
-                        let sum = if accumulate {
-                            // SAFETY: initialised (the caller's contract).
-                            unsafe { x.assume_init_read() + e }
-                        } else {
-                            e
-                        };
-                        x.write(sum);
+                    for (j, &e) in edge[i * nr..i * nr + w].iter().enumerate() {
+                        // SAFETY: inside the tile's h x w part of the block; initialised
+                        // when `accumulate` (the caller's contract).
+                        unsafe {
+                            let x = tile.add(i * n + j);
+                            x.write(if accumulate { x.read() + e } else { e });
+                        }
                     }
                 }
             }
@@ -980,7 +1062,8 @@ mod tests {
     /// than one KC block, threaded and not).
     #[test]
     fn strided_operands_multiply_as_their_contiguous_copies() {
-        // The last two are split over the depth on a machine of 2 or more cores.
+        // On a machine of 2 or more cores: the third and the last are split by columns (the
+        // last into slabs wider than NC), the two before it over the depth.
         for &(m, k, n) in &[
             (33, 45, 70),
             (130, 300, 17),
@@ -988,6 +1071,7 @@ mod tests {
             (7, 1000, 33),
             (9, 3000, 80),
             (20, 2600, 41),
+            (8, 40, 9000),
         ] {
             let (a, b) = operands(m, k, n);
             let want = naive(&a, &b, m, k, n);
