@@ -158,6 +158,13 @@ KNOWN = {
 }
 
 
+# Optimizer state entries compared after three steps: (optimizer, config, key).
+OPTIM_STATE = [("sgd", "mom", "momentum_buffer"), ("adam", "betas", "exp_avg"),
+               ("adam", "betas", "exp_avg_sq"), ("adam", "plain", "step"),
+               ("adamw", "wd", "exp_avg_sq"), ("rmsprop", "mom", "square_avg"),
+               ("rmsprop", "mom", "momentum_buffer"), ("rmsprop", "plain", "step")]
+
+
 def cases():
     floats = [d for d in DTYPES if d in FLOATS]
     out = []
@@ -250,6 +257,8 @@ def cases():
     out += [f"optim adam {a} {c}" for a in floats for c in ("plain", "wd", "betas")]
     out += [f"optim adamw {a} {c}" for a in floats for c in ("plain", "wd")]
     out += [f"optim rmsprop {a} {c}" for a in floats for c in ("plain", "mom", "wdalpha")]
+    # ... and its state after those steps, as `state_dict()` holds it (torch's `opt.state[p]`).
+    out += [f"optim {o} {a} {c} {k}" for a in floats for o, c, k in OPTIM_STATE]
     # Mixed precision: the result and the float32 gradients (of the input, a weight, a bias).
     out += [f"amp {op} {d} {want}" for op in AMP for d in ("bf16", "f16") for want in ("out", "x", "w", "b")]
     out += [f"amp64 {op} f64 {want}" for op in AMP for want in ("out", "x", "w", "b")]
@@ -486,7 +495,7 @@ def torch_results(lines, device):
             (p * ramp([2, 3], 4, float(t), 0.5, d).detach()).sum().backward()
             o.step()
             o.zero_grad()
-        return p.detach()
+        return o.state[p][w[4]].detach() if len(w) > 4 else p.detach()
 
     def view_case(w):
         op, d, want = w[1], w[2], w[3]

@@ -22,8 +22,9 @@
 //!   (conv_transpose2d: `k2s2`, `s2p1o1`, `g2d2`), `interp` (interpolate: `n2` nearest by 2,
 //!   `ne57` nearest-exact to 5x7, `b57a` bilinear with align_corners, ...), `pool` (`k2s2`: kernel 2, stride 2); `out` prints the result, a letter the gradient
 //!   of `sum(result * w)` for that input;
-//! - `optim` sgd|adam a config: a parameter after three steps whose gradients are ramps
-//!   (`plain`, `mom` momentum 0.9, `momwd` and weight decay 0.01; Adam `plain`, `wd`, `betas`);
+//! - `optim` sgd|adam a config [key]: a parameter after three steps whose gradients are ramps
+//!   (`plain`, `mom` momentum 0.9, `momwd` and weight decay 0.01; Adam `plain`, `wd`, `betas`),
+//!   or with a key that entry of the optimizer's `state_dict` (`exp_avg`, `step`, ...);
 //! - `view` op a out|x|y: views and index ops of a ramp (and `where`/`cat` with a second one),
 //!   their result or the gradient of `sum(result * w)`;
 //! - `arange` case x: `Tensor::arange` / `arange_step` with integer or float arguments;
@@ -493,7 +494,18 @@ fn optim_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         o.step()?;
         o.zero_grad();
     }
-    Ok(p.tensor().detach())
+    // With a fifth word, that entry of the optimizer's state instead of the parameter.
+    match w.get(4) {
+        Some(key) => {
+            let name = format!("state.0.{key}");
+            let state = o.state_dict()?;
+            let entry = state.into_iter().find(|(n, _)| *n == name);
+            entry
+                .map(|(_, t)| t)
+                .ok_or_else(|| Error::Invalid(format!("no {name} in the state dict")))
+        }
+        None => Ok(p.tensor().detach()),
+    }
 }
 
 fn view_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {

@@ -8,6 +8,10 @@ use crate::nn::Parameter;
 use crate::tensor::{AdamCoeffs, Tensor};
 
 pub mod lr_scheduler;
+mod state;
+
+use state::{Loader, Saver};
+use std::path::Path;
 
 /// What every optimiser does.
 pub trait Optimizer {
@@ -22,6 +26,30 @@ pub trait Optimizer {
     /// The parameters it updates (torch's `param_groups[0]["params"]`): what
     /// `amp::GradScaler` unscales and checks before a step.
     fn params(&self) -> &[Parameter];
+    /// Its state and hyperparameters as named tensors, torch's `optimizer.state_dict()`
+    /// flattened with dots: `state.<i>.<key>` per parameter (`exp_avg`, `exp_avg_sq` and
+    /// `step` for Adam, `momentum_buffer` for SGD, ...), `param_groups.0.<name>` for `lr` and
+    /// the rest. Copies: training on does not change them.
+    fn state_dict(&self) -> Result<Vec<(String, Tensor)>>;
+    /// Restores what [`Optimizer::state_dict`] gave, for the same parameters in the same
+    /// order (a checkpoint of the same model): the moments, the step count and the
+    /// hyperparameters, the moments moved to each parameter's device and dtype. A name it does
+    /// not know or a shape that does not fit is an error, and then nothing has changed.
+    fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()>;
+}
+
+/// Saves an optimiser's [`Optimizer::state_dict`] in the safetensors format: with
+/// [`crate::nn::save_safetensors`] for the model, a checkpoint that resumes training.
+pub fn save_safetensors(opt: &dyn Optimizer, path: impl AsRef<Path>) -> Result<()> {
+    crate::nn::safetensors::save(&opt.state_dict()?, path)
+}
+
+/// Loads a state saved by [`save_safetensors`] into an optimiser made for the same model.
+pub fn load_safetensors(opt: &mut dyn Optimizer, path: impl AsRef<Path>) -> Result<()> {
+    let path = path.as_ref();
+    let state = crate::nn::safetensors::load(path)?;
+    opt.load_state_dict(&state)
+        .map_err(|e| crate::error::Error::Invalid(format!("{}: {e}", path.display())))
 }
 
 /// What every optimiser shares: `lr`/`set_lr` and `zero_grad`, inherent and in the trait
@@ -60,6 +88,12 @@ macro_rules! optimizer {
             fn params(&self) -> &[Parameter] {
                 &self.params
             }
+            fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+                <$t>::state_dict(self)
+            }
+            fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+                <$t>::load_state_dict(self, state)
+            }
         }
     };
 }
@@ -96,6 +130,31 @@ impl SGD {
 }
 
 optimizer!(SGD);
+
+impl SGD {
+    /// See [`Optimizer::state_dict`]: `state.<i>.momentum_buffer` once a step has made it.
+    pub fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut s = Saver::new();
+        s.state("momentum_buffer", &self.buffers)?;
+        s.hyper("lr", &[self.lr])?;
+        s.hyper("momentum", &[self.momentum])?;
+        s.hyper("weight_decay", &[self.weight_decay])?;
+        Ok(s.done())
+    }
+
+    /// See [`Optimizer::load_state_dict`].
+    pub fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+        let mut l = Loader::new("SGD", state);
+        let buffers = l.state("momentum_buffer", &self.params)?;
+        let lr = l.scalar("lr", self.lr)?;
+        let momentum = l.scalar("momentum", self.momentum)?;
+        let weight_decay = l.scalar("weight_decay", self.weight_decay)?;
+        l.finish()?;
+        (self.buffers, self.lr, self.momentum, self.weight_decay) =
+            (buffers, lr, momentum, weight_decay);
+        Ok(())
+    }
+}
 
 impl SGD {
     /// One update of every parameter that has a gradient.
@@ -167,6 +226,46 @@ impl Adam {
 }
 
 optimizer!(Adam);
+
+impl Adam {
+    /// See [`Optimizer::state_dict`]: `state.<i>.step`, `exp_avg` and `exp_avg_sq` for every
+    /// parameter a step has updated.
+    pub fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut s = Saver::new();
+        s.step(self.t as i64, &self.m)?;
+        s.state("exp_avg", &self.m)?;
+        s.state("exp_avg_sq", &self.v)?;
+        s.hyper("lr", &[self.lr])?;
+        s.hyper("betas", &[self.betas.0, self.betas.1])?;
+        s.hyper("eps", &[self.eps])?;
+        s.hyper("weight_decay", &[self.weight_decay])?;
+        Ok(s.done())
+    }
+
+    /// See [`Optimizer::load_state_dict`].
+    pub fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+        let mut l = Loader::new(if self.decoupled { "AdamW" } else { "Adam" }, state);
+        let t = l.step(self.params.len())?;
+        let m = l.state("exp_avg", &self.params)?;
+        let v = l.state("exp_avg_sq", &self.params)?;
+        let lr = l.scalar("lr", self.lr)?;
+        let betas = l.hyper("betas", 2)?.map_or(self.betas, |b| (b[0], b[1]));
+        let eps = l.scalar("eps", self.eps)?;
+        let weight_decay = l.scalar("weight_decay", self.weight_decay)?;
+        l.finish()?;
+        if let Some(i) = (0..m.len()).find(|&i| m[i].is_some() != v[i].is_some()) {
+            return Err(crate::error::Error::Invalid(format!(
+                "Adam load_state_dict: parameter {i} has one of exp_avg and exp_avg_sq, not both"
+            )));
+        }
+        let t = i32::try_from(t).map_err(|_| {
+            crate::error::Error::Invalid(format!("Adam load_state_dict: step {t} is too large"))
+        })?;
+        (self.t, self.m, self.v) = (t, m, v);
+        (self.lr, self.betas, self.eps, self.weight_decay) = (lr, betas, eps, weight_decay);
+        Ok(())
+    }
+}
 
 impl Adam {
     /// One update of every parameter that has a gradient.
@@ -260,6 +359,8 @@ pub struct RMSprop {
     weight_decay: f64,
     square_avg: Vec<Option<Tensor>>,
     buffers: Vec<Option<Tensor>>,
+    /// Steps taken: not used by the update, kept for the state dict as torch keeps it.
+    t: i64,
 }
 
 impl RMSprop {
@@ -274,6 +375,7 @@ impl RMSprop {
             weight_decay: 0.0,
             square_avg: vec![None; n],
             buffers: vec![None; n],
+            t: 0,
         }
     }
     pub fn alpha(mut self, alpha: f64) -> RMSprop {
@@ -297,8 +399,44 @@ impl RMSprop {
 optimizer!(RMSprop);
 
 impl RMSprop {
+    /// See [`Optimizer::state_dict`]: `state.<i>.step`, `square_avg` and, with momentum,
+    /// `momentum_buffer`.
+    pub fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut s = Saver::new();
+        s.step(self.t, &self.square_avg)?;
+        s.state("square_avg", &self.square_avg)?;
+        s.state("momentum_buffer", &self.buffers)?;
+        s.hyper("lr", &[self.lr])?;
+        s.hyper("alpha", &[self.alpha])?;
+        s.hyper("eps", &[self.eps])?;
+        s.hyper("momentum", &[self.momentum])?;
+        s.hyper("weight_decay", &[self.weight_decay])?;
+        Ok(s.done())
+    }
+
+    /// See [`Optimizer::load_state_dict`].
+    pub fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+        let mut l = Loader::new("RMSprop", state);
+        let t = l.step(self.params.len())?;
+        let square_avg = l.state("square_avg", &self.params)?;
+        let buffers = l.state("momentum_buffer", &self.params)?;
+        let lr = l.scalar("lr", self.lr)?;
+        let alpha = l.scalar("alpha", self.alpha)?;
+        let eps = l.scalar("eps", self.eps)?;
+        let momentum = l.scalar("momentum", self.momentum)?;
+        let weight_decay = l.scalar("weight_decay", self.weight_decay)?;
+        l.finish()?;
+        (self.t, self.square_avg, self.buffers) = (t, square_avg, buffers);
+        (self.lr, self.alpha, self.eps) = (lr, alpha, eps);
+        (self.momentum, self.weight_decay) = (momentum, weight_decay);
+        Ok(())
+    }
+}
+
+impl RMSprop {
     /// One update of every parameter that has a gradient.
     pub fn step(&mut self) -> Result<()> {
+        self.t += 1;
         no_grad(|| {
             for (i, p) in self.params.iter().enumerate() {
                 let Some(mut g) = p.grad() else { continue };

@@ -1,0 +1,175 @@
+//! Optimiser state as named tensors: torch's `optimizer.state_dict()` flattened with dots
+//! (`state.0.exp_avg`, `state.0.step`, `param_groups.0.lr`), the form the safetensors format
+//! holds, so a checkpoint saved in one session resumes training in the next where it stopped.
+//! State is numbered by the parameter's position in the optimiser, as torch numbers it;
+//! hyperparameters are 0-d float64 tensors (`betas` a pair).
+
+use crate::error::{Error, Result};
+use crate::nn::Parameter;
+use crate::tensor::{DType, Tensor};
+
+/// A state dict being written.
+pub(super) struct Saver(Vec<(String, Tensor)>);
+
+impl Saver {
+    pub(super) fn new() -> Saver {
+        Saver(Vec::new())
+    }
+
+    /// `param_groups.0.<name>`.
+    pub(super) fn hyper(&mut self, name: &str, values: &[f64]) -> Result<()> {
+        let t = match values {
+            [v] => Tensor::from_vec(vec![*v], (), crate::Device::Cpu)?,
+            _ => Tensor::from_vec(values.to_vec(), values.len(), crate::Device::Cpu)?,
+        };
+        self.0.push((format!("param_groups.0.{name}"), t));
+        Ok(())
+    }
+
+    /// `state.<i>.<key>` for every parameter that has this state yet: a copy, so the dict
+    /// keeps its values while training goes on (and the optimiser keeps its state its own).
+    pub(super) fn state(&mut self, key: &str, per_param: &[Option<Tensor>]) -> Result<()> {
+        for (i, t) in per_param.iter().enumerate() {
+            if let Some(t) = t {
+                self.0
+                    .push((format!("state.{i}.{key}"), t.detach().deep_clone()?));
+            }
+        }
+        Ok(())
+    }
+
+    /// `state.<i>.step` (a float32 scalar, as torch stores it) for every parameter with state.
+    pub(super) fn step(&mut self, step: i64, with_state: &[Option<Tensor>]) -> Result<()> {
+        for (i, t) in with_state.iter().enumerate() {
+            if t.is_some() {
+                let s = Tensor::from_vec(vec![step as f32], (), crate::Device::Cpu)?;
+                self.0.push((format!("state.{i}.step"), s));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn done(self) -> Vec<(String, Tensor)> {
+        self.0
+    }
+}
+
+/// A state dict being read into an optimiser: every entry must be taken by it (a name it does
+/// not know is an error, as is a shape that does not fit the parameter), and nothing is
+/// changed until all of it has been read.
+pub(super) struct Loader<'a> {
+    optimizer: &'static str,
+    entries: &'a [(String, Tensor)],
+    used: Vec<bool>,
+}
+
+impl<'a> Loader<'a> {
+    pub(super) fn new(optimizer: &'static str, entries: &'a [(String, Tensor)]) -> Loader<'a> {
+        Loader {
+            optimizer,
+            entries,
+            used: vec![false; entries.len()],
+        }
+    }
+
+    fn take(&mut self, name: &str) -> Option<&'a Tensor> {
+        let i = self.entries.iter().position(|(n, _)| n == name)?;
+        self.used[i] = true;
+        Some(&self.entries[i].1)
+    }
+
+    fn err(&self, what: String) -> Error {
+        Error::Invalid(format!("{} load_state_dict: {what}", self.optimizer))
+    }
+
+    /// `param_groups.0.<name>` with `n` values, if the dict has it.
+    pub(super) fn hyper(&mut self, name: &str, n: usize) -> Result<Option<Vec<f64>>> {
+        let key = format!("param_groups.0.{name}");
+        let Some(t) = self.take(&key) else {
+            return Ok(None);
+        };
+        if t.numel() != n {
+            return Err(self.err(format!(
+                "{key} has {} values (shape {:?}), expected {n}",
+                t.numel(),
+                t.shape()
+            )));
+        }
+        Ok(Some(t.to_dtype(DType::F64)?.to_vec::<f64>()?))
+    }
+
+    /// `param_groups.0.<name>`, one value, or `current` when the dict lacks it.
+    pub(super) fn scalar(&mut self, name: &str, current: f64) -> Result<f64> {
+        Ok(self.hyper(name, 1)?.map_or(current, |v| v[0]))
+    }
+
+    /// `state.<i>.<key>` for each parameter: shaped as the parameter, converted to its dtype
+    /// and device, and a tensor of the optimiser's own (not shared with the dict).
+    pub(super) fn state(&mut self, key: &str, params: &[Parameter]) -> Result<Vec<Option<Tensor>>> {
+        let mut out = Vec::with_capacity(params.len());
+        for (i, p) in params.iter().enumerate() {
+            let name = format!("state.{i}.{key}");
+            let Some(t) = self.take(&name) else {
+                out.push(None);
+                continue;
+            };
+            let w = p.tensor();
+            if t.shape() != w.shape() {
+                return Err(self.err(format!(
+                    "{name} has shape {:?}, parameter {i} has shape {:?}",
+                    t.shape(),
+                    w.shape()
+                )));
+            }
+            out.push(Some(
+                t.detach()
+                    .to_dtype(w.dtype())?
+                    .to(w.device())?
+                    .deep_clone()?,
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The step count the `state.<i>.step` entries agree on (0 when there are none): one
+    /// count for the whole optimiser, as gpulab's optimisers keep it.
+    pub(super) fn step(&mut self, n_params: usize) -> Result<i64> {
+        let mut step: Option<(usize, i64)> = None;
+        for i in 0..n_params {
+            let name = format!("state.{i}.step");
+            let Some(t) = self.take(&name) else { continue };
+            if t.numel() != 1 {
+                return Err(self.err(format!("{name} has shape {:?}, not one value", t.shape())));
+            }
+            let s = t.to_dtype(DType::F64)?.to_vec::<f64>()?[0];
+            if s < 0.0 || s.fract() != 0.0 {
+                return Err(self.err(format!("{name} is {s}, not a step count")));
+            }
+            match step {
+                Some((j, t)) if t != s as i64 => {
+                    return Err(self.err(format!(
+                        "state.{j}.step is {t} but {name} is {s}: gpulab keeps one step count \
+                         for all parameters"
+                    )))
+                }
+                _ => step = Some((i, s as i64)),
+            }
+        }
+        Ok(step.map_or(0, |(_, s)| s))
+    }
+
+    /// Every entry was taken, or the first that was not is named.
+    pub(super) fn finish(self) -> Result<()> {
+        match self.used.iter().position(|u| !u) {
+            None => Ok(()),
+            Some(i) => {
+                let known = "state.<i>.<key> for a parameter index the optimiser has, or \
+                             param_groups.0.<hyperparameter>";
+                Err(self.err(format!(
+                    "{:?} is not part of this optimiser's state (expected {known})",
+                    self.entries[i].0
+                )))
+            }
+        }
+    }
+}
