@@ -372,4 +372,51 @@ impl GradScaler {
             self.states.clear();
         }
     }
+
+    /// The scale and its settings as named tensors under torch's keys (`scale`,
+    /// `growth_factor`, `backoff_factor`, `growth_interval`, `_growth_tracker`), for a
+    /// checkpoint beside the model's and the optimizer's; empty when disabled, as torch's.
+    pub fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+        if !self.enabled {
+            return Ok(Vec::new());
+        }
+        let mut s = crate::optim::state::Saver::new();
+        s.value("scale", &[self.scale as f64])?;
+        s.value("growth_factor", &[self.growth_factor])?;
+        s.value("backoff_factor", &[self.backoff_factor])?;
+        s.value("growth_interval", &[self.growth_interval as f64])?;
+        s.value("_growth_tracker", &[self.growth_tracker as f64])?;
+        Ok(s.done())
+    }
+
+    /// Restores what [`GradScaler::state_dict`] gave (nothing to do when disabled, as in
+    /// torch). An empty state, saved from a disabled scaler, is an error, as in torch; so is a
+    /// name it does not know, and then nothing has changed.
+    pub fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if state.is_empty() {
+            return Err(Error::Invalid(
+                "GradScaler load_state_dict: the state is empty, as a disabled scaler saves it"
+                    .into(),
+            ));
+        }
+        let mut l = crate::optim::state::Loader::named(
+            "GradScaler",
+            "expected scale, growth_factor, backoff_factor, growth_interval, _growth_tracker",
+            state,
+        );
+        let scale = l.value("scale", self.scale as f64)?;
+        let growth_factor = l.value("growth_factor", self.growth_factor)?;
+        let backoff_factor = l.value("backoff_factor", self.backoff_factor)?;
+        let growth_interval = l.count("growth_interval", self.growth_interval)?;
+        let growth_tracker = l.count("_growth_tracker", self.growth_tracker)?;
+        l.finish()?;
+        self.scale = scale as f32;
+        (self.growth_factor, self.backoff_factor) = (growth_factor, backoff_factor);
+        (self.growth_interval, self.growth_tracker) = (growth_interval, growth_tracker);
+        self.states.clear();
+        Ok(())
+    }
 }

@@ -1,7 +1,8 @@
-//! Optimiser checkpoints: `state_dict` / `load_state_dict` and their safetensors files. A run
-//! stopped, saved (model and optimiser), reloaded into fresh objects and resumed ends where an
-//! uninterrupted run ends, bit for bit on the CPU; the names are torch's; bad state is refused
-//! with the name at fault and leaves the optimiser as it was.
+//! Training checkpoints: `state_dict` / `load_state_dict` of the optimisers, the learning-rate
+//! schedules and `amp::GradScaler`, and the optimisers' safetensors files. A run stopped,
+//! saved (model and optimiser), reloaded into fresh objects and resumed ends where an
+//! uninterrupted run ends, bit for bit on the CPU, and a resumed schedule sets the same rates;
+//! the names are torch's; bad state is refused with the name at fault and changes nothing.
 
 use gpulab::nn::{self, Linear, Module, ReLU, Sequential};
 use gpulab::optim::{self, Adam, AdamW, Optimizer, RMSprop, SGD};
@@ -235,4 +236,88 @@ fn bad_state_is_refused_by_name_and_changes_nothing() {
         );
         assert_eq!(snapshot(&opt), before);
     })
+}
+
+#[test]
+fn a_schedule_resumed_from_its_state_sets_the_rates_an_unbroken_one_sets() {
+    use gpulab::optim::lr_scheduler::{CosineAnnealingLR, ExponentialLR, LRScheduler, StepLR};
+    type MakeSched = fn(&dyn Optimizer) -> Box<dyn LRScheduler>;
+    let schedules: [(&str, MakeSched); 3] = [
+        ("StepLR", |o| Box::new(StepLR::new(o, 3, 0.5))),
+        ("ExponentialLR", |o| Box::new(ExponentialLR::new(o, 0.9))),
+        ("CosineAnnealingLR", |o| {
+            Box::new(CosineAnnealingLR::new(o, 5, 0.01))
+        }),
+    ];
+    for (name, make) in schedules {
+        let p = || vec![nn::Parameter::new(Tensor::zeros(1, Device::Cpu).unwrap()).unwrap()];
+        let mut opt = SGD::new(p(), 0.1);
+        let mut sched = make(&opt);
+        let straight: Vec<f64> = (0..8)
+            .map(|_| {
+                sched.step(&mut opt);
+                opt.lr()
+            })
+            .collect();
+
+        let mut opt = SGD::new(p(), 0.1);
+        let mut sched = make(&opt);
+        for _ in 0..4 {
+            sched.step(&mut opt);
+        }
+        let (opt_state, sched_state) = (opt.state_dict().unwrap(), sched.state_dict().unwrap());
+        let last = sched_state.iter().find(|(n, _)| n == "last_epoch").unwrap();
+        assert_eq!(last.1.item::<f64>().unwrap(), 4.0, "{name}");
+
+        // Fresh objects, made as the first ones were, then loaded.
+        let mut opt = SGD::new(p(), 0.1);
+        let mut sched = make(&opt);
+        opt.load_state_dict(&opt_state).unwrap();
+        sched.load_state_dict(&sched_state).unwrap();
+        let resumed: Vec<f64> = (0..4)
+            .map(|_| {
+                sched.step(&mut opt);
+                opt.lr()
+            })
+            .collect();
+        assert_eq!(resumed, straight[4..], "{name}");
+    }
+    let opt = SGD::new(vec![], 0.1);
+    let mut sched = StepLR::new(&opt, 2, 0.5);
+    let mut bad = sched.state_dict().unwrap();
+    bad.push((
+        "T_max".into(),
+        Tensor::from_vec(vec![3.0], (), Device::Cpu).unwrap(),
+    ));
+    let e = sched.load_state_dict(&bad).unwrap_err().to_string();
+    assert!(e.contains("StepLR") && e.contains("\"T_max\""), "{e}");
+}
+
+#[test]
+fn a_grad_scalers_state_round_trips_and_a_disabled_ones_is_empty() {
+    use gpulab::amp::GradScaler;
+    let mut a = GradScaler::new().init_scale(1024.0).growth_interval(3);
+    a.update_to(256.0);
+    let sd = a.state_dict().unwrap();
+    let names: Vec<&str> = sd.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "scale",
+            "growth_factor",
+            "backoff_factor",
+            "growth_interval",
+            "_growth_tracker"
+        ]
+    );
+    let mut b = GradScaler::new();
+    b.load_state_dict(&sd).unwrap();
+    assert_eq!(b.get_scale(), 256.0);
+    assert_eq!(b.state_dict().unwrap()[3].1.item::<f64>().unwrap(), 3.0);
+
+    let off = GradScaler::new().enabled(false);
+    assert!(off.state_dict().unwrap().is_empty());
+    let e = b.load_state_dict(&[]).unwrap_err().to_string();
+    assert!(e.contains("empty"), "{e}");
+    assert_eq!(b.get_scale(), 256.0);
 }

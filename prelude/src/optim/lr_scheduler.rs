@@ -4,7 +4,10 @@
 //! as in torch). It takes the optimiser by argument rather than holding it, so the training
 //! loop keeps using the optimiser in between.
 
+use super::state::{Loader, Saver};
 use super::Optimizer;
+use crate::error::Result;
+use crate::tensor::Tensor;
 
 /// What every schedule does.
 pub trait LRScheduler {
@@ -12,7 +15,19 @@ pub trait LRScheduler {
     fn step(&mut self, opt: &mut dyn Optimizer);
     /// The rate the last `step` set (the starting rate before any).
     fn get_last_lr(&self) -> f64;
+    /// Where it is and its settings as named tensors, under torch's `scheduler.state_dict()`
+    /// keys (`last_epoch`, `base_lrs`, `_last_lr`, then its own: `step_size`, `gamma`,
+    /// `T_max`, `eta_min`), for a checkpoint beside the optimiser's.
+    fn state_dict(&self) -> Result<Vec<(String, Tensor)>>;
+    /// Restores what [`LRScheduler::state_dict`] gave; a name it does not know is an error,
+    /// and then nothing has changed. The optimiser's rate comes back with the optimiser's
+    /// own state dict, as in torch.
+    fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()>;
 }
+
+/// What the error about an unknown name says the names look like.
+const SCHEDULE_NAMES: &str =
+    "expected last_epoch, base_lrs, _last_lr and the schedule's own settings";
 
 /// The epoch count and rates every schedule keeps.
 #[derive(Clone, Debug)]
@@ -35,6 +50,33 @@ impl Progress {
         self.last_lr = lr;
         opt.set_lr(lr);
     }
+
+    fn save(&self, s: &mut Saver) -> Result<()> {
+        s.value("last_epoch", &[self.epoch as f64])?;
+        s.list("base_lrs", &[self.base_lr])?;
+        s.list("_last_lr", &[self.last_lr])
+    }
+
+    /// This progress as `l` has it (what it lacks kept from `self`).
+    fn load(&self, l: &mut Loader) -> Result<Progress> {
+        let one = |l: &mut Loader, name, current: f64| -> Result<f64> {
+            Ok(l.values(name, 1)?.map_or(current, |v| v[0]))
+        };
+        Ok(Progress {
+            epoch: l.count("last_epoch", self.epoch as u64)? as usize,
+            base_lr: one(l, "base_lrs", self.base_lr)?,
+            last_lr: one(l, "_last_lr", self.last_lr)?,
+        })
+    }
+}
+
+/// A schedule's whole-epoch setting (`step_size`, `T_max`) from `l`: a count from 1.
+fn period(l: &mut Loader, name: &str, current: usize) -> Result<usize> {
+    let v = l.count(name, current as u64)?;
+    if v == 0 {
+        return Err(l.err(format!("{name} is 0; it must be at least 1")));
+    }
+    Ok(v as usize)
 }
 
 /// Multiplies the rate by `gamma` every `step_size` epochs (torch's `StepLR`; gamma 0.1 there
@@ -70,6 +112,22 @@ impl LRScheduler for StepLR {
     fn get_last_lr(&self) -> f64 {
         self.at.last_lr
     }
+    fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut s = Saver::new();
+        self.at.save(&mut s)?;
+        s.value("step_size", &[self.step_size as f64])?;
+        s.value("gamma", &[self.gamma])?;
+        Ok(s.done())
+    }
+    fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+        let mut l = Loader::named("StepLR", SCHEDULE_NAMES, state);
+        let at = self.at.load(&mut l)?;
+        let step_size = period(&mut l, "step_size", self.step_size)?;
+        let gamma = l.value("gamma", self.gamma)?;
+        l.finish()?;
+        (self.at, self.step_size, self.gamma) = (at, step_size, gamma);
+        Ok(())
+    }
 }
 
 /// Multiplies the rate by `gamma` every epoch (torch's `ExponentialLR`).
@@ -96,6 +154,20 @@ impl LRScheduler for ExponentialLR {
     }
     fn get_last_lr(&self) -> f64 {
         self.at.last_lr
+    }
+    fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut s = Saver::new();
+        self.at.save(&mut s)?;
+        s.value("gamma", &[self.gamma])?;
+        Ok(s.done())
+    }
+    fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+        let mut l = Loader::named("ExponentialLR", SCHEDULE_NAMES, state);
+        let at = self.at.load(&mut l)?;
+        let gamma = l.value("gamma", self.gamma)?;
+        l.finish()?;
+        (self.at, self.gamma) = (at, gamma);
+        Ok(())
     }
 }
 
@@ -136,5 +208,21 @@ impl LRScheduler for CosineAnnealingLR {
     }
     fn get_last_lr(&self) -> f64 {
         self.at.last_lr
+    }
+    fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut s = Saver::new();
+        self.at.save(&mut s)?;
+        s.value("T_max", &[self.t_max as f64])?;
+        s.value("eta_min", &[self.eta_min])?;
+        Ok(s.done())
+    }
+    fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+        let mut l = Loader::named("CosineAnnealingLR", SCHEDULE_NAMES, state);
+        let at = self.at.load(&mut l)?;
+        let t_max = period(&mut l, "T_max", self.t_max)?;
+        let eta_min = l.value("eta_min", self.eta_min)?;
+        l.finish()?;
+        (self.at, self.t_max, self.eta_min) = (at, t_max, eta_min);
+        Ok(())
     }
 }

@@ -8,7 +8,7 @@ use crate::nn::Parameter;
 use crate::tensor::{AdamCoeffs, Tensor};
 
 pub mod lr_scheduler;
-mod state;
+pub(crate) mod state;
 
 use state::{Loader, Saver};
 use std::path::Path;

@@ -1,34 +1,47 @@
-//! Optimiser state as named tensors: torch's `optimizer.state_dict()` flattened with dots
-//! (`state.0.exp_avg`, `state.0.step`, `param_groups.0.lr`), the form the safetensors format
-//! holds, so a checkpoint saved in one session resumes training in the next where it stopped.
-//! State is numbered by the parameter's position in the optimiser, as torch numbers it;
-//! hyperparameters are 0-d float64 tensors (`betas` a pair).
+//! Training state as named tensors, the form the safetensors format holds, so a checkpoint
+//! saved in one session resumes training in the next where it stopped: an optimiser's is
+//! torch's `optimizer.state_dict()` flattened with dots (`state.0.exp_avg`, `state.0.step`,
+//! `param_groups.0.lr`), numbered by the parameter's position in the optimiser as torch
+//! numbers it; a learning-rate schedule's and `amp::GradScaler`'s are their torch keys
+//! (`last_epoch`, `scale`). Numbers are 0-d float64 tensors (`betas` a pair).
 
 use crate::error::{Error, Result};
 use crate::nn::Parameter;
 use crate::tensor::{DType, Tensor};
 
 /// A state dict being written.
-pub(super) struct Saver(Vec<(String, Tensor)>);
+pub(crate) struct Saver(Vec<(String, Tensor)>);
 
 impl Saver {
-    pub(super) fn new() -> Saver {
+    pub(crate) fn new() -> Saver {
         Saver(Vec::new())
     }
 
-    /// `param_groups.0.<name>`.
-    pub(super) fn hyper(&mut self, name: &str, values: &[f64]) -> Result<()> {
+    /// `name`: one value as a 0-d tensor, several as a 1-d one.
+    pub(crate) fn value(&mut self, name: &str, values: &[f64]) -> Result<()> {
         let t = match values {
             [v] => Tensor::from_vec(vec![*v], (), crate::Device::Cpu)?,
             _ => Tensor::from_vec(values.to_vec(), values.len(), crate::Device::Cpu)?,
         };
-        self.0.push((format!("param_groups.0.{name}"), t));
+        self.0.push((name.to_string(), t));
         Ok(())
+    }
+
+    /// `name`: a list (torch's `base_lrs`), a 1-d tensor even of one value.
+    pub(crate) fn list(&mut self, name: &str, values: &[f64]) -> Result<()> {
+        let t = Tensor::from_vec(values.to_vec(), values.len(), crate::Device::Cpu)?;
+        self.0.push((name.to_string(), t));
+        Ok(())
+    }
+
+    /// `param_groups.0.<name>`.
+    pub(crate) fn hyper(&mut self, name: &str, values: &[f64]) -> Result<()> {
+        self.value(&format!("param_groups.0.{name}"), values)
     }
 
     /// `state.<i>.<key>` for every parameter that has this state yet: a copy, so the dict
     /// keeps its values while training goes on (and the optimiser keeps its state its own).
-    pub(super) fn state(&mut self, key: &str, per_param: &[Option<Tensor>]) -> Result<()> {
+    pub(crate) fn state(&mut self, key: &str, per_param: &[Option<Tensor>]) -> Result<()> {
         for (i, t) in per_param.iter().enumerate() {
             if let Some(t) = t {
                 self.0
@@ -39,7 +52,7 @@ impl Saver {
     }
 
     /// `state.<i>.step` (a float32 scalar, as torch stores it) for every parameter with state.
-    pub(super) fn step(&mut self, step: i64, with_state: &[Option<Tensor>]) -> Result<()> {
+    pub(crate) fn step(&mut self, step: i64, with_state: &[Option<Tensor>]) -> Result<()> {
         for (i, t) in with_state.iter().enumerate() {
             if t.is_some() {
                 let s = Tensor::from_vec(vec![step as f32], (), crate::Device::Cpu)?;
@@ -49,7 +62,7 @@ impl Saver {
         Ok(())
     }
 
-    pub(super) fn done(self) -> Vec<(String, Tensor)> {
+    pub(crate) fn done(self) -> Vec<(String, Tensor)> {
         self.0
     }
 }
@@ -57,16 +70,34 @@ impl Saver {
 /// A state dict being read into an optimiser: every entry must be taken by it (a name it does
 /// not know is an error, as is a shape that does not fit the parameter), and nothing is
 /// changed until all of it has been read.
-pub(super) struct Loader<'a> {
-    optimizer: &'static str,
+pub(crate) struct Loader<'a> {
+    what: &'static str,
+    /// What its names look like, for the error about one it does not know.
+    expected: &'static str,
     entries: &'a [(String, Tensor)],
     used: Vec<bool>,
 }
 
 impl<'a> Loader<'a> {
-    pub(super) fn new(optimizer: &'static str, entries: &'a [(String, Tensor)]) -> Loader<'a> {
-        Loader {
+    /// A loader for an optimiser's state (`optimizer` names it in errors).
+    pub(crate) fn new(optimizer: &'static str, entries: &'a [(String, Tensor)]) -> Loader<'a> {
+        Loader::named(
             optimizer,
+            "expected state.<i>.<key> for a parameter index the optimiser has, or \
+             param_groups.0.<hyperparameter>",
+            entries,
+        )
+    }
+
+    /// A loader for `what` (a schedule, a scaler), whose names look like `expected`.
+    pub(crate) fn named(
+        what: &'static str,
+        expected: &'static str,
+        entries: &'a [(String, Tensor)],
+    ) -> Loader<'a> {
+        Loader {
+            what,
+            expected,
             entries,
             used: vec![false; entries.len()],
         }
@@ -78,14 +109,18 @@ impl<'a> Loader<'a> {
         Some(&self.entries[i].1)
     }
 
-    fn err(&self, what: String) -> Error {
-        Error::Invalid(format!("{} load_state_dict: {what}", self.optimizer))
+    pub(crate) fn err(&self, what: String) -> Error {
+        Error::Invalid(format!("{} load_state_dict: {what}", self.what))
     }
 
     /// `param_groups.0.<name>` with `n` values, if the dict has it.
-    pub(super) fn hyper(&mut self, name: &str, n: usize) -> Result<Option<Vec<f64>>> {
-        let key = format!("param_groups.0.{name}");
-        let Some(t) = self.take(&key) else {
+    pub(crate) fn hyper(&mut self, name: &str, n: usize) -> Result<Option<Vec<f64>>> {
+        self.values(&format!("param_groups.0.{name}"), n)
+    }
+
+    /// `name` with `n` values, if the dict has it.
+    pub(crate) fn values(&mut self, key: &str, n: usize) -> Result<Option<Vec<f64>>> {
+        let Some(t) = self.take(key) else {
             return Ok(None);
         };
         if t.numel() != n {
@@ -99,13 +134,27 @@ impl<'a> Loader<'a> {
     }
 
     /// `param_groups.0.<name>`, one value, or `current` when the dict lacks it.
-    pub(super) fn scalar(&mut self, name: &str, current: f64) -> Result<f64> {
+    pub(crate) fn scalar(&mut self, name: &str, current: f64) -> Result<f64> {
         Ok(self.hyper(name, 1)?.map_or(current, |v| v[0]))
+    }
+
+    /// `name`, one value, or `current` when the dict lacks it.
+    pub(crate) fn value(&mut self, name: &str, current: f64) -> Result<f64> {
+        Ok(self.values(name, 1)?.map_or(current, |v| v[0]))
+    }
+
+    /// `name`, a count (a whole number from 0), or `current` when the dict lacks it.
+    pub(crate) fn count(&mut self, name: &str, current: u64) -> Result<u64> {
+        let v = self.value(name, current as f64)?;
+        if v < 0.0 || v.fract() != 0.0 || v > 2f64.powi(53) {
+            return Err(self.err(format!("{name} is {v}, not a count")));
+        }
+        Ok(v as u64)
     }
 
     /// `state.<i>.<key>` for each parameter: shaped as the parameter, converted to its dtype
     /// and device, and a tensor of the optimiser's own (not shared with the dict).
-    pub(super) fn state(&mut self, key: &str, params: &[Parameter]) -> Result<Vec<Option<Tensor>>> {
+    pub(crate) fn state(&mut self, key: &str, params: &[Parameter]) -> Result<Vec<Option<Tensor>>> {
         let mut out = Vec::with_capacity(params.len());
         for (i, p) in params.iter().enumerate() {
             let name = format!("state.{i}.{key}");
@@ -133,7 +182,7 @@ impl<'a> Loader<'a> {
 
     /// The step count the `state.<i>.step` entries agree on (0 when there are none): one
     /// count for the whole optimiser, as gpulab's optimisers keep it.
-    pub(super) fn step(&mut self, n_params: usize) -> Result<i64> {
+    pub(crate) fn step(&mut self, n_params: usize) -> Result<i64> {
         let mut step: Option<(usize, i64)> = None;
         for i in 0..n_params {
             let name = format!("state.{i}.step");
@@ -159,17 +208,13 @@ impl<'a> Loader<'a> {
     }
 
     /// Every entry was taken, or the first that was not is named.
-    pub(super) fn finish(self) -> Result<()> {
+    pub(crate) fn finish(self) -> Result<()> {
         match self.used.iter().position(|u| !u) {
             None => Ok(()),
-            Some(i) => {
-                let known = "state.<i>.<key> for a parameter index the optimiser has, or \
-                             param_groups.0.<hyperparameter>";
-                Err(self.err(format!(
-                    "{:?} is not part of this optimiser's state (expected {known})",
-                    self.entries[i].0
-                )))
-            }
+            Some(i) => Err(self.err(format!(
+                "{:?} is not part of its state ({})",
+                self.entries[i].0, self.expected
+            ))),
         }
     }
 }
