@@ -321,3 +321,59 @@ fn a_grad_scalers_state_round_trips_and_a_disabled_ones_is_empty() {
     assert!(e.contains("empty"), "{e}");
     assert_eq!(b.get_scale(), 256.0);
 }
+
+/// torch's habit, `torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()})`:
+/// both state dicts in one file under prefixes, split again on loading.
+#[test]
+fn one_file_can_hold_the_model_and_the_optimiser() {
+    fork_rng(14, || {
+        let x = Tensor::randn((16, 5), Device::Cpu).unwrap();
+        let y = Tensor::randn((16, 2), Device::Cpu).unwrap();
+        manual_seed(2);
+        let straight = model();
+        let mut opt = Adam::new(straight.parameters(), 0.01);
+        train(&straight, &mut opt, &x, &y, 4);
+
+        manual_seed(2);
+        let first = model();
+        let mut opt = Adam::new(first.parameters(), 0.01);
+        train(&first, &mut opt, &x, &y, 2);
+        let prefixed = |prefix: &str, sd: Vec<(String, Tensor)>| {
+            sd.into_iter()
+                .map(|(n, t)| (format!("{prefix}.{n}"), t))
+                .collect::<Vec<_>>()
+        };
+        let mut ckpt = prefixed("model", first.state_dict());
+        ckpt.extend(prefixed("optimizer", opt.state_dict().unwrap()));
+        let path = tmp("checkpoint.safetensors");
+        nn::safetensors::save(&ckpt, &path).unwrap();
+
+        let loaded = nn::safetensors::load(&path).unwrap();
+        let part = |prefix: &str| -> Vec<(String, Tensor)> {
+            loaded
+                .iter()
+                .filter_map(|(n, t)| {
+                    let rest = n.strip_prefix(prefix)?.strip_prefix('.')?;
+                    Some((rest.to_string(), t.clone()))
+                })
+                .collect()
+        };
+        manual_seed(77);
+        let resumed = model();
+        let mut opt = Adam::new(resumed.parameters(), 0.01);
+        resumed.load_state_dict(&part("model")).unwrap();
+        opt.load_state_dict(&part("optimizer")).unwrap();
+        train(&resumed, &mut opt, &x, &y, 2);
+        assert_eq!(weights(&resumed), weights(&straight));
+
+        // The model's load names what is missing.
+        let e = resumed
+            .load_state_dict(&part("optimizer"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("load_state_dict") && e.contains("\"0.weight\""),
+            "{e}"
+        );
+    })
+}

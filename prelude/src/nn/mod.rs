@@ -148,6 +148,25 @@ pub trait Module: Send + Sync {
         Vec::new()
     }
 
+    /// Its parameters and buffers under their `state_dict` names (torch's
+    /// `model.state_dict()`), the tensors as they are now: what [`save_safetensors`] writes,
+    /// and with an optimiser's [`crate::optim::Optimizer::state_dict`], a checkpoint.
+    fn state_dict(&self) -> Vec<(String, Tensor)> {
+        self.named_parameters()
+            .into_iter()
+            .chain(self.buffers())
+            .map(|(n, p)| (n, p.tensor()))
+            .collect()
+    }
+
+    /// Sets every parameter and buffer from `state` by name (torch's `load_state_dict`,
+    /// strict about what the model needs): each must be there with its shape; values are
+    /// converted to the parameter's dtype and moved to its device. Nothing changes unless all
+    /// of them fit.
+    fn load_state_dict(&self, state: &[(String, Tensor)]) -> Result<()> {
+        safetensors::load_into(self, state, "load_state_dict")
+    }
+
     /// One line naming the layer and its settings, as torch prints it.
     fn describe(&self) -> String;
 

@@ -169,15 +169,9 @@ pub fn load(path: impl AsRef<Path>) -> Result<Vec<(String, Tensor)>> {
 }
 
 /// Saves a module's parameters and buffers (BatchNorm's running statistics) under torch's
-/// `state_dict` names.
+/// `state_dict` names: its [`Module::state_dict`].
 pub fn save_safetensors(model: &dyn Module, path: impl AsRef<Path>) -> Result<()> {
-    let named: Vec<(String, Tensor)> = model
-        .named_parameters()
-        .into_iter()
-        .chain(model.buffers())
-        .map(|(n, p)| (n, p.tensor()))
-        .collect();
-    save(&named, path)
+    save(&model.state_dict(), path)
 }
 
 /// Loads a module's parameters and buffers saved by [`save_safetensors`] (or by torch for
@@ -186,28 +180,35 @@ pub fn save_safetensors(model: &dyn Module, path: impl AsRef<Path>) -> Result<()
 pub fn load_safetensors(model: &dyn Module, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     let file = load(path)?;
+    load_into(model, &file, &path.display().to_string())
+}
+
+/// [`Module::load_state_dict`], its errors starting with `source` (a file's path).
+pub(crate) fn load_into<M: Module + ?Sized>(
+    model: &M,
+    state: &[(String, Tensor)],
+    source: &str,
+) -> Result<()> {
     let mut named = model.named_parameters();
     named.extend(model.buffers());
-    // Check everything before changing anything, so a bad file leaves the model as it was.
+    // Check everything before changing anything, so a bad state leaves the model as it was.
     let mut values = Vec::new();
     for (name, p) in &named {
-        let Some((_, t)) = file.iter().find(|(n, _)| n == name) else {
-            let have: Vec<&str> = file.iter().map(|(n, _)| n.as_str()).collect();
+        let Some((_, t)) = state.iter().find(|(n, _)| n == name) else {
+            let have: Vec<&str> = state.iter().map(|(n, _)| n.as_str()).collect();
             return Err(Error::Invalid(format!(
-                "{}: no tensor named {name:?} (the file has {have:?})",
-                path.display()
+                "{source}: no tensor named {name:?} (the state has {have:?})"
             )));
         };
         if t.shape() != p.shape() {
             return Err(Error::BadShape(format!(
-                "{}: {name} has shape {:?} in the file, the model expects {:?}",
-                path.display(),
+                "{source}: {name} has shape {:?} in the state, the model expects {:?}",
                 t.shape(),
                 p.shape()
             )));
         }
         let target = p.tensor();
-        values.push(t.to_dtype(target.dtype())?.to(target.device())?);
+        values.push(t.detach().to_dtype(target.dtype())?.to(target.device())?);
     }
     for ((_, p), v) in named.iter().zip(values) {
         p.set_data(v)?;
