@@ -66,12 +66,14 @@ def classify(proc, kernel_pid):
 
 
 class Sampler(threading.Thread):
-    """Samples every kernel's process tree; keeps the peak per part and of the whole tree."""
+    """Samples every kernel's process tree; keeps the peak per part and of the whole tree, and
+    the last sample."""
 
     def __init__(self, pids, every):
         super().__init__(daemon=True)
         self.pids, self.every = pids, every
         self.peak = {pid: dict.fromkeys(PARTS + ("total",), 0) for pid in pids}
+        self.last = {pid: dict.fromkeys(PARTS + ("total",), 0) for pid in pids}
         self.stop = threading.Event()
 
     def run(self):
@@ -94,6 +96,7 @@ class Sampler(threading.Thread):
                 for part, v in sums.items():
                     peak[part] = max(peak[part], v)
                 peak["total"] = max(peak["total"], sum(sums.values()))
+                self.last[pid] = {**sums, "total": sum(sums.values())}
             self.stop.wait(self.every)
 
 

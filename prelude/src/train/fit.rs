@@ -334,7 +334,12 @@ impl<'a> Fit<'a> {
             }
             Ok(None)
         };
-        match run() {
+        let outcome = run();
+        // The training steps' freed buffers, kept by malloc for the next step, go back to the
+        // system now that no step follows: an idle student's kernel holds what the lesson's
+        // cells hold, not the last batch's activations as well.
+        crate::tensor::release_freed_memory();
+        match outcome {
             Ok(note) => {
                 live.finish(&history, note);
                 Ok(history)
