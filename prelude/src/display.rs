@@ -285,7 +285,7 @@ impl DisplayHandle {
 /// the cell again with `{:?}`. That failed first attempt costs every plain value (`1`, a `Vec`, a
 /// `Tensor`) about a third of its cell time. With `use gpulab::*;` in scope this blanket trait
 /// makes the first attempt succeed for every `Debug` value, printing what evcxr would print.
-/// [`Rich`] types of the prelude have an inherent `evcxr_display` (see [`rich_evcxr_display!`]),
+/// [`Rich`] types of the prelude have an inherent `evcxr_display` (see `rich_evcxr_display!` below),
 /// which Rust prefers over a trait method, so they still show as HTML, PNG or SVG.
 pub trait EvcxrDisplay {
     fn evcxr_display(&self);
