@@ -247,6 +247,68 @@ fn odd_input_anywhere_in_the_prelude_is_an_error_not_a_panic() {
     });
     p.run("Adam with no parameters", || Adam::new(vec![], 0.1).step());
 
+    // Optimiser, schedule, scaler and model state from odd dicts: odd names, shapes, dtypes,
+    // values (a step of NaN, -1, 2^40, a bool moment, an empty tensor).
+    let t = |v: Vec<f64>, shape: Vec<usize>| Tensor::from_vec(v, shape, CPU).unwrap();
+    let odd: Vec<(&str, Tensor)> = vec![
+        ("state.0.step", t(vec![f64::NAN], vec![])),
+        ("state.0.step", t(vec![-1.0], vec![])),
+        ("state.0.step", t(vec![2f64.powi(40)], vec![])),
+        ("state.0.step", t(vec![1.0, 2.0], vec![2])),
+        (
+            "state.0.exp_avg",
+            Tensor::zeros_dtype([2, 3], DType::Bool, CPU).unwrap(),
+        ),
+        ("state.0.exp_avg", t(vec![], vec![0])),
+        ("state.0.momentum_buffer", t(vec![], vec![2, 0])),
+        ("state.99.exp_avg", t(vec![1.0], vec![1])),
+        ("state.x.exp_avg", t(vec![1.0], vec![1])),
+        ("state", t(vec![1.0], vec![1])),
+        ("", t(vec![1.0], vec![1])),
+        ("param_groups.0.betas", t(vec![0.9], vec![])),
+        ("param_groups.0.lr", t(vec![], vec![0])),
+        ("param_groups.0.lr", t(vec![f64::INFINITY], vec![])),
+        ("last_epoch", t(vec![-3.0], vec![])),
+        ("step_size", t(vec![0.0], vec![])),
+        ("T_max", t(vec![1e300], vec![])),
+        ("growth_interval", t(vec![0.5], vec![])),
+        ("scale", t(vec![f64::NAN], vec![])),
+        ("0.weight", t(vec![1.0], vec![1])),
+    ];
+    for (name, value) in &odd {
+        let state = vec![(name.to_string(), value.clone())];
+        let l = Linear::new(3, 2);
+        p.run(
+            &format!("Adam load_state_dict {name} {:?}", value.shape()),
+            || Adam::new(l.parameters(), 0.1).load_state_dict(&state),
+        );
+        p.run(
+            &format!("SGD load_state_dict {name} {:?}", value.shape()),
+            || SGD::new(l.parameters(), 0.1).load_state_dict(&state),
+        );
+        p.run(&format!("RMSprop load_state_dict {name}"), || {
+            gpulab::optim::RMSprop::new(l.parameters(), 0.1).load_state_dict(&state)
+        });
+        p.run(&format!("StepLR load_state_dict {name}"), || {
+            use gpulab::optim::lr_scheduler::{CosineAnnealingLR, LRScheduler, StepLR};
+            let o = SGD::new(vec![], 0.1);
+            StepLR::new(&o, 2, 0.5).load_state_dict(&state)?;
+            CosineAnnealingLR::new(&o, 3, 0.0).load_state_dict(&state)
+        });
+        p.run(&format!("GradScaler load_state_dict {name}"), || {
+            gpulab::amp::GradScaler::new().load_state_dict(&state)
+        });
+        p.run(&format!("Linear load_state_dict {name}"), || {
+            l.load_state_dict(&state)
+        });
+    }
+    p.run("optim::load_safetensors of a missing file", || {
+        gpulab::optim::load_safetensors(
+            &mut Adam::new(vec![], 0.1),
+            dir.join("no-such-file.safetensors"),
+        )
+    });
+
     // Data.
     p.run("TensorDataset of mismatched lengths", || {
         TensorDataset::new(x(&[3, 2]), labels(4, 2))

@@ -218,6 +218,11 @@ fn bad_state_is_refused_by_name_and_changes_nothing() {
             "{e}"
         );
 
+        let mut twice = good.clone();
+        twice.push(good[0].clone());
+        let e = opt.load_state_dict(&twice).unwrap_err().to_string();
+        assert!(e.contains(&format!("{:?} appears twice", good[0].0)), "{e}");
+
         assert_eq!(
             snapshot(&opt),
             before,

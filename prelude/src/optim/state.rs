@@ -211,6 +211,13 @@ impl<'a> Loader<'a> {
     pub(crate) fn finish(self) -> Result<()> {
         match self.used.iter().position(|u| !u) {
             None => Ok(()),
+            Some(i)
+                if self.entries[..i]
+                    .iter()
+                    .any(|(n, _)| *n == self.entries[i].0) =>
+            {
+                Err(self.err(format!("{:?} appears twice", self.entries[i].0)))
+            }
             Some(i) => Err(self.err(format!(
                 "{:?} is not part of its state ({})",
                 self.entries[i].0, self.expected
