@@ -1,6 +1,8 @@
 //! The per-kernel GPU memory cap on a real device (needs a CUDA device; skipped without): an
 //! allocation past the cap fails with the cap's error, not the driver's out-of-memory, and
 //! freeing a tensor gives its bytes back. Its own test binary, because the cap is per process.
+//! Also what the pool keeps of freed tensors (`memory_reserved`) and `empty_cache` giving it
+//! back to the device, for the other kernels sharing it.
 use gpulab::*;
 
 fn gpu() -> Option<Device> {
@@ -57,4 +59,48 @@ fn the_cap_refuses_the_cpu_and_bad_fractions_without_a_gpu() {
     assert!(cuda::set_per_process_memory_fraction(0.5, Device::Cpu).is_err());
     let e = cuda::set_per_process_memory_fraction(1.5, Device::Cuda(0)).unwrap_err();
     assert!(e.to_string().contains("(0, 1]"), "{e}");
+}
+
+#[test]
+#[ignore = "needs a CUDA device; tests/test_gpu.py runs it when one is present"]
+fn empty_cache_gives_the_pools_kept_memory_back() {
+    let Some(dev) = gpu() else { return };
+    let bytes = 64u64 << 20;
+    let t = Tensor::zeros((bytes / 4) as usize, dev).unwrap();
+    cuda::synchronize(dev).unwrap();
+    let holding = cuda::memory_reserved(dev).unwrap();
+    assert!(
+        holding >= bytes,
+        "{holding} reserved while a {bytes}-byte tensor lives"
+    );
+    drop(t);
+    cuda::synchronize(dev).unwrap();
+    let kept = cuda::memory_reserved(dev).unwrap();
+    cuda::empty_cache();
+    let after = cuda::memory_reserved(dev).unwrap();
+    println!(
+        "reserved: {holding} with the tensor, {kept} after freeing it, {after} after empty_cache"
+    );
+    assert!(
+        after <= kept,
+        "empty_cache grew the pool: {kept} -> {after}"
+    );
+    assert!(
+        after < bytes,
+        "{after} bytes still reserved after empty_cache with no tensor alive"
+    );
+}
+
+#[test]
+fn memory_reserved_and_empty_cache_without_a_gpu() {
+    assert!(cuda::memory_reserved(Device::Cpu).is_err());
+    cuda::empty_cache();
+    if !cuda::is_available() {
+        println!("no CUDA device: memory_reserved(cuda:0) must say why");
+        let e = cuda::memory_reserved(Device::Cuda(0)).unwrap_err();
+        assert!(!e.to_string().is_empty());
+    } else {
+        let n = cuda::device_count();
+        assert!(cuda::memory_reserved(Device::Cuda(n)).is_err());
+    }
 }

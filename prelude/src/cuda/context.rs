@@ -61,9 +61,20 @@ pub(crate) fn device_count() -> Result<usize> {
     Ok(n.max(0) as usize)
 }
 
+/// Every device's context once made, by ordinal.
+static GPUS: OnceLock<Mutex<HashMap<usize, Arc<Gpu>>>> = OnceLock::new();
+
+/// The devices this process has used so far (their contexts made); none without CUDA. Touches
+/// no CUDA library.
+pub(crate) fn initialised() -> Vec<Arc<Gpu>> {
+    match GPUS.get() {
+        Some(map) => map.lock().unwrap().values().cloned().collect(),
+        None => Vec::new(),
+    }
+}
+
 /// The context and stream of `cuda:ordinal`, created the first time it is asked for.
 pub(crate) fn gpu(ordinal: usize) -> Result<Arc<Gpu>> {
-    static GPUS: OnceLock<Mutex<HashMap<usize, Arc<Gpu>>>> = OnceLock::new();
     let map = GPUS.get_or_init(Default::default);
     if let Some(g) = map.lock().unwrap().get(&ordinal) {
         return Ok(g.clone());
@@ -148,6 +159,25 @@ pub(crate) fn trim_pool(g: &Gpu) {
         // SAFETY: the pool handle came from cuDeviceGetDefaultMemPool for this device.
         let _ = unsafe { cudarc::driver::sys::cuMemPoolTrimTo(pool.0, 0) };
     }
+}
+
+/// Bytes the device's pool holds from the driver (live buffers and freed ones kept for
+/// reuse), `None` without a pool.
+pub(crate) fn pool_reserved(g: &Gpu) -> Option<u64> {
+    let pool = g.pool?;
+    let mut bytes = 0u64;
+    // SAFETY: the pool handle came from cuDeviceGetDefaultMemPool for this device, and the
+    // attribute is a u64 written through a valid out-pointer.
+    unsafe {
+        cudarc::driver::sys::cuMemPoolGetAttribute(
+            pool.0,
+            cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+            &mut bytes as *mut u64 as *mut std::ffi::c_void,
+        )
+    }
+    .result()
+    .ok()?;
+    Some(bytes)
 }
 
 /// The GPU behind `device`, or an error for the CPU.

@@ -132,6 +132,51 @@ pub fn synchronize(device: impl Into<Device>) -> Result<()> {
     }
 }
 
+/// Hands the GPU memory this kernel keeps for reuse back to the device (torch's
+/// `torch.cuda.empty_cache()`): freed tensors' memory stays in each device's pool so the next
+/// allocation is fast, but while it is there no other process (another student's kernel on a
+/// shared GPU) can have it. Live tensors are untouched. `fit` calls it when training ends.
+/// Nothing to do without CUDA or before a device was used.
+pub fn empty_cache() {
+    for g in context::initialised() {
+        context::trim_pool(&g);
+    }
+}
+
+/// Bytes this kernel holds on `device` from the driver: its live tensors plus the freed memory
+/// kept for reuse ([`empty_cache`] gives that back; torch's `memory_reserved`). Not the CUDA
+/// context or cuBLAS's workspace. 0 before the device was used.
+pub fn memory_reserved(device: impl Into<Device>) -> Result<u64> {
+    let ordinal = match device.into() {
+        Device::Cuda(i) => i,
+        Device::Cpu => {
+            return Err(Error::Invalid(
+                "memory_reserved needs a CUDA device, got cpu".into(),
+            ))
+        }
+    };
+    let Some(g) = context::initialised()
+        .into_iter()
+        .find(|g| g.ordinal == ordinal)
+    else {
+        // Not used yet: nothing held, if there is such a device at all.
+        let count = context::device_count()?;
+        if ordinal >= count {
+            return Err(Error::BadDeviceIndex {
+                index: ordinal,
+                count,
+            });
+        }
+        return Ok(0);
+    };
+    match context::pool_reserved(&g) {
+        Some(bytes) => Ok(bytes),
+        // Without a pool every buffer is its own cuMemAlloc, freed at once: what is reserved
+        // is what is allocated.
+        None => memory_allocated(Device::Cuda(ordinal)),
+    }
+}
+
 /// The folder holding the CUDA C++ sources (`kernels-cu/`), next to the prelude both in the
 /// checkout and where the kernel extracts it.
 pub fn kernels_dir() -> PathBuf {

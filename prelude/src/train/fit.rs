@@ -339,6 +339,9 @@ impl<'a> Fit<'a> {
         // system now that no step follows: an idle student's kernel holds what the lesson's
         // cells hold, not the last batch's activations as well.
         crate::tensor::release_freed_memory();
+        // The same on the GPU: a class shares it, and an idle kernel's pool would hold the
+        // last batch's activations from the other students.
+        crate::cuda::empty_cache();
         match outcome {
             Ok(note) => {
                 live.finish(&history, note);
