@@ -67,9 +67,9 @@ impl Saver {
     }
 }
 
-/// A state dict being read into an optimiser: every entry must be taken by it (a name it does
-/// not know is an error, as is a shape that does not fit the parameter), and nothing is
-/// changed until all of it has been read.
+/// A state dict being read into an optimiser, a schedule or a scaler: every entry must be
+/// taken by it (a name it does not know is an error, as is a shape that does not fit the
+/// parameter), and its caller changes nothing until all of it has been read.
 pub(crate) struct Loader<'a> {
     what: &'static str,
     /// What its names look like, for the error about one it does not know.
