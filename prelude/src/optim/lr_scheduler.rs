@@ -59,13 +59,11 @@ impl Progress {
 
     /// This progress as `l` has it (what it lacks kept from `self`).
     fn load(&self, l: &mut Loader) -> Result<Progress> {
-        let one = |l: &mut Loader, name, current: f64| -> Result<f64> {
-            Ok(l.values(name, 1)?.map_or(current, |v| v[0]))
-        };
         Ok(Progress {
             epoch: l.count("last_epoch", self.epoch as u64)? as usize,
-            base_lr: one(l, "base_lrs", self.base_lr)?,
-            last_lr: one(l, "_last_lr", self.last_lr)?,
+            // One-element lists: `value` takes any shape of one value.
+            base_lr: l.value("base_lrs", self.base_lr)?,
+            last_lr: l.value("_last_lr", self.last_lr)?,
         })
     }
 }

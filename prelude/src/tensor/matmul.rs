@@ -2,8 +2,8 @@
 //! and A into panels `MR` rows tall, sized so a B micro-panel stays in L1 and an A block in
 //! L2, and a register-tiled micro-kernel does the FLOPs. On several cores (rayon), each
 //! core takes a slab of C's columns; a product too narrow for that shares its row blocks,
-//! and a small C over a long depth is split over the depth. The micro-kernel is picked at run time: AVX-512, AVX2+FMA, or
-//! a portable one the compiler vectorises as it can.
+//! and a small C over a long depth is split over the depth. The micro-kernel is picked at
+//! run time: AVX-512, AVX2+FMA, or a portable one the compiler vectorises as it can.
 
 // The micro-kernels index their accumulator tiles by row and column on purpose: fixed-size loops
 // over `acc[i][j]` are what the compiler unrolls into registers. The packing helpers take the
