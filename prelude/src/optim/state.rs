@@ -146,6 +146,12 @@ impl<'a> Loader<'a> {
     /// `name`, a count (a whole number from 0), or `current` when the dict lacks it.
     pub(crate) fn count(&mut self, name: &str, current: u64) -> Result<u64> {
         let v = self.value(name, current as f64)?;
+        self.whole(name, v)
+    }
+
+    /// `v`, the value of `name`, as a count: a whole number from 0 that a float64 holds
+    /// exactly.
+    fn whole(&self, name: &str, v: f64) -> Result<u64> {
         if v < 0.0 || v.fract() != 0.0 || v > 2f64.powi(53) {
             return Err(self.err(format!("{name} is {v}, not a count")));
         }
@@ -186,22 +192,18 @@ impl<'a> Loader<'a> {
         let mut step: Option<(usize, i64)> = None;
         for i in 0..n_params {
             let name = format!("state.{i}.step");
-            let Some(t) = self.take(&name) else { continue };
-            if t.numel() != 1 {
-                return Err(self.err(format!("{name} has shape {:?}, not one value", t.shape())));
-            }
-            let s = t.to_dtype(DType::F64)?.to_vec::<f64>()?[0];
-            if s < 0.0 || s.fract() != 0.0 {
-                return Err(self.err(format!("{name} is {s}, not a step count")));
-            }
+            let Some(v) = self.values(&name, 1)? else {
+                continue;
+            };
+            let s = self.whole(&name, v[0])? as i64;
             match step {
-                Some((j, t)) if t != s as i64 => {
+                Some((j, t)) if t != s => {
                     return Err(self.err(format!(
                         "state.{j}.step is {t} but {name} is {s}: gpulab keeps one step count \
                          for all parameters"
                     )))
                 }
-                _ => step = Some((i, s as i64)),
+                _ => step = Some((i, s)),
             }
         }
         Ok(step.map_or(0, |(_, s)| s))
