@@ -94,17 +94,19 @@ def unpack(out):
 
 
 def checkout_layout(manifest, notes):
-    """The binaries look for kernels-cu/ and bench/ next to the checkout they were built in
-    (CARGO_MANIFEST_DIR is compiled in). Where that folder does not exist here, make it."""
+    """The binaries look for kernels-cu/, bench/ and prelude/tests/data next to the checkout
+    they were built in (CARGO_MANIFEST_DIR is compiled in). Where that folder does not exist
+    here, make it."""
     root = pathlib.Path(manifest["checkout"])
     if (root / "kernels-cu").is_dir():
         return root
     try:
-        (root / "prelude").mkdir(parents=True, exist_ok=True)
-        for name in ("kernels-cu", "bench"):
-            if not (root / name).exists():
+        (root / "prelude" / "tests").mkdir(parents=True, exist_ok=True)
+        for name in ("kernels-cu", "bench", "prelude/tests/data"):
+            if not (root / name).exists() and (PACK / name).exists():
                 (root / name).symlink_to(PACK / name)
-        notes.append(f"made {root}/kernels-cu and bench as links into the pack (the binaries' build path)")
+        notes.append(f"made {root}/kernels-cu, bench and prelude/tests/data as links into the "
+                     "pack (the binaries' build path)")
     except OSError as e:
         notes.append(f"could not recreate the build path {root} ({e}): tests reading kernels-cu/ will fail")
     return root

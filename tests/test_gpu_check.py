@@ -240,6 +240,21 @@ def test_unpack_takes_every_program_from_the_one_archive(tmp_path, monkeypatch):
     assert run.unpack(out)["examples"]["tensor_bench"].read_bytes() == b"x"
 
 
+def test_the_build_path_is_recreated_with_links_into_the_pack(tmp_path, monkeypatch):
+    # The binaries read kernels-cu/, bench/ and prelude/tests/data from the checkout they were
+    # built in: on a machine without it, those become links into the pack.
+    pack = tmp_path / "pack"
+    for d in ("kernels-cu", "bench", "prelude/tests/data"):
+        (pack / d).mkdir(parents=True)
+        (pack / d / "marker").write_text(d)
+    monkeypatch.setattr(run, "PACK", pack)
+    notes = []
+    root = run.checkout_layout({"checkout": str(tmp_path / "built" / "here")}, notes)
+    for d in ("kernels-cu", "bench", "prelude/tests/data"):
+        assert (root / d / "marker").read_text() == d
+    assert "prelude/tests/data" in notes[0]
+
+
 def test_unpack_refuses_an_entry_outside_its_folder(tmp_path, monkeypatch):
     import pytest
 
