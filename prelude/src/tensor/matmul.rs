@@ -1,9 +1,10 @@
 //! CPU matrix multiply: the BLIS/GotoBLAS scheme. B is packed into panels `NR` columns wide
 //! and A into panels `MR` rows tall, sized so a B micro-panel stays in L1 and an A block in
 //! L2, and a register-tiled micro-kernel does the FLOPs. On several cores (rayon), each
-//! core takes a slab of C's columns; a product too narrow for that shares its row blocks,
-//! and a small C over a long depth is split over the depth. The micro-kernel is picked at
-//! run time: AVX-512, AVX2+FMA, or a portable one the compiler vectorises as it can.
+//! core takes a tile of C (a grid shaped so the packing each tile repeats costs least) as a
+//! product of its own, and a small C over a long depth is split over the depth. The
+//! micro-kernel is picked at run time: AVX-512, AVX2+FMA, or a portable one the compiler
+//! vectorises as it can.
 
 // The micro-kernels index their accumulator tiles by row and column on purpose: fixed-size loops
 // over `acc[i][j]` are what the compiler unrolls into registers. The packing helpers take the
@@ -333,7 +334,6 @@ fn pack_b<T: Elem>(
     nc: usize,
     nr: usize,
     out: &mut [T],
-    threaded: bool,
 ) {
     let pack = |(jp, panel): (usize, &mut [T])| {
         let j0 = jc + jp * nr;
@@ -374,11 +374,7 @@ fn pack_b<T: Elem>(
             }
         }
     };
-    if threaded {
-        out.par_chunks_mut(kc * nr).enumerate().for_each(pack);
-    } else {
-        out.chunks_mut(kc * nr).enumerate().for_each(pack);
-    }
+    out.chunks_mut(kc * nr).enumerate().for_each(pack);
 }
 
 /// `kc` rows of `NR` values, `rs` apart from `data[start..]`, one after another into `panel`.
@@ -698,11 +694,12 @@ const SPLIT_K_MAX_C: usize = 1 << 16;
 /// path). Every element of `c` is written (the first depth block stores, the later ones
 /// add), so `c` need not be initialised.
 ///
-/// On several cores, C is cut into one slab of columns per core, each a whole product of its
-/// own (its B columns packed by its task, A packed by every task): one fork-join per
-/// product. Sharing one packed B between row blocks instead meets twice per depth block (B's
-/// packing, then the blocks), which cost a 128^3 product a third of its time on 2 cores.
-/// Products too narrow for a slab per core keep that row split.
+/// On several cores, C is cut into a grid of one tile per core ([`grid`]), each a whole
+/// product of its own: its task packs its rows of A and its columns of B. That is one
+/// fork-join per product; sharing one packed B between the cores instead meets twice per
+/// depth block (B's packing, then the row blocks), which cost a 128^3 product a third of its
+/// time on 2 cores. Every element's sum runs over the same depth blocks in the same order
+/// whatever the grid, so the result does not depend on the number of cores.
 fn packed<T: Elem>(
     kern: Kernel<T>,
     a: Strided<T>,
@@ -719,23 +716,73 @@ fn packed<T: Elem>(
         len: c.len(),
         ldc: n,
     };
-    let threads = rayon::current_num_threads().max(1);
-    let slab = n.div_ceil(threads).next_multiple_of(kern.nr);
-    if threaded && threads > 1 && n.div_ceil(threads) >= SLAB_MIN {
-        (0..n.div_ceil(slab)).into_par_iter().for_each(|s| {
-            let j0 = s * slab;
-            // SAFETY: `out` is C, m x n; the tasks take disjoint column ranges.
-            unsafe { packed_columns(kern, a, b, m, k, j0, slab.min(n - j0), false, out) }
-        });
+    let threads = if threaded {
+        rayon::current_num_threads().max(1)
     } else {
-        // SAFETY: `out` is C, m x n, all of it this call's.
-        unsafe { packed_columns(kern, a, b, m, k, 0, n, threaded, out) }
+        1
+    };
+    let (rows, cols) = grid(m, n, threads, kern.mr, kern.nr);
+    let (tr, tc) = (m.div_ceil(rows), n.div_ceil(cols));
+    let tile = |t: usize| {
+        let (i0, j0) = ((t / tc) * rows, (t % tc) * cols);
+        // Row i0 of A (element (i0 + i, p) through the same strides) and of C.
+        let at = Strided {
+            data: &a.data[i0 * a.rs..],
+            ..a
+        };
+        // SAFETY: row i0 < m lies in C; `at` and `c_rows` describe the same rows.
+        let c_rows = COut {
+            ptr: unsafe { out.row(i0) },
+            len: out.len - i0 * n,
+            ldc: n,
+        };
+        // SAFETY: the tasks' tiles are disjoint: rows i0.. of the tile's height, columns
+        // j0.. of its width, inside C.
+        unsafe {
+            packed_columns(
+                kern,
+                at,
+                b,
+                rows.min(m - i0),
+                k,
+                j0,
+                cols.min(n - j0),
+                c_rows,
+            )
+        }
+    };
+    if tr * tc > 1 {
+        (0..tr * tc).into_par_iter().for_each(tile);
+    } else {
+        tile(0);
     }
 }
 
-/// The fewest columns of C a core takes in [`packed`]'s column split: every task packs all
-/// of A, which for a slab this wide is at most a 64th of the task's work.
-const SLAB_MIN: usize = 64;
+/// The tile of C each core computes in [`packed`] (rows, columns; multiples of the register
+/// tile, `mr` x `nr`), for `threads` cores: the grid of at most `threads` tiles with the least
+/// work per tile. A tile's work is its multiply-adds plus its packing, which the grid repeats:
+/// every tile packs its rows of A (A is packed once per column of tiles) and its columns of B
+/// (once per row of tiles). Per unit of depth, a tile of `r` x `c` costs `r * c + A_PACK * r +
+/// B_PACK * c`, the constants measured on one core: a 1024-deep product ran at 75 % of its
+/// full speed 64 columns wide (A packed for little work) and at 55 % 64 rows tall (B packed
+/// for little work); 512 x 128 tiles at 89 %. So a wide machine cuts both ways: on 16 cores
+/// a 1024^2 product is 2 x 8 tiles of 512 x 128, not 16 slabs of 64 columns.
+fn grid(m: usize, n: usize, threads: usize, mr: usize, nr: usize) -> (usize, usize) {
+    const A_PACK: usize = 22;
+    const B_PACK: usize = 48;
+    let mut best = (m, n);
+    let mut best_cost = usize::MAX;
+    for tc in 1..=threads.min(n.div_ceil(nr)) {
+        let tr = (threads / tc).min(m.div_ceil(mr));
+        let r = m.div_ceil(tr).next_multiple_of(mr);
+        let c = n.div_ceil(tc).next_multiple_of(nr);
+        let cost = r * c + A_PACK * r + B_PACK * c;
+        if cost < best_cost {
+            (best, best_cost) = ((r.min(m), c.min(n)), cost);
+        }
+    }
+    best
+}
 
 /// C as the tasks of one product see it: its first element, its length and its row stride.
 /// Tasks share it, each writing elements no other task writes.
@@ -765,8 +812,8 @@ unsafe impl<T: Send> Send for COut<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for COut<T> {}
 
-/// Columns `j_lo..j_lo + width` of the packed product, all rows, into `c`; with `threaded`,
-/// its row blocks are shared between the cores (B packed once for them all).
+/// Columns `j_lo..j_lo + width` of the packed product, all `m` rows, into `c`, on this
+/// thread: one tile of [`packed`]'s grid.
 ///
 /// # Safety
 /// `c` must point to m x `c.ldc` writable elements (`c.len`), of which these columns of
@@ -779,22 +826,10 @@ unsafe fn packed_columns<T: Elem>(
     k: usize,
     j_lo: usize,
     width: usize,
-    threaded: bool,
     c: COut<T>,
 ) {
     assert!(m * c.ldc <= c.len && j_lo + width <= c.ldc);
-    let threads = rayon::current_num_threads().max(1);
     let (mr, nr) = (kern.mr, kern.nr);
-    // Row blocks are the unit of parallel work: with few of them (m not far above MC) an even
-    // split keeps every core busy to the end, e.g. 256 rows on 2 cores as 128 + 128 rather
-    // than 144 + 112.
-    let mc_block = if threaded {
-        let per_thread = m.div_ceil(threads).div_ceil(mr) * mr;
-        let blocks_each = per_thread.div_ceil(MC);
-        per_thread.div_ceil(blocks_each).div_ceil(mr) * mr
-    } else {
-        MC
-    };
     // The depth in equal blocks of at most KC: 288 as 144 + 144, not 256 + 32 (a 32-deep
     // block loads and stores every C tile for a tenth of the work of a full one).
     let kcb = k.div_ceil(k.div_ceil(KC));
@@ -807,11 +842,10 @@ unsafe fn packed_columns<T: Elem>(
             for pc in (0..k).step_by(kcb) {
                 let kc = kcb.min(k - pc);
                 let bp = &mut bpack[..kc * nc.div_ceil(nr) * nr];
-                pack_b(b, pc, kc, jc, nc, nr, bp, threaded);
+                pack_b(b, pc, kc, jc, nc, nr, bp);
                 let bp = &*bp;
-                let block = |ib: usize| {
-                    let ic = ib * mc_block;
-                    let mc = mc_block.min(m - ic);
+                for ic in (0..m).step_by(MC) {
+                    let mc = MC.min(m - ic);
                     with_pack_buffer(Operand::A, mc.div_ceil(mr) * mr * kc, |apack| {
                         pack_a(a, ic, mc, pc, kc, mr, apack);
                         let tile = Tile {
@@ -821,16 +855,10 @@ unsafe fn packed_columns<T: Elem>(
                             ldc: c.ldc,
                         };
                         // SAFETY: rows ic..ic + mc of columns jc..jc + nc lie in C (asserted
-                        // above) and are this block's alone (the caller's columns, the
-                        // blocks' rows); the first depth block (pc == 0) wrote them.
+                        // above) and are this call's alone (the caller's contract); the first
+                        // depth block (pc == 0) wrote them.
                         unsafe { block_product(kern, apack, bp, c.row(ic), mc, tile, pc > 0) }
                     })
-                };
-                let blocks = m.div_ceil(mc_block);
-                if threaded {
-                    (0..blocks).into_par_iter().for_each(block);
-                } else {
-                    (0..blocks).for_each(block);
                 }
             }
         }
@@ -1057,13 +1085,101 @@ mod tests {
         }
     }
 
+    /// The grid of tiles: never more tiles than cores, the whole product on one core, and
+    /// both directions cut where that packs least (the shapes of [`grid`]'s doc).
+    #[test]
+    fn the_grid_cuts_c_where_packing_costs_least() {
+        let tiles = |m: usize, n: usize, t: usize| {
+            let (r, c) = grid(m, n, t, 6, 16);
+            (m.div_ceil(r), n.div_ceil(c))
+        };
+        assert_eq!(tiles(1024, 1024, 1), (1, 1));
+        assert_eq!(
+            tiles(1024, 1024, 2),
+            (1, 2),
+            "square on 2 cores: column slabs"
+        );
+        assert_eq!(
+            tiles(1024, 1024, 16),
+            (2, 8),
+            "square on 16 cores: 512 x 128 tiles"
+        );
+        assert_eq!(
+            tiles(50176, 32, 2),
+            (2, 1),
+            "a convolution's tall C: row halves"
+        );
+        assert_eq!(tiles(50176, 32, 16), (16, 1));
+        assert_eq!(
+            tiles(6, 4096, 8),
+            (1, 8),
+            "one register tile tall: columns only"
+        );
+        for (m, n) in [(1, 1), (7, 5), (100, 3000), (3000, 100), (2048, 2048)] {
+            for t in [1, 2, 3, 5, 16, 64] {
+                let (tr, tc) = tiles(m, n, t);
+                assert!(
+                    tr * tc <= t && tr >= 1 && tc >= 1,
+                    "{m}x{n} on {t}: {tr}x{tc}"
+                );
+            }
+        }
+    }
+
+    /// The same product on 1, 2, 3 and 5 cores is the same bits: the grid changes which core
+    /// computes an element, not the order of its sum.
+    #[test]
+    fn the_result_does_not_depend_on_the_number_of_cores() {
+        for &(m, k, n) in &[
+            (300, 200, 170),
+            (1000, 70, 40),
+            (40, 300, 900),
+            (130, 600, 130),
+        ] {
+            let (a, b) = operands(m, k, n);
+            let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+            let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+            let run = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                pool.install(|| {
+                    fn s<T>(data: &[T], rs: usize) -> Strided<'_, T> {
+                        Strided { data, rs, cs: 1 }
+                    }
+                    (
+                        matmul_strided(s(&a, k), s(&b, n), m, k, n),
+                        matmul_strided(s(&a32, k), s(&b32, n), m, k, n),
+                    )
+                })
+            };
+            let (one64, one32) = run(1);
+            for threads in [2, 3, 5] {
+                let (c64, c32) = run(threads);
+                assert!(
+                    c64.iter()
+                        .zip(&one64)
+                        .all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "f64 {m}x{k}x{n} on {threads} cores differs from one core"
+                );
+                assert!(
+                    c32.iter()
+                        .zip(&one32)
+                        .all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "f32 {m}x{k}x{n} on {threads} cores differs from one core"
+                );
+            }
+        }
+    }
+
     /// Transposed operands read through their strides give the product of the matrices
     /// they stand for, f32 and f64, with sizes off every blocking multiple (edge tiles, more
     /// than one KC block, threaded and not).
     #[test]
     fn strided_operands_multiply_as_their_contiguous_copies() {
-        // On a machine of 2 or more cores: the third and the last are split by columns (the
-        // last into slabs wider than NC), the two before it over the depth.
+        // On a machine of 2 or more cores: the third and the last are cut into a grid of tiles
+        // (the last into tiles wider than NC), the two before it split over the depth.
         for &(m, k, n) in &[
             (33, 45, 70),
             (130, 300, 17),
