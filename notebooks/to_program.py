@@ -19,7 +19,8 @@ A cell becomes what the gpulab kernel would run for it (ARCHITECTURE.md, "A cell
     prelude's `EvcxrDisplay` gives every `Debug` type (rich types have their own).
     `?` works because the function returns `Result<(), CellError>`.
   - `!cmd` lines (a cell of nothing else): `sh -c cmd`, output shown, failure not fatal.
-  - `%%time` / `%time`: the code, then its run time. `?name`, `:doc name` and other `:`
+  - `%%time` / `%time`: the code, then its run time. `%%timeit` / `%timeit`: the code in the
+    kernel's wrapper (the prelude's `timeit_cell`). `?name`, `:doc name` and other `:`
     commands are help or evcxr settings: left out, with a comment saying so.
 The program prints a marker before each cell (notebooks/program_rt.rs), so `fill` can sort
 stdout (plain text, the prelude's display-channel lines, evcxr MIME blocks) and stderr back
@@ -209,7 +210,10 @@ def classify(source):
     lines = [line.strip() for line in trimmed.splitlines() if line.strip()]
     if lines and all(line.startswith("!") for line in lines):
         return "shell", [line[1:].strip() for line in lines]
-    if trimmed.startswith("%%time"):
+    timeit = classify_timeit(trimmed)
+    if timeit is not None:
+        return "timeit", timeit
+    if re.match(r"%%time(\s|$)", trimmed):
         return "time", trimmed[len("%%time"):].lstrip(" \t").lstrip("\n")
     if trimmed.startswith("%time "):
         return "time", trimmed[len("%time "):].strip()
@@ -220,6 +224,42 @@ def classify(source):
         if name is not None and re.fullmatch(r"[\w:]+", name.strip()):
             return "help", line
     return "rust", source
+
+
+def classify_timeit(trimmed):
+    """`%timeit CODE` or `%%timeit` + code below, as the kernel reads them
+    (magics::timeit_options): (loops, runs, code, cell_magic), or None for another cell.
+    Raises ValueError where the kernel answers with a UsageError."""
+    m = re.match(r"(%%timeit|%timeit)(?=\s|$)", trimmed)
+    if not m:
+        return None
+    cell_magic = m.group(1) == "%%timeit"
+    line, _, body = trimmed[m.end():].partition("\n")
+    opts = {"-n": None, "-r": None}
+    rest = line.strip()
+    while (o := re.match(r"(-[nr])\s*(\d+)", rest)):
+        opts[o.group(1)] = int(o.group(2))
+        rest = rest[o.end():].lstrip()
+    if 0 in opts.values():
+        raise ValueError(f"{m.group(1)}: -n and -r must be at least 1")
+    if cell_magic:
+        if rest or not body.strip():
+            raise ValueError("%%timeit: the code goes on the lines below it")
+        return opts["-n"], opts["-r"], body, True
+    if body.strip() or not rest:
+        raise ValueError("%timeit: the code goes on its own line, and only there")
+    return opts["-n"], opts["-r"], rest, False
+
+
+def timeit_wrapper(loops, runs):
+    """The kernel's wrapper around a %timeit cell's code (magics::timeit_cell_code)."""
+    opt = lambda v: "None" if v is None else f"Some({v})"  # noqa: E731
+    return (f"gpulab::timeit::timeit_cell({opt(loops)}, {opt(runs)}, || -> ::std::result::Result<(), "
+            "::std::boxed::Box<dyn ::std::error::Error + Send + Sync>> { "
+            "let __gpulab_value = ::gpulab::timeit::Value({",
+            "}); { #[allow(unused_imports)] use ::gpulab::timeit::{ValueIsOther as _, "
+            "ValueIsResult as _}; (&&__gpulab_value).outcome()?; } "
+            "::std::hint::black_box(&__gpulab_value); ::std::result::Result::Ok(()) })?;")
 
 
 class Program:
@@ -275,6 +315,14 @@ def convert_notebook(nb_path, nb):
             continue
         if kind == "help":
             prog.add(f"// help request left out (needs rust-analyzer): {body}")
+            continue
+        if kind == "timeit":
+            loops, runs, code, cell_magic = body
+            first = source[:source.find(code)].count("\n") if code in source else 0
+            open_, close = timeit_wrapper(loops, runs)
+            prog.add(open_, index, None)
+            prog.add(code, index, first)
+            prog.add(close, index, None)
             continue
         if kind == "time":
             prog.add("let __nb_time = std::time::Instant::now();")

@@ -67,6 +67,31 @@ def test_shell_escape_and_time_magic(kernel):
     assert "compile:" in out and "run:" in out, out
 
 
+def test_timeit_magic_reports_as_ipython_and_gives_no_time_for_failed_work(kernel):
+    reply, _ = kernel.execute("let ta = Tensor::ones((32, 32), Device::Cpu)?;")
+    assert reply["status"] == "ok"
+    # IPython's line magic: loops chosen so a run takes about 0.2 s, 7 runs.
+    reply, outputs = kernel.execute("%timeit ta.matmul(&ta)")
+    assert reply["status"] == "ok", reply
+    out = kernel.stdout(outputs)
+    assert re.fullmatch(r"[\d.]+ (ns|µs|ms|s) ± [\d.]+ (ns|µs|ms|s) per loop "
+                        r"\(mean ± std\. dev\. of 7 runs, \d+ loops? each\)\n", out), out
+    # The cell magic, with -n and -r, `?` inside, and a value of any type.
+    reply, outputs = kernel.execute("%%timeit -n 3 -r 2\nlet tb = ta.matmul(&ta)?;\n[tb.sum()?.item::<f32>()?; 2]")
+    assert reply["status"] == "ok", reply
+    assert "of 2 runs, 3 loops each)" in kernel.stdout(outputs)
+    # Work that fails: the error, and no time.
+    reply, outputs = kernel.execute("%timeit ta.matmul(&Tensor::ones((3, 3), Device::Cpu)?)")
+    assert reply["status"] == "error" and "matmul" in reply["evalue"], reply
+    assert "per loop" not in kernel.stdout(outputs)
+    # A compile error in a %%timeit cell points at the line the student wrote.
+    reply, _ = kernel.execute('%%timeit\nlet q = 1;\nlet z: i32 = "x";')
+    assert reply["status"] == "error" and reply["ename"] == "CompilationError", reply
+    assert re.search(r"\b3 \S* *let z: i32", re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(reply["traceback"]))), reply
+    reply, _ = kernel.execute("%timeit -r 0 ta.sum()")
+    assert reply["status"] == "error" and reply["ename"] == "UsageError" and "-r" in reply["evalue"], reply
+
+
 def test_timing_command_reports_each_cells_time_until_turned_off(fresh_kernel):
     # evcxr's `:timing` was accepted ("Timing: true") and then showed nothing.
     reply, outputs = fresh_kernel.execute(":timing")

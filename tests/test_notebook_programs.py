@@ -103,6 +103,9 @@ def test_edge_cases_updates_scopes_and_a_panic(built, tmp_path):
     # the redefined fn is the one used after it
     assert cells["e-004"][-1]["data"]["text/plain"] == "[0, 3, 6]"
     assert {"output_type": "stream", "name": "stderr", "text": "to stderr\n"} in cells["e-004"]
+    # %%timeit: the kernel's wrapper, its report on stdout
+    timed = "".join(o.get("text", "") for o in cells["e-008"])
+    assert "per loop (mean ± std. dev. of 3 runs, 2 loops each)" in timed, cells["e-008"]
     assert cells["e-005"] == []
     errors = [o for o in cells["e-006"] if o["output_type"] == "error"]
     assert len(errors) == 1 and errors[0]["ename"] == "panic" and "index out of bounds" in errors[0]["evalue"]
@@ -128,6 +131,16 @@ def test_a_compile_error_names_the_notebook_and_cell(built, tmp_path):
     assert len(errors) == 1, errors
     assert "broken.ipynb: cell 2 (id b-002), line 2 of the cell" in errors[0]
     assert "E0308" in errors[0] and "mismatched types" in errors[0]
+
+
+def test_magics_are_read_as_the_kernel_reads_them():
+    assert to_program.classify("%%timeit -n 2\nlet a = 1;\na") == ("timeit", (2, None, "let a = 1;\na", True))
+    assert to_program.classify("%timeit -r 3 -n 5 f(1)") == ("timeit", (5, 3, "f(1)", False))
+    assert to_program.classify("%%time\nx") == ("time", "x")
+    assert to_program.classify("%%timex\nx")[0] == "rust"
+    for bad in ["%timeit", "%%timeit", "%timeit a\nb", "%%timeit a\nb", "%timeit -n 0 a"]:
+        with pytest.raises(ValueError):
+            to_program.classify(bad)
 
 
 def test_statement_boundaries():

@@ -625,6 +625,20 @@ impl Interpreter for EvcxrInterpreter {
                 outputs.stream("stdout", &line);
                 outcome
             }
+            Cell::Timeit(_) if !self.load_prelude => {
+                let why = "%timeit runs through gpulab's prelude, which this session does not load (GPULAB_NO_PRELUDE)";
+                ExecuteOutcome::error("UsageError", why, vec![format!("UsageError: {why}")])
+            }
+            Cell::Timeit(t) => {
+                let code = magics::timeit_cell_code(req.code, &t);
+                let (result, vars) = self.run_rust(&code, &outputs);
+                self.outcome(result, vars, &code, 0)
+            }
+            Cell::BadMagic(why) => ExecuteOutcome::error(
+                "UsageError",
+                why.clone(),
+                vec![format!("UsageError: {why}")],
+            ),
             Cell::Cuda(cell) => {
                 let code = magics::cuda_cell_code(cell);
                 let (result, vars) = self.run_rust(&code, &outputs);

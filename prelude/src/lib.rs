@@ -5,7 +5,8 @@
 //!
 //! Module ownership while the crate is being built (keep edits inside your own files):
 //! - devices & tensors: `error`, `device`, `cuda`, `tensor`, `smi`, `cpu`
-//! - display & teaching: `display`, `interrupt`, `image`, `mandelbrot`, `timing`, `plot`, `progress`
+//! - display & teaching: `display`, `interrupt`, `image`, `mandelbrot`, `timing`, `timeit`, `plot`,
+//!   `progress`
 //! - training: `autograd`, `nn`, `optim`, `data`, `train` (and `tensor/grad.rs`, `tensor/gather.rs`)
 
 // --- devices & tensors (error, device, cuda, tensor, smi, cpu) ---
@@ -69,6 +70,8 @@ pub mod plot;
 pub use plot::{bar_chart, crossover_plot, BarChart, Figure};
 pub mod timing;
 pub use timing::{bench, compare, time, Bench, BenchResult, Comparison};
+pub mod timeit;
+pub use timeit::{timeit, TimeIt};
 pub mod progress;
 /// Tensors as pictures: torchvision's `make_grid` and `to_pil_image` (`vision::to_image`).
 pub mod vision;

@@ -109,7 +109,12 @@ impl TimedError for Box<dyn std::error::Error> {
 }
 impl TimedError for Box<dyn std::error::Error + Send + Sync> {
     fn into_error(self) -> Error {
-        Error::Invalid(self.to_string())
+        // The prelude's own error, boxed by `?`, comes back as itself (an interrupt stays an
+        // interrupt).
+        match self.downcast::<Error>() {
+            Ok(ours) => *ours,
+            Err(other) => Error::Invalid(other.to_string()),
+        }
     }
 }
 impl TimedError for std::io::Error {

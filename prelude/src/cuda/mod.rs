@@ -132,6 +132,17 @@ pub fn synchronize(device: impl Into<Device>) -> Result<()> {
     }
 }
 
+/// Waits for every CUDA device this session has used, as [`synchronize`] does for one; true
+/// when there was one to wait for. Nothing to do (false) without CUDA or before a device was
+/// used, so CPU-only code pays nothing (`timeit` calls it around every run).
+pub fn synchronize_all() -> Result<bool> {
+    let used = context::initialised();
+    for g in &used {
+        synchronize(Device::Cuda(g.ordinal))?;
+    }
+    Ok(!used.is_empty())
+}
+
 /// Hands the GPU memory this kernel keeps for reuse back to the device (torch's
 /// `torch.cuda.empty_cache()`): freed tensors' memory stays in each device's pool so the next
 /// allocation is fast, but while it is there no other process (another student's kernel on a
