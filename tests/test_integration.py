@@ -92,6 +92,26 @@ def test_timeit_magic_reports_as_ipython_and_gives_no_time_for_failed_work(kerne
     assert reply["status"] == "error" and reply["ename"] == "UsageError" and "-r" in reply["evalue"], reply
 
 
+def test_an_interrupt_ends_timeit_between_loops_and_keeps_variables(fresh_kernel):
+    k = fresh_kernel
+    reply, _ = k.execute("let precious = 42;")
+    assert reply["status"] == "ok"
+    # 5 loops of 50 ms a run, 7 runs: about 2.5 s, interrupted after 1.5 s (between loops).
+    code = ('%%timeit\nstatic STARTED: std::sync::Once = std::sync::Once::new();\n'
+            'STARTED.call_once(|| println!("started"));\n'
+            'std::thread::sleep(std::time::Duration::from_millis(50))')
+    reply, outputs, elapsed = interrupt_once_started(k, code, 1.5)
+    assert elapsed < 10, elapsed
+    # Runs finished before the interrupt are reported as such; none gives KeyboardInterrupt.
+    out = k.stdout(outputs)
+    if reply["status"] == "ok":
+        assert "interrupted, so fewer runs than asked" in out, out
+    else:
+        assert reply["ename"] == "KeyboardInterrupt", reply
+    reply, outputs = k.execute("precious + 1")
+    assert reply["status"] == "ok" and k.result_text(outputs) == "43"
+
+
 def test_timing_command_reports_each_cells_time_until_turned_off(fresh_kernel):
     # evcxr's `:timing` was accepted ("Timing: true") and then showed nothing.
     reply, outputs = fresh_kernel.execute(":timing")
