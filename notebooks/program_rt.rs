@@ -115,6 +115,30 @@ pub fn shell(cmd: &str) -> Result<(), CellError> {
     }
 }
 
+/// `%%writefile [-a] PATH`: the cell's text written (or appended) to PATH, with the kernel's
+/// report (kernel/src/magics.rs, `write_file`).
+pub fn write_file(path: &str, append: bool, text: &str) -> Result<(), CellError> {
+    use std::io::Write as _;
+    let exists = std::path::Path::new(path).exists();
+    std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| CellError {
+            ename: "OSError".into(),
+            evalue: format!("%%writefile could not write {path}: {e}"),
+        })?;
+    match (append, exists) {
+        (true, _) => println!("Appending to {path}"),
+        (false, true) => println!("Overwriting {path}"),
+        (false, false) => println!("Writing {path}"),
+    }
+    Ok(())
+}
+
 /// `%time` / `%%time`: the kernel reports compile and run time; a program was compiled ahead
 /// of time, so only the run time exists here.
 pub fn time_report(start: std::time::Instant) {

@@ -217,6 +217,17 @@ def classify(source):
         return "time", trimmed[len("%%time"):].lstrip(" \t").lstrip("\n")
     if trimmed.startswith("%time "):
         return "time", trimmed[len("%time "):].strip()
+    if trimmed.startswith("%"):
+        first, _, body = trimmed.partition("\n")
+        words = first.split()
+        if words[0] == "%lsmagic":
+            return "help", first
+        if words[0] == "%%writefile" and len(words) > 1:
+            append = words[1] in ("-a", "--append")
+            path = " ".join(words[2:] if append else words[1:]).strip("\"'")
+            if path:
+                return "writefile", (path, append, body)
+        raise ValueError(f"{words[0]}: not a magic the kernel runs (kernel/src/magics.rs)")
     if len(lines) == 1:
         line = lines[0]
         name = line[5:] if line.startswith(":doc ") else (
@@ -315,6 +326,12 @@ def convert_notebook(nb_path, nb):
             continue
         if kind == "help":
             prog.add(f"// help request left out (needs rust-analyzer): {body}")
+            continue
+        if kind == "writefile":
+            path, append, text = body
+            text = text if not text or text.endswith("\n") else text + "\n"
+            prog.add(f"program_rt::write_file({rust_str(path)}, {str(append).lower()}, {rust_str(text)})?;",
+                     index, None)
             continue
         if kind == "timeit":
             loops, runs, code, cell_magic = body

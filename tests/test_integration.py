@@ -92,6 +92,22 @@ def test_timeit_magic_reports_as_ipython_and_gives_no_time_for_failed_work(kerne
     assert reply["status"] == "error" and reply["ename"] == "UsageError" and "-r" in reply["evalue"], reply
 
 
+def test_writefile_lsmagic_and_an_unknown_magic(kernel, tmp_path):
+    path = tmp_path / "add.cu"
+    reply, outputs = kernel.execute(f'%%writefile {path}\nextern "C" __global__ void add() {{}}')
+    assert reply["status"] == "ok", reply
+    assert kernel.stdout(outputs) == f"Writing {path}\n"
+    assert path.read_text() == 'extern "C" __global__ void add() {}\n'
+    reply, outputs = kernel.execute(f"%%writefile -a {path}\n// more")
+    assert reply["status"] == "ok" and path.read_text().endswith("{}\n// more\n")
+    reply, outputs = kernel.execute("%lsmagic")
+    assert reply["status"] == "ok" and "%%timeit" in kernel.stdout(outputs)
+    # IPython's answer to a magic it does not have, not a Rust compiler error about `%`.
+    reply, _ = kernel.execute("%who")
+    assert reply["status"] == "error" and reply["ename"] == "UsageError", reply
+    assert "Line magic `%who` not found" in reply["evalue"] and "%timeit" in reply["evalue"]
+
+
 def test_an_interrupt_ends_timeit_between_loops_and_keeps_variables(fresh_kernel):
     k = fresh_kernel
     reply, _ = k.execute("let precious = 42;")

@@ -88,6 +88,8 @@ def test_start_here_outputs_land_in_their_cells(built, tmp_path):
 
 def test_edge_cases_updates_scopes_and_a_panic(built, tmp_path):
     out = tmp_path / "edge.ipynb"
+    written = pathlib.Path("/tmp/gpulab-edge-writefile.txt")  # the %%writefile cell's file
+    written.unlink(missing_ok=True)
     summary = to_program.run(built[to_program.bin_name(EDGE)], EDGE, out, timeout=60)
     assert summary["status"] != 0
     nb = json.loads(out.read_text())
@@ -106,6 +108,9 @@ def test_edge_cases_updates_scopes_and_a_panic(built, tmp_path):
     # %%timeit: the kernel's wrapper, its report on stdout
     timed = "".join(o.get("text", "") for o in cells["e-008"])
     assert "per loop (mean ± std. dev. of 3 runs, 2 loops each)" in timed, cells["e-008"]
+    # %%writefile: the file, and IPython's line
+    assert written.read_text() == "written by the program\n"
+    assert cells["e-009"][0]["text"] == f"Writing {written}\n"
     assert cells["e-005"] == []
     errors = [o for o in cells["e-006"] if o["output_type"] == "error"]
     assert len(errors) == 1 and errors[0]["ename"] == "panic" and "index out of bounds" in errors[0]["evalue"]
@@ -137,8 +142,9 @@ def test_magics_are_read_as_the_kernel_reads_them():
     assert to_program.classify("%%timeit -n 2\nlet a = 1;\na") == ("timeit", (2, None, "let a = 1;\na", True))
     assert to_program.classify("%timeit -r 3 -n 5 f(1)") == ("timeit", (5, 3, "f(1)", False))
     assert to_program.classify("%%time\nx") == ("time", "x")
-    assert to_program.classify("%%timex\nx")[0] == "rust"
-    for bad in ["%timeit", "%%timeit", "%timeit a\nb", "%%timeit a\nb", "%timeit -n 0 a"]:
+    assert to_program.classify("%%writefile -a k.cu\nint x;") == ("writefile", ("k.cu", True, "int x;"))
+    for bad in ["%timeit", "%%timeit", "%timeit a\nb", "%%timeit a\nb", "%timeit -n 0 a", "%%timex\nx",
+                "%who"]:
         with pytest.raises(ValueError):
             to_program.classify(bad)
 

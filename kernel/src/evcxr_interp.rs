@@ -634,6 +634,23 @@ impl Interpreter for EvcxrInterpreter {
                 let (result, vars) = self.run_rust(&code, &outputs);
                 self.outcome(result, vars, &code, 0)
             }
+            Cell::LsMagic => {
+                outputs.stream("stdout", &format!("{}\n", magics::MAGICS));
+                ExecuteOutcome::ok()
+            }
+            Cell::WriteFile { path, append, body } => {
+                match magics::write_file(path, append, body) {
+                    Ok(said) => {
+                        outputs.stream("stdout", &said);
+                        ExecuteOutcome::ok()
+                    }
+                    Err(why) => ExecuteOutcome::error(
+                        "OSError",
+                        why.clone(),
+                        vec![format!("OSError: {why}")],
+                    ),
+                }
+            }
             Cell::BadMagic(why) => ExecuteOutcome::error(
                 "UsageError",
                 why.clone(),

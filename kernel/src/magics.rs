@@ -18,7 +18,15 @@ pub enum Cell<'a> {
     /// `%%timeit` on the first line (its body the rest of the cell) or a one-line `%timeit
     /// STATEMENT`: run it many times through the prelude's `timeit` (prelude/src/timeit.rs).
     Timeit(Timeit<'a>),
-    /// A `%timeit` that cannot run, and why (shown as the cell's error).
+    /// `%%writefile [-a] PATH` on the first line: the rest of the cell written to PATH.
+    WriteFile {
+        path: &'a str,
+        append: bool,
+        body: &'a str,
+    },
+    /// `%lsmagic`: the magics this kernel knows.
+    LsMagic,
+    /// A magic that cannot run (unknown, or its arguments wrong), and why: the cell's error.
     BadMagic(String),
     /// `%%cuda` on the first line: CUDA C++, compiled by NVRTC (prelude/src/cuda/cells.rs).
     Cuda(&'a str),
@@ -63,6 +71,12 @@ fn timeit_options(rest: &str) -> Result<(Option<usize>, Option<usize>, &str), St
     }
     Ok((loops, runs, rest))
 }
+
+/// What `%lsmagic` says, and the end of the error for a magic this kernel does not have.
+pub const MAGICS: &str = "gpulab's magics: !command (a shell command), %time and %%time, \
+%timeit and %%timeit (-n loops, -r runs), %%cuda (a cell of CUDA C++), %%writefile [-a] PATH, \
+?name and name? (documentation), %lsmagic; and evcxr's commands, such as :dep and :vars \
+(:help lists them).";
 
 pub fn classify(code: &str) -> Cell<'_> {
     let trimmed = code.trim();
@@ -145,6 +159,41 @@ pub fn classify(code: &str) -> Cell<'_> {
     if let Some(rest) = trimmed.strip_prefix("%time ") {
         return Cell::Time(rest.trim());
     }
+    // No Rust statement starts with `%`: every other such cell is a magic this kernel either
+    // runs or names as unknown, as IPython does, instead of a compiler error about `%`.
+    if trimmed.starts_with('%') {
+        let (first, body) = trimmed.split_once('\n').unwrap_or((trimmed, ""));
+        let mut words = first.split_whitespace();
+        let name = words.next().unwrap_or("");
+        let args: Vec<&str> = words.collect();
+        return match name {
+            "%lsmagic" => Cell::LsMagic,
+            "%time" => Cell::BadMagic("%time: nothing to time (e.g. %time a.matmul(&b))".into()),
+            "%%writefile" => {
+                let append = args.first().is_some_and(|a| *a == "-a" || *a == "--append");
+                let path = first["%%writefile".len()..].trim_start();
+                let path = if append {
+                    path.split_once(char::is_whitespace).map_or("", |(_, p)| p)
+                } else {
+                    path
+                };
+                let path = path.trim().trim_matches(|c| c == '"' || c == '\'');
+                if path.is_empty() {
+                    Cell::BadMagic("%%writefile: which file? (%%writefile [-a] PATH, then the text on the lines below)".into())
+                } else {
+                    Cell::WriteFile { path, append, body }
+                }
+            }
+            _ => Cell::BadMagic(format!(
+                "{} magic `{name}` not found. {MAGICS}",
+                if name.starts_with("%%") {
+                    "Cell"
+                } else {
+                    "Line"
+                }
+            )),
+        };
+    }
     if lines.len() == 1 {
         let l = lines[0];
         if let Some(name) = l.strip_prefix(":doc ") {
@@ -222,6 +271,31 @@ pub fn cuda_cell_code(cell: &str) -> String {
     format!("gpulab::cuda::compile_cell(r{h}\"{source}\"{h})?;")
 }
 
+/// `%%writefile`: writes (or with `append`, adds) `body` to `path`, relative to the kernel's
+/// working folder (the notebook's); a text file ends with a newline. Returns IPython's line
+/// ("Writing x.cu", "Overwriting x.cu", "Appending to x.cu"); Err names the path and why.
+pub fn write_file(path: &str, append: bool, body: &str) -> Result<String, String> {
+    use std::io::Write as _;
+    let exists = std::path::Path::new(path).exists();
+    let mut text = body.to_string();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| format!("%%writefile could not write {path}: {e}"))?;
+    Ok(match (append, exists) {
+        (true, _) => format!("Appending to {path}\n"),
+        (false, true) => format!("Overwriting {path}\n"),
+        (false, false) => format!("Writing {path}\n"),
+    })
+}
+
 /// Runs one shell command with its output streamed as it comes. The process gets its own
 /// process group, recorded in `pgid`, so an interrupt can end it and everything it started.
 pub fn run_shell(cmd: &str, outputs: &dyn Outputs, pgid: &AtomicI32) -> std::io::Result<i32> {
@@ -291,7 +365,7 @@ mod tests {
             classify("%%cuda\n__global__ void k() {}"),
             Cell::Cuda("%%cuda\n__global__ void k() {}")
         );
-        assert_eq!(classify("%%cudax"), Cell::Rust("%%cudax"));
+        assert!(matches!(classify("%%cudax"), Cell::BadMagic(m) if m.contains("`%%cudax` not found")));
     }
 
     #[test]
@@ -319,7 +393,7 @@ mod tests {
         assert_eq!(classify("%timeit -a"), t(None, None, "-a", false));
         // `%%time` and `%time` are not taken for `%%timeit` and `%timeit`, nor the other way.
         assert_eq!(classify("%%time\nx"), Cell::Time("x"));
-        assert_eq!(classify("%%timex\nx"), Cell::Rust("%%timex\nx"));
+        assert!(matches!(classify("%%timex\nx"), Cell::BadMagic(m) if m.starts_with("Cell magic")));
         for (cell, says) in [
             ("%timeit", "nothing to time"),
             ("%%timeit", "nothing to time"),
@@ -333,6 +407,56 @@ mod tests {
                 other => panic!("{cell:?} gave {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn other_magics_are_run_or_named_as_unknown() {
+        assert_eq!(classify("%lsmagic"), Cell::LsMagic);
+        assert_eq!(
+            classify("%%writefile kernels/add.cu\n__global__ void add() {}\n"),
+            Cell::WriteFile {
+                path: "kernels/add.cu",
+                append: false,
+                body: "__global__ void add() {}"
+            }
+        );
+        assert_eq!(
+            classify("%%writefile -a \"notes.txt\"\nmore"),
+            Cell::WriteFile {
+                path: "notes.txt",
+                append: true,
+                body: "more"
+            }
+        );
+        for (cell, says) in [
+            ("%%writefile", "which file?"),
+            ("%who", "Line magic `%who` not found. gpulab's magics: !command"),
+            ("%%bash\nls", "Cell magic `%%bash` not found"),
+            ("%time", "nothing to time"),
+        ] {
+            match classify(cell) {
+                Cell::BadMagic(why) => assert!(why.contains(says), "{cell:?}: {why}"),
+                other => panic!("{cell:?} gave {other:?}"),
+            }
+        }
+        // Rust that merely contains `%` stays Rust.
+        assert_eq!(classify("let r = 7 % 3;"), Cell::Rust("let r = 7 % 3;"));
+    }
+
+    #[test]
+    fn writefile_writes_overwrites_and_appends() {
+        let dir = std::env::temp_dir().join(format!("gpulab-writefile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k.cu");
+        let p = path.to_str().unwrap();
+        assert_eq!(write_file(p, false, "a"), Ok(format!("Writing {p}\n")));
+        assert_eq!(write_file(p, false, "b\n"), Ok(format!("Overwriting {p}\n")));
+        assert_eq!(write_file(p, true, "c"), Ok(format!("Appending to {p}\n")));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "b\nc\n");
+        let missing = dir.join("no/such/folder/x.cu");
+        let err = write_file(missing.to_str().unwrap(), false, "x").unwrap_err();
+        assert!(err.contains("could not write") && err.contains("no/such/folder"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
