@@ -365,7 +365,9 @@ mod tests {
             classify("%%cuda\n__global__ void k() {}"),
             Cell::Cuda("%%cuda\n__global__ void k() {}")
         );
-        assert!(matches!(classify("%%cudax"), Cell::BadMagic(m) if m.contains("`%%cudax` not found")));
+        assert!(
+            matches!(classify("%%cudax"), Cell::BadMagic(m) if m.contains("`%%cudax` not found"))
+        );
     }
 
     #[test]
@@ -430,7 +432,10 @@ mod tests {
         );
         for (cell, says) in [
             ("%%writefile", "which file?"),
-            ("%who", "Line magic `%who` not found. gpulab's magics: !command"),
+            (
+                "%who",
+                "Line magic `%who` not found. gpulab's magics: !command",
+            ),
             ("%%bash\nls", "Cell magic `%%bash` not found"),
             ("%time", "nothing to time"),
         ] {
@@ -450,12 +455,18 @@ mod tests {
         let path = dir.join("k.cu");
         let p = path.to_str().unwrap();
         assert_eq!(write_file(p, false, "a"), Ok(format!("Writing {p}\n")));
-        assert_eq!(write_file(p, false, "b\n"), Ok(format!("Overwriting {p}\n")));
+        assert_eq!(
+            write_file(p, false, "b\n"),
+            Ok(format!("Overwriting {p}\n"))
+        );
         assert_eq!(write_file(p, true, "c"), Ok(format!("Appending to {p}\n")));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "b\nc\n");
         let missing = dir.join("no/such/folder/x.cu");
         let err = write_file(missing.to_str().unwrap(), false, "x").unwrap_err();
-        assert!(err.contains("could not write") && err.contains("no/such/folder"), "{err}");
+        assert!(
+            err.contains("could not write") && err.contains("no/such/folder"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
