@@ -268,8 +268,8 @@ def timeit_wrapper(loops, runs):
     return (f"gpulab::timeit::timeit_cell({opt(loops)}, {opt(runs)}, || -> ::std::result::Result<(), "
             "::std::boxed::Box<dyn ::std::error::Error + Send + Sync>> { "
             "let __gpulab_value = ::gpulab::timeit::Value({",
-            "}); { #[allow(unused_imports)] use ::gpulab::timeit::{ValueIsOther as _, "
-            "ValueIsResult as _}; (&&__gpulab_value).outcome()?; } "
+            "}); { #[allow(unused_imports)] use ::gpulab::timeit::{ValueIsErr as _, ValueIsOther as _, "
+            "ValueIsResult as _}; (&&&__gpulab_value).outcome()?; } "
             "::std::hint::black_box(&__gpulab_value); ::std::result::Result::Ok(()) })?;")
 
 

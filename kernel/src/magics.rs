@@ -232,8 +232,8 @@ pub fn timeit_cell_code(cell: &str, t: &Timeit) -> String {
         opt(t.runs)
     );
     // The code's value: an Err fails the run (the prelude's `Value`), any other is dropped.
-    let close = "}); { #[allow(unused_imports)] use ::gpulab::timeit::{ValueIsOther as _, \
-                 ValueIsResult as _}; (&&__gpulab_value).outcome()?; } \
+    let close = "}); { #[allow(unused_imports)] use ::gpulab::timeit::{ValueIsErr as _, ValueIsOther as _, \
+                 ValueIsResult as _}; (&&&__gpulab_value).outcome()?; } \
                  ::std::hint::black_box(&__gpulab_value); ::std::result::Result::Ok(()) })?;";
     // Blank lines above the magic stay, so the lines below keep their numbers.
     let above = "\n".repeat(line_of(cell, t.code) - usize::from(t.cell_magic));

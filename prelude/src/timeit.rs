@@ -172,10 +172,11 @@ pub fn timeit_cell<E: TimedError>(
     Ok(())
 }
 
-/// The value of a `%timeit` cell's code, checked by `(&&Value(v)).outcome()`: an `Err` (of an
-/// error type that can be shown) fails the run, any other value passes, whatever its type.
-/// (Method lookup tries [`ValueIsResult`], implemented for `&Value<Result<..>>`, before
-/// [`ValueIsOther`], implemented for every `Value`: "autoref specialisation".)
+/// The value of a `%timeit` cell's code, checked by `(&&&Value(v)).outcome()`: an `Err` fails
+/// the run (with its message when its error type can be shown), any other value passes,
+/// whatever its type. Method lookup tries [`ValueIsResult`] (on `&&Value<Result<T, E>>`, `E`
+/// shown), then [`ValueIsErr`] (on `&Value<Result<..>>`, any `E`), then [`ValueIsOther`] (on
+/// every `Value`): "autoref specialisation", which picks by the value's type at the call site.
 #[doc(hidden)]
 pub struct Value<T>(pub T);
 
@@ -184,7 +185,7 @@ pub trait ValueIsResult {
     fn outcome(&self) -> Result<(), Error>;
 }
 
-impl<T, E: fmt::Display + 'static> ValueIsResult for &Value<Result<T, E>> {
+impl<T, E: fmt::Display + 'static> ValueIsResult for &&Value<Result<T, E>> {
     fn outcome(&self) -> Result<(), Error> {
         match &self.0 {
             Ok(_) => Ok(()),
@@ -192,6 +193,23 @@ impl<T, E: fmt::Display + 'static> ValueIsResult for &Value<Result<T, E>> {
                 Some(ours) => ours.clone(),
                 None => Error::Invalid(e.to_string()),
             }),
+        }
+    }
+}
+
+#[doc(hidden)]
+pub trait ValueIsErr {
+    fn outcome(&self) -> Result<(), Error>;
+}
+
+impl<T, E> ValueIsErr for &Value<Result<T, E>> {
+    fn outcome(&self) -> Result<(), Error> {
+        match &self.0 {
+            Ok(_) => Ok(()),
+            Err(_) => Err(Error::Invalid(format!(
+                "the timed code returned an Err ({})",
+                std::any::type_name::<E>()
+            ))),
         }
     }
 }

@@ -225,3 +225,29 @@ fn gpu_work_is_waited_for() {
     // the launch alone.
     assert!(t.mean() > Duration::from_micros(1), "{t}");
 }
+
+/// What a `%timeit` cell's value says about the run (the kernel's wrapper calls
+/// `(&&&Value(v)).outcome()`): an `Err` of a showable error fails it, keeping the prelude's own
+/// error as it is; any other value, of any type, passes.
+#[test]
+fn a_cells_value_fails_the_run_only_when_it_is_an_err() {
+    use gpulab::timeit::{Value, ValueIsErr as _, ValueIsOther as _, ValueIsResult as _};
+    let ok: Result<i32, Error> = Ok(1);
+    assert_eq!((&&&Value(ok)).outcome(), Ok(()));
+    let ours: Result<i32, Error> = Err(Error::Interrupted);
+    assert_eq!((&&&Value(ours)).outcome(), Err(Error::Interrupted));
+    let io: Result<(), std::io::Error> = Err(std::io::Error::other("disk full"));
+    assert_eq!(
+        (&&&Value(io)).outcome(),
+        Err(Error::Invalid("disk full".into()))
+    );
+    assert_eq!((&&&Value([1u8; 3])).outcome(), Ok(()));
+    assert_eq!((&&&Value(())).outcome(), Ok(()));
+    struct Opaque;
+    let unshowable: Result<(), Opaque> = Err(Opaque);
+    let err = (&&&Value(unshowable)).outcome().unwrap_err().to_string();
+    assert!(
+        err.contains("returned an Err") && err.contains("Opaque"),
+        "{err}"
+    );
+}
