@@ -230,6 +230,8 @@ fn gpu_work_is_waited_for() {
 /// `(&&&Value(v)).outcome()`): an `Err` of a showable error fails it, keeping the prelude's own
 /// error as it is; any other value, of any type, passes.
 #[test]
+// The borrows are the mechanism: the kernel's wrapper writes `(&&&Value(v)).outcome()`.
+#[allow(clippy::needless_borrow)]
 fn a_cells_value_fails_the_run_only_when_it_is_an_err() {
     use gpulab::timeit::{Value, ValueIsErr as _, ValueIsOther as _, ValueIsResult as _};
     let ok: Result<i32, Error> = Ok(1);
