@@ -220,7 +220,7 @@ def classify(source):
     if trimmed.startswith("%"):
         first, _, body = trimmed.partition("\n")
         words = first.split()
-        if words[0] == "%lsmagic":
+        if words[0] in ("%lsmagic", "%who", "%whos"):
             return "help", first
         if words[0] == "%%writefile" and len(words) > 1:
             append = words[1] in ("-a", "--append")

@@ -103,9 +103,14 @@ def test_writefile_lsmagic_and_an_unknown_magic(kernel, tmp_path):
     reply, outputs = kernel.execute("%lsmagic")
     assert reply["status"] == "ok" and "%%timeit" in kernel.stdout(outputs)
     # IPython's answer to a magic it does not have, not a Rust compiler error about `%`.
-    reply, _ = kernel.execute("%who")
+    reply, _ = kernel.execute("%env")
     assert reply["status"] == "error" and reply["ename"] == "UsageError", reply
-    assert "Line magic `%who` not found" in reply["evalue"] and "%timeit" in reply["evalue"]
+    assert "Line magic `%env` not found" in reply["evalue"] and "%timeit" in reply["evalue"]
+    # %who lists the session's variables (evcxr's :vars).
+    reply, _ = kernel.execute("let listed_here = 7u8;")
+    reply, outputs = kernel.execute("%who")
+    text = kernel.stdout(outputs) + (kernel.result_text(outputs) or "")
+    assert reply["status"] == "ok" and "listed_here" in text, (reply, outputs)
 
 
 def test_an_interrupt_ends_timeit_between_loops_and_keeps_variables(fresh_kernel):

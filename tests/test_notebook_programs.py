@@ -144,7 +144,7 @@ def test_magics_are_read_as_the_kernel_reads_them():
     assert to_program.classify("%%time\nx") == ("time", "x")
     assert to_program.classify("%%writefile -a k.cu\nint x;") == ("writefile", ("k.cu", True, "int x;"))
     for bad in ["%timeit", "%%timeit", "%timeit a\nb", "%%timeit a\nb", "%timeit -n 0 a", "%%timex\nx",
-                "%who"]:
+                "%env"]:
         with pytest.raises(ValueError):
             to_program.classify(bad)
 

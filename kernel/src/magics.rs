@@ -75,8 +75,8 @@ fn timeit_options(rest: &str) -> Result<(Option<usize>, Option<usize>, &str), St
 /// What `%lsmagic` says, and the end of the error for a magic this kernel does not have.
 pub const MAGICS: &str = "gpulab's magics: !command (a shell command), %time and %%time, \
 %timeit and %%timeit (-n loops, -r runs), %%cuda (a cell of CUDA C++), %%writefile [-a] PATH, \
-?name and name? (documentation), %lsmagic; and evcxr's commands, such as :dep and :vars \
-(:help lists them).";
+?name and name? (documentation), %who and %whos (the session's variables), %lsmagic; and \
+evcxr's commands, such as :dep and :vars (:help lists them).";
 
 pub fn classify(code: &str) -> Cell<'_> {
     let trimmed = code.trim();
@@ -168,6 +168,8 @@ pub fn classify(code: &str) -> Cell<'_> {
         let args: Vec<&str> = words.collect();
         return match name {
             "%lsmagic" => Cell::LsMagic,
+            // IPython's variable listings: evcxr's own command gives names and types.
+            "%who" | "%whos" if args.is_empty() && body.is_empty() => Cell::Rust(":vars"),
             "%time" => Cell::BadMagic("%time: nothing to time (e.g. %time a.matmul(&b))".into()),
             "%%writefile" => {
                 let append = args.first().is_some_and(|a| *a == "-a" || *a == "--append");
@@ -433,8 +435,8 @@ mod tests {
         for (cell, says) in [
             ("%%writefile", "which file?"),
             (
-                "%who",
-                "Line magic `%who` not found. gpulab's magics: !command",
+                "%env",
+                "Line magic `%env` not found. gpulab's magics: !command",
             ),
             ("%%bash\nls", "Cell magic `%%bash` not found"),
             ("%time", "nothing to time"),
@@ -444,6 +446,7 @@ mod tests {
                 other => panic!("{cell:?} gave {other:?}"),
             }
         }
+        assert_eq!(classify("%whos"), Cell::Rust(":vars"));
         // Rust that merely contains `%` stays Rust.
         assert_eq!(classify("let r = 7 % 3;"), Cell::Rust("let r = 7 % 3;"));
     }
