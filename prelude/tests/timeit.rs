@@ -1,25 +1,13 @@
 //! `timeit`, the `%timeit` of the kernel's cells, against a fake clock: IPython's choice of
 //! loops and its report, the devices waited for around every run, no time for work that
 //! failed, and an interrupt between loops.
+mod common;
+use common::clock::FakeClock;
 use gpulab::timeit::{format_time, timeit_with, Settings};
-use gpulab::timing::Clock;
 use gpulab::Error;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
-
-#[derive(Clone, Default)]
-struct FakeClock(Rc<Cell<Duration>>);
-impl FakeClock {
-    fn advance(&self, d: Duration) {
-        self.0.set(self.0.get() + d);
-    }
-}
-impl Clock for FakeClock {
-    fn now(&self) -> Duration {
-        self.0.get()
-    }
-}
 
 fn us(x: u64) -> Duration {
     Duration::from_micros(x)

@@ -1,22 +1,11 @@
 //! Benchmark statistics against a fake clock and a fake device.
+mod common;
+use common::clock::FakeClock;
 use gpulab::timing::{Clock, DeviceSpan, DeviceTiming, Stats};
 use gpulab::*;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
-
-#[derive(Clone, Default)]
-struct FakeClock(Rc<Cell<Duration>>);
-impl FakeClock {
-    fn advance(&self, d: Duration) {
-        self.0.set(self.0.get() + d);
-    }
-}
-impl Clock for FakeClock {
-    fn now(&self) -> Duration {
-        self.0.get()
-    }
-}
 
 fn ms(x: u64) -> Duration {
     Duration::from_millis(x)
@@ -146,7 +135,7 @@ impl DeviceTiming for FakeGpu {
         self.log.borrow_mut().push("sync");
         let t = self.queued_until.get();
         if t > self.clock.now() {
-            self.clock.0.set(t);
+            self.clock.set(t);
         }
         if self.fail_sync.is_some_and(|k| self.syncs.get() >= k) {
             return Err("cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS".into());

@@ -5,6 +5,7 @@
 
 use gpulab::{cuda, Device, Tensor};
 
+pub mod clock;
 pub mod ties;
 
 /// Whether a CUDA device is there; if not, says "skipped: no CUDA device" with the reason, so
