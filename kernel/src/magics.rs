@@ -1,5 +1,5 @@
 //! IPython-style cell magics on top of Rust cells: `!cmd`, `%time`/`%%time`,
-//! `%timeit`/`%%timeit`, `?name`/`name?`.
+//! `%timeit`/`%%timeit`, `%%writefile`, `%lsmagic`, `%who`, `?name`/`name?`, `%%cuda`.
 
 use crate::interp::Outputs;
 use std::io::Read;
@@ -93,59 +93,12 @@ pub fn classify(code: &str) -> Cell<'_> {
             return Cell::Cuda(code);
         }
     }
-    for (magic, cell_magic) in [("%%timeit", true), ("%timeit", false)] {
-        let Some(rest) = trimmed.strip_prefix(magic) else {
-            continue;
-        };
-        if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
-            continue;
+    for magic in ["%%timeit", "%timeit"] {
+        if let Some(rest) = trimmed.strip_prefix(magic) {
+            if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+                return timeit(magic, rest);
+            }
         }
-        let line_end = rest.find('\n').unwrap_or(rest.len());
-        let (line, body) = (&rest[..line_end], &rest[line_end..]);
-        return match timeit_options(line) {
-            Err(why) => Cell::BadMagic(format!("{magic}: {why}")),
-            Ok((loops, runs, code)) if cell_magic => {
-                if !code.trim().is_empty() {
-                    return Cell::BadMagic(format!(
-                        "%%timeit: the code goes on the lines below it, not on its line (got {:?}); \
-                         for one line, use %timeit",
-                        code.trim()
-                    ));
-                }
-                let code = body.strip_prefix('\n').unwrap_or(body);
-                if code.trim().is_empty() {
-                    return Cell::BadMagic(
-                        "%%timeit: nothing to time (the code goes on the lines below it)".into(),
-                    );
-                }
-                Cell::Timeit(Timeit {
-                    loops,
-                    runs,
-                    code,
-                    cell_magic,
-                })
-            }
-            Ok((loops, runs, code)) => {
-                if !body.trim().is_empty() {
-                    return Cell::BadMagic(
-                        "%timeit times the rest of its own line; for a cell of several lines, \
-                         start it with %%timeit"
-                            .into(),
-                    );
-                }
-                if code.trim().is_empty() {
-                    return Cell::BadMagic(
-                        "%timeit: nothing to time (e.g. %timeit a.matmul(&b))".into(),
-                    );
-                }
-                Cell::Timeit(Timeit {
-                    loops,
-                    runs,
-                    code,
-                    cell_magic,
-                })
-            }
-        };
     }
     if let Some(rest) = trimmed
         .strip_prefix("%%time")
@@ -162,39 +115,7 @@ pub fn classify(code: &str) -> Cell<'_> {
     // No Rust statement starts with `%`: every other such cell is a magic this kernel either
     // runs or names as unknown, as IPython does, instead of a compiler error about `%`.
     if trimmed.starts_with('%') {
-        let (first, body) = trimmed.split_once('\n').unwrap_or((trimmed, ""));
-        let mut words = first.split_whitespace();
-        let name = words.next().unwrap_or("");
-        let args: Vec<&str> = words.collect();
-        return match name {
-            "%lsmagic" => Cell::LsMagic,
-            // IPython's variable listings: evcxr's own command gives names and types.
-            "%who" | "%whos" if args.is_empty() && body.is_empty() => Cell::Rust(":vars"),
-            "%time" => Cell::BadMagic("%time: nothing to time (e.g. %time a.matmul(&b))".into()),
-            "%%writefile" => {
-                let append = args.first().is_some_and(|a| *a == "-a" || *a == "--append");
-                let path = first["%%writefile".len()..].trim_start();
-                let path = if append {
-                    path.split_once(char::is_whitespace).map_or("", |(_, p)| p)
-                } else {
-                    path
-                };
-                let path = path.trim().trim_matches(|c| c == '"' || c == '\'');
-                if path.is_empty() {
-                    Cell::BadMagic("%%writefile: which file? (%%writefile [-a] PATH, then the text on the lines below)".into())
-                } else {
-                    Cell::WriteFile { path, append, body }
-                }
-            }
-            _ => Cell::BadMagic(format!(
-                "{} magic `{name}` not found. {MAGICS}",
-                if name.starts_with("%%") {
-                    "Cell"
-                } else {
-                    "Line"
-                }
-            )),
-        };
+        return other_magic(trimmed);
     }
     if lines.len() == 1 {
         let l = lines[0];
@@ -216,6 +137,95 @@ pub fn classify(code: &str) -> Cell<'_> {
         }
     }
     Cell::Rust(code)
+}
+
+/// `%timeit` or `%%timeit` (`magic`) and `rest`, the cell after it: the code to time with its
+/// options, or what is wrong with them.
+fn timeit<'a>(magic: &str, rest: &'a str) -> Cell<'a> {
+    let cell_magic = magic == "%%timeit";
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    let (line, below) = (&rest[..line_end], &rest[line_end..]);
+    let (loops, runs, on_line) = match timeit_options(line) {
+        Ok(parsed) => parsed,
+        Err(why) => return Cell::BadMagic(format!("{magic}: {why}")),
+    };
+    let code = if cell_magic {
+        if !on_line.trim().is_empty() {
+            return Cell::BadMagic(format!(
+                "%%timeit: the code goes on the lines below it, not on its line (got {:?}); \
+                 for one line, use %timeit",
+                on_line.trim()
+            ));
+        }
+        below.strip_prefix('\n').unwrap_or(below)
+    } else {
+        if !below.trim().is_empty() {
+            return Cell::BadMagic(
+                "%timeit times the rest of its own line; for a cell of several lines, start it \
+                 with %%timeit"
+                    .into(),
+            );
+        }
+        on_line
+    };
+    if code.trim().is_empty() {
+        return Cell::BadMagic(format!(
+            "{magic}: nothing to time ({})",
+            if cell_magic {
+                "the code goes on the lines below it"
+            } else {
+                "e.g. %timeit a.matmul(&b)"
+            }
+        ));
+    }
+    Cell::Timeit(Timeit {
+        loops,
+        runs,
+        code,
+        cell_magic,
+    })
+}
+
+/// A cell starting with `%` that is none of the magics above: `%lsmagic`, `%who`,
+/// `%%writefile`, or a magic this kernel does not have.
+fn other_magic(trimmed: &str) -> Cell<'_> {
+    let (first, body) = trimmed.split_once('\n').unwrap_or((trimmed, ""));
+    let mut words = first.split_whitespace();
+    let name = words.next().unwrap_or("");
+    let args: Vec<&str> = words.collect();
+    match name {
+        "%lsmagic" => Cell::LsMagic,
+        // IPython's variable listings: evcxr's own command gives names and types.
+        "%who" | "%whos" if args.is_empty() && body.is_empty() => Cell::Rust(":vars"),
+        "%time" => Cell::BadMagic("%time: nothing to time (e.g. %time a.matmul(&b))".into()),
+        "%%writefile" => {
+            let append = args.first().is_some_and(|a| *a == "-a" || *a == "--append");
+            let path = first["%%writefile".len()..].trim_start();
+            let path = if append {
+                path.split_once(char::is_whitespace).map_or("", |(_, p)| p)
+            } else {
+                path
+            };
+            let path = path.trim().trim_matches(|c| c == '"' || c == '\'');
+            if path.is_empty() {
+                Cell::BadMagic(
+                    "%%writefile: which file? (%%writefile [-a] PATH, then the text on the lines \
+                     below)"
+                        .into(),
+                )
+            } else {
+                Cell::WriteFile { path, append, body }
+            }
+        }
+        _ => Cell::BadMagic(format!(
+            "{} magic `{name}` not found. {MAGICS}",
+            if name.starts_with("%%") {
+                "Cell"
+            } else {
+                "Line"
+            }
+        )),
+    }
 }
 
 /// The Rust cell that runs a `%timeit`/`%%timeit` cell (`cell`, the whole cell, holds `t`):
