@@ -337,6 +337,10 @@ def convert_notebook(nb_path, nb):
             loops, runs, code, cell_magic = body
             first = source[:source.find(code)].count("\n") if code in source else 0
             open_, close = timeit_wrapper(loops, runs)
+            code = code.rstrip()
+            last = code.splitlines()[-1].lstrip() if code else ""
+            if last.startswith("let ") and not last.endswith(";"):
+                code += ";"  # as the kernel does: a final `let` needs its `;` inside the block
             prog.add(open_, index, None)
             prog.add(code, index, first)
             prog.add(close, index, None)

@@ -249,10 +249,18 @@ pub fn timeit_cell_code(cell: &str, t: &Timeit) -> String {
                  ::std::hint::black_box(&__gpulab_value); ::std::result::Result::Ok(()) })?;";
     // Blank lines above the magic stay, so the lines below keep their numbers.
     let above = "\n".repeat(line_of(cell, t.code) - usize::from(t.cell_magic));
-    if t.cell_magic {
-        format!("{above}{open}\n{}\n{close}", t.code)
+    // A cell may end with a `let` and no `;` (a Rust cell may); inside the block that is a
+    // syntax error, so the `;` is added (on the same line).
+    let last = t.code.trim_end().lines().last().unwrap_or("").trim_start();
+    let semi = if last.starts_with("let ") && !last.ends_with(';') {
+        ";"
     } else {
-        format!("{above}{open} {} {close}", t.code)
+        ""
+    };
+    if t.cell_magic {
+        format!("{above}{open}\n{}{semi}\n{close}", t.code.trim_end())
+    } else {
+        format!("{above}{open} {}{semi} {close}", t.code.trim_end())
     }
 }
 
@@ -481,6 +489,21 @@ mod tests {
             "{err}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_timed_cell_ending_in_a_let_gets_its_semicolon() {
+        for (cell, want) in [
+            ("%%timeit\nlet a = 1;\nlet b = a + 1", "\nlet b = a + 1;\n"),
+            ("%timeit let b = 2", " let b = 2; "),
+            ("%%timeit\nlet a = 1;\na + 1", "\na + 1\n"),
+        ] {
+            let Cell::Timeit(t) = classify(cell) else {
+                panic!("{cell:?}")
+            };
+            let code = timeit_cell_code(cell, &t);
+            assert!(code.contains(want), "{cell:?}: {code}");
+        }
     }
 
     #[test]
