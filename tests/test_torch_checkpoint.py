@@ -45,6 +45,35 @@ def test_the_fixture_round_trips_and_resumes(tmp_path):
     assert sorted(f.name for f in tmp_path.iterdir()) == sorted(f.name for f in committed.iterdir())
 
 
+def test_gpulabs_checkpoints_resume_in_torch(tmp_path):
+    # prelude/tests/torch_checkpoint.rs resumes torch's step-3 files in gpulab and, with
+    # GPULAB_CHECKPOINT_OUT, saves its step-4 model and optimiser with gpulab's own writer.
+    # Torch loads them (the model strictly, the optimiser through the helper) and takes a fifth
+    # step beside a torch run resumed from torch's own step-4 files: the two must agree.
+    import os
+    fixture = _load("torch_checkpoint_fixture", ROOT / "bench" / "torch_checkpoint_fixture.py")
+    p = subprocess.run(["cargo", "test", "--release", "--locked", "-p", "gpulab", "--test",
+                        "torch_checkpoint", "--", "resumes_from_torchs_checkpoint"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=1800,
+                       env={**os.environ, "GPULAB_CHECKPOINT_OUT": str(tmp_path)})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    data = ROOT / "prelude" / "tests" / "data" / "torch-checkpoint"
+    batch = safetensors_torch.load_file(data / "batch.safetensors")
+    for kind, make in fixture.OPTIMISERS.items():
+        ours, theirs = fixture.model(), fixture.model()
+        ours.load_state_dict(safetensors_torch.load_file(tmp_path / f"{kind}-model-gpulab.safetensors"))
+        theirs.load_state_dict(safetensors_torch.load_file(data / f"{kind}-model-step4.safetensors"))
+        ours_opt, theirs_opt = make(ours.parameters()), make(theirs.parameters())
+        tc.load_optimizer(ours_opt, tmp_path / f"{kind}-optim-gpulab.safetensors")
+        tc.load_optimizer(theirs_opt, data / f"{kind}-optim-step4.safetensors")
+        assert ours_opt.state_dict()["param_groups"] == theirs_opt.state_dict()["param_groups"], kind
+        fixture.step(ours, ours_opt, batch["x"], batch["y"])
+        fixture.step(theirs, theirs_opt, batch["x"], batch["y"])
+        for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values()):
+            scale = max(b.abs().max().item(), 1e-3)
+            assert (a.double() - b.double()).abs().max().item() <= 1e-5 * scale, (kind, name)
+
+
 def _adam(**kw):
     net = torch.nn.Linear(3, 2)
     opt = torch.optim.Adam(net.parameters(), lr=0.01, **kw)

@@ -7,6 +7,8 @@
 //! which the file must override), takes the fourth step on the same batch and must land on
 //! torch's step-4 weights, moments and step count; and its own `state_dict` then has exactly
 //! the names of torch's, so the way back (notebooks/torch_checkpoint.py) has nothing to guess.
+//! With `GPULAB_CHECKPOINT_OUT=DIR` it also writes its step-4 files there, for
+//! tests/test_torch_checkpoint.py to resume in torch.
 
 use gpulab::nn::{self, Module};
 use gpulab::optim::{self, Adam, AdamW, Optimizer, RMSprop, SGD};
@@ -120,6 +122,17 @@ fn resume(kind: &str) {
     let bad = mismatch("model", &m.state_dict(), &model_want, tol)
         .or_else(|| mismatch("optimiser", &opt.state_dict().unwrap(), &opt_want, tol));
     assert!(bad.is_none(), "{kind}: {}", bad.unwrap_or_default());
+    // The way back: tests/test_torch_checkpoint.py sets this and loads gpulab's files, written
+    // by gpulab's own safetensors writer, into torch.
+    if let Some(dir) = std::env::var_os("GPULAB_CHECKPOINT_OUT") {
+        let dir = PathBuf::from(dir);
+        nn::save_safetensors(&m, dir.join(format!("{kind}-model-gpulab.safetensors"))).unwrap();
+        optim::save_safetensors(
+            opt.as_ref(),
+            dir.join(format!("{kind}-optim-gpulab.safetensors")),
+        )
+        .unwrap();
+    }
 }
 
 #[test]
