@@ -85,6 +85,12 @@ fn main() {
         ));
         f.push(format!("\"nvrtc_check\":{}", field(nvrtc_check(dev))));
         f.push(format!("\"cublas_check\":{}", field(cublas_check(dev))));
+        // After the checks' allocations: "cuMemAlloc" here on a device with pools means the
+        // pool refused and the prelude fell back (its notice is on stderr).
+        f.push(format!(
+            "\"allocator\":{}",
+            field(cuda::get_allocator_backend(dev))
+        ));
     }
     let libs: Vec<String> = loaded_cuda_libraries()
         .iter()

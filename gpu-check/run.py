@@ -471,7 +471,8 @@ def summary_md(res):
              f"- CUDA through the prelude: {'available' if p.get('available') else 'not available'}"
              + ("" if p.get("available") else f" ({p.get('unavailable_reason') or p.get('error')})"),
              f"- driver API {_ok(p.get('driver_version'))}, NVRTC {_ok(p.get('nvrtc_version'))}; "
-             f"NVRTC check: {_ok(p.get('nvrtc_check'))}; cuBLAS check: {_ok(p.get('cublas_check'))}",
+             f"NVRTC check: {_ok(p.get('nvrtc_check'))}; cuBLAS check: {_ok(p.get('cublas_check'))}; "
+             f"allocator: {_ok(p.get('allocator'))}",
              "- CUDA libraries loaded: " + (", ".join(p.get("loaded_libraries", [])) or "none"),
              "- Python packages: " + (", ".join(f"{k} {v}" for k, v in m.get("python_packages", {}).items()) or "none"),
              ""]

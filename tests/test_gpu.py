@@ -11,7 +11,7 @@ import pytest
 from conftest import has_cuda_device
 
 GPU_TESTS = ["tensor_gpu", "tensor_gpu_dtype", "tensor_dtype", "tensor_views", "mandelbrot_gpu", "cuda_errors",
-             "cuda_reports", "timing_stats", "memcap_gpu", "timeit"]
+             "cuda_reports", "timing_stats", "memcap_gpu", "timeit", "cuda_alloc_plain"]
 
 
 @pytest.mark.parametrize("name", GPU_TESTS)

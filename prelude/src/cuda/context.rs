@@ -8,6 +8,7 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub(crate) struct Gpu {
@@ -21,6 +22,9 @@ pub(crate) struct Gpu {
     /// The device's default memory pool (what cudarc's stream-ordered allocations use), when
     /// the device has memory pools; `None` means cudarc falls back to `cuMemAlloc`.
     pub pool: Option<Pool>,
+    /// Set when this device allocates with plain `cuMemAlloc` although it has pools: asked
+    /// for by `GPULAB_CUDA_ALLOC=plain`, or after the pool refused (see `alloc.rs`).
+    pub(crate) plain_alloc: AtomicBool,
     blas: OnceLock<std::result::Result<Arc<Mutex<Blas>>, Error>>,
     /// Compiled modules, keyed by a hash of their source and options.
     pub(crate) modules: Mutex<HashMap<u64, Arc<CudaModule>>>,
@@ -86,6 +90,8 @@ pub(crate) fn gpu(ordinal: usize) -> Result<Arc<Gpu>> {
             count,
         });
     }
+    let backend = super::alloc::requested(std::env::var(super::alloc::ALLOC_ENV).ok().as_deref())
+        .map_err(Error::Invalid)?;
     let ctx = CudaContext::new(ordinal).map_err(|e| driver_err("cuDevicePrimaryCtxRetain", e))?;
     // One stream per device and nothing else uses our buffers, so cudarc's per-buffer event
     // tracking (two events per allocation, waits on every launch) would only add overhead.
@@ -103,7 +109,11 @@ pub(crate) fn gpu(ordinal: usize) -> Result<Arc<Gpu>> {
         )
         .map_err(|e| driver_err("cuDeviceGetAttribute", e))?
         .max(1) as u32;
-    let pool = keep_freed_memory(&ctx);
+    // A plain allocator leaves the pool unused: nothing to keep in it.
+    let pool = match backend {
+        super::alloc::Backend::Pool => keep_freed_memory(&ctx),
+        super::alloc::Backend::Plain => None,
+    };
     let g = Arc::new(Gpu {
         ordinal,
         ctx,
@@ -111,6 +121,7 @@ pub(crate) fn gpu(ordinal: usize) -> Result<Arc<Gpu>> {
         cc,
         sms,
         pool,
+        plain_alloc: AtomicBool::new(backend == super::alloc::Backend::Plain),
         blas: OnceLock::new(),
         modules: Mutex::new(HashMap::new()),
         functions: Mutex::new(HashMap::new()),

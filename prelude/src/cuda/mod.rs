@@ -7,6 +7,8 @@
 //! compiles CUDA C++, and `module` / `event` / `props` are the safe API on top. Nothing here
 //! depends on `tensor/`: kernel arguments take any [`DeviceBuffer`], which `Tensor` implements.
 
+pub(crate) mod alloc;
+pub use alloc::ALLOC_ENV;
 pub(crate) mod blas;
 mod cells;
 pub use cells::{cell_kernel, cell_kernel_on, cell_kernels, compile_cell, CellReport};
@@ -181,10 +183,24 @@ pub fn memory_reserved(device: impl Into<Device>) -> Result<u64> {
         return Ok(0);
     };
     match context::pool_reserved(&g) {
-        Some(bytes) => Ok(bytes),
+        Some(bytes) if alloc::backend(&g) == alloc::Backend::Pool => Ok(bytes),
         // Without a pool every buffer is its own cuMemAlloc, freed at once: what is reserved
-        // is what is allocated.
-        None => memory_allocated(Device::Cuda(ordinal)),
+        // is what is allocated. (After a switch away from a refusing pool, whatever that pool
+        // still caches is not counted.)
+        _ => memory_allocated(Device::Cuda(ordinal)),
+    }
+}
+
+/// How this kernel allocates on `device` (torch's `get_allocator_backend`):
+/// `"cuMemAllocAsync"` when tensors come from the device's memory pool (the default where
+/// the device has pools), `"cuMemAlloc"` without one, with `GPULAB_CUDA_ALLOC=plain`, or
+/// after the pool refused an allocation. Makes the device's context if it has none yet.
+pub fn get_allocator_backend(device: impl Into<Device>) -> Result<&'static str> {
+    match device.into() {
+        Device::Cuda(i) => Ok(alloc::backend(&*context::gpu(i)?).name()),
+        Device::Cpu => Err(Error::Invalid(
+            "get_allocator_backend needs a CUDA device, got cpu".into(),
+        )),
     }
 }
 

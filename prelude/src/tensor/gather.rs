@@ -122,13 +122,8 @@ impl Storage {
 fn upload_indices(
     gpu: &Arc<crate::cuda::Gpu>,
     idx: &[i32],
-) -> Result<cudarc::driver::CudaSlice<i32>> {
-    gpu.ctx
-        .bind_to_thread()
-        .map_err(|e| crate::cuda::driver_err("cuCtxSetCurrent", e))?;
-    gpu.stream
-        .clone_htod(idx)
-        .map_err(|e| crate::cuda::driver_err("cuMemcpyHtoD", e))
+) -> Result<crate::cuda::alloc::DeviceMem<i32>> {
+    crate::cuda::alloc::upload(gpu, idx).map_err(|e| crate::cuda::driver_err("cuMemcpyHtoD", e))
 }
 
 impl Tensor {

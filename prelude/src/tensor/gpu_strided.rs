@@ -151,13 +151,7 @@ pub(crate) fn gather(
         return Ok(out);
     }
     let st = strided_arg("gather", out_dims, layout.strides(), idx_strides)?;
-    gpu.ctx
-        .bind_to_thread()
-        .map_err(|e| cuda::driver_err("cuCtxSetCurrent", e))?;
-    let dev_idx = gpu
-        .stream
-        .clone_htod(idx)
-        .map_err(|e| cuda::driver_err("cuMemcpyHtoD", e))?;
+    let dev_idx = cuda::alloc::upload(gpu, idx).map_err(|e| cuda::driver_err("cuMemcpyHtoD", e))?;
     let idx_ptr = dev_idx.device_ptr(&gpu.stream).0;
     launch_builtin(
         gpu,

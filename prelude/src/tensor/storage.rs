@@ -22,7 +22,7 @@ use super::shape::Broadcast;
 use crate::cuda::{self, Gpu};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::DevicePtr;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 
@@ -60,7 +60,7 @@ impl Shared {
 pub(crate) struct CudaBuf {
     pub gpu: Arc<Gpu>,
     /// The elements' bytes; at least one element even for an empty tensor (see [`alloc`]).
-    pub slice: CudaSlice<u8>,
+    pub slice: cuda::alloc::DeviceMem<u8>,
     /// The number of elements the tensor holds (0 for an empty tensor, whose `slice` has 1).
     pub len: usize,
     pub dtype: DType,
@@ -74,13 +74,10 @@ impl CudaBuf {
 }
 
 impl Drop for CudaBuf {
-    /// cudarc frees the slice (`cuMemFreeAsync`) without making its context current, so a
-    /// tensor dropped on another thread (a rayon task, a `std::thread`), or while another
-    /// device is current, would free in the wrong context or none (G8). Binding here runs
-    /// before the `slice` field is dropped.
+    /// The bytes leave the memory cap's count; the `slice` field, dropped next, frees them
+    /// in its own context (`DeviceMem`'s drop binds it first, G8).
     fn drop(&mut self) {
         cuda::memcap::release(self.gpu.ordinal, self.slice.num_bytes() as u64);
-        let _ = self.gpu.ctx.bind_to_thread();
     }
 }
 
@@ -108,7 +105,7 @@ pub(crate) fn alloc(gpu: &Arc<Gpu>, n: usize, dtype: DType) -> Result<CudaBuf> {
     let try_alloc = || {
         // SAFETY: every caller writes all n elements (a kernel, a copy or a memset) before
         // the buffer is read; the extra element of an empty buffer is never read.
-        unsafe { gpu.stream.alloc::<u8>(bytes) }
+        unsafe { cuda::alloc::alloc::<u8>(gpu, bytes) }
     };
     let slice = match try_alloc() {
         // Freed tensors may still sit in the memory pool (it keeps them for reuse): give
@@ -143,7 +140,7 @@ pub(crate) fn zeros(gpu: &Arc<Gpu>, n: usize, dtype: DType) -> Result<CudaBuf> {
     let mut b = alloc(gpu, n, dtype)?;
     if n > 0 {
         gpu.stream
-            .memset_zeros(&mut b.slice)
+            .memset_zeros(&mut *b.slice)
             .map_err(|e| cuda::driver_err("cuMemsetD8", e))?;
     }
     Ok(b)
@@ -174,7 +171,7 @@ pub(crate) fn upload(gpu: &Arc<Gpu>, data: &CpuStorage) -> Result<CudaBuf> {
     let mut b = alloc(gpu, data.len(), data.dtype())?;
     if data.len() > 0 {
         gpu.stream
-            .memcpy_htod(host_bytes(data), &mut b.slice)
+            .memcpy_htod(host_bytes(data), &mut *b.slice)
             .map_err(|e| cuda::driver_err("cuMemcpyHtoD", e))?;
     }
     Ok(b)
@@ -186,7 +183,7 @@ pub(crate) fn duplicate(b: &CudaBuf) -> Result<CudaBuf> {
     if b.len > 0 {
         b.gpu
             .stream
-            .memcpy_dtod(&b.slice, &mut out.slice)
+            .memcpy_dtod(&*b.slice, &mut *out.slice)
             .map_err(|e| cuda::driver_err("cuMemcpyDtoD", e))?;
     }
     Ok(out)
