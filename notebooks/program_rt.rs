@@ -139,6 +139,36 @@ pub fn write_file(path: &str, append: bool, text: &str) -> Result<(), CellError>
     Ok(())
 }
 
+/// `%env` (list), `%env NAME` (show) and `%env NAME=value` (set), as the kernel answers them
+/// (kernel/src/magics.rs, `env_cell_code`); the program is the cell process here.
+pub fn env(name: Option<&str>, value: Option<&str>) -> Result<(), CellError> {
+    match (name, value) {
+        (Some(name), Some(value)) => {
+            std::env::set_var(name, value);
+            println!("env: {name}={value}");
+        }
+        (Some(name), None) => match std::env::var_os(name) {
+            Some(v) => println!("{}", v.to_string_lossy()),
+            None => {
+                return Err(CellError {
+                    ename: "UsageError".into(),
+                    evalue: format!("Environment does not have key: {name}"),
+                })
+            }
+        },
+        (None, _) => {
+            let mut all: Vec<(String, String)> = std::env::vars_os()
+                .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+                .collect();
+            all.sort();
+            for (k, v) in all {
+                println!("{k}={v}");
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `%time` / `%%time`: the kernel reports compile and run time; a program was compiled ahead
 /// of time, so only the run time exists here.
 pub fn time_report(start: std::time::Instant) {

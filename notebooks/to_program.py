@@ -20,7 +20,7 @@ A cell becomes what the gpulab kernel would run for it (ARCHITECTURE.md, "A cell
     `?` works because the function returns `Result<(), CellError>`.
   - `!cmd` lines (a cell of nothing else): `sh -c cmd`, output shown, failure not fatal.
   - `%%time` / `%time`: the code, then its run time. `%%timeit` / `%timeit`: the code in the
-    kernel's wrapper (the prelude's `timeit_cell`). `?name`, `:doc name` and other `:`
+    kernel's wrapper (the prelude's `timeit_cell`). `%env`: `program_rt::env`. `?name`, `:doc name` and other `:`
     commands are help or evcxr settings: left out, with a comment saying so.
 The program prints a marker before each cell (notebooks/program_rt.rs), so `fill` can sort
 stdout (plain text, the prelude's display-channel lines, evcxr MIME blocks) and stderr back
@@ -222,6 +222,8 @@ def classify(source):
         words = first.split()
         if words[0] in ("%lsmagic", "%who", "%whos"):
             return "help", first
+        if words[0] == "%env":
+            return "env", classify_env(first[len("%env"):], body)
         if words[0] == "%%writefile" and len(words) > 1:
             append = words[1] in ("-a", "--append")
             path = " ".join(words[2:] if append else words[1:]).strip("\"'")
@@ -235,6 +237,27 @@ def classify(source):
         if name is not None and re.fullmatch(r"[\w:]+", name.strip()):
             return "help", line
     return "rust", source
+
+
+def classify_env(rest, body):
+    """`%env`'s line after the magic, as the kernel reads it (magics::env_magic): None to list,
+    (name, None) to show, (name, value) to set. Raises ValueError where the kernel answers
+    with a UsageError."""
+    if body.strip():
+        raise ValueError("%env takes one line")
+    rest = rest.strip()
+    if not rest:
+        return None
+    if "=" in rest:
+        name, value = (part.strip() for part in rest.split("=", 1))
+    elif re.search(r"\s", rest):
+        name, value = re.split(r"\s", rest, maxsplit=1)
+        value = value.strip()
+    else:
+        name, value = rest, None
+    if not name or re.search(r"[\s\0]", name) or (value is not None and "\0" in value):
+        raise ValueError(f"%env: {name!r} is not a variable name")
+    return name, value
 
 
 def classify_timeit(trimmed):
@@ -326,6 +349,11 @@ def convert_notebook(nb_path, nb):
             continue
         if kind == "help":
             prog.add(f"// help request left out (needs rust-analyzer): {body}")
+            continue
+        if kind == "env":
+            name, value = body if body is not None else (None, None)
+            arg = lambda v: "None" if v is None else f"Some({rust_str(v)})"
+            prog.add(f"program_rt::env({arg(name)}, {arg(value)})?;", index, None)
             continue
         if kind == "writefile":
             path, append, text = body

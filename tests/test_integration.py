@@ -103,14 +103,45 @@ def test_writefile_lsmagic_and_an_unknown_magic(kernel, tmp_path):
     reply, outputs = kernel.execute("%lsmagic")
     assert reply["status"] == "ok" and "%%timeit" in kernel.stdout(outputs)
     # IPython's answer to a magic it does not have, not a Rust compiler error about `%`.
-    reply, _ = kernel.execute("%env")
+    reply, _ = kernel.execute("%matplotlib inline")
     assert reply["status"] == "error" and reply["ename"] == "UsageError", reply
-    assert "Line magic `%env` not found" in reply["evalue"] and "%timeit" in reply["evalue"]
+    assert "Line magic `%matplotlib` not found" in reply["evalue"] and "%timeit" in reply["evalue"]
     # %who lists the session's variables (evcxr's :vars).
     reply, _ = kernel.execute("let listed_here = 7u8;")
     reply, outputs = kernel.execute("%who")
     text = kernel.stdout(outputs) + (kernel.result_text(outputs) or "")
     assert reply["status"] == "ok" and "listed_here" in text, (reply, outputs)
+
+
+def test_env_sets_the_cell_process_shells_and_restarted_processes(fresh_kernel):
+    k = fresh_kernel
+    name = f"GPULAB_TEST_ENV_{uuid.uuid4().hex[:8].upper()}"
+    reply, outputs = k.execute(f"%env {name}=two words")
+    assert reply["status"] == "ok", reply
+    assert k.stdout(outputs) == f"env: {name}=two words\n"
+    # Rust code in the cell process, a shell, %env itself and the listing all see it.
+    reply, outputs = k.execute(f'std::env::var("{name}").unwrap()')
+    assert k.result_text(outputs) == '"two words"', outputs
+    reply, outputs = k.execute(f"!echo ${name}")
+    assert k.stdout(outputs) == "two words\n"
+    reply, outputs = k.execute(f"%env {name}")
+    assert reply["status"] == "ok" and k.stdout(outputs) == "two words\n"
+    reply, outputs = k.execute("%env")
+    assert f"\n{name}=two words\n" in "\n" + k.stdout(outputs)
+    # The cell process ends (as after an interrupt of code that never checks); the next one
+    # evcxr starts still has it.
+    reply, _ = k.execute("std::process::exit(3);")
+    assert reply["status"] == "error", reply
+    reply, outputs = k.execute(f'std::env::var("{name}").unwrap()')
+    assert reply["status"] == "ok" and k.result_text(outputs) == '"two words"', (reply, outputs)
+    # A variable that is not there is IPython's UsageError, and no variable is left behind.
+    reply, _ = k.execute(f"%env {name}_MISSING")
+    assert reply["status"] == "error" and reply["ename"] == "UsageError", reply
+    assert reply["evalue"] == f"Environment does not have key: {name}_MISSING"
+    reply, _ = k.execute("%env A b=c")
+    assert reply["ename"] == "UsageError" and "not a variable name" in reply["evalue"], reply
+    reply, outputs = k.execute(":vars")
+    assert "__gpulab" not in k.stdout(outputs) + (k.result_text(outputs) or "")
 
 
 def test_an_interrupt_ends_timeit_between_loops_and_keeps_variables(fresh_kernel):

@@ -38,6 +38,9 @@ pub struct EvcxrInterpreter {
     /// `restart_if_prelude_rebuilt`).
     prelude_dylib: Option<(PathBuf, FileIdentity)>,
     load_prelude: bool,
+    /// What `%env NAME=value` set, for the shells `!cmd` starts (the cell process gets it
+    /// directly, and evcxr puts it in the children it restarts).
+    env: std::collections::BTreeMap<String, String>,
 }
 
 impl EvcxrInterpreter {
@@ -76,6 +79,7 @@ impl EvcxrInterpreter {
             prelude_loaded: false,
             prelude_error: None,
             prelude_dylib: None,
+            env: Default::default(),
             injected_failures: if std::env::var("GPULAB_TEST_HOOKS").is_ok_and(|v| v == "1") {
                 std::env::var("GPULAB_TEST_PRELUDE_FAILURES")
                     .ok()
@@ -582,7 +586,9 @@ impl Interpreter for EvcxrInterpreter {
             Cell::Shell(commands) => {
                 let mut outcome = ExecuteOutcome::ok();
                 for cmd in commands {
-                    if let Err(e) = magics::run_shell(cmd, &*outputs, &self.stop.shell_pgid) {
+                    if let Err(e) =
+                        magics::run_shell(cmd, &self.env, &*outputs, &self.stop.shell_pgid)
+                    {
                         outcome = ExecuteOutcome::error(
                             "OSError",
                             format!("could not run `{cmd}`: {e}"),
@@ -633,6 +639,30 @@ impl Interpreter for EvcxrInterpreter {
                 let code = magics::timeit_cell_code(req.code, &t);
                 let (result, vars) = self.run_rust(&code, &outputs);
                 self.outcome(result, vars, &code, 0)
+            }
+            Cell::Env(env) => {
+                let code = magics::env_cell_code(&env);
+                let (result, vars) = self.run_rust(&code, &outputs);
+                match self.outcome(result, vars, &code, 0) {
+                    ExecuteOutcome::Error { ename, evalue, .. } if ename == "Error" => {
+                        ExecuteOutcome::error(
+                            "UsageError",
+                            evalue.clone(),
+                            vec![format!("UsageError: {evalue}")],
+                        )
+                    }
+                    ok @ ExecuteOutcome::Ok { .. } => {
+                        if let magics::Env::Set { name, value } = env {
+                            if let Some(ctx) = self.ctx.as_mut() {
+                                ctx.set_child_env(name, value);
+                            }
+                            self.env.insert(name.to_owned(), value.to_owned());
+                            outputs.stream("stdout", &format!("env: {name}={value}\n"));
+                        }
+                        ok
+                    }
+                    other => other,
+                }
             }
             Cell::LsMagic => {
                 outputs.stream("stdout", &format!("{}\n", magics::MAGICS));

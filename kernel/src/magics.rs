@@ -1,5 +1,5 @@
 //! IPython-style cell magics on top of Rust cells: `!cmd`, `%time`/`%%time`,
-//! `%timeit`/`%%timeit`, `%%writefile`, `%lsmagic`, `%who`, `?name`/`name?`, `%%cuda`.
+//! `%timeit`/`%%timeit`, `%%writefile`, `%env`, `%lsmagic`, `%who`, `?name`/`name?`, `%%cuda`.
 
 use crate::interp::Outputs;
 use std::io::Read;
@@ -26,6 +26,8 @@ pub enum Cell<'a> {
     },
     /// `%lsmagic`: the magics this kernel knows.
     LsMagic,
+    /// `%env`, `%env NAME` or `%env NAME=value`: the cell process's environment.
+    Env(Env<'a>),
     /// A magic that cannot run (unknown, or its arguments wrong), and why: the cell's error.
     BadMagic(String),
     /// `%%cuda` on the first line: CUDA C++, compiled by NVRTC (prelude/src/cuda/cells.rs).
@@ -42,6 +44,69 @@ pub struct Timeit<'a> {
     pub runs: Option<usize>,
     pub code: &'a str,
     pub cell_magic: bool,
+}
+
+/// IPython's `%env`: list the environment, show one variable, or set one.
+#[derive(Debug, PartialEq)]
+pub enum Env<'a> {
+    List,
+    Get(&'a str),
+    Set { name: &'a str, value: &'a str },
+}
+
+/// What follows `%env` (one line): `NAME=value` or `NAME value` sets, `NAME` shows, nothing
+/// lists; Err says what cannot be a variable.
+fn env_magic(rest: &str) -> Result<Env<'_>, String> {
+    let rest = rest.trim();
+    if rest.is_empty() {
+        return Ok(Env::List);
+    }
+    let (name, value) = match rest.split_once('=') {
+        Some((n, v)) => (n.trim(), Some(v.trim())),
+        None => match rest.split_once(char::is_whitespace) {
+            Some((n, v)) => (n, Some(v.trim())),
+            None => (rest, None),
+        },
+    };
+    if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '\0') {
+        return Err(format!(
+            "%env: {name:?} is not a variable name (%env NAME=value sets one, %env NAME shows it, \
+             %env lists them)"
+        ));
+    }
+    match value {
+        None => Ok(Env::Get(name)),
+        Some(v) if v.contains('\0') => Err(format!("%env: the value of {name} holds a NUL byte")),
+        Some(value) => Ok(Env::Set { name, value }),
+    }
+}
+
+/// The Rust cell that does `env` in the cell process (the environment that matters there: what
+/// CUDA and gpulab read). Blocks, so it leaves no variables behind. (No line starts with `:`,
+/// which evcxr would take for one of its commands.)
+pub fn env_cell_code(env: &Env) -> String {
+    match env {
+        Env::List => "{ let mut __gpulab_env: Vec<(String, String)> = ::std::env::vars_os()\
+            .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))\
+            .collect(); __gpulab_env.sort(); \
+            for (k, v) in __gpulab_env { println!(\"{k}={v}\"); } }"
+            .into(),
+        // A missing variable is the cell's error (IPython's UsageError); the error type
+        // prints the bare message whichever of Debug or Display `:efmt` chose.
+        Env::Get(name) => format!(
+            "{{ struct __GpulabEnvMissing; \
+             impl ::std::fmt::Debug for __GpulabEnvMissing {{ fn fmt(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {{ f.write_str({msg:?}) }} }} \
+             impl ::std::fmt::Display for __GpulabEnvMissing {{ fn fmt(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {{ f.write_str({msg:?}) }} }} \
+             match ::std::env::var_os({name:?}) {{ Some(v) => println!(\"{{}}\", v.to_string_lossy()), \
+             None => Err(__GpulabEnvMissing)? }} }}",
+            msg = format!("Environment does not have key: {name}"),
+        ),
+        // SAFETY (of the generated `unsafe`): what IPython's `os.environ[...] = ...` does; a
+        // thread of the cell's own reading the environment at that instant is the student's.
+        Env::Set { name, value } => {
+            format!("unsafe {{ ::std::env::set_var({name:?}, {value:?}) }}")
+        }
+    }
 }
 
 /// `rest`, what follows `%timeit`/`%%timeit` on its line: `-n N` and `-r N` options, then the
@@ -75,7 +140,8 @@ fn timeit_options(rest: &str) -> Result<(Option<usize>, Option<usize>, &str), St
 /// What `%lsmagic` says, and the end of the error for a magic this kernel does not have.
 pub const MAGICS: &str = "gpulab's magics: !command (a shell command), %time and %%time, \
 %timeit and %%timeit (-n loops, -r runs), %%cuda (a cell of CUDA C++), %%writefile [-a] PATH, \
-?name and name? (documentation), %who and %whos (the session's variables), %lsmagic; and \
+%env [NAME[=value]] (the environment), ?name and name? (documentation), %who and %whos (the \
+session's variables), %lsmagic; and \
 evcxr's commands, such as :dep and :vars (:help lists them).";
 
 pub fn classify(code: &str) -> Cell<'_> {
@@ -195,6 +261,13 @@ fn other_magic(trimmed: &str) -> Cell<'_> {
     let args: Vec<&str> = words.collect();
     match name {
         "%lsmagic" => Cell::LsMagic,
+        "%env" if !body.trim().is_empty() => Cell::BadMagic(
+            "%env takes one line (%env NAME=value); set several with one %env cell each".into(),
+        ),
+        "%env" => match env_magic(&first["%env".len()..]) {
+            Ok(env) => Cell::Env(env),
+            Err(why) => Cell::BadMagic(why),
+        },
         // IPython's variable listings: evcxr's own command gives names and types.
         "%who" | "%whos" if args.is_empty() && body.is_empty() => Cell::Rust(":vars"),
         "%time" => Cell::BadMagic("%time: nothing to time (e.g. %time a.matmul(&b))".into()),
@@ -318,10 +391,16 @@ pub fn write_file(path: &str, append: bool, body: &str) -> Result<String, String
 
 /// Runs one shell command with its output streamed as it comes. The process gets its own
 /// process group, recorded in `pgid`, so an interrupt can end it and everything it started.
-pub fn run_shell(cmd: &str, outputs: &dyn Outputs, pgid: &AtomicI32) -> std::io::Result<i32> {
+pub fn run_shell(
+    cmd: &str,
+    env: &std::collections::BTreeMap<String, String>,
+    outputs: &dyn Outputs,
+    pgid: &AtomicI32,
+) -> std::io::Result<i32> {
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(cmd)
+        .envs(env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -453,9 +532,12 @@ mod tests {
         for (cell, says) in [
             ("%%writefile", "which file?"),
             (
-                "%env",
-                "Line magic `%env` not found. gpulab's magics: !command",
+                "%matplotlib inline",
+                "Line magic `%matplotlib` not found. gpulab's magics: !command",
             ),
+            ("%env A=1\nB=2", "%env takes one line"),
+            ("%env =1", "is not a variable name"),
+            ("%env A b=c", "\"A b\" is not a variable name"),
             ("%%bash\nls", "Cell magic `%%bash` not found"),
             ("%time", "nothing to time"),
         ] {
@@ -465,6 +547,21 @@ mod tests {
             }
         }
         assert_eq!(classify("%whos"), Cell::Rust(":vars"));
+        // %env as IPython reads it: list, show, set with `=` or a space.
+        assert_eq!(classify("%env"), Cell::Env(Env::List));
+        assert_eq!(classify("%env  HOME "), Cell::Env(Env::Get("HOME")));
+        for (cell, name, value) in [
+            ("%env A=1", "A", "1"),
+            ("%env A = b c", "A", "b c"),
+            ("%env CUDA_VISIBLE_DEVICES 1", "CUDA_VISIBLE_DEVICES", "1"),
+            ("%env A=", "A", ""),
+        ] {
+            assert_eq!(
+                classify(cell),
+                Cell::Env(Env::Set { name, value }),
+                "{cell}"
+            );
+        }
         // Rust that merely contains `%` stays Rust.
         assert_eq!(classify("let r = 7 % 3;"), Cell::Rust("let r = 7 % 3;"));
     }

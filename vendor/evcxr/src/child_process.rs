@@ -105,6 +105,11 @@ impl ChildProcess {
         })
     }
 
+    /// gpulab patch: `key=value` in the environment of the processes `restart` starts.
+    pub(crate) fn set_env(&self, key: &str, value: &str) {
+        self.command.lock().unwrap().env(key, value);
+    }
+
     /// Returns a handle to our subprocess. This handle may be used to terminate
     /// the subprocess. The returned handle is valid across restarts. i.e. if
     /// restart is called, then there is no need to call this method again to

@@ -89,6 +89,13 @@ impl CommandContext {
     /// gpulab patch: ends the child process and starts a fresh one, keeping everything but the
     /// variables (what evcxr does by itself after the child dies). For an embedder that knows
     /// the child holds a library a build has since replaced under the same file name.
+    /// gpulab patch: sets `key=value` in the environment of every child process started from
+    /// now on (after a panic, an interrupt or a restart). The running child is not changed: the
+    /// embedder sets it there itself (gpulab's `%env` runs `std::env::set_var` in it).
+    pub fn set_child_env(&mut self, key: &str, value: &str) {
+        self.eval_context.set_child_env(key, value)
+    }
+
     pub fn restart_child_process(&mut self) -> Result<(), Error> {
         self.eval_context.restart_child_process()
     }

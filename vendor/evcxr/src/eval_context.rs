@@ -757,6 +757,12 @@ impl EvalContext {
         self.child_process.process_handle()
     }
 
+    /// gpulab patch: `key=value` in the environment of every child process started from now
+    /// on (after a panic, an interrupt or a restart); the running child is not changed.
+    pub(crate) fn set_child_env(&mut self, key: &str, value: &str) {
+        self.child_process.set_env(key, value);
+    }
+
     pub(crate) fn restart_child_process(&mut self) -> Result<(), Error> {
         // (gpulab patch: also reached from `CommandContext::restart_child_process`.)
         self.committed_state.variable_states.clear();
