@@ -115,6 +115,34 @@ pub fn shell(cmd: &str) -> Result<(), CellError> {
     }
 }
 
+/// A `%%bash` / `%%sh` cell: the script run by that shell; a non-zero exit fails the cell
+/// unless `raise_error` is off (`--no-raise-error`), as the kernel does.
+pub fn script(shell: &str, body: &str, raise_error: bool) -> Result<(), CellError> {
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    let status = std::process::Command::new(shell)
+        .arg("-c")
+        .arg(body)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .map_err(|e| CellError {
+            ename: "OSError".into(),
+            evalue: format!("could not run {shell}: {e}"),
+        })?;
+    match status.code() {
+        Some(0) => Ok(()),
+        _ if !raise_error => Ok(()),
+        Some(rc) => Err(CellError {
+            ename: "CalledProcessError".into(),
+            evalue: format!("Command '{shell}' (the cell's script) returned non-zero exit status {rc}."),
+        }),
+        None => Err(CellError {
+            ename: "CalledProcessError".into(),
+            evalue: format!("Command '{shell}' (the cell's script) was ended by a signal."),
+        }),
+    }
+}
+
 /// `%%writefile [-a] PATH`: the cell's text written (or appended) to PATH, with the kernel's
 /// report (kernel/src/magics.rs, `write_file`).
 pub fn write_file(path: &str, append: bool, text: &str) -> Result<(), CellError> {

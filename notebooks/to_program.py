@@ -20,7 +20,7 @@ A cell becomes what the gpulab kernel would run for it (ARCHITECTURE.md, "A cell
     `?` works because the function returns `Result<(), CellError>`.
   - `!cmd` lines (a cell of nothing else): `sh -c cmd`, output shown, failure not fatal.
   - `%%time` / `%time`: the code, then its run time. `%%timeit` / `%timeit`: the code in the
-    kernel's wrapper (the prelude's `timeit_cell`). `%env`: `program_rt::env`. `?name`, `:doc name` and other `:`
+    kernel's wrapper (the prelude's `timeit_cell`). `%env`: `program_rt::env`. `%%bash` / `%%sh`: `program_rt::script`. `?name`, `:doc name` and other `:`
     commands are help or evcxr settings: left out, with a comment saying so.
 The program prints a marker before each cell (notebooks/program_rt.rs), so `fill` can sort
 stdout (plain text, the prelude's display-channel lines, evcxr MIME blocks) and stderr back
@@ -210,6 +210,13 @@ def classify(source):
     lines = [line.strip() for line in trimmed.splitlines() if line.strip()]
     if lines and all(line.startswith("!") for line in lines):
         return "shell", [line[1:].strip() for line in lines]
+    m = re.match(r"%%(bash|sh)(?=\s|$)", trimmed)
+    if m:
+        line, _, body = trimmed[m.end():].partition("\n")
+        opts = line.split()
+        if any(o != "--no-raise-error" for o in opts):
+            raise ValueError(f"%%{m.group(1)}: unknown option in {line.strip()!r}")
+        return "script", (m.group(1), body, "--no-raise-error" not in opts)
     timeit = classify_timeit(trimmed)
     if timeit is not None:
         return "timeit", timeit
@@ -349,6 +356,11 @@ def convert_notebook(nb_path, nb):
             continue
         if kind == "help":
             prog.add(f"// help request left out (needs rust-analyzer): {body}")
+            continue
+        if kind == "script":
+            shell, text, raise_error = body
+            prog.add(f"program_rt::script({rust_str(shell)}, {rust_str(text)}, {str(raise_error).lower()})?;",
+                     index, None)
             continue
         if kind == "env":
             name, value = body if body is not None else (None, None)

@@ -144,6 +144,31 @@ def test_env_sets_the_cell_process_shells_and_restarted_processes(fresh_kernel):
     assert "__gpulab" not in k.stdout(outputs) + (k.result_text(outputs) or "")
 
 
+def test_bash_and_sh_cells_run_as_scripts_and_fail_on_a_non_zero_exit(kernel):
+    # A bash script (arithmetic, a loop, [[ ]]), its output streamed into the cell.
+    reply, outputs = kernel.execute('%%bash\necho $((6 * 7))\nfor i in 1 2; do echo "line $i"; done\n'
+                                    '[[ -n "$BASH_VERSION" ]] && echo bash')
+    assert reply["status"] == "ok", reply
+    assert kernel.stdout(outputs) == "42\nline 1\nline 2\nbash\n"
+    reply, outputs = kernel.execute("%%sh\necho to stderr >&2")
+    assert reply["status"] == "ok" and "to stderr" in "".join(
+        m["content"]["text"] for m in outputs if m["msg_type"] == "stream" and m["content"]["name"] == "stderr")
+    # A failing script is the cell's error, as IPython's CalledProcessError, unless told not to.
+    reply, outputs = kernel.execute("%%bash\necho before\nexit 3")
+    assert reply["status"] == "error" and reply["ename"] == "CalledProcessError", reply
+    assert "non-zero exit status 3" in reply["evalue"] and kernel.stdout(outputs) == "before\n"
+    reply, _ = kernel.execute("%%bash --no-raise-error\nexit 3")
+    assert reply["status"] == "ok", reply
+    reply, _ = kernel.execute("%%bash -x\necho")
+    assert reply["ename"] == "UsageError" and "--no-raise-error" in reply["evalue"], reply
+    # The interrupt button ends a script and what it started; the session goes on.
+    reply, _, elapsed = interrupt_once_started(kernel, "%%bash\necho started\nsleep 60 & wait", 0.3)
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
+    assert elapsed < 20, elapsed
+    reply, outputs = kernel.execute("1 + 1")
+    assert kernel.result_text(outputs) == "2"
+
+
 def test_an_interrupt_ends_timeit_between_loops_and_keeps_variables(fresh_kernel):
     k = fresh_kernel
     reply, _ = k.execute("let precious = 42;")

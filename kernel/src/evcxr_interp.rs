@@ -607,6 +607,52 @@ impl Interpreter for EvcxrInterpreter {
                 }
                 outcome
             }
+            Cell::Script(script) => {
+                let ran = magics::run_in(
+                    script.shell,
+                    script.body,
+                    &self.env,
+                    &*outputs,
+                    &self.stop.shell_pgid,
+                );
+                match ran {
+                    _ if self.stop.interrupted() => ExecuteOutcome::error(
+                        "KeyboardInterrupt",
+                        format!("the %%{} script was stopped", script.shell),
+                        vec![],
+                    ),
+                    Err(e) => ExecuteOutcome::error(
+                        "OSError",
+                        format!("could not run {}: {e}", script.shell),
+                        vec![],
+                    ),
+                    Ok(rc) if rc != 0 && script.raise_error => {
+                        let why = if rc < 0 {
+                            format!(
+                                "Command '{}' (the cell's script) was ended by a signal.",
+                                script.shell
+                            )
+                        } else {
+                            format!(
+                                "Command '{}' (the cell's script) returned non-zero exit status {rc}.",
+                                script.shell
+                            )
+                        };
+                        ExecuteOutcome::error(
+                            "CalledProcessError",
+                            why.clone(),
+                            vec![
+                                format!("CalledProcessError: {why}"),
+                                format!(
+                                    "(%%{} --no-raise-error lets a failing script pass)",
+                                    script.shell
+                                ),
+                            ],
+                        )
+                    }
+                    Ok(_) => ExecuteOutcome::ok(),
+                }
+            }
             Cell::Help(name) => self.help(name),
             Cell::Time(code) => {
                 let start = Instant::now();

@@ -1,5 +1,6 @@
 //! IPython-style cell magics on top of Rust cells: `!cmd`, `%time`/`%%time`,
-//! `%timeit`/`%%timeit`, `%%writefile`, `%env`, `%lsmagic`, `%who`, `?name`/`name?`, `%%cuda`.
+//! `%timeit`/`%%timeit`, `%%bash`/`%%sh`, `%%writefile`, `%env`, `%lsmagic`, `%who`,
+//! `?name`/`name?`, `%%cuda`.
 
 use crate::interp::Outputs;
 use std::io::Read;
@@ -24,6 +25,8 @@ pub enum Cell<'a> {
         append: bool,
         body: &'a str,
     },
+    /// `%%bash` or `%%sh` on the first line: the rest of the cell is a script for that shell.
+    Script(Script<'a>),
     /// `%lsmagic`: the magics this kernel knows.
     LsMagic,
     /// `%env`, `%env NAME` or `%env NAME=value`: the cell process's environment.
@@ -44,6 +47,15 @@ pub struct Timeit<'a> {
     pub runs: Option<usize>,
     pub code: &'a str,
     pub cell_magic: bool,
+}
+
+/// A `%%bash` / `%%sh` cell: IPython's `%%script` family. A script that exits with a status
+/// other than 0 fails the cell (IPython's `CalledProcessError`) unless `--no-raise-error`.
+#[derive(Debug, PartialEq)]
+pub struct Script<'a> {
+    pub shell: &'a str,
+    pub body: &'a str,
+    pub raise_error: bool,
 }
 
 /// IPython's `%env`: list the environment, show one variable, or set one.
@@ -139,7 +151,8 @@ fn timeit_options(rest: &str) -> Result<(Option<usize>, Option<usize>, &str), St
 
 /// What `%lsmagic` says, and the end of the error for a magic this kernel does not have.
 pub const MAGICS: &str = "gpulab's magics: !command (a shell command), %time and %%time, \
-%timeit and %%timeit (-n loops, -r runs), %%cuda (a cell of CUDA C++), %%writefile [-a] PATH, \
+%timeit and %%timeit (-n loops, -r runs), %%cuda (a cell of CUDA C++), %%bash and %%sh (a shell script), \
+%%writefile [-a] PATH, \
 %env [NAME[=value]] (the environment), ?name and name? (documentation), %who and %whos (the \
 session's variables), %lsmagic; and \
 evcxr's commands, such as :dep and :vars (:help lists them).";
@@ -153,6 +166,14 @@ pub fn classify(code: &str) -> Cell<'_> {
         .collect();
     if !lines.is_empty() && lines.iter().all(|l| l.starts_with('!')) {
         return Cell::Shell(lines.iter().map(|l| l[1..].trim()).collect());
+    }
+    for shell in ["bash", "sh"] {
+        let magic = format!("%%{shell}");
+        if let Some(rest) = trimmed.strip_prefix(magic.as_str()) {
+            if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+                return script(shell, rest);
+            }
+        }
     }
     if let Some(rest) = code.trim_start().strip_prefix("%%cuda") {
         if rest.is_empty() || rest.starts_with(char::is_whitespace) {
@@ -203,6 +224,29 @@ pub fn classify(code: &str) -> Cell<'_> {
         }
     }
     Cell::Rust(code)
+}
+
+/// `%%bash`/`%%sh` and `rest`, the cell after the magic: its one option, then the script.
+fn script<'a>(shell: &'static str, rest: &'a str) -> Cell<'a> {
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    let (line, body) = (&rest[..line_end], &rest[line_end..]);
+    let mut raise_error = true;
+    for arg in line.split_whitespace() {
+        match arg {
+            "--no-raise-error" => raise_error = false,
+            other => {
+                return Cell::BadMagic(format!(
+                    "%%{shell}: unknown option {other:?} (the script goes on the lines below; \
+                     the one option is --no-raise-error)"
+                ))
+            }
+        }
+    }
+    Cell::Script(Script {
+        shell,
+        body: body.strip_prefix('\n').unwrap_or(body),
+        raise_error,
+    })
 }
 
 /// `%timeit` or `%%timeit` (`magic`) and `rest`, the cell after it: the code to time with its
@@ -397,7 +441,19 @@ pub fn run_shell(
     outputs: &dyn Outputs,
     pgid: &AtomicI32,
 ) -> std::io::Result<i32> {
-    let mut child = Command::new("sh")
+    run_in("sh", cmd, env, outputs, pgid)
+}
+
+/// `cmd` run by `shell -c` (`sh` for `!cmd`, `bash` or `sh` for a `%%bash`/`%%sh` cell), as
+/// [`run_shell`] says; returns its exit status (-1 when a signal ended it).
+pub fn run_in(
+    shell: &str,
+    cmd: &str,
+    env: &std::collections::BTreeMap<String, String>,
+    outputs: &dyn Outputs,
+    pgid: &AtomicI32,
+) -> std::io::Result<i32> {
+    let mut child = Command::new(shell)
         .arg("-c")
         .arg(cmd)
         .envs(env)
@@ -538,7 +594,7 @@ mod tests {
             ("%env A=1\nB=2", "%env takes one line"),
             ("%env =1", "is not a variable name"),
             ("%env A b=c", "\"A b\" is not a variable name"),
-            ("%%bash\nls", "Cell magic `%%bash` not found"),
+            ("%%html\n<b>x</b>", "Cell magic `%%html` not found"),
             ("%time", "nothing to time"),
         ] {
             match classify(cell) {
@@ -547,6 +603,28 @@ mod tests {
             }
         }
         assert_eq!(classify("%whos"), Cell::Rust(":vars"));
+        // %%bash and %%sh: the script below the magic, failing on a non-zero exit unless told.
+        assert_eq!(
+            classify("%%bash\necho 1\nexit 3"),
+            Cell::Script(Script {
+                shell: "bash",
+                body: "echo 1\nexit 3",
+                raise_error: true
+            })
+        );
+        assert_eq!(
+            classify("  %%sh --no-raise-error\nfalse"),
+            Cell::Script(Script {
+                shell: "sh",
+                body: "false",
+                raise_error: false
+            })
+        );
+        match classify("%%bash -x\necho") {
+            Cell::BadMagic(why) => assert!(why.contains("unknown option \"-x\""), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(classify("%%bashful\nx"), Cell::BadMagic(_)));
         // %env as IPython reads it: list, show, set with `=` or a space.
         assert_eq!(classify("%env"), Cell::Env(Env::List));
         assert_eq!(classify("%env  HOME "), Cell::Env(Env::Get("HOME")));
