@@ -20,7 +20,8 @@ A cell becomes what the gpulab kernel would run for it (ARCHITECTURE.md, "A cell
     `?` works because the function returns `Result<(), CellError>`.
   - `!cmd` lines (a cell of nothing else): `sh -c cmd`, output shown, failure not fatal.
   - `%%time` / `%time`: the code, then its run time. `%%timeit` / `%timeit`: the code in the
-    kernel's wrapper (the prelude's `timeit_cell`). `%env`: `program_rt::env`. `%%bash` / `%%sh`: `program_rt::script`. `?name`, `:doc name` and other `:`
+    kernel's wrapper (the prelude's `timeit_cell`). `%env`: `program_rt::env`. `%%bash` / `%%sh`: `program_rt::script`.
+    `%%html`, `%%markdown`, `%%svg`, `%%latex`: the body shown through the prelude's `display`. `?name`, `:doc name` and other `:`
     commands are help or evcxr settings: left out, with a comment saying so.
 The program prints a marker before each cell (notebooks/program_rt.rs), so `fill` can sort
 stdout (plain text, the prelude's display-channel lines, evcxr MIME blocks) and stderr back
@@ -204,12 +205,26 @@ def rust_str(s):
     return f'r{hashes}"{s}"{hashes}'
 
 
+# IPython's display cell magics as the kernel shows them (magics::DISPLAY_MAGICS): the MIME
+# type, and the plain-text stand-in (None: the body itself).
+DISPLAY_MAGICS = {"%%html": ("text/html", "<HTML>"), "%%markdown": ("text/markdown", None),
+                  "%%md": ("text/markdown", None), "%%svg": ("image/svg+xml", "<SVG image>"),
+                  "%%latex": ("text/latex", None)}
+
+
 def classify(source):
     """What the kernel's magics::classify would make of the cell (kernel/src/magics.rs)."""
     trimmed = source.strip()
     lines = [line.strip() for line in trimmed.splitlines() if line.strip()]
     if lines and all(line.startswith("!") for line in lines):
         return "shell", [line[1:].strip() for line in lines]
+    m = re.match(r"(%%html|%%markdown|%%md|%%svg|%%latex)(?=\s|$)", trimmed)
+    if m:
+        line, _, body = trimmed[m.end():].partition("\n")
+        if line.strip():
+            raise ValueError(f"{m.group(1)} takes no options")
+        mime, plain = DISPLAY_MAGICS[m.group(1)]
+        return "show", (mime, plain if plain is not None else body, body)
     m = re.match(r"%%(bash|sh)(?=\s|$)", trimmed)
     if m:
         line, _, body = trimmed[m.end():].partition("\n")
@@ -356,6 +371,11 @@ def convert_notebook(nb_path, nb):
             continue
         if kind == "help":
             prog.add(f"// help request left out (needs rust-analyzer): {body}")
+            continue
+        if kind == "show":
+            mime, plain, text = body
+            prog.add(f"gpulab::display::display(&gpulab::display::MimeBundle::new().with({rust_str(mime)}, "
+                     f"{rust_str(text)}).with(\"text/plain\", {rust_str(plain)}));", index, None)
             continue
         if kind == "script":
             shell, text, raise_error = body

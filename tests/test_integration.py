@@ -144,6 +144,19 @@ def test_env_sets_the_cell_process_shells_and_restarted_processes(fresh_kernel):
     assert "__gpulab" not in k.stdout(outputs) + (k.result_text(outputs) or "")
 
 
+def test_display_magics_show_the_cell_as_html_markdown_svg_and_latex(kernel):
+    for magic, mime, body in [("%%html", "text/html", "<b>bold</b>"),
+                              ("%%markdown", "text/markdown", "# Title\n\n*it*"),
+                              ("%%svg", "image/svg+xml", '<svg xmlns="http://www.w3.org/2000/svg"/>'),
+                              ("%%latex", "text/latex", "$$e^{i\\pi} + 1 = 0$$")]:
+        reply, outputs = kernel.execute(f"{magic}\n{body}")
+        assert reply["status"] == "ok", reply
+        shown = [m["content"]["data"] for m in outputs if m["msg_type"] == "display_data"]
+        assert len(shown) == 1 and shown[0][mime] == body and "text/plain" in shown[0], (magic, outputs)
+    reply, _ = kernel.execute("%%html --isolated\n<b>")
+    assert reply["ename"] == "UsageError" and "takes no options" in reply["evalue"], reply
+
+
 def test_bash_and_sh_cells_run_as_scripts_and_fail_on_a_non_zero_exit(kernel):
     # A bash script (arithmetic, a loop, [[ ]]), its output streamed into the cell.
     reply, outputs = kernel.execute('%%bash\necho $((6 * 7))\nfor i in 1 2; do echo "line $i"; done\n'

@@ -117,6 +117,9 @@ def test_edge_cases_updates_scopes_and_a_panic(built, tmp_path):
     assert cells["e-012"][0]["text"] == "set by %env\n"
     # %%bash: the script, with the environment %env set
     assert cells["e-013"][0]["text"] == "from bash 5 set by %env\n"
+    # %%html: a display_data, as the kernel sends it
+    assert cells["e-014"] == [{"output_type": "display_data", "metadata": {},
+                               "data": {"text/html": '<b>bold</b> "quoted" #', "text/plain": "<HTML>"}}]
     assert cells["e-005"] == []
     errors = [o for o in cells["e-006"] if o["output_type"] == "error"]
     assert len(errors) == 1 and errors[0]["ename"] == "panic" and "index out of bounds" in errors[0]["evalue"]
@@ -151,13 +154,15 @@ def test_magics_are_read_as_the_kernel_reads_them():
     assert to_program.classify("%%writefile -a k.cu\nint x;") == ("writefile", ("k.cu", True, "int x;"))
     assert to_program.classify("%%bash\necho 1\nexit 3") == ("script", ("bash", "echo 1\nexit 3", True))
     assert to_program.classify("%%sh --no-raise-error\nfalse") == ("script", ("sh", "false", False))
+    assert to_program.classify("%%html\n<b>x</b>") == ("show", ("text/html", "<HTML>", "<b>x</b>"))
+    assert to_program.classify("%%markdown\n# T") == ("show", ("text/markdown", "# T", "# T"))
     assert to_program.classify("%env") == ("env", None)
     assert to_program.classify("%env CUDA_VISIBLE_DEVICES") == ("env", ("CUDA_VISIBLE_DEVICES", None))
     assert to_program.classify("%env A = b c") == ("env", ("A", "b c"))
     assert to_program.classify("%env A b") == ("env", ("A", "b"))
     assert to_program.classify("%env A=") == ("env", ("A", ""))
     for bad in ["%timeit", "%%timeit", "%timeit a\nb", "%%timeit a\nb", "%timeit -n 0 a", "%%timex\nx",
-                "%env =x", "%env A=1\nB=2", "%pwd", "%%bash -x\necho"]:
+                "%env =x", "%env A=1\nB=2", "%pwd", "%%bash -x\necho", "%%html --isolated\n<b>"]:
         with pytest.raises(ValueError):
             to_program.classify(bad)
 

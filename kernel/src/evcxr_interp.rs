@@ -607,6 +607,13 @@ impl Interpreter for EvcxrInterpreter {
                 }
                 outcome
             }
+            Cell::Show { mime, plain, body } => {
+                let mut data = crate::interp::Bundle::new();
+                data.insert(mime.into(), body.into());
+                data.insert("text/plain".into(), plain.unwrap_or(body).into());
+                outputs.display(data, serde_json::json!({}), None, false);
+                ExecuteOutcome::ok()
+            }
             Cell::Script(script) => {
                 let ran = magics::run_in(
                     script.shell,

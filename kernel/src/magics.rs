@@ -1,5 +1,6 @@
 //! IPython-style cell magics on top of Rust cells: `!cmd`, `%time`/`%%time`,
-//! `%timeit`/`%%timeit`, `%%bash`/`%%sh`, `%%writefile`, `%env`, `%lsmagic`, `%who`,
+//! `%timeit`/`%%timeit`, `%%bash`/`%%sh`, `%%html`/`%%markdown`/`%%svg`/`%%latex`,
+//! `%%writefile`, `%env`, `%lsmagic`, `%who`,
 //! `?name`/`name?`, `%%cuda`.
 
 use crate::interp::Outputs;
@@ -25,6 +26,13 @@ pub enum Cell<'a> {
         append: bool,
         body: &'a str,
     },
+    /// `%%html`, `%%markdown`, `%%svg` or `%%latex` on the first line: the rest of the cell
+    /// shown as that kind of output (IPython's display magics), without compiling anything.
+    Show {
+        mime: &'static str,
+        plain: Option<&'static str>,
+        body: &'a str,
+    },
     /// `%%bash` or `%%sh` on the first line: the rest of the cell is a script for that shell.
     Script(Script<'a>),
     /// `%lsmagic`: the magics this kernel knows.
@@ -48,6 +56,16 @@ pub struct Timeit<'a> {
     pub code: &'a str,
     pub cell_magic: bool,
 }
+
+/// IPython's display cell magics: the MIME type each shows its body as, and the plain-text
+/// stand-in (None: the body itself), as the prelude's `Html`, `Markdown` and `Svg` have them.
+pub const DISPLAY_MAGICS: [(&str, &str, Option<&str>); 5] = [
+    ("%%html", "text/html", Some("<HTML>")),
+    ("%%markdown", "text/markdown", None),
+    ("%%md", "text/markdown", None),
+    ("%%svg", "image/svg+xml", Some("<SVG image>")),
+    ("%%latex", "text/latex", None),
+];
 
 /// A `%%bash` / `%%sh` cell: IPython's `%%script` family. A script that exits with a status
 /// other than 0 fails the cell (IPython's `CalledProcessError`) unless `--no-raise-error`.
@@ -152,6 +170,7 @@ fn timeit_options(rest: &str) -> Result<(Option<usize>, Option<usize>, &str), St
 /// What `%lsmagic` says, and the end of the error for a magic this kernel does not have.
 pub const MAGICS: &str = "gpulab's magics: !command (a shell command), %time and %%time, \
 %timeit and %%timeit (-n loops, -r runs), %%cuda (a cell of CUDA C++), %%bash and %%sh (a shell script), \
+%%html, %%markdown, %%svg and %%latex (the cell shown as such), \
 %%writefile [-a] PATH, \
 %env [NAME[=value]] (the environment), ?name and name? (documentation), %who and %whos (the \
 session's variables), %lsmagic; and \
@@ -166,6 +185,22 @@ pub fn classify(code: &str) -> Cell<'_> {
         .collect();
     if !lines.is_empty() && lines.iter().all(|l| l.starts_with('!')) {
         return Cell::Shell(lines.iter().map(|l| l[1..].trim()).collect());
+    }
+    for (magic, mime, plain) in DISPLAY_MAGICS {
+        if let Some(rest) = trimmed.strip_prefix(magic) {
+            if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+                let line_end = rest.find('\n').unwrap_or(rest.len());
+                if !rest[..line_end].trim().is_empty() {
+                    return Cell::BadMagic(format!(
+                        "{magic} takes no options (got {:?}); what to show goes on the lines below",
+                        rest[..line_end].trim()
+                    ));
+                }
+                let body = &rest[line_end..];
+                let body = body.strip_prefix('\n').unwrap_or(body);
+                return Cell::Show { mime, plain, body };
+            }
+        }
     }
     for shell in ["bash", "sh"] {
         let magic = format!("%%{shell}");
@@ -594,7 +629,10 @@ mod tests {
             ("%env A=1\nB=2", "%env takes one line"),
             ("%env =1", "is not a variable name"),
             ("%env A b=c", "\"A b\" is not a variable name"),
-            ("%%html\n<b>x</b>", "Cell magic `%%html` not found"),
+            (
+                "%%javascript\nalert(1)",
+                "Cell magic `%%javascript` not found",
+            ),
             ("%time", "nothing to time"),
         ] {
             match classify(cell) {
@@ -603,6 +641,35 @@ mod tests {
             }
         }
         assert_eq!(classify("%whos"), Cell::Rust(":vars"));
+        // Display magics: the body as the MIME type, a plain stand-in beside it.
+        assert_eq!(
+            classify("%%html\n<b>bold</b>\n"),
+            Cell::Show {
+                mime: "text/html",
+                plain: Some("<HTML>"),
+                body: "<b>bold</b>"
+            }
+        );
+        assert_eq!(
+            classify("%%markdown\n# Title\n\n$x^2$"),
+            Cell::Show {
+                mime: "text/markdown",
+                plain: None,
+                body: "# Title\n\n$x^2$"
+            }
+        );
+        assert!(matches!(
+            classify("%%latex\n$$a$$"),
+            Cell::Show {
+                mime: "text/latex",
+                ..
+            }
+        ));
+        assert!(matches!(
+            classify("%%html --isolated\n<b>"),
+            Cell::BadMagic(_)
+        ));
+        assert!(matches!(classify("%%htmlx\n<b>"), Cell::BadMagic(_)));
         // %%bash and %%sh: the script below the magic, failing on a non-zero exit unless told.
         assert_eq!(
             classify("%%bash\necho 1\nexit 3"),
