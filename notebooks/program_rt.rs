@@ -115,6 +115,52 @@ pub fn shell(cmd: &str) -> Result<(), CellError> {
     }
 }
 
+/// `%pwd`: the working folder, shown as the kernel shows it (a string result).
+pub fn pwd() -> String {
+    std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default()
+}
+
+/// `%cd [-q] [ARG]`, as the kernel does it (kernel/src/magics.rs, `cd_target`): home without
+/// an argument, the previous folder for `-`, `~` expanded; prints the new folder unless quiet.
+pub fn cd(arg: Option<&str>, quiet: bool) -> Result<(), CellError> {
+    static PREVIOUS: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
+    let fail = |evalue: String| CellError {
+        ename: "OSError".into(),
+        evalue,
+    };
+    let here = std::env::current_dir().map_err(|e| fail(e.to_string()))?;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let no_home = || fail("%cd: HOME is not set, so there is no home folder to go to".into());
+    let target = match arg {
+        None | Some("~") => home.ok_or_else(no_home)?,
+        Some("-") => PREVIOUS
+            .lock()
+            .unwrap()
+            .clone()
+            .ok_or_else(|| fail("%cd -: there is no previous folder yet".into()))?,
+        Some(a) if a.starts_with("~/") => home.ok_or_else(no_home)?.join(&a[2..]),
+        Some(a) => here.join(a),
+    };
+    let shown = arg.unwrap_or("~");
+    let dir = target.canonicalize().map_err(|e| {
+        fail(match e.kind() {
+            std::io::ErrorKind::NotFound => format!("[Errno 2] No such file or directory: '{shown}'"),
+            _ => format!("{e}: '{shown}'"),
+        })
+    })?;
+    if !dir.is_dir() {
+        return Err(fail(format!("[Errno 20] Not a directory: '{shown}'")));
+    }
+    std::env::set_current_dir(&dir).map_err(|e| fail(format!("{e}: '{shown}'")))?;
+    *PREVIOUS.lock().unwrap() = Some(here);
+    if !quiet {
+        println!("{}", dir.display());
+    }
+    Ok(())
+}
+
 /// A `%%bash` / `%%sh` cell: the script run by that shell; a non-zero exit fails the cell
 /// unless `raise_error` is off (`--no-raise-error`), as the kernel does.
 pub fn script(shell: &str, body: &str, raise_error: bool) -> Result<(), CellError> {

@@ -21,7 +21,8 @@ A cell becomes what the gpulab kernel would run for it (ARCHITECTURE.md, "A cell
   - `!cmd` lines (a cell of nothing else): `sh -c cmd`, output shown, failure not fatal.
   - `%%time` / `%time`: the code, then its run time. `%%timeit` / `%timeit`: the code in the
     kernel's wrapper (the prelude's `timeit_cell`). `%env`: `program_rt::env`. `%%bash` / `%%sh`: `program_rt::script`.
-    `%%html`, `%%markdown`, `%%svg`, `%%latex`: the body shown through the prelude's `display`. `?name`, `:doc name` and other `:`
+    `%%html`, `%%markdown`, `%%svg`, `%%latex`: the body shown through the prelude's `display`.
+    `%cd` / `%pwd`: `program_rt::cd` / `pwd` (the program is the cell process). `?name`, `:doc name` and other `:`
     commands are help or evcxr settings: left out, with a comment saying so.
 The program prints a marker before each cell (notebooks/program_rt.rs), so `fill` can sort
 stdout (plain text, the prelude's display-channel lines, evcxr MIME blocks) and stderr back
@@ -244,6 +245,19 @@ def classify(source):
         words = first.split()
         if words[0] in ("%lsmagic", "%who", "%whos"):
             return "help", first
+        if words[0] == "%pwd" and len(words) == 1 and not body.strip():
+            return "pwd", None
+        if words[0] == "%cd":
+            if body.strip():
+                raise ValueError("%cd takes one line")
+            rest = first[len("%cd"):].strip()
+            quiet = bool(re.match(r"-q(\s|$)", rest))
+            if quiet:
+                rest = rest[2:].strip()
+            if len(rest) > 1 and rest.startswith("-"):
+                raise ValueError(f"%cd: option {rest!r} is not supported")
+            rest = rest.strip("\"'")
+            return "cd", (rest or None, quiet)
         if words[0] == "%env":
             return "env", classify_env(first[len("%env"):], body)
         if words[0] == "%%writefile" and len(words) > 1:
@@ -371,6 +385,14 @@ def convert_notebook(nb_path, nb):
             continue
         if kind == "help":
             prog.add(f"// help request left out (needs rust-analyzer): {body}")
+            continue
+        if kind == "pwd":
+            prog.add("(program_rt::pwd()).evcxr_display();", index, None)
+            continue
+        if kind == "cd":
+            arg, quiet = body
+            prog.add(f"program_rt::cd({'None' if arg is None else f'Some({rust_str(arg)})'}, "
+                     f"{str(quiet).lower()})?;", index, None)
             continue
         if kind == "show":
             mime, plain, text = body

@@ -144,6 +144,41 @@ def test_env_sets_the_cell_process_shells_and_restarted_processes(fresh_kernel):
     assert "__gpulab" not in k.stdout(outputs) + (k.result_text(outputs) or "")
 
 
+def test_cd_moves_the_cell_process_shells_writefile_and_restarted_processes(fresh_kernel, tmp_path):
+    k = fresh_kernel
+    reply, outputs = k.execute("%pwd")
+    start = k.result_text(outputs).strip('"')
+    (tmp_path / "sub dir").mkdir()
+    target = (tmp_path / "sub dir").resolve()
+    reply, outputs = k.execute(f"%cd {tmp_path}/sub dir")
+    assert reply["status"] == "ok", reply
+    assert k.stdout(outputs) == f"{target}\n"
+    reply, outputs = k.execute("%pwd")
+    assert k.result_text(outputs) == f'"{target}"'
+    reply, outputs = k.execute("std::env::current_dir().unwrap().display().to_string()")
+    assert k.result_text(outputs) == f'"{target}"', outputs
+    reply, outputs = k.execute("!pwd")
+    assert k.stdout(outputs) == f"{target}\n"
+    reply, outputs = k.execute("%%writefile here.txt\nmade after %cd")
+    assert k.stdout(outputs) == "Writing here.txt\n" and (target / "here.txt").read_text() == "made after %cd\n"
+    # The cell process ends and evcxr starts another: it starts in the same folder, and the
+    # prelude still works from there.
+    reply, _ = k.execute("std::process::exit(3);")
+    assert reply["status"] == "error", reply
+    reply, outputs = k.execute("std::env::current_dir().unwrap().display().to_string()")
+    assert k.result_text(outputs) == f'"{target}"', outputs
+    reply, outputs = k.execute("Tensor::ones(3, Device::Cpu)?.sum()?.item::<f32>()?")
+    assert reply["status"] == "ok" and k.result_text(outputs) == "3.0", (reply, outputs)
+    # Back with `-`, quietly with -q; a folder that is not there is IPython's error.
+    reply, outputs = k.execute("%cd -q -")
+    assert reply["status"] == "ok" and k.stdout(outputs) == ""
+    reply, outputs = k.execute("%pwd")
+    assert k.result_text(outputs) == f'"{start}"'
+    reply, _ = k.execute("%cd no-such-folder")
+    assert reply["status"] == "error" and reply["ename"] == "OSError", reply
+    assert reply["evalue"] == "[Errno 2] No such file or directory: 'no-such-folder'"
+
+
 def test_display_magics_show_the_cell_as_html_markdown_svg_and_latex(kernel):
     for magic, mime, body in [("%%html", "text/html", "<b>bold</b>"),
                               ("%%markdown", "text/markdown", "# Title\n\n*it*"),

@@ -117,6 +117,11 @@ def test_edge_cases_updates_scopes_and_a_panic(built, tmp_path):
     assert cells["e-012"][0]["text"] == "set by %env\n"
     # %%bash: the script, with the environment %env set
     assert cells["e-013"][0]["text"] == "from bash 5 set by %env\n"
+    # %cd and %pwd: the program moves, says where, and comes back quietly
+    tmp = str(pathlib.Path("/tmp").resolve())
+    assert cells["e-015"][0]["text"] == f"{tmp}\n"
+    assert cells["e-016"][-1]["data"]["text/plain"] == f'"{tmp}"'
+    assert cells["e-017"] == []
     # %%html: a display_data, as the kernel sends it
     assert cells["e-014"] == [{"output_type": "display_data", "metadata": {},
                                "data": {"text/html": '<b>bold</b> "quoted" #', "text/plain": "<HTML>"}}]
@@ -156,13 +161,16 @@ def test_magics_are_read_as_the_kernel_reads_them():
     assert to_program.classify("%%sh --no-raise-error\nfalse") == ("script", ("sh", "false", False))
     assert to_program.classify("%%html\n<b>x</b>") == ("show", ("text/html", "<HTML>", "<b>x</b>"))
     assert to_program.classify("%%markdown\n# T") == ("show", ("text/markdown", "# T", "# T"))
+    assert to_program.classify("%pwd") == ("pwd", None)
+    assert to_program.classify("%cd -q 'my data'") == ("cd", ("my data", True))
+    assert to_program.classify("%cd") == ("cd", (None, False))
     assert to_program.classify("%env") == ("env", None)
     assert to_program.classify("%env CUDA_VISIBLE_DEVICES") == ("env", ("CUDA_VISIBLE_DEVICES", None))
     assert to_program.classify("%env A = b c") == ("env", ("A", "b c"))
     assert to_program.classify("%env A b") == ("env", ("A", "b"))
     assert to_program.classify("%env A=") == ("env", ("A", ""))
     for bad in ["%timeit", "%%timeit", "%timeit a\nb", "%%timeit a\nb", "%timeit -n 0 a", "%%timex\nx",
-                "%env =x", "%env A=1\nB=2", "%pwd", "%%bash -x\necho", "%%html --isolated\n<b>"]:
+                "%env =x", "%env A=1\nB=2", "%alias", "%%bash -x\necho", "%%html --isolated\n<b>", "%cd -b x"]:
         with pytest.raises(ValueError):
             to_program.classify(bad)
 

@@ -38,9 +38,10 @@ pub struct EvcxrInterpreter {
     /// `restart_if_prelude_rebuilt`).
     prelude_dylib: Option<(PathBuf, FileIdentity)>,
     load_prelude: bool,
-    /// What `%env NAME=value` set, for the shells `!cmd` starts (the cell process gets it
-    /// directly, and evcxr puts it in the children it restarts).
-    env: std::collections::BTreeMap<String, String>,
+    /// What `%env` and `%cd` set, for what the kernel runs itself (`!cmd`, `%%bash`,
+    /// `%%writefile`); the cell process gets it directly, and evcxr gives it to the children it
+    /// restarts.
+    around: magics::Surroundings,
 }
 
 impl EvcxrInterpreter {
@@ -79,7 +80,7 @@ impl EvcxrInterpreter {
             prelude_loaded: false,
             prelude_error: None,
             prelude_dylib: None,
-            env: Default::default(),
+            around: Default::default(),
             injected_failures: if std::env::var("GPULAB_TEST_HOOKS").is_ok_and(|v| v == "1") {
                 std::env::var("GPULAB_TEST_PRELUDE_FAILURES")
                     .ok()
@@ -355,6 +356,42 @@ impl EvcxrInterpreter {
         }
     }
 
+    /// `%cd`: the cell process moves there (`set_current_dir`), and so do the processes evcxr
+    /// restarts and what the kernel runs itself. IPython prints the new folder.
+    fn cd(&mut self, arg: Option<&str>, quiet: bool, outputs: &Arc<dyn Outputs>) -> ExecuteOutcome {
+        let here = self.around.here();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let fail = |why: String| {
+            ExecuteOutcome::error("OSError", why.clone(), vec![format!("OSError: {why}")])
+        };
+        let dir =
+            match magics::cd_target(arg, &here, self.around.previous.as_deref(), home.as_deref()) {
+                Ok(dir) => dir,
+                Err(why) => return fail(why),
+            };
+        let Some(text) = dir.to_str() else {
+            return fail(format!(
+                "%cd: {} is not UTF-8, which a Rust string literal needs",
+                dir.display()
+            ));
+        };
+        // No leading `::`: evcxr takes a line starting with `:` for one of its commands.
+        let code = format!("std::env::set_current_dir({text:?})?;");
+        let (result, vars) = self.run_rust(&code, outputs);
+        let outcome = self.outcome(result, vars, &code, 0);
+        if matches!(outcome, ExecuteOutcome::Ok { .. }) {
+            if let Some(ctx) = self.ctx.as_mut() {
+                ctx.set_child_dir(&dir);
+            }
+            self.around.previous = Some(here);
+            self.around.dir = Some(dir.clone());
+            if !quiet {
+                outputs.stream("stdout", &format!("{}\n", dir.display()));
+            }
+        }
+        outcome
+    }
+
     fn outcome(
         &mut self,
         result: Result<EvalOutputs, evcxr::Error>,
@@ -587,7 +624,7 @@ impl Interpreter for EvcxrInterpreter {
                 let mut outcome = ExecuteOutcome::ok();
                 for cmd in commands {
                     if let Err(e) =
-                        magics::run_shell(cmd, &self.env, &*outputs, &self.stop.shell_pgid)
+                        magics::run_shell(cmd, &self.around, &*outputs, &self.stop.shell_pgid)
                     {
                         outcome = ExecuteOutcome::error(
                             "OSError",
@@ -618,7 +655,7 @@ impl Interpreter for EvcxrInterpreter {
                 let ran = magics::run_in(
                     script.shell,
                     script.body,
-                    &self.env,
+                    &self.around,
                     &*outputs,
                     &self.stop.shell_pgid,
                 );
@@ -709,7 +746,7 @@ impl Interpreter for EvcxrInterpreter {
                             if let Some(ctx) = self.ctx.as_mut() {
                                 ctx.set_child_env(name, value);
                             }
-                            self.env.insert(name.to_owned(), value.to_owned());
+                            self.around.env.insert(name.to_owned(), value.to_owned());
                             outputs.stream("stdout", &format!("env: {name}={value}\n"));
                         }
                         ok
@@ -717,12 +754,25 @@ impl Interpreter for EvcxrInterpreter {
                     other => other,
                 }
             }
+            Cell::Pwd => {
+                let here = self.around.here();
+                let mut data = crate::interp::Bundle::new();
+                data.insert(
+                    "text/plain".into(),
+                    format!("{:?}", here.display().to_string()).into(),
+                );
+                ExecuteOutcome::Ok {
+                    result: Some(data),
+                    payload: Vec::new(),
+                }
+            }
+            Cell::Cd { arg, quiet } => self.cd(arg, quiet, &outputs),
             Cell::LsMagic => {
                 outputs.stream("stdout", &format!("{}\n", magics::MAGICS));
                 ExecuteOutcome::ok()
             }
             Cell::WriteFile { path, append, body } => {
-                match magics::write_file(path, append, body) {
+                match magics::write_file(path, append, body, self.around.dir.as_deref()) {
                     Ok(said) => {
                         outputs.stream("stdout", &said);
                         ExecuteOutcome::ok()

@@ -1,11 +1,13 @@
 //! IPython-style cell magics on top of Rust cells: `!cmd`, `%time`/`%%time`,
 //! `%timeit`/`%%timeit`, `%%bash`/`%%sh`, `%%html`/`%%markdown`/`%%svg`/`%%latex`,
-//! `%%writefile`, `%env`, `%lsmagic`, `%who`,
+//! `%%writefile`, `%env`, `%cd`/`%pwd`, `%lsmagic`, `%who`,
 //! `?name`/`name?`, `%%cuda`.
 
 use crate::interp::Outputs;
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -37,6 +39,13 @@ pub enum Cell<'a> {
     Script(Script<'a>),
     /// `%lsmagic`: the magics this kernel knows.
     LsMagic,
+    /// `%pwd`: the working folder.
+    Pwd,
+    /// `%cd [-q] [PATH]`: change the working folder (home without a path, `-` for the last).
+    Cd {
+        arg: Option<&'a str>,
+        quiet: bool,
+    },
     /// `%env`, `%env NAME` or `%env NAME=value`: the cell process's environment.
     Env(Env<'a>),
     /// A magic that cannot run (unknown, or its arguments wrong), and why: the cell's error.
@@ -55,6 +64,60 @@ pub struct Timeit<'a> {
     pub runs: Option<usize>,
     pub code: &'a str,
     pub cell_magic: bool,
+}
+
+/// What `%env` and `%cd` set, kept by the kernel for what it runs itself (`!cmd`, `%%bash`,
+/// `%%writefile`); the cell process gets the same directly and through evcxr's restarts.
+#[derive(Debug, Default)]
+pub struct Surroundings {
+    /// Variables `%env NAME=value` set.
+    pub env: BTreeMap<String, String>,
+    /// Where `%cd` went; None: the kernel's own working folder (the notebook's).
+    pub dir: Option<PathBuf>,
+    /// Where `%cd` left, for `%cd -`.
+    pub previous: Option<PathBuf>,
+}
+
+impl Surroundings {
+    /// The working folder of what the kernel runs: `%cd`'s, or the kernel's own.
+    pub fn here(&self) -> PathBuf {
+        self.dir
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// Where `%cd ARG` goes from `here`: home without an argument, the previous folder for `-`,
+/// `~` expanded, anything else relative to `here`; an existing folder, made absolute. Err is
+/// IPython's line for a folder that is not there.
+pub fn cd_target(
+    arg: Option<&str>,
+    here: &Path,
+    previous: Option<&Path>,
+    home: Option<&Path>,
+) -> Result<PathBuf, String> {
+    let no_home = || "%cd: HOME is not set, so there is no home folder to go to".to_string();
+    let target = match arg {
+        None => home.ok_or_else(no_home)?.to_path_buf(),
+        Some("-") => previous
+            .ok_or("%cd -: there is no previous folder yet")?
+            .to_path_buf(),
+        Some("~") => home.ok_or_else(no_home)?.to_path_buf(),
+        Some(a) if a.starts_with("~/") => home.ok_or_else(no_home)?.join(&a[2..]),
+        Some(a) => here.join(a),
+    };
+    let shown = arg.unwrap_or("~");
+    let dir = target.canonicalize().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("[Errno 2] No such file or directory: '{shown}'")
+        }
+        _ => format!("{e}: '{shown}'"),
+    })?;
+    if !dir.is_dir() {
+        return Err(format!("[Errno 20] Not a directory: '{shown}'"));
+    }
+    Ok(dir)
 }
 
 /// IPython's display cell magics: the MIME type each shows its body as, and the plain-text
@@ -171,7 +234,7 @@ fn timeit_options(rest: &str) -> Result<(Option<usize>, Option<usize>, &str), St
 pub const MAGICS: &str = "gpulab's magics: !command (a shell command), %time and %%time, \
 %timeit and %%timeit (-n loops, -r runs), %%cuda (a cell of CUDA C++), %%bash and %%sh (a shell script), \
 %%html, %%markdown, %%svg and %%latex (the cell shown as such), \
-%%writefile [-a] PATH, \
+%%writefile [-a] PATH, %cd and %pwd (the working folder), \
 %env [NAME[=value]] (the environment), ?name and name? (documentation), %who and %whos (the \
 session's variables), %lsmagic; and \
 evcxr's commands, such as :dep and :vars (:help lists them).";
@@ -340,6 +403,25 @@ fn other_magic(trimmed: &str) -> Cell<'_> {
     let args: Vec<&str> = words.collect();
     match name {
         "%lsmagic" => Cell::LsMagic,
+        "%pwd" if args.is_empty() && body.trim().is_empty() => Cell::Pwd,
+        "%cd" if !body.trim().is_empty() => Cell::BadMagic("%cd takes one line (%cd PATH)".into()),
+        "%cd" => {
+            let rest = first["%cd".len()..].trim();
+            let (quiet, rest) = match rest.strip_prefix("-q") {
+                Some(r) if r.is_empty() || r.starts_with(char::is_whitespace) => (true, r.trim()),
+                _ => (false, rest),
+            };
+            if rest.len() > 1 && rest.starts_with('-') {
+                return Cell::BadMagic(format!(
+                    "%cd: option {rest:?} is not supported (%cd [-q] [PATH], %cd - for the last folder)"
+                ));
+            }
+            let arg = rest.trim_matches(|c| c == '"' || c == '\'');
+            Cell::Cd {
+                arg: (!arg.is_empty()).then_some(arg),
+                quiet,
+            }
+        }
         "%env" if !body.trim().is_empty() => Cell::BadMagic(
             "%env takes one line (%env NAME=value); set several with one %env cell each".into(),
         ),
@@ -443,12 +525,24 @@ pub fn cuda_cell_code(cell: &str) -> String {
     format!("gpulab::cuda::compile_cell(r{h}\"{source}\"{h})?;")
 }
 
-/// `%%writefile`: writes (or with `append`, adds) `body` to `path`, relative to the kernel's
-/// working folder (the notebook's); a text file ends with a newline. Returns IPython's line
-/// ("Writing x.cu", "Overwriting x.cu", "Appending to x.cu"); Err names the path and why.
-pub fn write_file(path: &str, append: bool, body: &str) -> Result<String, String> {
+/// `%%writefile`: writes (or with `append`, adds) `body` to `path`, relative to `dir` (where
+/// `%cd` went; the kernel's working folder, the notebook's, without one); a text file ends
+/// with a newline. Returns IPython's line ("Writing x.cu", "Overwriting x.cu", "Appending to
+/// x.cu") with the path as written; Err names the path and why.
+pub fn write_file(
+    path: &str,
+    append: bool,
+    body: &str,
+    dir: Option<&Path>,
+) -> Result<String, String> {
     use std::io::Write as _;
-    let exists = std::path::Path::new(path).exists();
+    let given = path;
+    let full = match dir {
+        Some(d) => d.join(path),
+        None => PathBuf::from(path),
+    };
+    let path = full.as_path();
+    let exists = path.exists();
     let mut text = body.to_string();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
@@ -460,11 +554,11 @@ pub fn write_file(path: &str, append: bool, body: &str) -> Result<String, String
         .truncate(!append)
         .open(path)
         .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| format!("%%writefile could not write {path}: {e}"))?;
+        .map_err(|e| format!("%%writefile could not write {given}: {e}"))?;
     Ok(match (append, exists) {
-        (true, _) => format!("Appending to {path}\n"),
-        (false, true) => format!("Overwriting {path}\n"),
-        (false, false) => format!("Writing {path}\n"),
+        (true, _) => format!("Appending to {given}\n"),
+        (false, true) => format!("Overwriting {given}\n"),
+        (false, false) => format!("Writing {given}\n"),
     })
 }
 
@@ -472,11 +566,11 @@ pub fn write_file(path: &str, append: bool, body: &str) -> Result<String, String
 /// process group, recorded in `pgid`, so an interrupt can end it and everything it started.
 pub fn run_shell(
     cmd: &str,
-    env: &std::collections::BTreeMap<String, String>,
+    at: &Surroundings,
     outputs: &dyn Outputs,
     pgid: &AtomicI32,
 ) -> std::io::Result<i32> {
-    run_in("sh", cmd, env, outputs, pgid)
+    run_in("sh", cmd, at, outputs, pgid)
 }
 
 /// `cmd` run by `shell -c` (`sh` for `!cmd`, `bash` or `sh` for a `%%bash`/`%%sh` cell), as
@@ -484,14 +578,18 @@ pub fn run_shell(
 pub fn run_in(
     shell: &str,
     cmd: &str,
-    env: &std::collections::BTreeMap<String, String>,
+    at: &Surroundings,
     outputs: &dyn Outputs,
     pgid: &AtomicI32,
 ) -> std::io::Result<i32> {
-    let mut child = Command::new(shell)
+    let mut command = Command::new(shell);
+    if let Some(dir) = &at.dir {
+        command.current_dir(dir);
+    }
+    let mut child = command
         .arg("-c")
         .arg(cmd)
-        .envs(env)
+        .envs(&at.env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -535,6 +633,42 @@ fn pump(mut from: impl Read, name: &str, outputs: &dyn Outputs) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cd_goes_home_back_and_relative_and_names_a_missing_folder() {
+        let root = std::env::temp_dir().join(format!("gpulab-cd-{}", std::process::id()));
+        let sub = root.join("sub dir");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(root.join("file"), "x").unwrap();
+        let root = root.canonicalize().unwrap();
+        let sub = sub.canonicalize().unwrap();
+        assert_eq!(cd_target(Some("sub dir"), &root, None, None).unwrap(), sub);
+        assert_eq!(cd_target(Some(".."), &sub, None, None).unwrap(), root);
+        assert_eq!(cd_target(None, &sub, None, Some(&root)).unwrap(), root);
+        assert_eq!(
+            cd_target(Some("~/sub dir"), &root, None, Some(&root)).unwrap(),
+            sub
+        );
+        assert_eq!(cd_target(Some("-"), &root, Some(&sub), None).unwrap(), sub);
+        let err = cd_target(Some("nope"), &root, None, None).unwrap_err();
+        assert_eq!(err, "[Errno 2] No such file or directory: 'nope'");
+        let err = cd_target(Some("file"), &root, None, None).unwrap_err();
+        assert_eq!(err, "[Errno 20] Not a directory: 'file'");
+        assert!(cd_target(Some("-"), &root, None, None)
+            .unwrap_err()
+            .contains("no previous"));
+        assert!(cd_target(None, &root, None, None)
+            .unwrap_err()
+            .contains("HOME"));
+        // %%writefile follows %cd but says the path as written.
+        let said = write_file("made.txt", false, "hi", Some(&sub)).unwrap();
+        assert_eq!(said, "Writing made.txt\n");
+        assert_eq!(
+            std::fs::read_to_string(sub.join("made.txt")).unwrap(),
+            "hi\n"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn classifies() {
@@ -641,6 +775,30 @@ mod tests {
             }
         }
         assert_eq!(classify("%whos"), Cell::Rust(":vars"));
+        // %cd and %pwd.
+        assert_eq!(classify("%pwd"), Cell::Pwd);
+        assert_eq!(
+            classify("%cd"),
+            Cell::Cd {
+                arg: None,
+                quiet: false
+            }
+        );
+        assert_eq!(
+            classify("%cd -q 'my data'"),
+            Cell::Cd {
+                arg: Some("my data"),
+                quiet: true
+            }
+        );
+        assert_eq!(
+            classify("%cd -"),
+            Cell::Cd {
+                arg: Some("-"),
+                quiet: false
+            }
+        );
+        assert!(matches!(classify("%cd -b mark"), Cell::BadMagic(_)));
         // Display magics: the body as the MIME type, a plain stand-in beside it.
         assert_eq!(
             classify("%%html\n<b>bold</b>\n"),
@@ -717,15 +875,21 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("k.cu");
         let p = path.to_str().unwrap();
-        assert_eq!(write_file(p, false, "a"), Ok(format!("Writing {p}\n")));
         assert_eq!(
-            write_file(p, false, "b\n"),
+            write_file(p, false, "a", None),
+            Ok(format!("Writing {p}\n"))
+        );
+        assert_eq!(
+            write_file(p, false, "b\n", None),
             Ok(format!("Overwriting {p}\n"))
         );
-        assert_eq!(write_file(p, true, "c"), Ok(format!("Appending to {p}\n")));
+        assert_eq!(
+            write_file(p, true, "c", None),
+            Ok(format!("Appending to {p}\n"))
+        );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "b\nc\n");
         let missing = dir.join("no/such/folder/x.cu");
-        let err = write_file(missing.to_str().unwrap(), false, "x").unwrap_err();
+        let err = write_file(missing.to_str().unwrap(), false, "x", None).unwrap_err();
         assert!(
             err.contains("could not write") && err.contains("no/such/folder"),
             "{err}"

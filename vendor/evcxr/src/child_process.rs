@@ -110,6 +110,11 @@ impl ChildProcess {
         self.command.lock().unwrap().env(key, value);
     }
 
+    /// gpulab patch: the working folder of the processes `restart` starts.
+    pub(crate) fn set_dir(&self, dir: &std::path::Path) {
+        self.command.lock().unwrap().current_dir(dir);
+    }
+
     /// Returns a handle to our subprocess. This handle may be used to terminate
     /// the subprocess. The returned handle is valid across restarts. i.e. if
     /// restart is called, then there is no need to call this method again to

@@ -96,6 +96,12 @@ impl CommandContext {
         self.eval_context.set_child_env(key, value)
     }
 
+    /// gpulab patch: the working folder of every child process started from now on (gpulab's
+    /// `%cd`, which also runs `std::env::set_current_dir` in the running child).
+    pub fn set_child_dir(&mut self, dir: &std::path::Path) {
+        self.eval_context.set_child_dir(dir)
+    }
+
     pub fn restart_child_process(&mut self) -> Result<(), Error> {
         self.eval_context.restart_child_process()
     }

@@ -763,6 +763,11 @@ impl EvalContext {
         self.child_process.set_env(key, value);
     }
 
+    /// gpulab patch: the working folder of every child process started from now on.
+    pub(crate) fn set_child_dir(&mut self, dir: &Path) {
+        self.child_process.set_dir(dir);
+    }
+
     pub(crate) fn restart_child_process(&mut self) -> Result<(), Error> {
         // (gpulab patch: also reached from `CommandContext::restart_child_process`.)
         self.committed_state.variable_states.clear();
