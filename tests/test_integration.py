@@ -106,11 +106,14 @@ def test_writefile_lsmagic_and_an_unknown_magic(kernel, tmp_path):
     reply, _ = kernel.execute("%matplotlib inline")
     assert reply["status"] == "error" and reply["ename"] == "UsageError", reply
     assert "Line magic `%matplotlib` not found" in reply["evalue"] and "%timeit" in reply["evalue"]
-    # %who lists the session's variables (evcxr's :vars).
-    reply, _ = kernel.execute("let listed_here = 7u8;")
+    # %who lists the session's variables, %whos as a table with their types, both by type too.
+    reply, _ = kernel.execute("let listed_here = 7u8; let also_here = String::new();")
     reply, outputs = kernel.execute("%who")
-    text = kernel.stdout(outputs) + (kernel.result_text(outputs) or "")
-    assert reply["status"] == "ok" and "listed_here" in text, (reply, outputs)
+    assert reply["status"] == "ok" and "also_here\t listed_here" in kernel.stdout(outputs), (reply, outputs)
+    reply, outputs = kernel.execute("%whos u8")
+    lines = kernel.stdout(outputs).splitlines()
+    assert lines[0].split() == ["Variable", "Type"] and set(lines[1]) == {"-"}, lines
+    assert [line.split() for line in lines[2:]] == [["listed_here", "u8"]], lines
 
 
 def test_env_sets_the_cell_process_shells_and_restarted_processes(fresh_kernel):

@@ -754,6 +754,19 @@ impl Interpreter for EvcxrInterpreter {
                     other => other,
                 }
             }
+            Cell::Who { table, types } => {
+                let vars: Vec<(String, String)> = self
+                    .ctx
+                    .as_ref()
+                    .map(|ctx| {
+                        ctx.variables_and_types()
+                            .map(|(n, t)| (n.to_owned(), t.to_owned()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                outputs.stream("stdout", &magics::who(&vars, table, &types));
+                ExecuteOutcome::ok()
+            }
             Cell::Pwd => {
                 let here = self.around.here();
                 let mut data = crate::interp::Bundle::new();

@@ -39,6 +39,12 @@ pub enum Cell<'a> {
     Script(Script<'a>),
     /// `%lsmagic`: the magics this kernel knows.
     LsMagic,
+    /// `%who [TYPE ...]` (names) or `%whos [TYPE ...]` (a table of names and types): the
+    /// session's variables, only those of the types named when some are.
+    Who {
+        table: bool,
+        types: Vec<&'a str>,
+    },
     /// `%pwd`: the working folder.
     Pwd,
     /// `%cd [-q] [PATH]`: change the working folder (home without a path, `-` for the last).
@@ -86,6 +92,47 @@ impl Surroundings {
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_default()
     }
+}
+
+/// What `%who` (`table` false) or `%whos` prints for the session's variables (name, type),
+/// as IPython lays it out; `types` keeps only variables whose type is one of them, by its full
+/// name or its last path segment (`Tensor` for `gpulab::Tensor`).
+pub fn who(vars: &[(String, String)], table: bool, types: &[&str]) -> String {
+    let short = |t: &str| t.rsplit("::").next().unwrap_or(t).to_string();
+    let mut vars: Vec<&(String, String)> = vars
+        .iter()
+        .filter(|(_, t)| types.is_empty() || types.iter().any(|w| *w == t || *w == short(t)))
+        .collect();
+    vars.sort();
+    if vars.is_empty() {
+        return if types.is_empty() {
+            "Interactive namespace is empty.\n".into()
+        } else {
+            "No variables match your requested type.\n".into()
+        };
+    }
+    if !table {
+        let names: Vec<&str> = vars.iter().map(|(n, _)| n.as_str()).collect();
+        return format!("{}\n", names.join("\t "));
+    }
+    let w = vars
+        .iter()
+        .map(|(n, _)| n.len())
+        .max()
+        .unwrap_or(0)
+        .max("Variable".len())
+        + 3;
+    let tw = vars
+        .iter()
+        .map(|(_, t)| t.len())
+        .max()
+        .unwrap_or(0)
+        .max("Type".len());
+    let mut out = format!("{:<w$}Type\n{}\n", "Variable", "-".repeat(w + tw));
+    for (n, t) in vars {
+        out.push_str(&format!("{n:<w$}{t}\n"));
+    }
+    out
 }
 
 /// Where `%cd ARG` goes from `here`: home without an argument, the previous folder for `-`,
@@ -430,7 +477,10 @@ fn other_magic(trimmed: &str) -> Cell<'_> {
             Err(why) => Cell::BadMagic(why),
         },
         // IPython's variable listings: evcxr's own command gives names and types.
-        "%who" | "%whos" if args.is_empty() && body.is_empty() => Cell::Rust(":vars"),
+        "%who" | "%whos" if body.trim().is_empty() => Cell::Who {
+            table: name == "%whos",
+            types: args,
+        },
         "%time" => Cell::BadMagic("%time: nothing to time (e.g. %time a.matmul(&b))".into()),
         "%%writefile" => {
             let append = args.first().is_some_and(|a| *a == "-a" || *a == "--append");
@@ -635,6 +685,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn who_lists_names_or_a_table_and_filters_by_type() {
+        let vars = vec![
+            ("x".to_string(), "gpulab::Tensor".to_string()),
+            ("count".to_string(), "i32".to_string()),
+            ("name".to_string(), "String".to_string()),
+        ];
+        assert_eq!(who(&vars, false, &[]), "count\t name\t x\n");
+        assert_eq!(who(&vars, false, &["Tensor"]), "x\n");
+        assert_eq!(who(&vars, false, &["gpulab::Tensor", "i32"]), "count\t x\n");
+        assert_eq!(
+            who(&vars, true, &[]),
+            "Variable   Type\n-------------------------\ncount      i32\nname       String\nx          gpulab::Tensor\n"
+        );
+        assert_eq!(who(&[], false, &[]), "Interactive namespace is empty.\n");
+        assert_eq!(
+            who(&vars, true, &["f64"]),
+            "No variables match your requested type.\n"
+        );
+    }
+
+    #[test]
     fn cd_goes_home_back_and_relative_and_names_a_missing_folder() {
         let root = std::env::temp_dir().join(format!("gpulab-cd-{}", std::process::id()));
         let sub = root.join("sub dir");
@@ -774,7 +845,20 @@ mod tests {
                 other => panic!("{cell:?} gave {other:?}"),
             }
         }
-        assert_eq!(classify("%whos"), Cell::Rust(":vars"));
+        assert_eq!(
+            classify("%whos"),
+            Cell::Who {
+                table: true,
+                types: vec![]
+            }
+        );
+        assert_eq!(
+            classify("%who Tensor i32"),
+            Cell::Who {
+                table: false,
+                types: vec!["Tensor", "i32"]
+            }
+        );
         // %cd and %pwd.
         assert_eq!(classify("%pwd"), Cell::Pwd);
         assert_eq!(
