@@ -672,6 +672,28 @@ def test_completions_insert_no_placeholder_text(kernel):
     assert not any("shape" in m or "$" in m for m in matches), matches
 
 
+def complete(kernel, code, cursor=None):
+    msg_id = kernel.kc.complete(code, len(code) if cursor is None else cursor)
+    reply = kernel.kc.get_shell_msg(timeout=120)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kernel.kc.get_shell_msg(timeout=120)
+    return reply["content"]
+
+
+def test_tab_completes_magic_names_and_not_shell_text(fresh_kernel):
+    c = complete(fresh_kernel, "%ti")
+    assert c["matches"] == ["%time", "%timeit"] and (c["cursor_start"], c["cursor_end"]) == (0, 3), c
+    c = complete(fresh_kernel, "%%ba")
+    assert c["matches"] == ["%%bash"], c
+    # In a shell-script cell Tab offers nothing, and does not load rust-analyzer (several
+    # hundred MB in the kernel process) to find that.
+    c = complete(fresh_kernel, "%%bash\nech")
+    assert c["matches"] == [], c
+    with open(f"/proc/{fresh_kernel.km.provisioner.process.pid}/status") as f:
+        rss_mb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+    assert rss_mb < 150, f"kernel process holds {rss_mb:.0f} MB: was rust-analyzer loaded?"
+
+
 def test_replies_and_outputs_carry_the_kernels_session_for_every_client(kernel):
     # JupyterLab takes the kernel_info_reply's header session as the kernel's and drops iopub
     # messages that name another one; the Jupyter server nudges the kernel with its own client

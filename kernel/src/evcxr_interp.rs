@@ -867,6 +867,16 @@ impl Interpreter for EvcxrInterpreter {
             cursor_start: cursor,
             cursor_end: cursor,
         };
+        if let Some((matches, start)) = magics::complete_magic(code, cursor) {
+            return Completion {
+                matches,
+                cursor_start: start,
+                cursor_end: cursor,
+            };
+        }
+        if !magics::completes_as_rust(code) {
+            return none;
+        }
         let Some(ctx) = self.ctx.as_mut() else {
             return none;
         };

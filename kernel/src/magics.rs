@@ -94,6 +94,57 @@ impl Surroundings {
     }
 }
 
+/// The magics Tab completes: line magics anywhere a line starts, cell magics on a cell's
+/// first line.
+const LINE_MAGICS: [&str; 8] = [
+    "%cd", "%env", "%lsmagic", "%pwd", "%time", "%timeit", "%who", "%whos",
+];
+const CELL_MAGICS: [&str; 11] = [
+    "%%bash",
+    "%%cuda",
+    "%%html",
+    "%%latex",
+    "%%markdown",
+    "%%md",
+    "%%sh",
+    "%%svg",
+    "%%time",
+    "%%timeit",
+    "%%writefile",
+];
+
+/// Tab after `%na` at the start of a line: the magics that start so, and where the word
+/// starts (a byte offset). None when the cursor is not on such a word (Rust completion then).
+pub fn complete_magic(code: &str, cursor: usize) -> Option<(Vec<String>, usize)> {
+    let before = code.get(..cursor)?;
+    let start = before
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '%'))
+        .map_or(0, |i| i + 1);
+    let word = &before[start..];
+    let line_start = before[..start].rfind('\n').map_or(0, |i| i + 1);
+    if !word.starts_with('%') || !before[line_start..start].trim().is_empty() {
+        return None;
+    }
+    let first_line = before[..line_start].trim().is_empty();
+    let mut matches: Vec<String> = LINE_MAGICS
+        .iter()
+        .chain(if first_line { &CELL_MAGICS[..] } else { &[] })
+        .filter(|m| m.starts_with(word))
+        .map(|m| m.to_string())
+        .collect();
+    matches.sort();
+    Some((matches, start))
+}
+
+/// Whether Tab in this cell should ask rust-analyzer: not in a cell of shell script, HTML,
+/// text to write, or a magic line (loading the analyzer costs a kernel about 600 MB).
+pub fn completes_as_rust(code: &str) -> bool {
+    matches!(
+        classify(code),
+        Cell::Rust(_) | Cell::Time(_) | Cell::Timeit(_) | Cell::Help(_)
+    )
+}
+
 /// What `%who` (`table` false) or `%whos` prints for the session's variables (name, type),
 /// as IPython lays it out; `types` keeps only variables whose type is one of them, by its full
 /// name or its last path segment (`Tensor` for `gpulab::Tensor`).
@@ -683,6 +734,26 @@ fn pump(mut from: impl Read, name: &str, outputs: &dyn Outputs) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tab_completes_magic_names_where_a_line_starts() {
+        assert_eq!(
+            complete_magic("%ti", 3),
+            Some((vec!["%time".into(), "%timeit".into()], 0))
+        );
+        // Cell magics on the first line only; line magics on any line.
+        let (m, start) = complete_magic("let a = 1;\n  %w", 15).unwrap();
+        assert_eq!((m, start), (vec!["%who".into(), "%whos".into()], 13));
+        assert_eq!(complete_magic("%%b", 3), Some((vec!["%%bash".into()], 0)));
+        assert_eq!(complete_magic("x;\n%%b", 6), Some((vec![], 3)));
+        // Not at a line's start, or not a magic: Rust's completion.
+        assert_eq!(complete_magic("let p = 5 %ti", 13), None);
+        assert_eq!(complete_magic("tens", 4), None);
+        assert!(completes_as_rust("let t = Tensor::"));
+        assert!(completes_as_rust("%%time\nlet t = Tensor::"));
+        assert!(!completes_as_rust("%%bash\nech"));
+        assert!(!completes_as_rust("%%html\n<b"));
+    }
 
     #[test]
     fn who_lists_names_or_a_table_and_filters_by_type() {
