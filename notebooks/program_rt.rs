@@ -122,7 +122,7 @@ pub fn pwd() -> String {
         .unwrap_or_default()
 }
 
-/// `%cd [-q] [ARG]`, as the kernel does it (kernel/src/magics.rs, `cd_target`): home without
+/// `%cd [-q] [ARG]`, as the kernel does it (kernel/src/magics/local.rs, `cd_target`): home without
 /// an argument, the previous folder for `-`, `~` expanded; prints the new folder unless quiet.
 pub fn cd(arg: Option<&str>, quiet: bool) -> Result<(), CellError> {
     static PREVIOUS: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
@@ -190,7 +190,7 @@ pub fn script(shell: &str, body: &str, raise_error: bool) -> Result<(), CellErro
 }
 
 /// `%%writefile [-a] PATH`: the cell's text written (or appended) to PATH, with the kernel's
-/// report (kernel/src/magics.rs, `write_file`).
+/// report (kernel/src/magics/local.rs, `write_file`).
 pub fn write_file(path: &str, append: bool, text: &str) -> Result<(), CellError> {
     use std::io::Write as _;
     let exists = std::path::Path::new(path).exists();
@@ -214,7 +214,7 @@ pub fn write_file(path: &str, append: bool, text: &str) -> Result<(), CellError>
 }
 
 /// `%env` (list), `%env NAME` (show) and `%env NAME=value` (set), as the kernel answers them
-/// (kernel/src/magics.rs, `env_cell_code`); the program is the cell process here.
+/// (kernel/src/magics/rust_code.rs, `env_cell_code`); the program is the cell process here.
 pub fn env(name: Option<&str>, value: Option<&str>) -> Result<(), CellError> {
     match (name, value) {
         (Some(name), Some(value)) => {

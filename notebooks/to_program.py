@@ -214,7 +214,7 @@ DISPLAY_MAGICS = {"%%html": ("text/html", "<HTML>"), "%%markdown": ("text/markdo
 
 
 def classify(source):
-    """What the kernel's magics::classify would make of the cell (kernel/src/magics.rs)."""
+    """What the kernel's magics::classify would make of the cell (kernel/src/magics/mod.rs)."""
     trimmed = source.strip()
     lines = [line.strip() for line in trimmed.splitlines() if line.strip()]
     if lines and all(line.startswith("!") for line in lines):
@@ -265,7 +265,7 @@ def classify(source):
             path = " ".join(words[2:] if append else words[1:]).strip("\"'")
             if path:
                 return "writefile", (path, append, body)
-        raise ValueError(f"{words[0]}: not a magic the kernel runs (kernel/src/magics.rs)")
+        raise ValueError(f"{words[0]}: not a magic the kernel runs (kernel/src/magics/mod.rs)")
     if len(lines) == 1:
         line = lines[0]
         name = line[5:] if line.startswith(":doc ") else (
