@@ -38,6 +38,13 @@ impl ExecuteOutcome {
         }
     }
 
+    /// An error whose traceback is the one line Python prints for it (`UsageError: why`).
+    pub fn named(ename: &str, evalue: impl Into<String>) -> Self {
+        let evalue = evalue.into();
+        let line = format!("{ename}: {evalue}");
+        ExecuteOutcome::error(ename, evalue, vec![line])
+    }
+
     pub fn error(
         ename: impl Into<String>,
         evalue: impl Into<String>,

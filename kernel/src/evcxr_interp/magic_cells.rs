@@ -110,7 +110,7 @@ impl EvcxrInterpreter {
             }
             Cell::Timeit(_) if !self.load_prelude => {
                 let why = "%timeit runs through gpulab's prelude, which this session does not load (GPULAB_NO_PRELUDE)";
-                ExecuteOutcome::error("UsageError", why, vec![format!("UsageError: {why}")])
+                ExecuteOutcome::named("UsageError", why)
             }
             Cell::Timeit(t) => {
                 let code = magics::timeit_cell_code(cell, &t);
@@ -122,11 +122,7 @@ impl EvcxrInterpreter {
                 let (result, vars) = self.run_rust(&code, &outputs);
                 match self.outcome(result, vars, &code, 0) {
                     ExecuteOutcome::Error { ename, evalue, .. } if ename == "Error" => {
-                        ExecuteOutcome::error(
-                            "UsageError",
-                            evalue.clone(),
-                            vec![format!("UsageError: {evalue}")],
-                        )
+                        ExecuteOutcome::named("UsageError", evalue)
                     }
                     ok @ ExecuteOutcome::Ok { .. } => {
                         if let magics::Env::Set { name, value } = env {
@@ -177,18 +173,10 @@ impl EvcxrInterpreter {
                         outputs.stream("stdout", &said);
                         ExecuteOutcome::ok()
                     }
-                    Err(why) => ExecuteOutcome::error(
-                        "OSError",
-                        why.clone(),
-                        vec![format!("OSError: {why}")],
-                    ),
+                    Err(why) => ExecuteOutcome::named("OSError", why),
                 }
             }
-            Cell::BadMagic(why) => ExecuteOutcome::error(
-                "UsageError",
-                why.clone(),
-                vec![format!("UsageError: {why}")],
-            ),
+            Cell::BadMagic(why) => ExecuteOutcome::named("UsageError", why),
             Cell::Cuda(source) => {
                 let code = magics::cuda_cell_code(source);
                 let (result, vars) = self.run_rust(&code, &outputs);
@@ -221,9 +209,7 @@ impl EvcxrInterpreter {
     fn cd(&mut self, arg: Option<&str>, quiet: bool, outputs: &Arc<dyn Outputs>) -> ExecuteOutcome {
         let here = self.around.here();
         let home = std::env::var_os("HOME").map(PathBuf::from);
-        let fail = |why: String| {
-            ExecuteOutcome::error("OSError", why.clone(), vec![format!("OSError: {why}")])
-        };
+        let fail = |why: String| ExecuteOutcome::named("OSError", why);
         let dir =
             match magics::cd_target(arg, &here, self.around.previous.as_deref(), home.as_deref()) {
                 Ok(dir) => dir,

@@ -578,11 +578,9 @@ impl Interpreter for EvcxrInterpreter {
             }
         }
         if !self.stop.start_cell() {
-            let why = "interrupted before the cell started; it did not run";
-            return ExecuteOutcome::error(
+            return ExecuteOutcome::named(
                 "KeyboardInterrupt",
-                why,
-                vec![format!("KeyboardInterrupt: {why}")],
+                "interrupted before the cell started; it did not run",
             );
         }
         let outcome = self.run_cell(req.code, outputs.clone());
