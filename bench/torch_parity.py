@@ -185,10 +185,12 @@ def cases():
     for op in REDUCE:
         out += [f"red {op} {a}" for a in DTYPES] + [f"sred {op} {a}" for a in DTYPES]
     out += [f"not x {a}" for a in DTYPES]
-    for kind in ("row", "col"):
+    # row/col broadcast a slice; zero/zlhs put a zero-dimensional tensor on the right/left,
+    # which takes part in promotion only when its category is higher (torch.result_type).
+    for kind in ("row", "col", "zero", "zlhs"):
         out += [f"{kind} {op} {a} {b}" for op in ("add", "mul", "maximum", "eq", "lt", "pow", "div", "sub")
                 for a in DTYPES for b in DTYPES]
-    for kind in ("cast", "where", "cat", "stack", "matmul", "tmatmul"):
+    for kind in ("cast", "where", "zwhere", "cat", "stack", "matmul", "tmatmul"):
         out += [f"{kind} x {a} {b}" for a in DTYPES for b in DTYPES]
     # Gradients: float inputs require grad; an integer operand gets none (both sides say so).
     for op in GRAD_BINARY:
@@ -972,10 +974,16 @@ def torch_results(lines, device):
         if kind in ("row", "col"):
             rhs = b()[1] if kind == "row" else b()[:, 2:3]
             return getattr(torch, op)(a, rhs)
+        if kind == "zero":
+            return getattr(torch, op)(a, b()[1, 1])
+        if kind == "zlhs":
+            return getattr(torch, op)(b()[1, 1], a)
         if kind == "cast":
             return a.to(T[w[3]])
         if kind == "where":
             return torch.where(mk("bool", 1), a, b())
+        if kind == "zwhere":
+            return torch.where(mk("bool", 1), a, b()[1, 1])
         if kind == "cat":
             return torch.cat([a, b()], 0)
         if kind == "stack":

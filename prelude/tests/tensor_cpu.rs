@@ -617,11 +617,12 @@ fn display_like_torch() {
         three_d.to_string(),
         "tensor([[[0., 1.],\n         [2., 3.]],\n\n        [[4., 5.],\n         [6., 7.]]])"
     );
-    // Large tensors are cut with "...".
+    // Large tensors are cut with "..."; whole numbers spanning more than three orders of
+    // magnitude print in scientific notation (torch 2.9.1 printed every string below).
     let big = Tensor::arange(0.0, 2000.0, CPU).unwrap();
     assert_eq!(
         big.to_string(),
-        "tensor([   0.,    1.,    2.,  ..., 1997., 1998., 1999.])"
+        "tensor([0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 1.9970e+03, 1.9980e+03,\n        1.9990e+03])"
     );
     let big2 = Tensor::arange(0.0, 10000.0, CPU)
         .unwrap()
@@ -629,12 +630,82 @@ fn display_like_torch() {
         .unwrap();
     let s = big2.to_string();
     assert!(
-        s.starts_with("tensor([[   0.,    1.,    2.,  ...,   97.,   98.,   99.],\n        [ 100.,"),
+        s.starts_with(
+            "tensor([[0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 9.7000e+01, 9.8000e+01,\n         9.9000e+01],\n        [1.0000e+02,"
+        ),
         "{s}"
     );
     assert!(
-        s.contains("        ...,\n") && s.ends_with("9999.]])"),
+        s.contains("        ...,\n") && s.ends_with(" 9.9980e+03,\n         9.9990e+03]])"),
         "{s}"
+    );
+    let small = Tensor::arange(0.0, 1001.0, CPU).unwrap();
+    assert_eq!(
+        small.to_string(),
+        "tensor([   0.,    1.,    2.,  ...,  998.,  999., 1000.])"
+    );
+    // Rows inside a matrix wrap where torch wraps them: (80 - the row's indent) / (width + 2).
+    let rows = Tensor::arange(0.0, 200.0, CPU)
+        .unwrap()
+        .reshape((2, 100))
+        .unwrap()
+        .to_string();
+    assert!(
+        rows.starts_with("tensor([[  0.,   1.,   2.,   3.,   4.,   5.,   6.,   7.,   8.,   9.,  10.,  11.,\n          12.,"),
+        "{rows}"
+    );
+    for (values, torch) in [
+        (vec![1.0, 2000.0], "tensor([1.0000e+00, 2.0000e+03])"),
+        (vec![1.0, 200.0], "tensor([  1., 200.])"),
+        (
+            vec![0.0, 1.0, 5000.0],
+            "tensor([0.0000e+00, 1.0000e+00, 5.0000e+03])",
+        ),
+        (vec![1e9, 1.0], "tensor([1.0000e+09, 1.0000e+00])"),
+        (
+            vec![1.0, f32::INFINITY, 2000.0],
+            "tensor([1.0000e+00,        inf, 2.0000e+03])",
+        ),
+        (
+            vec![1.5, f32::NAN, f32::INFINITY],
+            "tensor([1.5000,    nan,    inf])",
+        ),
+        (vec![-0.0, 1.0], "tensor([-0., 1.])"),
+        (vec![-3.0, 0.0], "tensor([-3.,  0.])"),
+        (vec![1e-5, 0.0], "tensor([1.0000e-05, 0.0000e+00])"),
+        (
+            vec![-1.5, 2.25, -1000.125],
+            "tensor([   -1.5000,     2.2500, -1000.1250])",
+        ),
+    ] {
+        let n = values.len();
+        assert_eq!(t(&values, &[n]).to_string(), torch);
+    }
+    // Empty tensors: the shape unless it is (0,), the dtype unless it is float32.
+    assert_eq!(Tensor::zeros(0, CPU).unwrap().to_string(), "tensor([])");
+    assert_eq!(
+        Tensor::zeros((0, 3), CPU).unwrap().to_string(),
+        "tensor([], size=(0, 3))"
+    );
+    assert_eq!(
+        Tensor::from_vec(Vec::<i64>::new(), (0, 3), CPU)
+            .unwrap()
+            .to_string(),
+        "tensor([], size=(0, 3), dtype=torch.int64)"
+    );
+    assert_eq!(
+        Tensor::from_vec(Vec::<i32>::new(), 0, CPU)
+            .unwrap()
+            .to_string(),
+        "tensor([], dtype=torch.int32)"
+    );
+    assert_eq!(
+        Tensor::zeros(0, CPU)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap()
+            .to_string(),
+        "tensor([], requires_grad=True)"
     );
     // Long rows wrap at 80 columns.
     let row = Tensor::arange(0.0, 30.0, CPU).unwrap().to_string();

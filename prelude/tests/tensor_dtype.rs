@@ -3,8 +3,8 @@
 //! CPU and, as `#[ignore]`d tests in `mod gpu` (a CUDA device needed), on cuda:0 against
 //! the same f64 loops; tests/tensor_gpu_dtype.rs compares the two backends at larger sizes.
 
-use gpulab::tensor::promote;
 use gpulab::tensor::{bf16, f16};
+use gpulab::tensor::{promote, promote_dims};
 use gpulab::{DType, Device, Tensor};
 
 const GPU: Device = Device::Cuda(0);
@@ -45,6 +45,68 @@ fn promotion_follows_torch_result_type() {
             assert_eq!(x.lt(&y).unwrap().dtype(), Bool, "{a} < {b}");
         }
     }
+}
+
+/// torch.result_type(tensor with dimensions of the row's dtype, zero-dimensional tensor of the
+/// column's dtype), printed by torch 2.9.1: the zero-dimensional one decides only when its
+/// category is higher.
+const ZERO_DIM_TABLE: [[DType; 8]; 8] = [
+    //  f32  f64  f16  bf16  i32  i64  u8  bool (zero-dimensional)
+    [F32, F32, F32, F32, F32, F32, F32, F32],
+    [F64, F64, F64, F64, F64, F64, F64, F64],
+    [F16, F16, F16, F16, F16, F16, F16, F16],
+    [BF16, BF16, BF16, BF16, BF16, BF16, BF16, BF16],
+    [F32, F64, F16, BF16, I32, I32, I32, I32],
+    [F32, F64, F16, BF16, I64, I64, I64, I64],
+    [F32, F64, F16, BF16, U8, U8, U8, U8],
+    [F32, F64, F16, BF16, I32, I64, U8, Bool],
+];
+
+#[test]
+fn zero_dim_tensors_promote_like_torch() {
+    for (i, &a) in COLS.iter().enumerate() {
+        for (j, &b) in COLS.iter().enumerate() {
+            let want = ZERO_DIM_TABLE[i][j];
+            assert_eq!(promote_dims(a, false, b, true), want, "{a}[3] with {b}[]");
+            assert_eq!(promote_dims(b, true, a, false), want, "{b}[] with {a}[3]");
+            let x = Tensor::ones_dtype(3, a, CPU).unwrap();
+            let y = Tensor::ones_dtype((), b, CPU).unwrap();
+            assert_eq!(x.result_type(&y), want, "result_type({a}[3], {b}[])");
+            assert_eq!(x.mul(&y).unwrap().dtype(), want, "{a}[3] * {b}[]");
+            assert_eq!(y.mul(&x).unwrap().dtype(), want, "{b}[] * {a}[3]");
+            assert_eq!(x.maximum(&y).unwrap().dtype(), want, "max({a}[3], {b}[])");
+            let c = Tensor::from_vec(vec![true, false, true], 3, CPU).unwrap();
+            assert_eq!(
+                x.where_(&c, &y).unwrap().dtype(),
+                want,
+                "where {a}[3], {b}[]"
+            );
+            // Two zero-dimensional tensors, or two with dimensions, follow the plain table.
+            let x0 = Tensor::ones_dtype((), a, CPU).unwrap();
+            assert_eq!(x0.mul(&y).unwrap().dtype(), TABLE[i][j], "{a}[] * {b}[]");
+        }
+    }
+    // The values follow the dtype: 300 compared as a uint8 is 44 (torch wraps), and a
+    // float16 tensor scaled by a float32 zero-dimensional one stays float16.
+    let u = Tensor::from_vec(vec![50u8], 1, CPU).unwrap();
+    let big = Tensor::from_vec(vec![300i64], (), CPU).unwrap();
+    assert_eq!(u.lt(&big).unwrap().to_vec::<bool>().unwrap(), vec![false]);
+    assert_eq!(u.add(&big).unwrap().to_vec::<u8>().unwrap(), vec![94]);
+    let h = Tensor::from_vec(vec![f16::from_f32(1.0), f16::from_f32(2.0)], 2, CPU).unwrap();
+    let three = Tensor::full((), 3.0, CPU).unwrap();
+    let q = h.div(&three).unwrap();
+    assert_eq!(q.dtype(), F16);
+    assert_eq!(
+        q.to_vec::<f16>().unwrap(),
+        vec![f16::from_f32(1.0 / 3.0), f16::from_f32(2.0 / 3.0)]
+    );
+    // An integer tensor over a zero-dimensional integer one is still true division.
+    let i = Tensor::from_vec(vec![1i32, 3], 2, CPU).unwrap();
+    let two = Tensor::from_vec(vec![2i64], (), CPU).unwrap();
+    assert_eq!(
+        i.div(&two).unwrap().to_vec::<f32>().unwrap(),
+        vec![0.5, 1.5]
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use super::autocast::{autocast, autocast1, autocast2, unlisted, AmpOp};
 use super::cpu_backend::CpuStorage;
-use super::dtype::{promote, promote_scalar, DType};
+use super::dtype::{promote_dims, promote_scalar, DType};
 use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use super::shape::{broadcast, resolve_dim, Broadcast};
 use super::storage::Storage;
@@ -58,6 +58,18 @@ impl Tensor {
         Tensor::from_storage(storage, dims)
     }
 
+    /// The dtype `self op other` computes in, as `torch.result_type(self, other)`: `promote`,
+    /// except that a zero-dimensional operand beside a dimensioned one counts only when its
+    /// category is higher (`promote_dims`).
+    pub fn result_type(&self, other: &Tensor) -> DType {
+        promote_dims(
+            self.dtype(),
+            self.shape().is_empty(),
+            other.dtype(),
+            other.shape().is_empty(),
+        )
+    }
+
     /// `to_dtype` that borrows when the dtype is already right (no clone on the fast path).
     fn cast(&self, dtype: DType) -> Result<Cow<'_, Tensor>> {
         if dtype == self.dtype() {
@@ -85,7 +97,7 @@ impl Tensor {
         } else {
             Some(broadcast(op, self.shape(), rhs.shape())?)
         };
-        let dt = dtype(promote(self.dtype(), rhs.dtype()));
+        let dt = dtype(self.result_type(rhs));
         Ok((self.cast(dt)?, rhs.cast(dt)?, bc))
     }
 
@@ -210,7 +222,7 @@ impl Tensor {
         let xy = broadcast("where", self.shape(), other.shape())?;
         let all = broadcast("where", condition.shape(), &xy.dims)?;
         let dims = all.dims.clone();
-        let dt = promote(self.dtype(), other.dtype());
+        let dt = self.result_type(other);
         // Each operand as a stride-0 view of the common shape, made dense.
         let expand =
             |t: &Tensor| Ok::<_, Error>(t.broadcast_to(dims.as_slice())?.dense()?.into_owned());

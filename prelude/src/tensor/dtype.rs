@@ -99,6 +99,19 @@ impl fmt::Display for DType {
     }
 }
 
+/// The dtype of `a op b` when only one operand has dimensions, as `torch.result_type` gives it:
+/// a zero-dimensional tensor beside a dimensioned one decides the dtype only when its category
+/// is higher, as a Python number would (`f16[n] * tensor(2.0)` stays float16, `i32[n] +
+/// tensor(2)` stays int32, `i64[n] * tensor(0.5)` is float32). Two operands that both have
+/// dimensions, or both have none, follow `promote`.
+pub fn promote_dims(a: DType, a_zero_dim: bool, b: DType, b_zero_dim: bool) -> DType {
+    match (a_zero_dim, b_zero_dim) {
+        (false, true) if b.category() <= a.category() => a,
+        (true, false) if a.category() <= b.category() => b,
+        _ => promote(a, b),
+    }
+}
+
 /// The dtype of `a op b` for two tensors, as `torch.result_type` gives it: the higher
 /// category wins (bool < integer < float); within a category the type that can hold both
 /// (u8 with i32 is i32, f16 with bf16 is f32 since neither holds the other).

@@ -79,20 +79,26 @@ fn style(shown: &[f64], dtype: DType) -> Style {
         .collect();
     let max = nonzero.iter().copied().fold(0.0f64, f64::max);
     let min = nonzero.iter().copied().fold(f64::INFINITY, f64::min);
+    // torch's rule (_tensor_str._Formatter): whole numbers print as `1.` unless they span more
+    // than three orders of magnitude or pass 1e8; other values print fixed unless, besides
+    // that, the smallest is under 1e-4. Zeros, nan and inf take no part.
+    let wide = !nonzero.is_empty() && (max / min > 1000.0 || max > 1e8);
     let mode = if finite.iter().all(|v| v.fract() == 0.0) {
-        if max > 1e8 {
+        if wide {
             Mode::Sci
         } else {
             Mode::Int
         }
-    } else if !nonzero.is_empty() && (max / min > 1000.0 || max > 1e8 || min < 1e-4) {
+    } else if wide || (!nonzero.is_empty() && min < 1e-4) {
         Mode::Sci
     } else {
         Mode::Fixed
     };
-    // Like torch, only finite values set the width; nan and inf are not padded.
+    // Like torch, only nonzero finite values set the width: nan, inf and zeros are padded to
+    // it but never widen it (`tensor([-0., 1.])`, `tensor([1., nan])`).
     let width = finite
         .iter()
+        .filter(|&&v| v != 0.0)
         .map(|&v| one(v, mode).len())
         .max()
         .unwrap_or(1);
@@ -151,7 +157,9 @@ fn render(
                 None => " ...".into(),
             })
             .collect();
-        let per_line = ((LINE.saturating_sub(col + 1)) / (st.width + 2)).max(1);
+        // torch's _vector_str: (linewidth - indent) // (width + 2), the indent being the column
+        // of this row's `[`.
+        let per_line = (LINE.saturating_sub(col) / (st.width + 2)).max(1);
         let lines: Vec<String> = items.chunks(per_line).map(|c| c.join(", ")).collect();
         return format!("[{}]", lines.join(&format!(",\n{}", " ".repeat(col + 1))));
     }
@@ -178,7 +186,19 @@ impl fmt::Display for Tensor {
             String::new()
         };
         let dtype = self.dtype();
-        if !matches!(dtype, DType::F32 | DType::I64 | DType::Bool) {
+        let dims = self.shape();
+        let empty = data.is_empty() && !dims.is_empty();
+        if empty {
+            // As torch (and NumPy): the shape unless it is (0,), and the dtype unless it is
+            // float32, since an empty tensor has no values to tell an int64 or bool one apart.
+            if dims.len() != 1 {
+                let sizes: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+                suffix += &format!(", size=({})", sizes.join(", "));
+            }
+            if dtype != DType::F32 {
+                suffix += &format!(", dtype=torch.{}", dtype.name());
+            }
+        } else if !matches!(dtype, DType::F32 | DType::I64 | DType::Bool) {
             suffix += &format!(", dtype=torch.{}", dtype.name());
         }
         // torch shows autograd state last: `grad_fn=<MulBackward0>` or `requires_grad=True`.
@@ -187,13 +207,12 @@ impl fmt::Display for Tensor {
             None if self.requires_grad() => suffix += ", requires_grad=True",
             None => {}
         }
-        let dims = self.shape();
         if dims.is_empty() {
             let st = style(&data, dtype);
             return write!(f, "tensor({}{suffix})", one(data[0], st.mode));
         }
-        if data.is_empty() {
-            return write!(f, "tensor([], size={dims:?}{suffix})");
+        if empty {
+            return write!(f, "tensor([]{suffix})");
         }
         let summarise = data.len() > THRESHOLD;
         let mut shown = Vec::new();

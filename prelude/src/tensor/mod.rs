@@ -56,7 +56,7 @@ mod storage;
 mod view;
 
 pub use arith::Operand;
-pub use dtype::{promote, DType, WithDType};
+pub use dtype::{promote, promote_dims, DType, WithDType};
 
 /// A number `Tensor::arange` counts in, and the dtype it gives, as torch's: a Rust integer
 /// gives int64 (a Python int's), a float the default float32 (a Python float's).
