@@ -25,3 +25,57 @@ fn a_training_loop_needs_only_the_glob_import() -> std::result::Result<(), Error
         Ok(())
     })
 }
+
+/// A layer as a cell's last expression is shown with `{:?}`: every layer prints torch's repr
+/// (the strings torch 2.9.1 printed for the same layers), and `{}` prints the same.
+#[test]
+fn every_layer_prints_as_torch_does() {
+    let cases: Vec<(String, String, &str)> = vec![
+        r(nn::Linear::new(3, 2), "Linear(in_features=3, out_features=2, bias=True)"),
+        r(nn::ReLU, "ReLU()"),
+        r(nn::Sigmoid, "Sigmoid()"),
+        r(nn::Tanh, "Tanh()"),
+        r(nn::GELU, "GELU(approximate='none')"),
+        r(nn::Softplus, "Softplus(beta=1.0, threshold=20.0)"),
+        r(nn::SiLU, "SiLU()"),
+        r(nn::LeakyReLU::default(), "LeakyReLU(negative_slope=0.01)"),
+        r(nn::Softmax::new(1), "Softmax(dim=1)"),
+        r(nn::Flatten, "Flatten(start_dim=1, end_dim=-1)"),
+        r(nn::Dropout::new(0.5), "Dropout(p=0.5, inplace=False)"),
+        r(nn::ELU::new(1.0), "ELU(alpha=1.0)"),
+        r(nn::Hardtanh::new(-1.0, 1.0), "Hardtanh(min_val=-1.0, max_val=1.0)"),
+        r(nn::ReLU6, "ReLU6()"),
+        r(nn::Mish, "Mish()"),
+        r(nn::LogSoftmax::new(1), "LogSoftmax(dim=1)"),
+        r(nn::Identity, "Identity()"),
+        r(nn::Unflatten::new(1, &[2, 5]), "Unflatten(dim=1, unflattened_size=(2, 5))"),
+        r(nn::Conv2d::new(1, 32, 3), "Conv2d(1, 32, kernel_size=(3, 3), stride=(1, 1))"),
+        r(nn::ConvTranspose2d::new(4, 2, 2), "ConvTranspose2d(4, 2, kernel_size=(2, 2), stride=(1, 1))"),
+        r(nn::Embedding::new(10, 3), "Embedding(10, 3)"),
+        r(nn::BatchNorm1d::new(4), "BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"),
+        r(nn::BatchNorm2d::new(4), "BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"),
+        r(nn::LayerNorm::new(8), "LayerNorm((8,), eps=1e-05, elementwise_affine=True)"),
+        r(nn::GroupNorm::new(2, 4), "GroupNorm(2, 4, eps=1e-05, affine=True)"),
+        r(nn::MaxPool2d::new(2), "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"),
+        r(nn::AvgPool2d::new(2), "AvgPool2d(kernel_size=2, stride=2, padding=0)"),
+        r(nn::AdaptiveAvgPool2d::new((1, 1)), "AdaptiveAvgPool2d(output_size=(1, 1))"),
+        r(nn::RNN::new(3, 4), "RNN(3, 4)"),
+        r(nn::LSTM::new(3, 4), "LSTM(3, 4)"),
+        r(nn::GRU::new(3, 4), "GRU(3, 4)"),
+        r(nn::Upsample::new(2.0), "Upsample(scale_factor=2.0, mode='nearest')"),
+        r(
+            nn::Sequential::new()
+                .add(nn::Linear::new(3, 2))
+                .add(nn::Sequential::new().add(nn::ReLU).add(nn::Dropout::new(0.1))),
+            "Sequential(\n  (0): Linear(in_features=3, out_features=2, bias=True)\n  (1): Sequential(\n    (0): ReLU()\n    (1): Dropout(p=0.1, inplace=False)\n  )\n)",
+        ),
+    ];
+    for (debug, display, torch) in cases {
+        assert_eq!(debug, torch);
+        assert_eq!(display, torch);
+    }
+}
+
+fn r<M: std::fmt::Debug + std::fmt::Display>(m: M, torch: &str) -> (String, String, &str) {
+    (format!("{m:?}"), format!("{m}"), torch)
+}

@@ -67,7 +67,7 @@ pub fn mish(x: &Tensor) -> Result<Tensor> {
 }
 
 /// torch's `nn.ELU(alpha=1.0)`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct ELU {
     alpha: f64,
 }
@@ -94,7 +94,7 @@ impl Module for ELU {
 }
 
 /// torch's `nn.Hardtanh(min_val=-1.0, max_val=1.0)`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Hardtanh {
     min_val: f64,
     max_val: f64,
@@ -126,7 +126,7 @@ impl Module for Hardtanh {
 }
 
 /// torch's `nn.ReLU6()`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Default)]
 pub struct ReLU6;
 
 impl Module for ReLU6 {
@@ -139,7 +139,7 @@ impl Module for ReLU6 {
 }
 
 /// torch's `nn.Mish()`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Default)]
 pub struct Mish;
 
 impl Module for Mish {
@@ -152,7 +152,7 @@ impl Module for Mish {
 }
 
 /// Log-softmax along `dim` (torch's `nn.LogSoftmax(dim=...)`), what `NLLLoss` expects.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct LogSoftmax {
     dim: isize,
 }
@@ -173,7 +173,7 @@ impl Module for LogSoftmax {
 }
 
 /// Passes its input through (torch's `nn.Identity()`), a placeholder in a `Sequential`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Default)]
 pub struct Identity;
 
 impl Module for Identity {
@@ -188,7 +188,7 @@ impl Module for Identity {
 /// Splits dimension `dim` into `sizes` (torch's `nn.Unflatten(dim, unflattened_size)`, the
 /// inverse of `Flatten`: `Unflatten::new(1, &[64, 7, 7])` turns `[N, 3136]` into
 /// `[N, 64, 7, 7]`, as a decoder starts); a view where the input allows one.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Unflatten {
     dim: isize,
     sizes: Vec<usize>,

@@ -349,15 +349,19 @@ impl Module for Linear {
 
 macro_rules! activation {
     ($(#[$doc:meta])* $name:ident, $method:ident) => {
+        activation!($(#[$doc])* $name, $method, "");
+    };
+    // `$args`: the settings torch's repr shows inside the parentheses.
+    ($(#[$doc:meta])* $name:ident, $method:ident, $args:literal) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, Default)]
+        #[derive(Clone, Copy, Default)]
         pub struct $name;
         impl Module for $name {
             fn forward(&self, x: &Tensor) -> Result<Tensor> {
                 x.$method()
             }
             fn describe(&self) -> String {
-                concat!(stringify!($name), "()").to_string()
+                concat!(stringify!($name), "(", $args, ")").to_string()
             }
         }
     };
@@ -377,12 +381,14 @@ activation!(Tanh, tanh);
 activation!(
     /// `x * Phi(x)`, the exact GELU (torch's `nn.GELU()`).
     GELU,
-    gelu
+    gelu,
+    "approximate='none'"
 );
 activation!(
     /// `ln(1 + exp(x))` (torch's `nn.Softplus()`).
     Softplus,
-    softplus
+    softplus,
+    "beta=1.0, threshold=20.0"
 );
 activation!(
     /// `x * sigmoid(x)` (torch's `nn.SiLU`).
@@ -392,7 +398,7 @@ activation!(
 
 /// `x` where positive, `negative_slope * x` elsewhere (torch's `nn.LeakyReLU`; its default
 /// slope is 0.01, `LeakyReLU::default()`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct LeakyReLU {
     negative_slope: f64,
 }
@@ -442,7 +448,7 @@ impl Module for Softmax {
 }
 
 /// Keeps the first (batch) dimension and flattens the rest (torch's `nn.Flatten()`).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Default)]
 pub struct Flatten;
 
 impl Module for Flatten {
@@ -611,11 +617,58 @@ impl Module for Sequential {
     }
 }
 
-impl fmt::Debug for Sequential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.describe())
-    }
+/// Every layer prints as torch's `repr` does (`describe()`), with `{:?}`, which a notebook uses
+/// for a cell's last expression, and with `{}`: `Linear(in_features=3, out_features=2,
+/// bias=True)`, a `Sequential` one numbered layer per line.
+macro_rules! torch_repr {
+    ($($t:ty),* $(,)?) => {$(
+        impl fmt::Debug for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&Module::describe(self))
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&Module::describe(self))
+            }
+        }
+    )*};
 }
+
+torch_repr!(
+    Sequential,
+    Linear,
+    ReLU,
+    Sigmoid,
+    Tanh,
+    GELU,
+    Softplus,
+    SiLU,
+    LeakyReLU,
+    Softmax,
+    Flatten,
+    Dropout,
+    activation::ELU,
+    activation::Hardtanh,
+    activation::ReLU6,
+    activation::Mish,
+    activation::LogSoftmax,
+    activation::Identity,
+    activation::Unflatten,
+    attention::MultiheadAttention,
+    conv_layers::Conv2d,
+    conv_layers::ConvTranspose2d,
+    embedding::Embedding,
+    norm::BatchNorm,
+    norm::LayerNorm,
+    norm::GroupNorm,
+    pool_layers::MaxPool2d,
+    pool_layers::AvgPool2d,
+    pool_layers::AdaptiveAvgPool2d,
+    recurrent::Recurrent,
+    resample::Upsample,
+    transformer::TransformerEncoderLayer,
+);
 
 /// A model's layers, output shapes (when an input shape was given) and parameter counts.
 pub struct Summary {

@@ -26,7 +26,7 @@ fn py_bool(b: bool) -> &'static str {
 /// Max pooling (torch's `nn.MaxPool2d`); the stride defaults to the kernel size, the padding
 /// to 0 (`MaxPool2d::new(3).stride(2).padding(1)` is a ResNet stem's); `.dilation(d)` and
 /// `.ceil_mode(true)` as torch's. Sizes are an int or an `(h, w)` pair.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct MaxPool2d {
     kernel_size: Size2,
     stride: Size2,
@@ -92,7 +92,7 @@ impl Module for MaxPool2d {
 /// Mean over windows (torch's `nn.AvgPool2d`): stride defaults to the kernel size, padding
 /// to 0, and padded zeros count in each window's mean, as torch's defaults;
 /// `.count_include_pad(false)` and `.ceil_mode(true)` as torch's.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct AvgPool2d {
     kernel_size: Size2,
     stride: Size2,
@@ -155,7 +155,7 @@ impl Module for AvgPool2d {
 
 /// Mean over the cells of an `output_size` grid laid over each plane, whatever the input's
 /// height and width (torch's `nn.AdaptiveAvgPool2d`); `(1, 1)` is global average pooling.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct AdaptiveAvgPool2d {
     output_size: (usize, usize),
 }

@@ -231,7 +231,7 @@ pub fn interpolate(
 /// Upsampling as a layer (torch's `nn.Upsample`): `Upsample::new(2.0)` doubles the height and
 /// width by copying pixels; `.mode("bilinear")` blends them, `.align_corners(true)` as
 /// torch's. See [`interpolate`].
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Upsample {
     size: Resize,
     mode: String,
