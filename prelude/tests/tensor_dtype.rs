@@ -139,6 +139,35 @@ fn scalars_promote_like_python_numbers() {
     assert_eq!(i.div(2).unwrap().dtype(), F32);
 }
 
+#[test]
+fn operators_take_integer_and_float_numbers_like_python() {
+    let i = Tensor::from_vec(vec![1i32, 2, 3], 3, CPU).unwrap();
+    // An integer keeps the integer dtype, on either side; `/` is true division.
+    assert_eq!((&i + 1).dtype(), I32);
+    assert_eq!((&i + 1).to_vec::<i32>().unwrap(), vec![2, 3, 4]);
+    assert_eq!((10 - &i).to_vec::<i32>().unwrap(), vec![9, 8, 7]);
+    assert_eq!((2 * i.clone()).to_vec::<i32>().unwrap(), vec![2, 4, 6]);
+    assert_eq!((&i / 2).to_vec::<f32>().unwrap(), vec![0.5, 1.0, 1.5]);
+    assert_eq!((&i * 0.5).dtype(), F32);
+    // A chained method compiles with an unsuffixed literal of either kind.
+    assert_eq!((&i + 1).sum().unwrap().item::<i64>().unwrap(), 9);
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], 2, CPU).unwrap();
+    assert_eq!((&x * 3.0).sum().unwrap().item::<f32>().unwrap(), 9.0);
+    assert_eq!((&x - 1).to_vec::<f32>().unwrap(), vec![0.0, 1.0]);
+    let h = x.to_dtype(F16).unwrap();
+    assert_eq!(
+        (&h + 1).dtype(),
+        F16,
+        "an integer leaves a float16 tensor float16"
+    );
+    let b = Tensor::from_vec(vec![true, false], 2, CPU).unwrap();
+    assert_eq!(
+        (&b + 1).to_vec::<i64>().unwrap(),
+        vec![2, 1],
+        "bool + int is int64"
+    );
+}
+
 /// Sample data of each dtype: 6 values, shaped (2, 3) by the tests.
 fn sample(d: DType, seed: usize, dev: Device) -> Tensor {
     let base: [f64; 6] = match (d, seed) {

@@ -817,28 +817,40 @@ macro_rules! binary_operator {
                 unwrap(self.binary(Operand::Tensor(&rhs), $op))
             }
         }
-        impl ops::$trait<f32> for &Tensor {
+        // A number on either side, as torch's Python numbers: a float (`x * 0.5`, `1.0 - x`)
+        // or an integer (`x + 1`, `2 * x`; an integer keeps an integer tensor's dtype, a float
+        // makes it float32). One type of each kind only: with f32 and f64 both, an unsuffixed
+        // literal would have two candidates and `(&x * 3.0).sum()` would stop compiling
+        // (rustc picks the literal's type only after it needs the method's receiver).
+        scalar_operator!($trait, $method, $op, f32, true);
+        scalar_operator!($trait, $method, $op, i32, false);
+    };
+}
+
+macro_rules! scalar_operator {
+    ($trait:ident, $method:ident, $op:expr, $ty:ty, $is_float:expr) => {
+        impl ops::$trait<$ty> for &Tensor {
             type Output = Tensor;
-            fn $method(self, rhs: f32) -> Tensor {
-                unwrap(self.scalar_op(rhs as f64, true, $op, false))
+            fn $method(self, rhs: $ty) -> Tensor {
+                unwrap(self.scalar_op(rhs as f64, $is_float, $op, false))
             }
         }
-        impl ops::$trait<f32> for Tensor {
+        impl ops::$trait<$ty> for Tensor {
             type Output = Tensor;
-            fn $method(self, rhs: f32) -> Tensor {
-                unwrap(self.scalar_op(rhs as f64, true, $op, false))
+            fn $method(self, rhs: $ty) -> Tensor {
+                unwrap(self.scalar_op(rhs as f64, $is_float, $op, false))
             }
         }
-        impl ops::$trait<&Tensor> for f32 {
+        impl ops::$trait<&Tensor> for $ty {
             type Output = Tensor;
             fn $method(self, rhs: &Tensor) -> Tensor {
-                unwrap(rhs.scalar_op(self as f64, true, $op, true))
+                unwrap(rhs.scalar_op(self as f64, $is_float, $op, true))
             }
         }
-        impl ops::$trait<Tensor> for f32 {
+        impl ops::$trait<Tensor> for $ty {
             type Output = Tensor;
             fn $method(self, rhs: Tensor) -> Tensor {
-                unwrap(rhs.scalar_op(self as f64, true, $op, true))
+                unwrap(rhs.scalar_op(self as f64, $is_float, $op, true))
             }
         }
     };
