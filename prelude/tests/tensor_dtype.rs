@@ -168,6 +168,35 @@ fn operators_take_integer_and_float_numbers_like_python() {
     );
 }
 
+#[test]
+fn torchs_shortcut_names_work() {
+    let x = Tensor::from_vec(vec![1.5f32, -2.0, 0.0, 3.0, 4.0, 5.0], (2, 3), CPU).unwrap();
+    assert_eq!((x.dim(), x.ndim(), x.size()), (2, 2, &[2usize, 3][..]));
+    let cases = [
+        (x.float().unwrap(), F32),
+        (x.double().unwrap(), F64),
+        (x.half().unwrap(), F16),
+        (x.bfloat16().unwrap(), BF16),
+        (x.int().unwrap(), I32),
+        (x.long().unwrap(), I64),
+        (x.byte().unwrap(), U8),
+        (x.bool().unwrap(), Bool),
+    ];
+    for (t, want) in cases {
+        assert_eq!(t.dtype(), want);
+        assert_eq!(t.shape(), &[2, 3]);
+    }
+    assert_eq!(
+        x.long().unwrap().to_vec::<i64>().unwrap(),
+        vec![1, -2, 0, 3, 4, 5],
+        "toward zero"
+    );
+    assert_eq!(
+        x.bool().unwrap().to_vec::<bool>().unwrap(),
+        vec![true, true, false, true, true, true]
+    );
+}
+
 /// Sample data of each dtype: 6 values, shaped (2, 3) by the tests.
 fn sample(d: DType, seed: usize, dev: Device) -> Tensor {
     let base: [f64; 6] = match (d, seed) {

@@ -422,6 +422,21 @@ impl Tensor {
         self.shape().len()
     }
 
+    /// Number of dimensions, under torch's name (`rank`).
+    pub fn dim(&self) -> usize {
+        self.rank()
+    }
+
+    /// Number of dimensions, as torch's `ndim` (`rank`).
+    pub fn ndim(&self) -> usize {
+        self.rank()
+    }
+
+    /// The shape, as torch's `size()` (`shape`).
+    pub fn size(&self) -> &[usize] {
+        self.shape()
+    }
+
     /// Number of elements.
     pub fn numel(&self) -> usize {
         self.layout.numel()
@@ -464,6 +479,34 @@ impl Tensor {
         let storage = self.dense()?.read().to_dtype(dtype)?;
         let out = Tensor::from_storage(storage, self.shape().to_vec());
         Ok(crate::autograd::rules::cast(self, out))
+    }
+
+    /// torch's dtype shortcuts, each `to_dtype`: `float()` float32, `double()` float64,
+    /// `half()` float16, `bfloat16()`, `int()` int32, `long()` int64, `byte()` uint8,
+    /// `bool()`.
+    pub fn float(&self) -> Result<Tensor> {
+        self.to_dtype(DType::F32)
+    }
+    pub fn double(&self) -> Result<Tensor> {
+        self.to_dtype(DType::F64)
+    }
+    pub fn half(&self) -> Result<Tensor> {
+        self.to_dtype(DType::F16)
+    }
+    pub fn bfloat16(&self) -> Result<Tensor> {
+        self.to_dtype(DType::BF16)
+    }
+    pub fn int(&self) -> Result<Tensor> {
+        self.to_dtype(DType::I32)
+    }
+    pub fn long(&self) -> Result<Tensor> {
+        self.to_dtype(DType::I64)
+    }
+    pub fn byte(&self) -> Result<Tensor> {
+        self.to_dtype(DType::U8)
+    }
+    pub fn bool(&self) -> Result<Tensor> {
+        self.to_dtype(DType::Bool)
     }
 
     /// `to` the current CUDA device (`cuda::current_device()`, cuda:0 unless

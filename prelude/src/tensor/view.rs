@@ -81,7 +81,7 @@ impl Tensor {
         Ok(rules::identity("clone", self, out))
     }
 
-    fn dim(&self, op: &str, dim: isize) -> Result<usize> {
+    fn resolve(&self, op: &str, dim: isize) -> Result<usize> {
         resolve_dim(dim, self.rank()).map_err(|_| {
             Error::Invalid(format!(
                 "{op}: dimension {dim} is out of range for shape {:?} (rank {})",
@@ -93,7 +93,10 @@ impl Tensor {
 
     /// Swaps two dimensions (a view).
     pub fn transpose(&self, dim0: isize, dim1: isize) -> Result<Tensor> {
-        let (d0, d1) = (self.dim("transpose", dim0)?, self.dim("transpose", dim1)?);
+        let (d0, d1) = (
+            self.resolve("transpose", dim0)?,
+            self.resolve("transpose", dim1)?,
+        );
         let out = self.view_of(self.layout.transpose(d0, d1));
         Ok(rules::transpose(self, dim0, dim1, out))
     }
@@ -132,7 +135,7 @@ impl Tensor {
 
     /// Elements `start .. start + len` of dimension `dim` (a view).
     pub fn narrow(&self, dim: isize, start: usize, len: usize) -> Result<Tensor> {
-        let d = self.dim("narrow", dim)?;
+        let d = self.resolve("narrow", dim)?;
         let out = self.view_of(self.layout.narrow(d, start, len)?);
         Ok(rules::view("narrow", self, out, move |z| {
             z.narrow(d as isize, start, len)
@@ -142,7 +145,7 @@ impl Tensor {
     /// A range of dimension `dim`, as Python's `x[:, 1:3]` is `x.slice(1, 1..3)`; any Rust
     /// range works (`..2`, `1..`, `..`, `1..=2`). A view.
     pub fn slice(&self, dim: isize, range: impl RangeBounds<usize>) -> Result<Tensor> {
-        let d = self.dim("slice", dim)?;
+        let d = self.resolve("slice", dim)?;
         let size = self.shape()[d];
         let start = match range.start_bound() {
             Bound::Included(&s) => s,
@@ -167,7 +170,7 @@ impl Tensor {
     /// Index `index` of dimension `dim`, which disappears (torch's `select`, `x[i]` for
     /// dim 0). Negative indices count from the end. A view.
     pub fn select(&self, dim: isize, index: isize) -> Result<Tensor> {
-        let d = self.dim("select", dim)?;
+        let d = self.resolve("select", dim)?;
         let size = self.shape()[d] as isize;
         let i = if index < 0 { index + size } else { index };
         if i < 0 || i >= size {
@@ -213,7 +216,7 @@ impl Tensor {
 
     /// Dimension `dim` removed if its size is 1, else the tensor unchanged (torch's rule).
     pub fn squeeze(&self, dim: isize) -> Result<Tensor> {
-        let d = self.dim("squeeze", dim)?;
+        let d = self.resolve("squeeze", dim)?;
         if self.shape()[d] != 1 {
             return Ok(self.clone());
         }
@@ -395,7 +398,7 @@ impl Tensor {
     /// The entries of `index` (a 1-D int64/int32 tensor) along `dim`, in its order
     /// (torch's `index_select`; a copy). The index may live on the CPU for a CUDA tensor.
     pub fn index_select(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
-        let d = self.dim("index_select", dim)?;
+        let d = self.resolve("index_select", dim)?;
         if index.rank() > 1 {
             return Err(Error::BadShape(format!(
                 "index_select: the index must be 1-D, got shape {:?} (source shape {:?})",
@@ -421,7 +424,7 @@ impl Tensor {
     pub fn flip(&self, dims: &[isize]) -> Result<Tensor> {
         let mut flip = vec![false; self.rank()];
         for &dim in dims {
-            let d = self.dim("flip", dim)?;
+            let d = self.resolve("flip", dim)?;
             if flip[d] {
                 return Err(Error::Invalid(format!(
                     "flip: dimension {d} appears more than once in dims {dims:?} (shape {:?})",
@@ -439,7 +442,7 @@ impl Tensor {
     /// `index` has this rank and no dimension larger than this tensor's outside `dim`;
     /// the result has the index's shape.
     pub fn gather(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
-        let d = self.dim("gather", dim)?;
+        let d = self.resolve("gather", dim)?;
         let fits = index.rank() == self.rank()
             && (0..self.rank()).all(|i| i == d || index.shape()[i] <= self.shape()[i]);
         if !fits {
@@ -467,7 +470,7 @@ impl Tensor {
             Some(t) => t.borrow(),
             None => return Err(Error::Invalid("cat: needs at least one tensor".into())),
         };
-        let d = first.dim("cat", dim)?;
+        let d = first.resolve("cat", dim)?;
         let shapes: Vec<Vec<usize>> = tensors
             .iter()
             .map(|t| t.borrow().shape().to_vec())
