@@ -74,6 +74,7 @@ mod gpu {
         layout,
         display,
         device_errors,
+        cpu_scalar_tensors_join_gpu_tensors,
         out_of_memory_and_recovery,
         freed_memory_is_reused,
         events,
@@ -415,6 +416,47 @@ fn device_errors() {
     assert!(Event::new(Device::Cuda(n)).is_err());
     // A tensor left on the GPU still works after the errors.
     assert_eq!(g.sum().unwrap().item::<f32>().unwrap(), 3.0);
+}
+
+fn cpu_scalar_tensors_join_gpu_tensors() {
+    // As torch: a zero-dimensional CPU tensor combines with a GPU tensor, on the GPU, on
+    // either side, in where_ too, and its gradient comes back to the CPU.
+    let g = Tensor::from_slice(&[1., 2., 3.], 3, GPU).unwrap();
+    let two = Tensor::full((), 2.0, CPU).unwrap();
+    for (what, r) in [
+        ("g * two", g.mul(&two).unwrap()),
+        ("two * g", two.mul(&g).unwrap()),
+        ("&g * &two", &g * &two),
+    ] {
+        assert_eq!(r.device(), GPU, "{what}");
+        assert_eq!(r.to_vec::<f32>().unwrap(), vec![2., 4., 6.], "{what}");
+    }
+    assert_eq!(
+        g.lt(&two).unwrap().to_vec::<bool>().unwrap(),
+        vec![true, false, false]
+    );
+    let cond = g.gt(1.5).unwrap();
+    let w = g.where_(&cond, &two).unwrap();
+    assert_eq!(
+        (w.device(), w.to_vec::<f32>().unwrap()),
+        (GPU, vec![2., 2., 3.])
+    );
+    // float16 on the GPU with a float32 CPU scalar stays float16 (torch.result_type).
+    let h = g.to_dtype(gpulab::DType::F16).unwrap();
+    assert_eq!(h.mul(&two).unwrap().dtype(), gpulab::DType::F16);
+    let s = Tensor::full((), 3.0, CPU)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    g.mul(&s).unwrap().sum().unwrap().backward().unwrap();
+    let grad = s.grad().unwrap();
+    assert_eq!((grad.device(), grad.item::<f32>().unwrap()), (CPU, 6.0));
+    // Only zero-dimensional CPU tensors: a one-element 1-D one is still a mismatch.
+    let one = Tensor::full(1, 2.0, CPU).unwrap();
+    assert!(matches!(
+        g.mul(&one).unwrap_err(),
+        Error::DeviceMismatch { .. }
+    ));
 }
 
 fn out_of_memory_and_recovery() {

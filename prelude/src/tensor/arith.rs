@@ -91,14 +91,31 @@ impl Tensor {
         op: &'static str,
         dtype: impl FnOnce(DType) -> DType,
     ) -> Result<(Cow<'a, Tensor>, Cow<'a, Tensor>, Option<Broadcast>)> {
-        self.same_device(rhs)?;
-        let bc = if self.shape() == rhs.shape() {
+        let (lhs, rhs) = self.joined(rhs)?;
+        let bc = if lhs.shape() == rhs.shape() {
             None
         } else {
-            Some(broadcast(op, self.shape(), rhs.shape())?)
+            Some(broadcast(op, lhs.shape(), rhs.shape())?)
         };
-        let dt = dtype(self.result_type(rhs));
-        Ok((self.cast(dt)?, rhs.cast(dt)?, bc))
+        let dt = dtype(lhs.result_type(&rhs));
+        Ok((cast_cow(lhs, dt)?, cast_cow(rhs, dt)?, bc))
+    }
+
+    /// Both operands on one device. As in torch, a zero-dimensional CPU tensor joins a tensor
+    /// on a GPU there (`x_cuda * Tensor::full((), 2.0, Device::Cpu)`, as
+    /// `x_cuda * torch.tensor(2.)`); any other pair on two devices is a device mismatch.
+    fn joined<'a>(&'a self, other: &'a Tensor) -> Result<(Cow<'a, Tensor>, Cow<'a, Tensor>)> {
+        let cpu_scalar = |t: &Tensor| t.device() == Device::Cpu && t.shape().is_empty();
+        if self.device() != other.device() {
+            if cpu_scalar(other) {
+                return Ok((Cow::Borrowed(self), Cow::Owned(other.to(self.device())?)));
+            }
+            if cpu_scalar(self) {
+                return Ok((Cow::Owned(self.to(other.device())?), Cow::Borrowed(other)));
+            }
+        }
+        self.same_device(other)?;
+        Ok((Cow::Borrowed(self), Cow::Borrowed(other)))
     }
 
     fn binary(&self, rhs: Operand, op: BinaryOp) -> Result<Tensor> {
@@ -210,8 +227,8 @@ impl Tensor {
     /// This tensor where `condition` is true, `other` elsewhere (torch's
     /// `input.where(condition, other)`); all three broadcast, the values promote.
     pub fn where_(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor> {
-        self.same_device(other)?;
-        condition.same_device(self)?;
+        let (x, y) = self.joined(other)?;
+        condition.same_device(&x)?;
         if condition.dtype() != DType::Bool {
             return Err(Error::Invalid(format!(
                 "where: the condition must be a bool tensor, got {} (shape {:?})",
@@ -219,14 +236,14 @@ impl Tensor {
                 condition.shape()
             )));
         }
-        let xy = broadcast("where", self.shape(), other.shape())?;
+        let xy = broadcast("where", x.shape(), y.shape())?;
         let all = broadcast("where", condition.shape(), &xy.dims)?;
         let dims = all.dims.clone();
-        let dt = self.result_type(other);
+        let dt = x.result_type(&y);
         // Each operand as a stride-0 view of the common shape, made dense.
         let expand =
             |t: &Tensor| Ok::<_, Error>(t.broadcast_to(dims.as_slice())?.dense()?.into_owned());
-        let (x, y) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
+        let (x, y) = (x.to_dtype(dt)?, y.to_dtype(dt)?);
         let storage = Storage::where_(
             &expand(condition)?.read(),
             &expand(&x)?.read(),
@@ -784,6 +801,15 @@ fn no_bool_sub(op: BinaryOp, lhs: &Tensor, rhs: Option<&Tensor>) -> Result<()> {
     Err(Error::Invalid(format!(
         "sub: subtraction with a bool tensor is not supported, as in torch ({what}); {hint}"
     )))
+}
+
+/// `cast` for an operand that may already be a copy.
+fn cast_cow(t: Cow<'_, Tensor>, dtype: DType) -> Result<Cow<'_, Tensor>> {
+    match t {
+        Cow::Borrowed(t) => t.cast(dtype),
+        Cow::Owned(t) if t.dtype() == dtype => Ok(Cow::Owned(t)),
+        Cow::Owned(t) => Ok(Cow::Owned(t.to_dtype(dtype)?)),
+    }
 }
 
 /// For operators: the error becomes a panic with the same message.
