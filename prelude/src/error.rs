@@ -65,12 +65,39 @@ fn dims(s: &[usize]) -> String {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::ShapeMismatch { op, lhs, rhs } => write!(
-                f,
-                "shape mismatch in {op}: {} and {} are not compatible",
-                dims(lhs),
-                dims(rhs)
-            ),
+            Error::ShapeMismatch { op, lhs, rhs } => {
+                write!(
+                    f,
+                    "shape mismatch in {op}: {} and {} are not compatible",
+                    dims(lhs),
+                    dims(rhs)
+                )?;
+                // The size that has to agree, for the product students get wrong most.
+                if *op == "matmul" {
+                    let k2 = match rhs.len() {
+                        0 => None,
+                        1 => Some(rhs[0]),
+                        r => Some(rhs[r - 2]),
+                    };
+                    match (lhs.last(), k2) {
+                        (Some(k), Some(k2)) if k != &k2 => write!(
+                            f,
+                            " (the left operand's last size, {k}, must equal the right \
+                             operand's {}, {k2})",
+                            if rhs.len() == 1 {
+                                "size"
+                            } else {
+                                "second-to-last size"
+                            }
+                        )?,
+                        (None, _) | (_, None) => {
+                            f.write_str(" (matmul needs at least one dimension on each side)")?
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(())
+            }
             Error::BadShape(s) => write!(f, "bad shape: {s}"),
             Error::DeviceMismatch { lhs, rhs } => write!(
                 f,

@@ -297,9 +297,27 @@ fn shape_mismatch_names_both_shapes() {
         "shape mismatch in add: [2, 3] and [4, 5] are not compatible"
     );
     let e = a.matmul(&b).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "shape mismatch in matmul: [2, 3] and [4, 5] are not compatible (the left operand's \
+         last size, 3, must equal the right operand's second-to-last size, 4)"
+    );
+    let v = Tensor::zeros(4, CPU).unwrap();
     assert!(
-        e.contains("[2, 3]") && e.contains("[4, 5]") && e.contains("matmul"),
-        "{e}"
+        a.matmul(&v)
+            .unwrap_err()
+            .to_string()
+            .ends_with("(the left operand's last size, 3, must equal the right operand's size, 4)"),
+        "a vector on the right"
+    );
+    let batched = Tensor::zeros((5, 2, 3), CPU).unwrap();
+    assert!(
+        batched
+            .matmul(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("last size, 3, must equal the right operand's second-to-last size, 4"),
+        "a stack of matrices"
     );
     let e = Tensor::from_vec(vec![1.0; 5], (2, 3), CPU)
         .unwrap_err()
