@@ -803,11 +803,10 @@ fn no_bool_sub(op: BinaryOp, lhs: &Tensor, rhs: Option<&Tensor>) -> Result<()> {
     )))
 }
 
-/// `cast` for an operand that may already be a copy.
+/// `cast` for an operand that may already be a copy (`to_dtype` keeps one already in `dtype`).
 fn cast_cow(t: Cow<'_, Tensor>, dtype: DType) -> Result<Cow<'_, Tensor>> {
     match t {
         Cow::Borrowed(t) => t.cast(dtype),
-        Cow::Owned(t) if t.dtype() == dtype => Ok(Cow::Owned(t)),
         Cow::Owned(t) => Ok(Cow::Owned(t.to_dtype(dtype)?)),
     }
 }

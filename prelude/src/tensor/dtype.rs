@@ -112,8 +112,9 @@ pub fn promote_dims(a: DType, a_zero_dim: bool, b: DType, b_zero_dim: bool) -> D
     }
 }
 
-/// The dtype of `a op b` for two tensors, as `torch.result_type` gives it: the higher
-/// category wins (bool < integer < float); within a category the type that can hold both
+/// The dtype of `a op b` for two tensors that both have dimensions (or both have none), as
+/// `torch.result_type` gives it (`promote_dims` covers a zero-dimensional one beside a
+/// dimensioned one; torch calls this `promote_types`): the higher category wins (bool < integer < float); within a category the type that can hold both
 /// (u8 with i32 is i32, f16 with bf16 is f32 since neither holds the other).
 pub fn promote(a: DType, b: DType) -> DType {
     use DType::*;
