@@ -83,13 +83,66 @@ fn no_grad_records_nothing_and_restores_the_mode() {
     let z = x.mul(2.0).unwrap();
     assert!(z.requires_grad());
     assert!(!z.is_leaf());
-    assert_eq!(z.grad_fn(), Some("mul"));
-    assert_eq!(format!("{z:?}"), "tensor([2., 4.], grad_fn=<mul>)");
+    assert_eq!(z.grad_fn(), Some("MulBackward0"));
+    assert_eq!(format!("{z:?}"), "tensor([2., 4.], grad_fn=<MulBackward0>)");
     assert_eq!(format!("{x:?}"), "tensor([1., 2.], requires_grad=True)");
     assert!(x.is_leaf());
     // A panic inside no_grad still restores grad mode.
     let _ = std::panic::catch_unwind(|| no_grad(|| panic!("inside")));
     assert!(gpulab::is_grad_enabled());
+}
+
+/// `grad_fn` names each node as torch 2.9.1 does: the names on the right are what
+/// `type(t.grad_fn).__name__` printed for the same expressions in torch.
+#[test]
+fn grad_fn_names_are_torchs() {
+    let x = Tensor::from_vec(vec![0.5f32, 1.0, 1.5, 2.0, 2.5, 3.0], (2, 3), CPU)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let v = leaf(vec![1.0, 2.0, 3.0]);
+    let m = Tensor::ones((3, 4), CPU)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let cases: Vec<(&str, Tensor, &str)> = vec![
+        ("x + x", (&x + &x), "AddBackward0"),
+        ("x - 1", (&x - 1.0), "SubBackward0"),
+        ("1 - x", (1.0 - &x), "RsubBackward1"),
+        ("x * x", (&x * &x), "MulBackward0"),
+        ("x / 2", (&x / 2.0), "DivBackward0"),
+        ("2 / x", (2.0 / &x), "MulBackward0"),
+        ("x ** x", x.pow(&x).unwrap(), "PowBackward1"),
+        ("x ** 2", x.pow(2.0).unwrap(), "PowBackward0"),
+        ("maximum", x.maximum(&x).unwrap(), "MaximumBackward0"),
+        ("exp", x.exp().unwrap(), "ExpBackward0"),
+        ("log1p", x.log1p().unwrap(), "Log1PBackward0"),
+        ("relu", x.relu().unwrap(), "ReluBackward0"),
+        ("sum", x.sum().unwrap(), "SumBackward0"),
+        ("sum(0)", x.sum_dim(0).unwrap(), "SumBackward1"),
+        ("max", x.max().unwrap(), "MaxBackward1"),
+        ("max(0)", x.max_dim(0).unwrap(), "MaxBackward0"),
+        ("prod(0)", x.prod_dim(0).unwrap(), "ProdBackward1"),
+        ("var", x.var().unwrap(), "VarBackward0"),
+        ("cumsum", x.cumsum(0).unwrap(), "CumsumBackward0"),
+        ("reshape", x.reshape(6).unwrap(), "ViewBackward0"),
+        ("t", x.transpose(0, 1).unwrap(), "TransposeBackward0"),
+        ("permute", x.permute(&[1, 0]).unwrap(), "PermuteBackward0"),
+        ("narrow", x.narrow(1, 0, 2).unwrap(), "SliceBackward0"),
+        ("select", x.select(0, 1).unwrap(), "SelectBackward0"),
+        ("expand", v.expand(&[2, 3]).unwrap(), "ExpandBackward0"),
+        ("to", x.to_dtype(DType::F64).unwrap(), "ToCopyBackward0"),
+        ("x @ m", x.matmul(&m).unwrap(), "MmBackward0"),
+        ("x @ v", x.matmul(&v).unwrap(), "MvBackward0"),
+        ("v @ v", v.matmul(&v).unwrap(), "DotBackward0"),
+        ("v @ m", v.matmul(&m).unwrap(), "SqueezeBackward4"),
+        ("cat", Tensor::cat(&[&x, &x], 0).unwrap(), "CatBackward0"),
+        ("flip", x.flip(&[0]).unwrap(), "FlipBackward0"),
+    ];
+    for (what, t, torch) in cases {
+        assert_eq!(t.grad_fn(), Some(torch), "{what}");
+    }
+    assert_eq!(x.grad_fn(), None, "a leaf has no grad_fn");
 }
 
 #[test]

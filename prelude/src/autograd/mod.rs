@@ -44,6 +44,13 @@ struct Node {
     backward: Mutex<Option<BackwardFn>>,
 }
 
+impl Node {
+    /// The op and torch's name for its node, for messages: `matmul (MvBackward0)`.
+    fn describe(&self) -> String {
+        format!("{} ({})", op_label(self.name), torch_node_name(self.name))
+    }
+}
+
 /// An input of a node that requires grad, and what its gradient must look like.
 struct Input {
     meta: Arc<Meta>,
@@ -68,8 +75,101 @@ impl Meta {
     pub(crate) fn set_grad(&self, g: Option<Tensor>) {
         *self.grad.lock().unwrap() = g;
     }
+    /// The op that computed this tensor, as error messages name it (`matmul`, `sum`).
     pub(crate) fn op_name(&self) -> Option<&'static str> {
-        self.node.as_ref().map(|n| n.name)
+        self.node.as_ref().map(|n| op_label(n.name))
+    }
+    /// torch's name for this tensor's backward node (`grad_fn`).
+    pub(crate) fn node_name(&self) -> Option<&'static str> {
+        self.node.as_ref().map(|n| torch_node_name(n.name))
+    }
+}
+
+/// The public op behind a recorded name that tells overloads apart for `torch_node_name`.
+fn op_label(recorded: &'static str) -> &'static str {
+    match recorded {
+        "mm" | "mv" | "dot" | "vm" => "matmul",
+        "pow_scalar" | "scalar_pow" => "pow",
+        "rsub" => "sub",
+        "rdiv" => "div",
+        "sum_dim" => "sum",
+        "prod_dim" => "prod",
+        "max_dim" => "max",
+        "min_dim" => "min",
+        other => other,
+    }
+}
+
+/// The class name torch gives the backward node of the op recorded as `op` (what
+/// `type(t.grad_fn).__name__` prints), checked against torch 2.9. Ops that gpulab composes from
+/// others (mean, softmax, the losses) show their last recorded step, as a composition in
+/// torch would.
+fn torch_node_name(op: &'static str) -> &'static str {
+    match op {
+        "add" => "AddBackward0",
+        "sub" => "SubBackward0",
+        "rsub" => "RsubBackward1",
+        "mul" | "rdiv" => "MulBackward0",
+        "div" => "DivBackward0",
+        "pow_scalar" => "PowBackward0",
+        "pow" => "PowBackward1",
+        "scalar_pow" => "PowBackward2",
+        "maximum" => "MaximumBackward0",
+        "minimum" => "MinimumBackward0",
+        "neg" => "NegBackward0",
+        "abs" => "AbsBackward0",
+        "exp" => "ExpBackward0",
+        "sqrt" => "SqrtBackward0",
+        "relu" => "ReluBackward0",
+        "log" => "LogBackward0",
+        "tanh" => "TanhBackward0",
+        "sigmoid" => "SigmoidBackward0",
+        "sin" => "SinBackward0",
+        "cos" => "CosBackward0",
+        "floor" => "FloorBackward0",
+        "ceil" => "CeilBackward0",
+        "round" => "RoundBackward0",
+        "sign" => "SignBackward0",
+        "log1p" => "Log1PBackward0",
+        "expm1" => "Expm1Backward0",
+        "erf" => "ErfBackward0",
+        "sum" => "SumBackward0",
+        "sum_dim" => "SumBackward1",
+        "prod" => "ProdBackward0",
+        "prod_dim" => "ProdBackward1",
+        // torch numbers max/min the other way round: the overload with a dim came first.
+        "max" => "MaxBackward1",
+        "max_dim" => "MaxBackward0",
+        "min" => "MinBackward1",
+        "min_dim" => "MinBackward0",
+        "var" => "VarBackward0",
+        "cumsum" => "CumsumBackward0",
+        "cumprod" => "CumprodBackward0",
+        "reshape" => "ViewBackward0",
+        "to" => "ToCopyBackward0",
+        "transpose" => "TransposeBackward0",
+        "permute" => "PermuteBackward0",
+        "narrow" => "SliceBackward0",
+        "select" => "SelectBackward0",
+        "expand" => "ExpandBackward0",
+        "clone" | "contiguous" => "CloneBackward0",
+        "mm" => "MmBackward0",
+        "mv" => "MvBackward0",
+        "dot" => "DotBackward0",
+        // torch computes these as a 2-D product and a view of it, and names the view.
+        "vm" => "SqueezeBackward4",
+        "matmul" => "UnsafeViewBackward0",
+        "where" => "WhereBackward0",
+        "cat" => "CatBackward0",
+        "flip" => "FlipBackward0",
+        "index_select" => "IndexSelectBackward0",
+        "gather" => "GatherBackward0",
+        "scatter_add" => "ScatterAddBackward0",
+        "norm" => "LinalgVectorNormBackward0",
+        "conv2d" => "ConvolutionBackward0",
+        "binary_cross_entropy" => "BinaryCrossEntropyBackward0",
+        "binary_cross_entropy_with_logits" => "BinaryCrossEntropyWithLogitsBackward0",
+        other => other,
     }
 }
 
@@ -316,11 +416,11 @@ fn backward_from(root: &Tensor, seed: Tensor, retain_graph: bool) -> Result<()> 
                          the first backward freed the tensors this step saved. Compute the \
                          forward pass again, or call backward_retain_graph() (torch's \
                          retain_graph=True) the first time",
-                        node.name
+                        node.describe()
                     )));
                 };
-                let gs =
-                    f(&g).map_err(|e| Error::Invalid(format!("backward of {}: {e}", node.name)))?;
+                let gs = f(&g)
+                    .map_err(|e| Error::Invalid(format!("backward of {}: {e}", node.describe())))?;
                 if !retain_graph {
                     *rule = None;
                 }

@@ -106,7 +106,14 @@ pub(crate) fn scalar(op: BinaryOp, s: f64, scalar_first: bool, x: &Tensor, out: 
         return out;
     }
     let (xs, ys) = (Saved::new(x), Saved::new(&out));
-    record(out, op.name(), &[x], move |g| {
+    let name = match (op, scalar_first) {
+        (BinaryOp::Pow, false) => "pow_scalar",
+        (BinaryOp::Pow, true) => "scalar_pow",
+        (BinaryOp::Sub, true) => "rsub",
+        (BinaryOp::Div, true) => "rdiv",
+        _ => op.name(),
+    };
+    record(out, name, &[x], move |g| {
         let (xd, y) = (|| xs.get(), || ys.get());
         let gx = match (op, scalar_first) {
             (BinaryOp::Add, _) | (BinaryOp::Sub, false) => g.clone(),
@@ -212,7 +219,14 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: Option<usize>, out: Tensor) 
         }
     };
     let (xs, ys) = (Saved::new(x), Saved::new(&out));
-    record(out, op.name(), &[x], move |g| {
+    let name = match (op, dim) {
+        (_, None) => op.name(),
+        (ReduceOp::Sum, Some(_)) => "sum_dim",
+        (ReduceOp::Max, Some(_)) => "max_dim",
+        (ReduceOp::Min, Some(_)) => "min_dim",
+        (ReduceOp::Prod, Some(_)) => "prod_dim",
+    };
+    record(out, name, &[x], move |g| {
         let g = g.reshape(&kept)?;
         let gx = match op {
             ReduceOp::Sum => g.expand_to(&dims)?,
@@ -383,7 +397,14 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: Tensor) -> Tensor {
     // gradient is dense again: the optimiser then reads it as is instead of copying it.
     let a_t = a2.rank() == 2 && !a2.is_contiguous() && a2.t().is_ok_and(|t| t.is_contiguous());
     let b_t = b2.rank() == 2 && !b2.is_contiguous() && b2.t().is_ok_and(|t| t.is_contiguous());
-    record(out, "matmul", &[a, b], move |g| {
+    let name = match (ad.len(), bd.len()) {
+        (1, 1) => "dot",
+        (2, 1) => "mv",
+        (2, 2) => "mm",
+        (1, 2) => "vm",
+        _ => "matmul",
+    };
+    record(out, name, &[a, b], move |g| {
         let g2 = g.reshape((m, n))?;
         let (a2, b2) = (|| a2s.get(), || b2s.get());
         let ga = match (need_a, a_t) {

@@ -52,9 +52,11 @@ impl Tensor {
         self.grad_meta.as_ref().is_none_or(|m| m.is_leaf())
     }
 
-    /// The name of the op that computed this tensor, when it is recorded (torch's `grad_fn`).
+    /// The backward node of the op that computed this tensor, by torch's name for it
+    /// (`"MulBackward0"` for a product, as `type(t.grad_fn).__name__` in torch); `None` for a
+    /// leaf and for a tensor that does not require grad.
     pub fn grad_fn(&self) -> Option<&'static str> {
-        self.grad_meta.as_ref().and_then(|m| m.op_name())
+        self.grad_meta.as_ref().and_then(|m| m.node_name())
     }
 
     /// The gradient accumulated by `backward` for this leaf; `None` before any backward,
