@@ -54,7 +54,14 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "topk_smallest stopk topk_dim0 zeros_like ones_like full_like normalize normalize_d0 "
         "snormalize norm_dim norm_keepdim cosine cosine_pairs one_hot one_hot_n "
         "cumsum cumsum_d0 scumsum cumprod cumprod_d0 scumprod cumprod_zeros prod prod_dim "
-        "prod_keepdim sprod prod_zeros").split()
+        "prod_keepdim sprod prod_zeros "
+        "any any_dim all all_dim sany sall count_nonzero count_nonzero_dim amax amin_all amax_keep "
+        "amax_ties samax logsumexp logsumexp_keep slogsumexp var_mean std_mean median median_dim "
+        "median_d0 smedian smedian_dim kthvalue roll roll_flat roll2 diag diag_up diag_vec "
+        "diag_vec_down trace movedim swapaxes unflatten tile tile_more nonzero snonzero "
+        "masked_select masked_select_row unique unique_counts sunique bincount bincount_min histc "
+        "histc_auto shistc log2 log10 exp2 slog2 sexp2 trunc strunc frac sfrac lerp lerp_far "
+        "addmm addmm_beta0 equal equal_not").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # Normalisation layers: output, gradients (input, weight, bias) and running statistics.
 # Recurrent layers: output, final states and gradients (input, h_0, first layer's weights).
@@ -71,6 +78,10 @@ GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var
 
 # Cases where gpulab keeps its own answer on purpose.
 KNOWN = {
+    # torch's CPU trace has no float16/bfloat16 kernel; gpulab sums the diagonal in the
+    # tensor's dtype, as it sums anything else.
+    **{f"more trace {d} {w}": "torch's CPU trace has no half-precision kernel"
+       for d in ("f16", "bf16") for w in ("out", "x")},
     # A negative float cast to uint8 is undefined behaviour in C++; torch's CPU wraps through
     # int64 (-3.0 -> 253), CUDA's conversion instruction saturates. gpulab saturates (0) on
     # both devices, so the answer does not depend on the device.
@@ -598,6 +609,7 @@ def torch_results(lines, device):
                 x.requires_grad_()
         y = ramp([2, 3], 4, 1.0, 0.5, d)
         cat_flat = lambda parts: torch.cat([p.flatten() for p in parts])
+        both = lambda p: torch.cat([p[0].double().flatten(), p[1].double().flatten()])  # noqa: E731
         out = {
             "isnan": lambda: torch.isnan(x), "isinf": lambda: torch.isinf(x),
             "isfinite": lambda: torch.isfinite(x), "square": lambda: torch.square(x),
@@ -645,6 +657,44 @@ def torch_results(lines, device):
             "cosine_pairs": lambda: torch.nn.functional.cosine_similarity(x.unsqueeze(1), y.unsqueeze(0), dim=2),
             "one_hot": lambda: torch.nn.functional.one_hot(x.to(torch.int64).abs()),
             "one_hot_n": lambda: torch.nn.functional.one_hot(x.to(torch.int64).abs(), 4),
+            "any": lambda: torch.any(x), "any_dim": lambda: x.any(1),
+            "all": lambda: torch.all(x), "all_dim": lambda: x.all(0),
+            "count_nonzero": lambda: torch.count_nonzero(x),
+            "count_nonzero_dim": lambda: torch.count_nonzero(x, 1),
+            "amax": lambda: x.amax(1), "amin_all": lambda: x.amin((0, 1)),
+            "amax_keep": lambda: x.amax(0, keepdim=True),
+            "amax_ties": lambda: x.repeat(1, 2).amax(1),
+            "logsumexp": lambda: torch.logsumexp(x, 1),
+            "logsumexp_keep": lambda: torch.logsumexp(x, 0, keepdim=True),
+            "var_mean": lambda: cat_flat(torch.var_mean(x, 1)),
+            "std_mean": lambda: cat_flat(torch.std_mean(x, 1)),
+            "median": lambda: x.median(), "median_dim": lambda: both(x.median(1)),
+            "median_d0": lambda: both(x.median(0)), "kthvalue": lambda: both(x.kthvalue(2, 1)),
+            "roll": lambda: torch.roll(x, 1, 1), "roll_flat": lambda: torch.roll(x, 2),
+            "roll2": lambda: torch.roll(x, (1, -4), (0, 1)),
+            "diag": lambda: torch.diag(x), "diag_up": lambda: torch.diag(x, 1),
+            "diag_vec": lambda: torch.diag(x[0]), "diag_vec_down": lambda: torch.diag(x[1], -1),
+            "trace": lambda: torch.trace(x),
+            "movedim": lambda: torch.movedim(x.unsqueeze(2), 0, 2),
+            "swapaxes": lambda: x.swapaxes(0, 1),
+            "unflatten": lambda: x.flatten().unflatten(0, (3, 2)),
+            "tile": lambda: x.tile((2,)), "tile_more": lambda: x.tile((2, 1, 1)),
+            "nonzero": lambda: torch.nonzero(x),
+            "masked_select": lambda: x.masked_select(mk("bool", 1)),
+            "masked_select_row": lambda: x.masked_select(mk("bool", 1)[0]),
+            "unique": lambda: torch.unique(x),
+            "unique_counts": lambda: both(torch.unique(x, return_counts=True)),
+            "bincount": lambda: x.flatten().abs().bincount(),
+            "bincount_min": lambda: x.flatten().abs().bincount(minlength=8),
+            "histc": lambda: torch.histc(x, 4, -2, 2), "histc_auto": lambda: torch.histc(x, 3),
+            "log2": lambda: torch.log2(x), "log10": lambda: torch.log10(x),
+            "exp2": lambda: torch.exp2(x), "trunc": lambda: torch.trunc(x),
+            "frac": lambda: torch.frac(x),
+            "lerp": lambda: torch.lerp(x, y, 0.25), "lerp_far": lambda: torch.lerp(x, y, 0.75),
+            "addmm": lambda: torch.addmm(y[0, :2], x, y.t(), beta=2, alpha=3),
+            "addmm_beta0": lambda: torch.addmm(y[0, :2], x, y.t(), beta=0),
+            "equal": lambda: torch.tensor(torch.equal(x, x.clone())),
+            "equal_not": lambda: torch.tensor(torch.equal(x, y)),
         }[op]()
         return out_or_grad(out, x, want)
 

@@ -665,6 +665,19 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "scumprod",
         "sprod",
         "snormalize",
+        "sany",
+        "sall",
+        "samax",
+        "slogsumexp",
+        "smedian",
+        "smedian_dim",
+        "snonzero",
+        "sunique",
+        "shistc",
+        "slog2",
+        "sexp2",
+        "strunc",
+        "sfrac",
     ];
     let x = if special.contains(&op) {
         op = &op[1..];
@@ -755,6 +768,69 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "cosine_pairs" => F::cosine_similarity(&x.unsqueeze(1)?, &y.unsqueeze(0)?, 2),
         "one_hot" => F::one_hot(&x.to_dtype(DType::I64)?.abs()?, None),
         "one_hot_n" => F::one_hot(&x.to_dtype(DType::I64)?.abs()?, Some(4)),
+        "any" => x.any(),
+        "any_dim" => x.any_dim(1),
+        "all" => x.all(),
+        "all_dim" => x.all_dim(0),
+        "count_nonzero" => x.count_nonzero(),
+        "count_nonzero_dim" => x.count_nonzero_dim(1),
+        "amax" => x.amax(&[1], false),
+        "amin_all" => x.amin(&[0, 1], false),
+        "amax_keep" => x.amax(&[0], true),
+        "amax_ties" => x.repeat(&[1, 2])?.amax(&[1], false),
+        "logsumexp" => x.logsumexp(1, false),
+        "logsumexp_keep" => x.logsumexp(0, true),
+        "var_mean" => {
+            let (v, m) = x.var_mean(1)?;
+            flat(vec![v, m])
+        }
+        "std_mean" => {
+            let (v, m) = x.std_mean(1)?;
+            flat(vec![v, m])
+        }
+        "median" => x.median(),
+        "median_dim" => both(x.median_dim(1)?),
+        "median_d0" => both(x.median_dim(0)?),
+        "kthvalue" => both(x.kthvalue(2, 1)?),
+        "roll" => x.roll(&[1], &[1]),
+        "roll_flat" => x.roll(&[2], &[]),
+        "roll2" => x.roll(&[1, -4], &[0, 1]),
+        "diag" => x.diag(0),
+        "diag_up" => x.diag(1),
+        "diag_vec" => x.select(0, 0)?.diag(0),
+        "diag_vec_down" => x.select(0, 1)?.diag(-1),
+        "trace" => x.trace(),
+        "movedim" => x.unsqueeze(2)?.movedim(0, 2),
+        "swapaxes" => x.swapaxes(0, 1),
+        "unflatten" => x.flatten()?.unflatten(0, &[3, 2]),
+        "tile" => x.tile(&[2]),
+        "tile_more" => x.tile(&[2, 1, 1]),
+        "nonzero" => x.nonzero(),
+        "masked_select" => x.masked_select(&input("bool", 1, dev)),
+        "masked_select_row" => x.masked_select(&input("bool", 1, dev).select(0, 0)?),
+        "unique" => x.unique(),
+        "unique_counts" => both(x.unique_counts()?),
+        "bincount" => x.flatten()?.abs()?.bincount(0),
+        "bincount_min" => x.flatten()?.abs()?.bincount(8),
+        "histc" => x.histc(4, -2.0, 2.0),
+        "histc_auto" => x.histc(3, 0.0, 0.0),
+        "log2" => x.log2(),
+        "log10" => x.log10(),
+        "exp2" => x.exp2(),
+        "trunc" => x.trunc(),
+        "frac" => x.frac(),
+        "lerp" => x.lerp(&y, 0.25),
+        "lerp_far" => x.lerp(&y, 0.75),
+        "addmm" => y
+            .select(0, 0)?
+            .narrow(0, 0, 2)?
+            .addmm(&x, &y.t()?, 2.0, 3.0),
+        "addmm_beta0" => y
+            .select(0, 0)?
+            .narrow(0, 0, 2)?
+            .addmm(&x, &y.t()?, 0.0, 1.0),
+        "equal" => Tensor::from_vec(vec![x.equal(&x.deep_clone()?)?], (), Device::Cpu),
+        "equal_not" => Tensor::from_vec(vec![x.equal(&y)?], (), Device::Cpu),
         _ => panic!("unknown op {op:?}"),
     }?;
     out_or_grad(out, &x, want)

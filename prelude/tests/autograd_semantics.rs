@@ -130,7 +130,7 @@ fn grad_fn_names_are_torchs() {
         ("permute", x.permute(&[1, 0]).unwrap(), "PermuteBackward0"),
         ("narrow", x.narrow(1, 0, 2).unwrap(), "SliceBackward0"),
         ("select", x.select(0, 1).unwrap(), "SelectBackward0"),
-        ("expand", v.expand(&[2, 3]).unwrap(), "ExpandBackward0"),
+        ("expand", v.expand([2, 3]).unwrap(), "ExpandBackward0"),
         ("to", x.to_dtype(DType::F64).unwrap(), "ToCopyBackward0"),
         ("x @ m", x.matmul(&m).unwrap(), "MmBackward0"),
         ("x @ v", x.matmul(&v).unwrap(), "MvBackward0"),

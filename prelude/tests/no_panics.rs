@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..79) {
+    match rng.gen_range(0..85) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -674,6 +674,119 @@ fn call(
                 &a, &b, None, stride, pad, opad, groups, dilation,
             ))
         }
+        78 => {
+            let ops: [(&str, Unary); 10] = [
+                ("any", Tensor::any),
+                ("all", Tensor::all),
+                ("count_nonzero", Tensor::count_nonzero),
+                ("median", Tensor::median),
+                ("trace", Tensor::trace),
+                ("nonzero", Tensor::nonzero),
+                ("unique", Tensor::unique),
+                ("log2", Tensor::log2),
+                ("trunc", Tensor::trunc),
+                ("frac", Tensor::frac),
+            ];
+            let (name, f) = ops[rng.gen_range(0..ops.len())];
+            *what = format!("{da}.{name}()");
+            some(f(&a))
+        }
+        79 => {
+            let keep = rng.gen_bool(0.5);
+            match rng.gen_range(0..6) {
+                0 => {
+                    *what = format!("{da}.logsumexp({d}, {keep})");
+                    some(a.logsumexp(d, keep))
+                }
+                1 => {
+                    let dims: Vec<isize> = (0..rng.gen_range(0..3)).map(|_| dim(rng)).collect();
+                    *what = format!("{da}.amax({dims:?}, {keep})");
+                    some(a.amax(&dims, keep))
+                }
+                2 => {
+                    *what = format!("{da}.median_dim({d})");
+                    some(a.median_dim(d).map(|(v, _)| v))
+                }
+                3 => {
+                    let k = rng.gen_range(0..4usize);
+                    *what = format!("{da}.kthvalue({k}, {d})");
+                    some(a.kthvalue(k, d).map(|(_, i)| i))
+                }
+                4 => {
+                    *what = format!("{da}.any_dim({d})");
+                    some(a.any_dim(d))
+                }
+                _ => {
+                    *what = format!("{da}.var_mean({d})");
+                    some(a.var_mean(d).map(|(v, _)| v))
+                }
+            }
+        }
+        80 => {
+            let shifts: Vec<isize> = (0..rng.gen_range(0..3)).map(|_| dim(rng)).collect();
+            let dims: Vec<isize> = (0..rng.gen_range(0..3)).map(|_| dim(rng)).collect();
+            *what = format!("{da}.roll({shifts:?}, {dims:?})");
+            some(a.roll(&shifts, &dims))
+        }
+        81 => match rng.gen_range(0..4) {
+            0 => {
+                *what = format!("{da}.diag({i})");
+                some(a.diag(i))
+            }
+            1 => {
+                let d1 = dim(rng);
+                *what = format!("{da}.movedim({d}, {d1})");
+                some(a.movedim(d, d1))
+            }
+            2 => {
+                let sizes: Vec<usize> = (0..rng.gen_range(0..3))
+                    .map(|_| rng.gen_range(0..4))
+                    .collect();
+                *what = format!("{da}.unflatten({d}, {sizes:?})");
+                some(a.unflatten(d, &sizes))
+            }
+            _ => {
+                let reps: Vec<usize> = (0..rng.gen_range(0..4))
+                    .map(|_| rng.gen_range(0..3))
+                    .collect();
+                *what = format!("{da}.tile({reps:?})");
+                some(a.tile(&reps))
+            }
+        },
+        82 => match rng.gen_range(0..4) {
+            0 => {
+                *what = format!("{da}.masked_select({db})");
+                some(a.masked_select(&b))
+            }
+            1 => {
+                let n = rng.gen_range(0..4usize);
+                *what = format!("{da}.bincount({n})");
+                some(a.bincount(n))
+            }
+            2 => {
+                let bins = rng.gen_range(0..4usize);
+                *what = format!("{da}.histc({bins}, {s}, 1)");
+                some(a.histc(bins, s, 1.0))
+            }
+            _ => {
+                *what = format!("{da}.unique_counts()");
+                some(a.unique_counts().map(|(_, c)| c))
+            }
+        },
+        83 => match rng.gen_range(0..3) {
+            0 => {
+                *what = format!("{da}.lerp({db}, {s})");
+                some(a.lerp(&b, s))
+            }
+            1 => {
+                *what = format!("{da}.addmm({da}, {db}, {s}, 1)");
+                some(a.addmm(&a, &b, s, 1.0))
+            }
+            _ => {
+                *what = format!("{da}.equal({db})");
+                some(a.equal(&b).map(|_| a.clone()))
+            }
+        },
         _ => {
             *what = format!("format {da}");
             some(Ok(format!("{a}")).map(|_| a))

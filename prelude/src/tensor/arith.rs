@@ -472,7 +472,7 @@ impl Tensor {
         }
         self.reduce_dim(ReduceOp::Prod, dim, true)
     }
-    fn float_only(&self, op: &str) -> Result<()> {
+    pub(super) fn float_only(&self, op: &str) -> Result<()> {
         if self.dtype().is_float() {
             Ok(())
         } else {

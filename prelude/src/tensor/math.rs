@@ -1,9 +1,11 @@
 //! torch's conveniences built from the primitive ops (so each runs on every device and has
 //! its gradient from theirs): tests for NaN and infinity, `square`/`reciprocal`/`rsqrt`,
 //! `norm`, `isclose`/`allclose`, `masked_fill`, `tril`/`triu`, `outer`/`dot`, `repeat`,
-//! `chunk`/`split`, and the `*_like` constructors.
+//! `chunk`/`split`, the `*_like` constructors, `log2`/`log10`/`exp2`, `trunc`/`frac`,
+//! `lerp`, `addmm` and `equal`.
 
-use super::autocast::{autocast1, AmpOp};
+use super::arith::Operand;
+use super::autocast::{autocast, autocast1, AmpOp};
 use super::dtype::{promote, DType};
 use super::op::BinaryOp;
 use super::shape::resolve_dim;
@@ -311,5 +313,164 @@ impl Tensor {
     /// `value` (converted to this tensor's dtype) in this tensor's shape, on its device.
     pub fn full_like(&self, value: f64) -> Result<Tensor> {
         Tensor::full_dtype(self.shape().to_vec(), value, self.dtype(), self.device())
+    }
+
+    /// `f` on this float tensor computed one precision up (float16 and bfloat16 in float32,
+    /// float32 in float64) and rounded back once, as torch's kernels compute, so a result
+    /// made of two steps is as exact as torch's one; integers give float32, as torch.
+    fn widened(&self, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+        let to = if self.dtype().is_float() {
+            self.dtype()
+        } else {
+            DType::F32
+        };
+        let work = match to {
+            DType::F64 | DType::F32 => DType::F64,
+            _ => DType::F32,
+        };
+        f(&self.to_dtype(work)?)?.to_dtype(to)
+    }
+
+    /// Base-2 logarithm (float32 for integers), as torch's `log2`.
+    pub fn log2(&self) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Log, "log2", self, |x| x.log2()) {
+            return r;
+        }
+        self.widened(|x| x.log()?.mul(std::f64::consts::LOG2_E))
+    }
+
+    /// Base-10 logarithm (float32 for integers), as torch's `log10`.
+    pub fn log10(&self) -> Result<Tensor> {
+        if let Some(r) = autocast1(AmpOp::Log, "log10", self, |x| x.log10()) {
+            return r;
+        }
+        self.widened(|x| x.log()?.mul(std::f64::consts::LOG10_E))
+    }
+
+    /// `2^x` (float32 for integers), as torch's `exp2`.
+    pub fn exp2(&self) -> Result<Tensor> {
+        self.widened(|x| x.mul(std::f64::consts::LN_2)?.exp())
+    }
+
+    /// Rounded toward zero, as torch's `trunc` (integers unchanged, as a copy; its gradient
+    /// is zero, as floor's).
+    pub fn trunc(&self) -> Result<Tensor> {
+        match self.dtype() {
+            DType::Bool => Err(Error::Invalid(format!(
+                "trunc does not support bool input, as in torch (shape {:?})",
+                self.shape()
+            ))),
+            d if d.is_float() => self.ceil()?.where_(&self.lt(0)?, &self.floor()?),
+            _ => self.deep_clone(),
+        }
+    }
+
+    /// The fractional part, `x - trunc(x)` (with x's sign), as torch's `frac`: floats only.
+    pub fn frac(&self) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(Error::Invalid(format!(
+                "frac needs a floating-point tensor, got {} (shape {:?}), as in torch",
+                self.dtype(),
+                self.shape()
+            )));
+        }
+        self.sub(&self.trunc()?)
+    }
+
+    /// `self + weight * (end - self)`, as torch's `lerp` with a number as the weight (both
+    /// tensors floats of one dtype; computed as torch does, from the nearer end).
+    pub fn lerp(&self, end: &Tensor, weight: f64) -> Result<Tensor> {
+        if !self.dtype().is_float() || self.dtype() != end.dtype() {
+            return Err(Error::Invalid(format!(
+                "lerp: needs two floating-point tensors of one dtype, got {} and {} (shapes \
+                 {:?} and {:?})",
+                self.dtype(),
+                end.dtype(),
+                self.shape(),
+                end.shape()
+            )));
+        }
+        let to = self.dtype();
+        let work = if to == DType::F64 { to } else { DType::F32 };
+        let (a, b) = (self.to_dtype(work)?, end.to_dtype(work)?);
+        let diff = b.sub(&a)?;
+        let out = if weight.abs() < 0.5 {
+            a.add(&diff.mul(weight)?)?
+        } else {
+            b.sub(&diff.mul(1.0 - weight)?)?
+        };
+        out.to_dtype(to)
+    }
+
+    /// `beta * self + alpha * (mat1 @ mat2)`, as torch's `addmm` (`self` broadcasts to the
+    /// product's shape and is not read when `beta` is 0; integer tensors need whole-number
+    /// `beta` and `alpha`, as in torch). A matrix product for autocast.
+    pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
+        let inputs = [Some(self), Some(mat1), Some(mat2)];
+        if let Some(r) = autocast(AmpOp::Matmul, "addmm", &inputs, |t| {
+            let (c, a, b) = (t[0].as_ref(), t[1].as_ref(), t[2].as_ref());
+            c.expect("self")
+                .addmm(a.expect("mat1"), b.expect("mat2"), beta, alpha)
+        }) {
+            return r;
+        }
+        if mat1.rank() != 2 || mat2.rank() != 2 {
+            return Err(Error::BadShape(format!(
+                "addmm: mat1 and mat2 must be matrices, got shapes {:?} and {:?}",
+                mat1.shape(),
+                mat2.shape()
+            )));
+        }
+        let int = !self.dtype().is_float();
+        let scalar = |name: &str, v: f64| -> Result<Operand<'static>> {
+            match (int, v.fract() == 0.0) {
+                (false, _) => Ok(Operand::Scalar(v)),
+                (true, true) => Ok(Operand::Int(v as i64)),
+                (true, false) => Err(Error::Invalid(format!(
+                    "addmm: for integer tensors, {name} must be a whole number, got {v}"
+                ))),
+            }
+        };
+        let (b, a) = (scalar("beta", beta)?, scalar("alpha", alpha)?);
+        let half = matches!(self.dtype(), DType::F16 | DType::BF16);
+        let work = |t: &Tensor| {
+            if half {
+                t.to_dtype(DType::F32)
+            } else {
+                Ok(t.clone())
+            }
+        };
+        let product = work(mat1)?.matmul(&work(mat2)?)?.mul(a)?;
+        let out = if beta == 0.0 {
+            product
+                .broadcast_to(product.shape().to_vec())?
+                .deep_clone()?
+        } else {
+            product.add(&work(self)?.mul(b)?)?
+        };
+        let want = super::dtype::promote(self.dtype(), promote(mat1.dtype(), mat2.dtype()));
+        if out.shape() != product.shape() {
+            return Err(Error::BadShape(format!(
+                "addmm: self of shape {:?} does not broadcast to the product's shape {:?}",
+                self.shape(),
+                product.shape()
+            )));
+        }
+        out.to_dtype(want)
+    }
+
+    /// True when both tensors have one shape and equal elements (NaN is never equal), as
+    /// torch's `equal`.
+    pub fn equal(&self, other: &Tensor) -> Result<bool> {
+        if self.shape() != other.shape() {
+            return Ok(false);
+        }
+        let same = autograd::no_grad(|| self.eq(other)?.all())?;
+        Ok(same.to_vec::<bool>()?[0])
+    }
+
+    /// Zeros written into this tensor (through a view, into its base), torch's `zero_`.
+    pub fn zero_(&self) -> Result<()> {
+        self.fill_(0.0)
     }
 }
