@@ -43,7 +43,10 @@ EMPTY_SHAPES = ["0", "3x0", "0x3", "2x0x3"]
 EMPTY_OPS = ("exp relu neg add mul_scalar lt_scalar sum mean max argmax var std sum_d0 sum_dlast "
              "mean_d0 mean_dlast max_d0 max_dlast argmax_d0 argmax_dlast var_d0 var_dlast softmax "
              "log_softmax_d0 matmul cat_d0 cat_dlast stack narrow index_select flip transpose reshape "
-             "cast where cumsum_d0 cumsum_dlast cumprod_dlast prod prod_d0 prod_dlast").split()
+             "cast where cumsum_d0 cumsum_dlast cumprod_dlast prod prod_d0 prod_dlast "
+             "any all any_d0 all_dlast count_nonzero amax amax_d0 amax_dlast logsumexp_d0 "
+             "logsumexp_dlast median median_dlast roll roll_d0 nonzero unique unique_counts "
+             "masked_select tile").split()
 EMPTY_NN = "ce mse conv pool".split()
 # torch's conveniences (composed from the ops above in gpulab): on the (2, 3) inputs, with the
 # gradient of the first input where there is one. `s*` ops read the special values.
@@ -590,6 +593,17 @@ def torch_results(lines, device):
                 "cumsum_d0": lambda: x.cumsum(0), "cumsum_dlast": lambda: x.cumsum(last),
                 "cumprod_dlast": lambda: x.cumprod(last), "prod": lambda: x.prod(),
                 "prod_d0": lambda: x.prod(0), "prod_dlast": lambda: x.prod(last),
+                "any": lambda: x.any(), "all": lambda: x.all(), "any_d0": lambda: x.any(0),
+                "all_dlast": lambda: x.all(last), "count_nonzero": lambda: torch.count_nonzero(x),
+                "amax": lambda: x.amax(), "amax_d0": lambda: x.amax(0),
+                "amax_dlast": lambda: x.amax(last),
+                "logsumexp_d0": lambda: torch.logsumexp(x, 0),
+                "logsumexp_dlast": lambda: torch.logsumexp(x, last),
+                "median": lambda: x.median(), "median_dlast": lambda: x.median(last).values,
+                "roll": lambda: torch.roll(x, 1), "roll_d0": lambda: torch.roll(x, 1, 0),
+                "nonzero": lambda: torch.nonzero(x), "unique": lambda: torch.unique(x),
+                "unique_counts": lambda: torch.unique(x, return_counts=True)[1],
+                "masked_select": lambda: x.masked_select(x > 0), "tile": lambda: x.tile((2,)),
             }[op]()
         return out_or_grad(out, x, want)
 

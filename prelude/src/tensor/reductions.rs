@@ -169,8 +169,12 @@ impl Tensor {
             return self.mul(1);
         }
         // The largest element per line, with infinities replaced by 0 (as torch does) so
-        // that a line of -inf gives -inf and one with +inf gives +inf, not NaN.
+        // that a line of -inf gives -inf and one with +inf gives +inf, not NaN. An empty
+        // line sums to 0 and gives -inf.
         let m = autograd::no_grad(|| {
+            if self.shape()[d as usize] == 0 {
+                return self.sum_keepdim(d);
+            }
             let m = self.amax(&[d], true)?;
             let zero = m.zeros_like()?;
             m.where_(&m.isfinite()?, &zero)
@@ -200,10 +204,21 @@ impl Tensor {
     /// torch's `median()`. The gradient goes to the element chosen.
     pub fn median(&self) -> Result<Tensor> {
         if self.numel() == 0 {
-            return Err(Error::BadShape(format!(
-                "median() of an empty tensor (shape {:?})",
-                self.shape()
-            )));
+            // torch's answer for no elements: NaN, or an integer type's lowest value.
+            return match self.dtype() {
+                DType::Bool => Err(Error::Invalid(
+                    "median does not support bool input, as in torch".into(),
+                )),
+                d if d.is_float() => self.sum()?.mul(0)?.add(f64::NAN),
+                d => {
+                    let lowest = match d {
+                        DType::I32 => i32::MIN as f64,
+                        DType::I64 => i64::MIN as f64,
+                        _ => 0.0,
+                    };
+                    Tensor::full_dtype((), lowest, d, self.device())
+                }
+            };
         }
         let (v, _) = self.flatten()?.median_dim(0)?;
         Ok(v)
