@@ -101,6 +101,7 @@ fn grad_fn_names_are_torchs() {
         .requires_grad_(true)
         .unwrap();
     let v = leaf(vec![1.0, 2.0, 3.0]);
+    let labels = Tensor::from_vec(vec![0i64, 2], 2, CPU).unwrap();
     let m = Tensor::ones((3, 4), CPU)
         .unwrap()
         .requires_grad_(true)
@@ -138,6 +139,44 @@ fn grad_fn_names_are_torchs() {
         ("v @ m", v.matmul(&m).unwrap(), "SqueezeBackward4"),
         ("cat", Tensor::cat(&[&x, &x], 0).unwrap(), "CatBackward0"),
         ("flip", x.flip(&[0]).unwrap(), "FlipBackward0"),
+        // Composed here, one op in torch.
+        ("mean", x.mean().unwrap(), "MeanBackward0"),
+        ("mean(0)", x.mean_dim(0).unwrap(), "MeanBackward1"),
+        ("std", x.std().unwrap(), "StdBackward0"),
+        ("softmax", x.softmax(1).unwrap(), "SoftmaxBackward0"),
+        (
+            "log_softmax",
+            x.log_softmax(1).unwrap(),
+            "LogSoftmaxBackward0",
+        ),
+        (
+            "cross_entropy",
+            F::cross_entropy(&x, &labels).unwrap(),
+            "NllLossBackward0",
+        ),
+        (
+            "mse_loss",
+            F::mse_loss(&x, &x.detach()).unwrap(),
+            "MseLossBackward0",
+        ),
+        (
+            "logsumexp",
+            x.logsumexp(1, false).unwrap(),
+            "LogsumexpBackward0",
+        ),
+        ("amax", x.amax(&[1], false).unwrap(), "AmaxBackward0"),
+        ("median", x.median().unwrap(), "MedianBackward0"),
+        ("median(1)", x.median_dim(1).unwrap().0, "MedianBackward1"),
+        ("lerp", x.lerp(&x.detach(), 0.3).unwrap(), "LerpBackward0"),
+        (
+            "addmm",
+            v.narrow(0, 0, 2)
+                .unwrap()
+                .addmm(&x, &x.t().unwrap(), 1.0, 1.0)
+                .unwrap(),
+            "AddmmBackward0",
+        ),
+        ("log2", x.log2().unwrap(), "Log2Backward0"),
     ];
     for (what, t, torch) in cases {
         assert_eq!(t.grad_fn(), Some(torch), "{what}");

@@ -96,6 +96,8 @@ fn op_label(recorded: &'static str) -> &'static str {
         "prod_dim" => "prod",
         "max_dim" => "max",
         "min_dim" => "min",
+        "mean_dim" => "mean",
+        "median_dim" => "median",
         other => other,
     }
 }
@@ -169,6 +171,27 @@ fn torch_node_name(op: &'static str) -> &'static str {
         "conv2d" => "ConvolutionBackward0",
         "binary_cross_entropy" => "BinaryCrossEntropyBackward0",
         "binary_cross_entropy_with_logits" => "BinaryCrossEntropyWithLogitsBackward0",
+        // Composed here, one op in torch (`relabel`).
+        "mean" => "MeanBackward0",
+        "mean_dim" => "MeanBackward1",
+        "std" => "StdBackward0",
+        "softmax" => "SoftmaxBackward0",
+        "log_softmax" => "LogSoftmaxBackward0",
+        "nll_loss" => "NllLossBackward0",
+        "mse_loss" => "MseLossBackward0",
+        "logsumexp" => "LogsumexpBackward0",
+        "amax" => "AmaxBackward0",
+        "amin" => "AminBackward0",
+        "median" => "MedianBackward0",
+        "median_dim" => "MedianBackward1",
+        "kthvalue" => "KthvalueBackward0",
+        "log2" => "Log2Backward0",
+        "log10" => "Log10Backward0",
+        "exp2" => "Exp2Backward0",
+        "trunc" => "TruncBackward0",
+        "frac" => "FracBackward0",
+        "lerp" => "LerpBackward0",
+        "addmm" => "AddmmBackward0",
         other => other,
     }
 }
@@ -265,6 +288,17 @@ impl Saved {
 /// Whether an op over `inputs` is recorded: grad mode is on and one input requires grad.
 pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
     is_grad_enabled() && inputs.iter().any(|t| t.grad_meta().is_some())
+}
+
+/// `t` as the result of the op `name`: for a function composed of several recorded ops
+/// (softmax, the losses, mean), one pass-through node on top, so that `grad_fn` names the
+/// function as torch does (`NllLossBackward0`, not the last step's `MulBackward0`).
+pub(crate) fn relabel(name: &'static str, t: Tensor) -> Tensor {
+    if !t.requires_grad() {
+        return t;
+    }
+    let out = t.detach();
+    record(out, name, &[&t], |g| Ok(vec![Some(g.clone())]))
 }
 
 /// Attaches a node to `out`, computed by the op `name` from `inputs`, when it needs one;

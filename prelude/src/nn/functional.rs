@@ -95,7 +95,7 @@ impl Tensor {
         let m = self.detach().max_dim(d as isize)?.reshape(&kept)?;
         let z = self.sub(&m)?;
         let lse = z.exp()?.sum_keepdim(d as isize)?.log()?;
-        z.sub(&lse)
+        Ok(crate::autograd::relabel("log_softmax", z.sub(&lse)?))
     }
 
     /// `x` where positive, `slope * x` elsewhere (torch's `leaky_relu`, whose default slope
@@ -153,7 +153,10 @@ impl Tensor {
         if let Some(y) = in_float32(self, &[], |x, _| x.softmax(dim)) {
             return y;
         }
-        self.log_softmax(dim)?.exp()
+        Ok(crate::autograd::relabel(
+            "softmax",
+            self.log_softmax(dim)?.exp()?,
+        ))
     }
 }
 
@@ -304,7 +307,9 @@ pub(crate) fn cross_entropy_reduced(
         return r;
     }
     let labels = batch_labels(logits, targets, "cross_entropy", "logits", "class scores")?;
-    picked(&logits.log_softmax(1)?, &labels, reduction)
+    // torch's cross_entropy is nll_loss of log_softmax, and its node is nll_loss's.
+    let loss = picked(&logits.log_softmax(1)?, &labels, reduction)?;
+    Ok(crate::autograd::relabel("nll_loss", loss))
 }
 
 /// The checked class index of each row of `input` (`[N, C]`, floating point), for the losses
@@ -387,7 +392,10 @@ pub(crate) fn mse_loss_reduced(
         return r;
     }
     let d = difference(input, target, "mse_loss")?;
-    reduction.apply(d.mul(&d)?)
+    Ok(crate::autograd::relabel(
+        "mse_loss",
+        reduction.apply(d.mul(&d)?)?,
+    ))
 }
 
 /// `input - target` for the element-wise losses: one shape, promoted to one dtype, which must

@@ -141,7 +141,10 @@ pub(crate) fn nll_loss_reduced(input: &Tensor, target: &Tensor, r: Reduction) ->
         return y;
     }
     let labels = batch_labels(input, target, "nll_loss", "input", "log-probabilities")?;
-    picked(input, &labels, r)
+    Ok(crate::autograd::relabel(
+        "nll_loss",
+        picked(input, &labels, r)?,
+    ))
 }
 
 /// Binary cross-entropy of probabilities (torch's `binary_cross_entropy`, after a sigmoid):

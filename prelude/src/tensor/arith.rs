@@ -497,10 +497,12 @@ impl Tensor {
     }
     /// Standard deviation, `var().sqrt()` (torch's `std`, corrected as `var`).
     pub fn std(&self) -> Result<Tensor> {
-        unlisted(self, || self.variance("std", None)?.sqrt())
+        let s = unlisted(self, || self.variance("std", None)?.sqrt())?;
+        Ok(crate::autograd::relabel("std", s))
     }
     pub fn std_dim(&self, dim: isize) -> Result<Tensor> {
-        unlisted(self, || self.variance("std", Some(dim))?.sqrt())
+        let s = unlisted(self, || self.variance("std", Some(dim))?.sqrt())?;
+        Ok(crate::autograd::relabel("std", s))
     }
     /// `sum((x - mean)^2) / (n - 1)`, over everything or along one dimension; two passes, as
     /// torch's, so a large mean does not swallow the spread. The gradient is torch's closed
@@ -528,13 +530,15 @@ impl Tensor {
     /// Mean of all elements, a 0-d tensor; NaN for an empty tensor (0/0), as in torch.
     pub fn mean(&self) -> Result<Tensor> {
         self.float_only("mean")?;
-        unlisted(self, || self.sum()?.mul(1.0 / self.numel() as f64))
+        let m = unlisted(self, || self.sum()?.mul(1.0 / self.numel() as f64))?;
+        Ok(crate::autograd::relabel("mean", m))
     }
     /// Mean along `dim`; NaN where that dimension has size 0, as in torch.
     pub fn mean_dim(&self, dim: isize) -> Result<Tensor> {
         self.float_only("mean")?;
         let len = self.shape()[resolve_dim(dim, self.rank())?];
-        unlisted(self, || self.sum_dim(dim)?.mul(1.0 / len as f64))
+        let m = unlisted(self, || self.sum_dim(dim)?.mul(1.0 / len as f64))?;
+        Ok(crate::autograd::relabel("mean_dim", m))
     }
     /// Largest element (NaN if any element is NaN, as in torch).
     pub fn max(&self) -> Result<Tensor> {

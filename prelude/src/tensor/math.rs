@@ -336,7 +336,10 @@ impl Tensor {
         if let Some(r) = autocast1(AmpOp::Log, "log2", self, |x| x.log2()) {
             return r;
         }
-        self.widened(|x| x.log()?.mul(std::f64::consts::LOG2_E))
+        Ok(autograd::relabel(
+            "log2",
+            self.widened(|x| x.log()?.mul(std::f64::consts::LOG2_E))?,
+        ))
     }
 
     /// Base-10 logarithm (float32 for integers), as torch's `log10`.
@@ -344,12 +347,14 @@ impl Tensor {
         if let Some(r) = autocast1(AmpOp::Log, "log10", self, |x| x.log10()) {
             return r;
         }
-        self.widened(|x| x.log()?.mul(std::f64::consts::LOG10_E))
+        let y = self.widened(|x| x.log()?.mul(std::f64::consts::LOG10_E))?;
+        Ok(autograd::relabel("log10", y))
     }
 
     /// `2^x` (float32 for integers), as torch's `exp2`.
     pub fn exp2(&self) -> Result<Tensor> {
-        self.widened(|x| x.mul(std::f64::consts::LN_2)?.exp())
+        let y = self.widened(|x| x.mul(std::f64::consts::LN_2)?.exp())?;
+        Ok(autograd::relabel("exp2", y))
     }
 
     /// Rounded toward zero, as torch's `trunc` (integers unchanged, as a copy; its gradient
@@ -360,7 +365,10 @@ impl Tensor {
                 "trunc does not support bool input, as in torch (shape {:?})",
                 self.shape()
             ))),
-            d if d.is_float() => self.ceil()?.where_(&self.lt(0)?, &self.floor()?),
+            d if d.is_float() => {
+                let t = self.ceil()?.where_(&self.lt(0)?, &self.floor()?)?;
+                Ok(autograd::relabel("trunc", t))
+            }
             _ => self.deep_clone(),
         }
     }
@@ -374,7 +382,7 @@ impl Tensor {
                 self.shape()
             )));
         }
-        self.sub(&self.trunc()?)
+        Ok(autograd::relabel("frac", self.sub(&self.trunc()?)?))
     }
 
     /// `self + weight * (end - self)`, as torch's `lerp` with a number as the weight (both
@@ -399,7 +407,7 @@ impl Tensor {
         } else {
             b.sub(&diff.mul(1.0 - weight)?)?
         };
-        out.to_dtype(to)
+        Ok(autograd::relabel("lerp", out.to_dtype(to)?))
     }
 
     /// `beta * self + alpha * (mat1 @ mat2)`, as torch's `addmm` (`self` broadcasts to the
@@ -456,7 +464,7 @@ impl Tensor {
                 product.shape()
             )));
         }
-        out.to_dtype(want)
+        Ok(autograd::relabel("addmm", out.to_dtype(want)?))
     }
 
     /// True when both tensors have one shape and equal elements (NaN is never equal), as

@@ -6,7 +6,7 @@ use super::autocast::{autocast1, AmpOp};
 use super::dtype::DType;
 use super::shape::resolve_dim;
 use super::Tensor;
-use crate::autograd::{self, record};
+use crate::autograd::{self, record, relabel};
 use crate::error::{Error, Result};
 
 impl Tensor {
@@ -180,11 +180,8 @@ impl Tensor {
             m.where_(&m.isfinite()?, &zero)
         })?;
         let out = self.sub(&m)?.exp()?.sum_keepdim(d)?.log()?.add(&m)?;
-        if keepdim {
-            Ok(out)
-        } else {
-            out.squeeze(d)
-        }
+        let out = if keepdim { out } else { out.squeeze(d)? };
+        Ok(relabel("logsumexp", out))
     }
 
     /// The variance and the mean along `dim` (variance corrected as [`Tensor::var_dim`]),
@@ -221,7 +218,7 @@ impl Tensor {
             };
         }
         let (v, _) = self.flatten()?.median_dim(0)?;
-        Ok(v)
+        Ok(relabel("median", v))
     }
 
     /// The lower median along `dim` and its index there (int64), as torch's `median(dim)`;
@@ -243,7 +240,8 @@ impl Tensor {
             .mul(-1)?
             .add(len as i64)?
             .where_(&nans.gt(0)?, &lower)?;
-        self.pick_sorted(d, at)
+        let (v, i) = self.pick_sorted(d, at)?;
+        Ok((relabel("median_dim", v), i))
     }
 
     /// The `k`-th smallest element along `dim` (k from 1) and its index, as torch's
@@ -267,7 +265,8 @@ impl Tensor {
             s
         };
         let at = Tensor::full_dtype(shape, (k - 1) as f64, DType::I64, self.device())?;
-        self.pick_sorted(d, at)
+        let (v, i) = self.pick_sorted(d, at)?;
+        Ok((relabel("kthvalue", v), i))
     }
 
     /// The values and original indices at the sorted positions `at` (int64, size 1 along
