@@ -280,7 +280,8 @@ def cases():
     out += [f"amp64 {op} f64 {want}" for op in AMP for want in ("out", "x", "w", "b")]
     out += [f"scaler {c} f32 x" for c in SCALERS]
     # Learning-rate schedules: the rate after each of 14 epochs.
-    out += [f"sched {s} f64 x" for s in ("step", "exp", "cos", "cos_min")]
+    out += [f"sched {s} f64 x" for s in ("step", "exp", "cos", "cos_min", "multistep", "linear",
+                                         "linear_up", "plateau", "plateau_max", "plateau_abs")]
     return out
 
 
@@ -751,11 +752,22 @@ def torch_results(lines, device):
         opt = torch.optim.SGD([p], lr=0.1)
         S = torch.optim.lr_scheduler
         sched = {"step": lambda: S.StepLR(opt, 3, 0.5), "exp": lambda: S.ExponentialLR(opt, 0.9),
-                 "cos": lambda: S.CosineAnnealingLR(opt, 5), "cos_min": lambda: S.CosineAnnealingLR(opt, 4, 0.01)}[w[1]]()
+                 "cos": lambda: S.CosineAnnealingLR(opt, 5), "cos_min": lambda: S.CosineAnnealingLR(opt, 4, 0.01),
+                 "multistep": lambda: S.MultiStepLR(opt, [2, 5, 5, 9], 0.5),
+                 "linear": lambda: S.LinearLR(opt), "linear_up": lambda: S.LinearLR(opt, 0.25, 0.75, 6),
+                 "plateau": lambda: S.ReduceLROnPlateau(opt, factor=0.5, patience=2, cooldown=1),
+                 "plateau_max": lambda: S.ReduceLROnPlateau(opt, "max", factor=0.3, patience=1, min_lr=0.005),
+                 "plateau_abs": lambda: S.ReduceLROnPlateau(opt, factor=0.5, patience=1, threshold=0.06,
+                                                            threshold_mode="abs")}[w[1]]()
+        # The watched metric for the plateau schedules: falls, stalls, falls a little, stalls.
+        metrics = [1.0, 0.9, 0.95, 0.95, 0.95, 0.8, 0.85, 0.78, 0.85, 0.85, 0.7, 0.7, 0.69, 0.7]
         rates = []
-        for _ in range(14):
+        for m in metrics:
             opt.step()
-            sched.step()
+            if w[1].startswith("plateau"):
+                sched.step(m if w[1] != "plateau_max" else -m)
+            else:
+                sched.step()
             rates.append(opt.param_groups[0]["lr"])
         return torch.tensor(rates, dtype=torch.float64)
 

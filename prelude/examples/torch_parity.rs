@@ -909,17 +909,47 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
 }
 
 fn sched_case(w: &[&str]) -> Result<Tensor, Error> {
-    use gpulab::optim::lr_scheduler::{CosineAnnealingLR, ExponentialLR, LRScheduler, StepLR};
+    use gpulab::optim::lr_scheduler::{
+        CosineAnnealingLR, ExponentialLR, LRScheduler, LinearLR, MultiStepLR, PlateauMode,
+        ReduceLROnPlateau, StepLR, ThresholdMode,
+    };
     let p = Parameter::new(Tensor::zeros([1], Device::Cpu)?)?;
     let mut opt = SGD::new(vec![p], 0.1);
+    let metrics = [
+        1.0, 0.9, 0.95, 0.95, 0.95, 0.8, 0.85, 0.78, 0.85, 0.85, 0.7, 0.7, 0.69, 0.7,
+    ];
+    let mut rates = Vec::new();
+    if w[1].starts_with("plateau") {
+        let s = ReduceLROnPlateau::new(&opt);
+        let mut s = match w[1] {
+            "plateau" => s.factor(0.5).patience(2).cooldown(1),
+            "plateau_max" => s
+                .mode(PlateauMode::Max)
+                .factor(0.3)
+                .patience(1)
+                .min_lr(0.005),
+            _ => s
+                .factor(0.5)
+                .patience(1)
+                .threshold(0.06, ThresholdMode::Abs),
+        };
+        for m in metrics {
+            opt.step()?;
+            s.step(&mut opt, if w[1] == "plateau_max" { -m } else { m });
+            rates.push(opt.lr());
+        }
+        return Tensor::from_vec(rates, 14, Device::Cpu);
+    }
     let mut sched: Box<dyn LRScheduler> = match w[1] {
         "step" => Box::new(StepLR::new(&opt, 3, 0.5)),
         "exp" => Box::new(ExponentialLR::new(&opt, 0.9)),
         "cos" => Box::new(CosineAnnealingLR::new(&opt, 5, 0.0)),
+        "multistep" => Box::new(MultiStepLR::new(&opt, &[2, 5, 5, 9], 0.5)),
+        "linear" => Box::new(LinearLR::new(&mut opt, 1.0 / 3.0, 1.0, 5)),
+        "linear_up" => Box::new(LinearLR::new(&mut opt, 0.25, 0.75, 6)),
         _ => Box::new(CosineAnnealingLR::new(&opt, 4, 0.01)),
     };
-    let mut rates = Vec::new();
-    for _ in 0..14 {
+    for _ in metrics {
         opt.step()?;
         sched.step(&mut opt);
         rates.push(opt.lr());

@@ -91,3 +91,36 @@ fn adam_updates_in_place_only_what_nothing_else_holds() {
         assert!(loss.backward().is_err());
     }
 }
+
+/// A plateau schedule saved mid-run and loaded into a fresh one goes on as the original:
+/// the best value, the bad-epoch count and the cooldown come back; an unknown key is refused.
+#[test]
+fn a_plateau_schedule_resumes_from_its_state_dict() {
+    use gpulab::optim::lr_scheduler::ReduceLROnPlateau;
+    let model = Linear::new(3, 2);
+    let mut opt = SGD::new(model.parameters(), 0.1);
+    let mut a = ReduceLROnPlateau::new(&opt)
+        .patience(1)
+        .cooldown(1)
+        .factor(0.5);
+    for m in [1.0, 0.9, 0.95] {
+        a.step(&mut opt, m);
+    }
+    let saved = a.state_dict().unwrap();
+    let mut opt_b = SGD::new(model.parameters(), opt.lr());
+    let mut b = ReduceLROnPlateau::new(&opt_b)
+        .patience(1)
+        .cooldown(1)
+        .factor(0.5);
+    b.load_state_dict(&saved).unwrap();
+    for m in [0.95, 0.95, 0.95, 0.95, 0.7] {
+        a.step(&mut opt, m);
+        b.step(&mut opt_b, m);
+        assert_eq!(opt.lr(), opt_b.lr());
+    }
+    assert!(opt.lr() < 0.1, "the plateau cut the rate: {}", opt.lr());
+    let mut bad = saved.clone();
+    bad.push(("patience_x".into(), Tensor::zeros([], Device::Cpu).unwrap()));
+    let e = b.load_state_dict(&bad).unwrap_err().to_string();
+    assert!(e.contains("patience_x"), "{e}");
+}

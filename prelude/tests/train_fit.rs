@@ -445,3 +445,65 @@ fn predict_does_not_apply_softmax_twice() {
         assert_eq!(p, direct);
     })
 }
+
+/// A schedule handed to `fit` is stepped once per epoch: StepLR halves the rate every two
+/// epochs, each epoch's rate is in its history row and line; ReduceLROnPlateau watches the
+/// validation loss, and with a learning rate of 0 (nothing improves) it cuts after each
+/// `patience + 1` epochs.
+#[test]
+fn fit_steps_a_schedule_after_each_epoch() {
+    use optim::lr_scheduler::{ReduceLROnPlateau, StepLR};
+    fork_rng(5, || {
+        let data = blobs(96);
+        let mut model = classifier();
+        let mut opt = optim::SGD::new(model.parameters(), 0.08);
+        let mut sched = StepLR::new(&opt, 2, 0.5);
+        let lines = RefCell::new(Vec::new());
+        let h = Fit::new(&mut model, &mut opt, Loss::CrossEntropy)
+            .data(&data)
+            .epochs(5)
+            .lr_scheduler(&mut sched)
+            .plain_sink(|l| lines.borrow_mut().push(l.to_string()))
+            .run()
+            .unwrap();
+        let rates: Vec<f64> = h.epochs.iter().map(|e| e.lr.unwrap()).collect();
+        assert_eq!(rates, vec![0.08, 0.08, 0.04, 0.04, 0.02]);
+        assert!(
+            lines.borrow()[2].contains(" - lr: 4.0000e-2"),
+            "{:?}",
+            lines.borrow()
+        );
+        assert_eq!(
+            opt.lr(),
+            0.02,
+            "stepped after the last epoch too, as a torch loop does"
+        );
+
+        // At 1e-6 the validation loss moves by far less than the 1e-4 (relative) that counts
+        // as better: the first epoch improves on infinity, then every epoch is a bad one.
+        let mut model = classifier();
+        let mut opt = optim::SGD::new(model.parameters(), 1e-6);
+        let mut plateau = ReduceLROnPlateau::new(&opt).patience(1).factor(0.5);
+        let h = Fit::new(&mut model, &mut opt, Loss::CrossEntropy)
+            .data(&data)
+            .validation_data(&data)
+            .epochs(6)
+            .verbose(0)
+            .reduce_lr_on_plateau(&mut plateau)
+            .run()
+            .unwrap();
+        let rates: Vec<f64> = h.epochs.iter().map(|e| e.lr.unwrap()).collect();
+        assert_eq!(rates, vec![1e-6, 1e-6, 1e-6, 5e-7, 5e-7, 2.5e-7]);
+        assert_eq!(plateau.get_last_lr(), 2.5e-7);
+        // Without a schedule the rows carry no rate.
+        let mut model = classifier();
+        let mut opt = optim::SGD::new(model.parameters(), 0.1);
+        let h = Fit::new(&mut model, &mut opt, Loss::CrossEntropy)
+            .data(&data)
+            .epochs(1)
+            .verbose(0)
+            .run()
+            .unwrap();
+        assert_eq!(h.epochs[0].lr, None);
+    })
+}

@@ -4,6 +4,7 @@
 //! as in torch). It takes the optimiser by argument rather than holding it, so the training
 //! loop keeps using the optimiser in between.
 
+pub use super::plateau::{PlateauMode, ReduceLROnPlateau, ThresholdMode};
 use super::state::{Loader, Saver};
 use super::Optimizer;
 use crate::error::Result;
@@ -221,6 +222,135 @@ impl LRScheduler for CosineAnnealingLR {
         let eta_min = l.value("eta_min", self.eta_min)?;
         l.finish()?;
         (self.at, self.t_max, self.eta_min) = (at, t_max, eta_min);
+        Ok(())
+    }
+}
+
+/// Multiplies the rate by `gamma` at each epoch listed in `milestones` (torch's
+/// `MultiStepLR`; an epoch listed twice multiplies twice, as torch counts them).
+#[derive(Clone, Debug)]
+pub struct MultiStepLR {
+    at: Progress,
+    milestones: Vec<usize>,
+    gamma: f64,
+}
+
+impl MultiStepLR {
+    pub fn new(opt: &dyn Optimizer, milestones: &[usize], gamma: f64) -> MultiStepLR {
+        let mut milestones = milestones.to_vec();
+        milestones.sort_unstable();
+        MultiStepLR {
+            at: Progress::new(opt),
+            milestones,
+            gamma,
+        }
+    }
+}
+
+impl LRScheduler for MultiStepLR {
+    fn step(&mut self, opt: &mut dyn Optimizer) {
+        self.at.epoch += 1;
+        let hits = self
+            .milestones
+            .iter()
+            .filter(|&&m| m == self.at.epoch)
+            .count();
+        let lr = opt.lr() * self.gamma.powi(hits as i32);
+        self.at.set(opt, lr);
+    }
+    fn get_last_lr(&self) -> f64 {
+        self.at.last_lr
+    }
+    fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut s = Saver::new();
+        self.at.save(&mut s)?;
+        let m: Vec<f64> = self.milestones.iter().map(|&m| m as f64).collect();
+        s.list("milestones", &m)?;
+        s.value("gamma", &[self.gamma])?;
+        Ok(s.done())
+    }
+    fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+        let mut l = Loader::named("MultiStepLR", SCHEDULE_NAMES, state);
+        let at = self.at.load(&mut l)?;
+        let milestones = match l.values("milestones", self.milestones.len())? {
+            Some(v) => v.iter().map(|&m| m as usize).collect(),
+            None => self.milestones.clone(),
+        };
+        let gamma = l.value("gamma", self.gamma)?;
+        l.finish()?;
+        (self.at, self.milestones, self.gamma) = (at, milestones, gamma);
+        Ok(())
+    }
+}
+
+/// Scales the rate linearly from `start_factor` times the starting rate to `end_factor`
+/// times it over `total_iters` epochs, then keeps it (torch's `LinearLR`, a warm-up; torch's
+/// defaults are 1/3, 1 and 5). Like torch's, it sets the first factor as it is made, so it
+/// takes the optimiser mutably.
+#[derive(Clone, Debug)]
+pub struct LinearLR {
+    at: Progress,
+    start_factor: f64,
+    end_factor: f64,
+    total_iters: usize,
+}
+
+impl LinearLR {
+    pub fn new(
+        opt: &mut dyn Optimizer,
+        start_factor: f64,
+        end_factor: f64,
+        total_iters: usize,
+    ) -> LinearLR {
+        let mut s = LinearLR {
+            at: Progress::new(opt),
+            start_factor,
+            end_factor,
+            total_iters,
+        };
+        let first = opt.lr() * start_factor;
+        s.at.set(opt, first);
+        s
+    }
+}
+
+impl LRScheduler for LinearLR {
+    fn step(&mut self, opt: &mut dyn Optimizer) {
+        self.at.epoch += 1;
+        let (e, n) = (self.at.epoch as f64, self.total_iters as f64);
+        let (a, b) = (self.start_factor, self.end_factor);
+        // torch's chainable form: each epoch's factor relative to the one before.
+        let lr = if self.at.epoch > self.total_iters {
+            opt.lr()
+        } else {
+            opt.lr() * (1.0 + (b - a) / (n * a + (e - 1.0) * (b - a)))
+        };
+        self.at.set(opt, lr);
+    }
+    fn get_last_lr(&self) -> f64 {
+        self.at.last_lr
+    }
+    fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut s = Saver::new();
+        self.at.save(&mut s)?;
+        s.value("start_factor", &[self.start_factor])?;
+        s.value("end_factor", &[self.end_factor])?;
+        s.value("total_iters", &[self.total_iters as f64])?;
+        Ok(s.done())
+    }
+    fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+        let mut l = Loader::named("LinearLR", SCHEDULE_NAMES, state);
+        let at = self.at.load(&mut l)?;
+        let start = l.value("start_factor", self.start_factor)?;
+        let end = l.value("end_factor", self.end_factor)?;
+        let total = l.count("total_iters", self.total_iters as u64)? as usize;
+        l.finish()?;
+        (
+            self.at,
+            self.start_factor,
+            self.end_factor,
+            self.total_iters,
+        ) = (at, start, end, total);
         Ok(())
     }
 }

@@ -8,6 +8,7 @@ use crate::nn::Parameter;
 use crate::tensor::{AdamCoeffs, Tensor};
 
 pub mod lr_scheduler;
+mod plateau;
 pub(crate) mod state;
 
 use state::{Loader, Saver};

@@ -10,6 +10,7 @@ use crate::autograd::no_grad;
 use crate::data::{DataLoader, TensorDataset};
 use crate::error::{Error, Result};
 use crate::nn::Module;
+use crate::optim::lr_scheduler::{LRScheduler, ReduceLROnPlateau};
 use crate::optim::Optimizer;
 use crate::tensor::Tensor;
 use crate::timing::{Clock, InstantClock};
@@ -101,6 +102,14 @@ pub struct Fit<'a> {
     clock: Box<dyn Clock + 'a>,
     interrupted: Box<dyn FnMut() -> bool + 'a>,
     sink: Option<(Mode, Sink<'a>)>,
+    schedule: Option<Schedule<'a>>,
+}
+
+/// A learning-rate schedule stepped at the end of each epoch.
+enum Schedule<'a> {
+    Epochs(&'a mut dyn LRScheduler),
+    /// Stepped with the epoch's validation loss (its training loss without validation data).
+    Plateau(&'a mut ReduceLROnPlateau),
 }
 
 impl<'a> Fit<'a> {
@@ -120,7 +129,22 @@ impl<'a> Fit<'a> {
             clock: Box::new(InstantClock::default()),
             interrupted: Box::new(crate::interrupt::requested),
             sink: None,
+            schedule: None,
         }
+    }
+
+    /// A schedule (`StepLR`, `CosineAnnealingLR`, ...) stepped after each epoch, as a torch
+    /// loop calls `scheduler.step()`; each epoch's rate is then in the history.
+    pub fn lr_scheduler(mut self, scheduler: &'a mut dyn LRScheduler) -> Self {
+        self.schedule = Some(Schedule::Epochs(scheduler));
+        self
+    }
+
+    /// A `ReduceLROnPlateau` stepped after each epoch with the validation loss (the
+    /// training loss when there is no validation data), as Keras' callback of that name.
+    pub fn reduce_lr_on_plateau(mut self, scheduler: &'a mut ReduceLROnPlateau) -> Self {
+        self.schedule = Some(Schedule::Plateau(scheduler));
+        self
     }
 
     /// The training data (a `TensorDataset`, `(x, y)`, or a `DataLoader`).
@@ -219,6 +243,7 @@ impl<'a> Fit<'a> {
             clock,
             mut interrupted,
             sink,
+            mut schedule,
         } = self;
         let data = data.ok_or_else(|| {
             Error::Invalid(
@@ -280,6 +305,7 @@ impl<'a> Fit<'a> {
                 model.train();
                 live.start_epoch(epoch);
                 let t0 = std::time::Instant::now();
+                let lr = schedule.as_ref().map(|_| opt.lr());
                 let (mut sum, mut right, mut seen, mut done) = (0.0, 0.0, 0usize, 0usize);
                 let mut stopped = false;
                 // The loader's next epoch: 0, 1, ... for a fresh one; a loader trained on
@@ -324,11 +350,19 @@ impl<'a> Fit<'a> {
                         batches: done,
                         seconds: t0.elapsed().as_secs_f64(),
                         complete,
+                        lr,
                     });
                 }
                 if stopped {
                     history.interrupted = Some((epoch + 1, done));
                     return Ok(history.interrupted_note());
+                }
+                match (&mut schedule, history.epochs.last()) {
+                    (Some(Schedule::Epochs(s)), _) => s.step(&mut *opt),
+                    (Some(Schedule::Plateau(s)), Some(log)) => {
+                        s.step(&mut *opt, log.val_loss.unwrap_or(log.loss))
+                    }
+                    _ => {}
                 }
                 live.end_epoch(&history);
             }

@@ -22,6 +22,9 @@ pub struct EpochLog {
     pub seconds: f64,
     /// False for the epoch an interrupt cut short (its figures cover `batches` batches).
     pub complete: bool,
+    /// The learning rate this epoch trained with, when `fit` has a schedule (Keras logs
+    /// `learning_rate` then).
+    pub lr: Option<f64>,
 }
 
 impl EpochLog {
@@ -39,6 +42,9 @@ impl EpochLog {
             if let Some(v) = v {
                 s += &format!(" - {name}: {v:.4}");
             }
+        }
+        if let Some(lr) = self.lr {
+            s += &format!(" - lr: {lr:.4e}");
         }
         if !self.complete {
             s += &format!(" (interrupted after {} batches)", self.batches);
