@@ -20,6 +20,7 @@ mod conv;
 mod conv_layers;
 mod embedding;
 pub mod functional;
+pub mod init;
 mod loss;
 mod loss_modules;
 mod norm;
@@ -81,6 +82,28 @@ impl Parameter {
 
     pub fn grad(&self) -> Option<Tensor> {
         self.tensor().grad()
+    }
+
+    /// Whether the parameter is learned (torch's `p.requires_grad`); false once frozen.
+    pub fn requires_grad(&self) -> bool {
+        self.0.read().unwrap().requires_grad()
+    }
+
+    /// Freezes the parameter (`false`: no gradient reaches it, so optimisers leave it as it
+    /// is) or unfreezes it, as torch's `p.requires_grad_(False)` for fine-tuning part of a
+    /// model. Its gradient is cleared either way.
+    pub fn requires_grad_(&self, requires_grad: bool) -> Result<()> {
+        let mut slot = self.0.write().unwrap();
+        if slot.requires_grad() == requires_grad {
+            return Ok(());
+        }
+        let data = slot.detach();
+        *slot = if requires_grad {
+            data.requires_grad_(true)?
+        } else {
+            data
+        };
+        Ok(())
     }
 
     pub fn zero_grad(&self) {
@@ -217,9 +240,28 @@ pub trait Module: Send + Sync {
         }
     }
 
-    /// The number of learnable numbers.
+    /// Freezes (`false`) or unfreezes every parameter, as torch's
+    /// `model.requires_grad_(False)`: a frozen layer still computes, but no gradient reaches
+    /// its parameters and optimisers leave them as they are.
+    fn requires_grad_(&self, requires_grad: bool) -> Result<()> {
+        for p in self.parameters() {
+            p.requires_grad_(requires_grad)?;
+        }
+        Ok(())
+    }
+
+    /// The number of learnable numbers (frozen ones included, as torch's `numel` sum).
     fn num_parameters(&self) -> usize {
         self.parameters().iter().map(Parameter::numel).sum()
+    }
+
+    /// The number of numbers that are learned now (not frozen).
+    fn num_trainable_parameters(&self) -> usize {
+        self.parameters()
+            .iter()
+            .filter(|p| p.requires_grad())
+            .map(Parameter::numel)
+            .sum()
     }
 }
 
@@ -564,7 +606,12 @@ impl Sequential {
                         }
                         None => None,
                     };
-                    (l.describe(), shape, l.num_parameters())
+                    (
+                        l.describe(),
+                        shape,
+                        l.num_parameters(),
+                        l.num_trainable_parameters(),
+                    )
                 })
                 .collect()
         });
@@ -672,12 +719,17 @@ torch_repr!(
 
 /// A model's layers, output shapes (when an input shape was given) and parameter counts.
 pub struct Summary {
-    rows: Vec<(String, Option<String>, usize)>,
+    /// Each layer: its line, its output shape, its parameters and the trainable ones.
+    rows: Vec<(String, Option<String>, usize, usize)>,
 }
 
 impl Summary {
     pub fn total_parameters(&self) -> usize {
         self.rows.iter().map(|r| r.2).sum()
+    }
+    /// The parameters that are not frozen.
+    pub fn trainable_parameters(&self) -> usize {
+        self.rows.iter().map(|r| r.3).sum()
     }
 }
 
@@ -706,7 +758,7 @@ impl fmt::Display for Summary {
         }
         writeln!(f, "  {:>10}", "Param #")?;
         writeln!(f, "{}", "=".repeat(line))?;
-        for (i, (name, shape, n)) in self.rows.iter().enumerate() {
+        for (i, (name, shape, n, _)) in self.rows.iter().enumerate() {
             write!(f, "{:<w0$}", format!("({i}) {name}"))?;
             if shapes {
                 write!(f, "  {:<w1$}", shape.as_deref().unwrap_or(""))?;
@@ -714,8 +766,15 @@ impl fmt::Display for Summary {
             writeln!(f, "  {n:>10}")?;
         }
         writeln!(f, "{}", "=".repeat(line))?;
-        writeln!(f, "Total params: {}", group(self.total_parameters()))?;
-        write!(f, "Trainable params: {}", group(self.total_parameters()))
+        let (total, trainable) = (self.total_parameters(), self.trainable_parameters());
+        writeln!(f, "Total params: {}", group(total))?;
+        write!(f, "Trainable params: {}", group(trainable))?;
+        // Keras always prints this line; here only when something is frozen, so a model
+        // being trained whole reads as before.
+        if trainable < total {
+            write!(f, "\nNon-trainable params: {}", group(total - trainable))?;
+        }
+        Ok(())
     }
 }
 
