@@ -64,7 +64,8 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "diag_vec_down trace movedim swapaxes unflatten tile tile_more nonzero snonzero "
         "masked_select masked_select_row unique unique_counts sunique bincount bincount_min histc "
         "histc_auto shistc log2 log10 exp2 slog2 sexp2 trunc strunc frac sfrac lerp lerp_far "
-        "addmm addmm_beta0 equal equal_not").split()
+        "addmm addmm_beta0 equal equal_not pad pad_value pad_crop pad_three reflect reflect2 "
+        "reflect_crop reflect_far replicate replicate2 circular circular_far pad_mode").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # Normalisation layers: output, gradients (input, weight, bias) and running statistics.
 # Recurrent layers: output, final states and gradients (input, h_0, first layer's weights).
@@ -625,6 +626,7 @@ def torch_results(lines, device):
         y = ramp([2, 3], 4, 1.0, 0.5, d)
         cat_flat = lambda parts: torch.cat([p.flatten() for p in parts])
         both = lambda p: torch.cat([p[0].double().flatten(), p[1].double().flatten()])  # noqa: E731
+        F = torch.nn.functional
         out = {
             "isnan": lambda: torch.isnan(x), "isinf": lambda: torch.isinf(x),
             "isfinite": lambda: torch.isfinite(x), "square": lambda: torch.square(x),
@@ -710,6 +712,18 @@ def torch_results(lines, device):
             "addmm_beta0": lambda: torch.addmm(y[0, :2], x, y.t(), beta=0),
             "equal": lambda: torch.tensor(torch.equal(x, x.clone())),
             "equal_not": lambda: torch.tensor(torch.equal(x, y)),
+            "pad": lambda: F.pad(x, (1, 2)), "pad_value": lambda: F.pad(x, (1, 1, 1, 0), value=2.5),
+            "pad_crop": lambda: F.pad(x, (-1, 1, 0, -1)),
+            "pad_three": lambda: F.pad(x, (1, 1, 1, 1, 1, 1)),
+            "reflect": lambda: F.pad(x.unsqueeze(0), (2, 1), mode="reflect"),
+            "reflect2": lambda: F.pad(x.reshape(1, 1, 2, 3), (1, 2, 1, 0), mode="reflect"),
+            "reflect_crop": lambda: F.pad(x.unsqueeze(0), (-1, 2), mode="reflect"),
+            "reflect_far": lambda: F.pad(x.unsqueeze(0), (3, 0), mode="reflect"),
+            "replicate": lambda: F.pad(x.unsqueeze(0), (2, 3), mode="replicate"),
+            "replicate2": lambda: F.pad(x.unsqueeze(0), (1, 0, 2, 1), mode="replicate"),
+            "circular": lambda: F.pad(x.unsqueeze(0), (1, 2, 1, 0), mode="circular"),
+            "circular_far": lambda: F.pad(x.unsqueeze(0), (4, 0), mode="circular"),
+            "pad_mode": lambda: F.pad(x, (1, 1), mode="reflect"),
         }[op]()
         return out_or_grad(out, x, want)
 

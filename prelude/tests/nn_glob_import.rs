@@ -63,6 +63,11 @@ fn every_layer_prints_as_torch_does() {
         r(nn::LSTM::new(3, 4), "LSTM(3, 4)"),
         r(nn::GRU::new(3, 4), "GRU(3, 4)"),
         r(nn::Upsample::new(2.0), "Upsample(scale_factor=2.0, mode='nearest')"),
+        r(nn::ConstantPad2d::new(1, 3.5), "ConstantPad2d(padding=(1, 1, 1, 1), value=3.5)"),
+        r(nn::ZeroPad2d::new((1, 2, 3, 4)), "ZeroPad2d((1, 2, 3, 4))"),
+        r(nn::ReflectionPad2d::new(2), "ReflectionPad2d((2, 2, 2, 2))"),
+        r(nn::ReplicationPad2d::new((1, 0, 1, 0)), "ReplicationPad2d((1, 0, 1, 0))"),
+        r(nn::CircularPad2d::new(1), "CircularPad2d((1, 1, 1, 1))"),
         r(
             nn::Sequential::new()
                 .add(nn::Linear::new(3, 2))
@@ -78,4 +83,40 @@ fn every_layer_prints_as_torch_does() {
 
 fn r<M: std::fmt::Debug + std::fmt::Display>(m: M, torch: &str) -> (String, String, &str) {
     (format!("{m:?}"), format!("{m}"), torch)
+}
+
+/// The padding layers pad the last two dimensions as `F::pad` does in their mode, and a
+/// wrong input says what reflect padding needs.
+#[test]
+fn padding_layers_pad_the_last_two_dimensions() {
+    let x = Tensor::arange(0.0, 6.0, Device::Cpu)
+        .unwrap()
+        .reshape((1, 1, 2, 3))
+        .unwrap();
+    let z = nn::ZeroPad2d::new((1, 0, 0, 1)).forward(&x).unwrap();
+    assert_eq!(z.shape(), &[1, 1, 3, 4]);
+    assert_eq!(
+        z.to_vec::<f32>().unwrap(),
+        [0., 0., 1., 2., 0., 3., 4., 5., 0., 0., 0., 0.]
+    );
+    let r = nn::ReflectionPad2d::new(1).forward(&x).unwrap();
+    assert_eq!(
+        r.to_vec::<f32>().unwrap(),
+        [4., 3., 4., 5., 4., 1., 0., 1., 2., 1., 4., 3., 4., 5., 4., 1., 0., 1., 2., 1.]
+    );
+    let c = nn::ConstantPad2d::new((0, 1, 0, 0), -1.0)
+        .forward(&x)
+        .unwrap();
+    assert_eq!(
+        c.to_vec::<f32>().unwrap(),
+        [0., 1., 2., -1., 3., 4., 5., -1.]
+    );
+    let e = nn::ReflectionPad2d::new(2)
+        .forward(&x)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("smaller than the size") && e.contains("size 2"),
+        "{e}"
+    );
 }

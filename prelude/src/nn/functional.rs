@@ -21,6 +21,7 @@ pub use super::conv::{conv2d, conv_transpose2d};
 use super::loss::Reduction;
 pub use super::loss::{binary_cross_entropy, huber_loss, l1_loss, nll_loss, smooth_l1_loss};
 pub use super::norm::{batch_norm, group_norm, layer_norm};
+pub use super::pad::pad;
 pub use super::pool::{adaptive_avg_pool2d, avg_pool2d, max_pool2d};
 pub use super::resample::interpolate;
 

@@ -24,6 +24,7 @@ pub mod init;
 mod loss;
 mod loss_modules;
 mod norm;
+mod pad;
 mod pool;
 mod pool_layers;
 mod recurrent;
@@ -42,6 +43,7 @@ pub use loss_modules::{
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
 };
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm};
+pub use pad::{CircularPad2d, ConstantPad2d, Pad4, ReflectionPad2d, ReplicationPad2d, ZeroPad2d};
 pub use pool_layers::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
 pub use recurrent::{Recurrent, RecurrentOutput, GRU, LSTM, RNN};
 pub use resample::{Resize, Upsample};
@@ -684,6 +686,11 @@ macro_rules! torch_repr {
 
 torch_repr!(
     Sequential,
+    pad::ZeroPad2d,
+    pad::ConstantPad2d,
+    pad::ReflectionPad2d,
+    pad::ReplicationPad2d,
+    pad::CircularPad2d,
     Linear,
     ReLU,
     Sigmoid,
