@@ -18,7 +18,7 @@ use crate::tensor::Tensor;
 /// As torch, the last three need 1 to 3 pairs and an input with one or two more
 /// dimensions than pairs (batch and channels before the padded ones).
 pub fn pad(x: &Tensor, pad: &[isize], mode: &str, value: f64) -> Result<Tensor> {
-    if pad.len() % 2 != 0 {
+    if !pad.len().is_multiple_of(2) {
         return Err(Error::Invalid(format!(
             "pad: the amounts come in (before, after) pairs, got {} of them ({pad:?})",
             pad.len()
