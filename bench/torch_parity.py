@@ -67,6 +67,11 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "addmm addmm_beta0 equal equal_not pad pad_value pad_crop pad_three reflect reflect2 "
         "reflect_crop reflect_far replicate replicate2 circular circular_far pad_mode").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
+# The class losses' options: class weights, ignored targets (-100 or another index), label
+# smoothing, class probabilities as targets, extra dimensions after the classes, unbatched.
+CLS = ("ce_w ce_w_sum ce_w_none ce_ignore ce_ignore_none ce_ls ce_ls_w ce_ls_w_sum ce_ls_none "
+       "ce_prob ce_prob_w_ls ce_prob_none ce_kdim ce_kdim_w_ls ce_kdim_none ce_1d ce_all_ignored "
+       "nll_w nll_w_none nll_ignore1 nll_kdim ce_bad_w ce_bad_label nll_prob").split()
 # Normalisation layers: output, gradients (input, weight, bias) and running statistics.
 # Recurrent layers: output, final states and gradients (input, h_0, first layer's weights).
 RNNS = "rnn rnnrelu lstm gru lstm2 gru2 gru_nobias lstm_unbatched lstm2_bi gru_bi".split()
@@ -281,6 +286,8 @@ def cases():
     out += [f"amp64 {op} f64 {want}" for op in AMP for want in ("out", "x", "w", "b")]
     out += [f"scaler {c} f32 x" for c in SCALERS]
     # Learning-rate schedules: the rate after each of 14 epochs.
+    out += [f"cls {op} {d} {want}" for op in CLS for d in ("f32", "f64", "f16", "bf16")
+            for want in ("out", "x")]
     out += [f"sched {s} f64 x" for s in ("step", "exp", "cos", "cos_min", "multistep", "linear",
                                          "linear_up", "plateau", "plateau_max", "plateau_abs")]
     return out
@@ -761,6 +768,43 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def cls_case(w):
+        """cross_entropy / nll_loss with torch's options on ramp scores (4 rows of 3 classes,
+        or [2, 3, 2, 2] with extra dimensions): the loss, or the gradient for the scores."""
+        op, d, want = w[1], w[2], w[3]
+        F = torch.nn.functional
+        kdim = "kdim" in op
+        x = ramp([2, 3, 2, 2] if kdim else [3] if op == "ce_1d" else [4, 3], 7, 3.0, 0.4, d)
+        weight = torch.tensor([0.5, 2.0, 1.25], dtype=T[d], device=dev)
+        labels = {"ce_ignore": [2, -100, 1, 0], "ce_ignore_none": [2, -100, 1, 0],
+                  "ce_all_ignored": [-100] * 4, "nll_ignore1": [2, 1, 1, 0],
+                  "ce_ls_w": [2, -100, 1, 0], "ce_bad_label": [2, 3, 1, 0]}.get(op, [2, 0, 1, 1])
+        t = torch.tensor(labels, device=dev)
+        if kdim:
+            t = torch.tensor([[[0, 2], [1, -100]], [[2, 2], [0, 1]]], device=dev)
+        if op == "ce_1d":
+            t = torch.tensor(1, device=dev)
+        if "prob" in op:
+            t = ramp([4, 3], 5, 0.0, 0.2, d).detach()
+            t = t / t.sum(1, keepdim=True)
+        kw = {}
+        if "_w" in op:
+            kw["weight"] = weight
+        if op == "ce_bad_w":
+            kw["weight"] = weight[:2]
+        if "_ls" in op:
+            kw["label_smoothing"] = 0.2
+        if op == "nll_ignore1":
+            kw["ignore_index"] = 1
+        for red in ("sum", "none"):
+            if op.endswith("_" + red):
+                kw["reduction"] = red
+        if op.startswith("nll"):
+            out = F.nll_loss(x, t, **kw)
+        else:
+            out = F.cross_entropy(x, t, **kw)
+        return out_or_grad(out, x, want)
+
     def sched_case(w):
         p = torch.nn.Parameter(torch.zeros(1))
         opt = torch.optim.SGD([p], lr=0.1)
@@ -1026,6 +1070,8 @@ def torch_results(lines, device):
             return rnn_case(w)
         if kind == "sched":
             return sched_case(w)
+        if kind == "cls":
+            return cls_case(w)
         if kind == "clip":
             return clip_case(w)
         if kind == "norm":

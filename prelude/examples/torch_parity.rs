@@ -921,6 +921,66 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// cross_entropy / nll_loss with torch's options (mirrors `cls_case` in torch_parity.py).
+fn cls_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::nn::functional::ClassLossOptions;
+    use gpulab::nn::Reduction;
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let kdim = op.contains("kdim");
+    let shape: &[usize] = if kdim {
+        &[2, 3, 2, 2]
+    } else if op == "ce_1d" {
+        &[3]
+    } else {
+        &[4, 3]
+    };
+    let x = ramp(shape, 7, 3.0, 0.4, d, dev)?;
+    let weight = Tensor::from_vec(vec![0.5f64, 2.0, 1.25], 3, dev)?.to_dtype(dtype(d))?;
+    let labels: Vec<i64> = match op {
+        "ce_ignore" | "ce_ignore_none" | "ce_ls_w" => vec![2, -100, 1, 0],
+        "ce_all_ignored" => vec![-100; 4],
+        "nll_ignore1" => vec![2, 1, 1, 0],
+        "ce_bad_label" => vec![2, 3, 1, 0],
+        _ => vec![2, 0, 1, 1],
+    };
+    let mut t = Tensor::from_vec(labels, 4, dev)?;
+    if kdim {
+        t = Tensor::from_vec(vec![0i64, 2, 1, -100, 2, 2, 0, 1], [2, 2, 2], dev)?;
+    }
+    if op == "ce_1d" {
+        t = Tensor::from_vec(vec![1i64], (), dev)?;
+    }
+    if op.contains("prob") {
+        let p = ramp(&[4, 3], 5, 0.0, 0.2, d, dev)?.detach();
+        t = p.div(&p.sum_keepdim(1)?)?;
+    }
+    let mut opts = ClassLossOptions::default();
+    if op.contains("_w") {
+        opts.weight = Some(weight.clone());
+    }
+    if op == "ce_bad_w" {
+        opts.weight = Some(weight.narrow(0, 0, 2)?);
+    }
+    if op.contains("_ls") {
+        opts.label_smoothing = 0.2;
+    }
+    if op == "nll_ignore1" {
+        opts.ignore_index = 1;
+    }
+    if op.ends_with("_sum") {
+        opts.reduction = Reduction::Sum;
+    }
+    if op.ends_with("_none") {
+        opts.reduction = Reduction::None;
+    }
+    let out = if op.starts_with("nll") {
+        F::nll_loss_with(&x, &t, &opts)?
+    } else {
+        F::cross_entropy_with(&x, &t, &opts)?
+    };
+    out_or_grad(out, &x, want)
+}
+
 fn sched_case(w: &[&str]) -> Result<Tensor, Error> {
     use gpulab::optim::lr_scheduler::{
         CosineAnnealingLR, ExponentialLR, LRScheduler, LinearLR, MultiStepLR, PlateauMode,
@@ -1373,6 +1433,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "sched" {
         return sched_case(w);
+    }
+    if kind == "cls" {
+        return cls_case(w, dev);
     }
     if kind == "clip" {
         return clip_case(w, dev);

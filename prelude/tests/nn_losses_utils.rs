@@ -65,9 +65,13 @@ fn losses_agree_with_their_definitions_and_refuse_bad_input() {
         e.contains("nll_loss: target 3") && e.contains("3 classes"),
         "{e}"
     );
+    // A [C] input is one unbatched sample, as in torch: its target is one 0-d label.
     let e = F::nll_loss(&x, &labels).unwrap_err().to_string();
+    assert!(e.contains("nll_loss: expected targets of shape []"), "{e}");
+    let scalar = Tensor::from_vec(vec![1.0f32], (), CPU).unwrap();
+    let e = F::nll_loss(&scalar, &labels).unwrap_err().to_string();
     assert!(
-        e.contains("nll_loss: expected input of shape [N, C]"),
+        e.contains("nll_loss: expected an input of shape [C], [N, C] or [N, C, d1, ...]"),
         "{e}"
     );
 
@@ -419,4 +423,47 @@ fn loss_modules_reduce_as_torch_says_and_keep_the_functions_errors() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("delta must be positive"), "{e}");
+}
+
+/// The class-loss modules carry torch's options to the functions: label smoothing, class
+/// weights and the ignored index (values against torch are in bench/torch_parity.py).
+#[test]
+fn class_loss_modules_take_torchs_options() {
+    let logits = Tensor::from_vec(vec![1.0f32, -0.5, 2.0, 0.25, 0.0, -1.0], (2, 3), CPU).unwrap();
+    let weight = Tensor::from_vec(vec![0.5f32, 2.0, 1.0], 3, CPU).unwrap();
+    let labels = Tensor::from_vec(vec![2i64, -100], 2, CPU).unwrap();
+    let module = nn::CrossEntropyLoss::new()
+        .weight(weight.clone())
+        .label_smoothing(0.1);
+    let opts = F::ClassLossOptions {
+        weight: Some(weight),
+        label_smoothing: 0.1,
+        ..Default::default()
+    };
+    let a = module
+        .forward(&logits, &labels)
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    let b = F::cross_entropy_with(&logits, &labels, &opts)
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    assert_eq!(a, b);
+    // Only the first row counts: its weighted, smoothed loss divided by its weight.
+    let logp = logits.log_softmax(1).unwrap().to_vec2::<f32>().unwrap();
+    let w = [0.5f32, 2.0, 1.0];
+    let smooth: f32 = -(0..3).map(|c| w[c] * logp[0][c]).sum::<f32>();
+    let want = (0.9 * -logp[0][2] * 1.0 + 0.1 / 3.0 * smooth) / 1.0;
+    assert!((a - want).abs() < 1e-6, "{a} vs {want}");
+    // Another ignored index makes -100 an out-of-range label again.
+    let e = nn::NLLLoss::new()
+        .ignore_index(0)
+        .forward(&logits, &labels)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("target -100") && e.contains("ignore_index, 0"),
+        "{e}"
+    );
 }

@@ -17,9 +17,13 @@ use std::borrow::Cow;
 
 pub use super::activation::{elu, hardtanh, mish, relu6};
 pub use super::attention::scaled_dot_product_attention;
+use super::class_loss::class_loss;
+pub use super::class_loss::ClassLossOptions;
 pub use super::conv::{conv2d, conv_transpose2d};
 use super::loss::Reduction;
-pub use super::loss::{binary_cross_entropy, huber_loss, l1_loss, nll_loss, smooth_l1_loss};
+pub use super::loss::{
+    binary_cross_entropy, huber_loss, l1_loss, nll_loss, nll_loss_with, smooth_l1_loss,
+};
 pub use super::norm::{batch_norm, group_norm, layer_norm};
 pub use super::pad::pad;
 pub use super::pool::{adaptive_avg_pool2d, avg_pool2d, max_pool2d};
@@ -245,112 +249,36 @@ pub fn sigmoid(x: &Tensor) -> Result<Tensor> {
     x.sigmoid()
 }
 
-/// The class indices of `targets` (an integer tensor of `n` labels), each checked against
-/// `classes`.
-pub(super) fn class_labels(
-    targets: &Tensor,
-    n: usize,
-    classes: usize,
-    op: &str,
-) -> Result<Vec<usize>> {
-    if targets.dtype().is_float() || targets.dtype() == DType::Bool {
-        return Err(Error::Invalid(format!(
-            "{op}: targets must be class indices (an int64 tensor of shape [{n}]), got {} \
-             values; convert with .to_dtype(DType::I64)",
-            targets.dtype()
-        )));
-    }
-    if targets.shape() != [n] {
-        return Err(Error::BadShape(format!(
-            "{op}: expected targets of shape [{n}] (one class index per row of the input), \
-             got {:?}",
-            targets.shape()
-        )));
-    }
-    let labels = targets.to_f64_vec()?;
-    labels
-        .iter()
-        .enumerate()
-        .map(|(i, &l)| {
-            if l < 0.0 || l >= classes as f64 {
-                Err(Error::Invalid(format!(
-                    "{op}: target {l} (at position {i}) is out of range for {classes} classes: \
-                     labels must lie in 0..={}",
-                    classes.saturating_sub(1)
-                )))
-            } else {
-                Ok(l as usize)
-            }
-        })
-        .collect()
-}
-
-/// Mean cross-entropy between `logits` (`[N, C]`, unnormalised scores) and `targets`, the
-/// class index of each row (`[N]`, int64), like torch's `F.cross_entropy` (NaN for an
-/// empty batch).
+/// Mean cross-entropy between `logits` (`[N, C]` unnormalised scores; also `[C]`, or
+/// `[N, C, d1, ...]` with targets `[N, d1, ...]`) and `targets`, the class index of each row
+/// (int64), or class probabilities of the logits' shape, like torch's `F.cross_entropy` with
+/// its defaults (targets of -100 are ignored; NaN for an empty batch).
+/// [`cross_entropy_with`] takes torch's other arguments.
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    cross_entropy_reduced(logits, targets, Reduction::Mean)
+    cross_entropy_with(logits, targets, &ClassLossOptions::default())
 }
 
-/// `cross_entropy` with torch's `reduction` (`nn::CrossEntropyLoss` calls it).
-pub(crate) fn cross_entropy_reduced(
+/// `cross_entropy` with torch's `weight`, `ignore_index`, `label_smoothing` and `reduction`.
+pub fn cross_entropy_with(
     logits: &Tensor,
     targets: &Tensor,
-    reduction: Reduction,
+    opts: &ClassLossOptions,
 ) -> Result<Tensor> {
     if let Some(r) = autocast2(
         AmpOp::CrossEntropy,
         "cross_entropy",
         logits,
         targets,
-        |x, y| cross_entropy_reduced(x, y, reduction),
+        |x, y| cross_entropy_with(x, y, opts),
     ) {
         return r;
     }
-    let labels = batch_labels(logits, targets, "cross_entropy", "logits", "class scores")?;
+    float_input(logits, "cross_entropy")?;
+    let class_dim = if logits.rank() == 1 { 0 } else { 1 };
+    let logp = logits.log_softmax(class_dim)?;
     // torch's cross_entropy is nll_loss of log_softmax, and its node is nll_loss's.
-    let loss = picked(&logits.log_softmax(1)?, &labels, reduction)?;
+    let loss = class_loss(&logp, targets, opts, "cross_entropy", true)?;
     Ok(crate::autograd::relabel("nll_loss", loss))
-}
-
-/// The checked class index of each row of `input` (`[N, C]`, floating point), for the losses
-/// that read one entry per row; `what` names `input` and `of` what its rows hold.
-pub(super) fn batch_labels(
-    input: &Tensor,
-    targets: &Tensor,
-    op: &str,
-    what: &str,
-    of: &str,
-) -> Result<Vec<usize>> {
-    float_input(input, op)?;
-    let [n, c] = input.shape()[..] else {
-        return Err(Error::BadShape(format!(
-            "{op}: expected {what} of shape [N, C] (a batch of {of}), got {:?}",
-            input.shape()
-        )));
-    };
-    class_labels(targets, n, c, op)
-}
-
-/// `-input[i, labels[i]]` for the rows of `[N, C]` `input`, reduced: `[N]` unreduced, their sum,
-/// or their mean (NaN for an empty batch, the mean of no losses, as in torch).
-pub(super) fn picked(input: &Tensor, labels: &[usize], reduction: Reduction) -> Result<Tensor> {
-    let (n, c) = (input.shape()[0], input.shape()[1]);
-    let mut onehot = vec![0f32; n * c];
-    for (row, &l) in labels.iter().enumerate() {
-        onehot[row * c + l] = 1.0;
-    }
-    // Picking each row's entry as a product with a one-hot matrix keeps to ops that every
-    // device has; the one-hot is built on the host from the checked labels.
-    let onehot = Tensor::from_vec(onehot, (n, c), Device::Cpu)?
-        .to_dtype(input.dtype())?
-        .to(input.device())?;
-    let chosen = input.mul(&onehot)?;
-    match reduction {
-        Reduction::Mean => chosen.sum()?.mul(-1.0 / n as f64),
-        Reduction::Sum => chosen.sum()?.neg(),
-        Reduction::None => chosen.sum_dim(1)?.neg(),
-    }
 }
 
 pub(super) fn same_shape(a: &Tensor, b: &Tensor, op: &'static str) -> Result<()> {

@@ -5,7 +5,8 @@
 //! Composed from tensor ops, so they run on every device with gradients from theirs, except
 //! `binary_cross_entropy`, whose gradient is torch's closed form.
 
-use super::functional::{batch_labels, difference, float_input, float_target, picked, same_shape};
+use super::class_loss::{class_loss, ClassLossOptions};
+use super::functional::{difference, float_input, float_target, same_shape};
 use crate::autograd::{no_grad, record, Saved};
 use crate::error::{Error, Result};
 use crate::tensor::autocast::{autocast2, AmpOp};
@@ -128,23 +129,37 @@ pub(crate) fn huber_loss_reduced(
 }
 
 /// Negative log-likelihood of class indices: `-mean(input[i, target[i]])` with `input`
-/// `[N, C]` log-probabilities (a `log_softmax` output) and `target` `[N]` class indices
-/// (torch's `nll_loss`; `cross_entropy` is `nll_loss` of `log_softmax`).
+/// `[N, C]` log-probabilities (a `log_softmax` output; also `[C]` or `[N, C, d1, ...]`) and
+/// `target` `[N]` class indices (torch's `nll_loss` with its defaults: targets of -100 are
+/// ignored; `cross_entropy` is `nll_loss` of `log_softmax`). [`nll_loss_with`] takes
+/// torch's `weight`, `ignore_index` and `reduction`.
 pub fn nll_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
     nll_loss_reduced(input, target, Reduction::Mean)
 }
 
-pub(crate) fn nll_loss_reduced(input: &Tensor, target: &Tensor, r: Reduction) -> Result<Tensor> {
+/// `nll_loss` with torch's options (label smoothing is cross_entropy's only).
+pub fn nll_loss_with(input: &Tensor, target: &Tensor, opts: &ClassLossOptions) -> Result<Tensor> {
     if let Some(y) = autocast2(AmpOp::NllLoss, "nll_loss", input, target, |a, b| {
-        nll_loss_reduced(a, b, r)
+        nll_loss_with(a, b, opts)
     }) {
         return y;
     }
-    let labels = batch_labels(input, target, "nll_loss", "input", "log-probabilities")?;
-    Ok(crate::autograd::relabel(
-        "nll_loss",
-        picked(input, &labels, r)?,
-    ))
+    if opts.label_smoothing != 0.0 {
+        return Err(Error::Invalid(format!(
+            "nll_loss has no label_smoothing (got {}); it is cross_entropy's",
+            opts.label_smoothing
+        )));
+    }
+    let loss = class_loss(input, target, opts, "nll_loss", false)?;
+    Ok(crate::autograd::relabel("nll_loss", loss))
+}
+
+pub(crate) fn nll_loss_reduced(input: &Tensor, target: &Tensor, r: Reduction) -> Result<Tensor> {
+    let opts = ClassLossOptions {
+        reduction: r,
+        ..ClassLossOptions::default()
+    };
+    nll_loss_with(input, target, &opts)
 }
 
 /// Binary cross-entropy of probabilities (torch's `binary_cross_entropy`, after a sigmoid):

@@ -5,9 +5,10 @@
 //! They take two inputs, so they are not `Module`s (which take one), as in torch only by
 //! convention.
 
-use super::functional::{bce_with_logits_reduced, cross_entropy_reduced, mse_loss_reduced};
+use super::class_loss::ClassLossOptions;
+use super::functional::{bce_with_logits_reduced, cross_entropy_with, mse_loss_reduced};
 use super::loss::{
-    binary_cross_entropy_reduced, huber_loss_reduced, l1_loss_reduced, nll_loss_reduced,
+    binary_cross_entropy_reduced, huber_loss_reduced, l1_loss_reduced, nll_loss_with,
     smooth_l1_loss_reduced, Reduction,
 };
 use crate::error::Result;
@@ -67,16 +68,65 @@ loss_module!(
     /// torch's `nn.L1Loss`: absolute differences (`F::l1_loss`).
     L1Loss => l1_loss_reduced
 );
-loss_module!(
-    /// torch's `nn.CrossEntropyLoss`: `[N, C]` logits against `[N]` class indices
-    /// (`F::cross_entropy`); `None` gives one loss per sample, `[N]`.
-    CrossEntropyLoss => cross_entropy_reduced
+/// The class losses' modules: torch's options as builder methods.
+macro_rules! class_loss_module {
+    ($(#[$doc:meta])* $name:ident => $f:path) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, Default)]
+        pub struct $name {
+            opts: ClassLossOptions,
+        }
+
+        impl $name {
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
+            pub fn reduction(mut self, reduction: Reduction) -> Self {
+                self.opts.reduction = reduction;
+                self
+            }
+
+            /// torch's `weight=`: one weight per class (`[C]`, on the input's device).
+            pub fn weight(mut self, weight: Tensor) -> Self {
+                self.opts.weight = Some(weight);
+                self
+            }
+
+            /// torch's `ignore_index=` (-100 unless set): targets equal to it count for
+            /// nothing.
+            pub fn ignore_index(mut self, ignore_index: i64) -> Self {
+                self.opts.ignore_index = ignore_index;
+                self
+            }
+
+            pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+                $f(input, target, &self.opts)
+            }
+        }
+    };
+}
+
+class_loss_module!(
+    /// torch's `nn.CrossEntropyLoss`: `[N, C]` logits against `[N]` class indices or `[N, C]`
+    /// class probabilities (`F::cross_entropy_with`); `None` gives one loss per sample.
+    CrossEntropyLoss => cross_entropy_with
 );
-loss_module!(
+class_loss_module!(
     /// torch's `nn.NLLLoss`: `[N, C]` log-probabilities against `[N]` class indices
-    /// (`F::nll_loss`); `None` gives one loss per sample, `[N]`.
-    NLLLoss => nll_loss_reduced
+    /// (`F::nll_loss_with`); `None` gives one loss per sample.
+    NLLLoss => nll_loss_with
 );
+
+impl CrossEntropyLoss {
+    /// torch's `label_smoothing=` (0 unless set): the target becomes `1 - ε` on the class
+    /// and `ε / C` spread over all classes.
+    pub fn label_smoothing(mut self, epsilon: f64) -> Self {
+        self.opts.label_smoothing = epsilon;
+        self
+    }
+}
 loss_module!(
     /// torch's `nn.BCELoss`: probabilities in [0, 1] against targets of the same shape
     /// (`F::binary_cross_entropy`).

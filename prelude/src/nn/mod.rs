@@ -16,6 +16,7 @@
 
 mod activation;
 mod attention;
+mod class_loss;
 mod conv;
 mod conv_layers;
 mod embedding;
