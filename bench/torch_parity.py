@@ -72,6 +72,11 @@ MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 CLS = ("ce_w ce_w_sum ce_w_none ce_ignore ce_ignore_none ce_ls ce_ls_w ce_ls_w_sum ce_ls_none "
        "ce_prob ce_prob_w_ls ce_prob_none ce_kdim ce_kdim_w_ls ce_kdim_none ce_1d ce_all_ignored "
        "nll_w nll_w_none nll_ignore1 nll_kdim ce_bad_w ce_bad_label nll_prob").split()
+# Writes by index: scatter_add, scatter (a tensor or a number), index_add, out of place and in
+# place; the result, or the gradients for the tensor (x) and the source (y).
+SCAT = ("scatter_add scatter_add_d1 scatter_add_small scatter scatter_d1 scatter_value index_add "
+        "index_add_alpha index_add_d1 scatter_add_ index_add_ scatter_bad scatter_i32 "
+        "index_add_bad").split()
 # Normalisation layers: output, gradients (input, weight, bias) and running statistics.
 # Recurrent layers: output, final states and gradients (input, h_0, first layer's weights).
 RNNS = "rnn rnnrelu lstm gru lstm2 gru2 gru_nobias lstm_unbatched lstm2_bi gru_bi".split()
@@ -87,6 +92,10 @@ GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var
 
 # Cases where gpulab keeps its own answer on purpose.
 KNOWN = {
+    # torch's scatter_add backward fails when the source is larger than the index (it returns
+    # the index's shape); gpulab gives the source's shape, zero where nothing was read.
+    **{f"scat scatter_add_small {d} {w}": "torch's scatter_add backward fails for a larger source"
+       for d in ("f32", "f64", "f16", "bf16") for w in ("x", "y")},
     # torch's CPU trace has no float16/bfloat16 kernel; gpulab sums the diagonal in the
     # tensor's dtype, as it sums anything else.
     **{f"more trace {d} {w}": "torch's CPU trace has no half-precision kernel"
@@ -288,6 +297,7 @@ def cases():
     # Learning-rate schedules: the rate after each of 14 epochs.
     out += [f"cls {op} {d} {want}" for op in CLS for d in ("f32", "f64", "f16", "bf16")
             for want in ("out", "x")]
+    out += [f"scat {op} {d} {want}" for op in SCAT for d in DTYPES for want in ("out", "x", "y")]
     out += [f"sched {s} f64 x" for s in ("step", "exp", "cos", "cos_min", "multistep", "linear",
                                          "linear_up", "plateau", "plateau_max", "plateau_abs")]
     return out
@@ -768,6 +778,49 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def scat_case(w):
+        """scatter_add / scatter / index_add on a [3, 4] ramp from a ramp source."""
+        op, d, want = w[1], w[2], w[3]
+        x = ramp([3, 4], 5, 2.0, 0.75, d)
+        src = ramp([3, 5] if op == "scatter_add_small" else [2, 4], 4, 1.0, 0.5, d)
+        i64 = lambda v: torch.tensor(v, device=dev)  # noqa: E731
+        rows = i64([[0, 1, 2, 0], [2, 0, 1, 1]])
+        cols = i64([[3, 1], [0, 0], [2, 3]])
+        if op == "scatter_add":
+            out = x.scatter_add(0, rows, src)
+        elif op == "scatter_add_small":
+            out = x.scatter_add(0, rows, src)
+        elif op == "scatter_add_d1":
+            src = ramp([3, 2], 4, 1.0, 0.5, d)
+            out = x.scatter_add(1, cols, src)
+        elif op == "scatter":
+            out = x.scatter(0, rows, src)
+        elif op == "scatter_d1":
+            src = ramp([3, 2], 4, 1.0, 0.5, d)
+            out = x.scatter(1, i64([[3, 1], [0, 2], [2, 3]]), src)
+        elif op == "scatter_value":
+            out = x.scatter(1, i64([[1], [0], [3]]), 2.5 if x.is_floating_point() else 2)
+        elif op in ("index_add", "index_add_alpha"):
+            src = ramp([3, 4], 4, 1.0, 0.5, d)
+            alpha = 2 if op == "index_add_alpha" else 1
+            out = x.index_add(0, i64([2, 0, 2]), src, alpha=alpha)
+        elif op == "index_add_d1":
+            src = ramp([3, 2], 4, 1.0, 0.5, d)
+            out = x.index_add(1, i64([3, 1]), src)
+        elif op == "scatter_add_":
+            out = x.detach().clone()
+            out.scatter_add_(0, rows, src.detach())
+        elif op == "index_add_":
+            out = x.detach().clone()
+            out.index_add_(1, i64([3, 1]), ramp([3, 2], 4, 1.0, 0.5, d).detach())
+        elif op == "scatter_bad":
+            out = x.scatter_add(0, i64([[0, 3, 0, 0]]), src)
+        elif op == "scatter_i32":
+            out = x.scatter_add(0, rows.int(), src)
+        else:
+            out = x.index_add(0, i64([0, 1]), src[:, :3])
+        return result_or_grad(out, want, {"x": x, "y": src})
+
     def cls_case(w):
         """cross_entropy / nll_loss with torch's options on ramp scores (4 rows of 3 classes,
         or [2, 3, 2, 2] with extra dimensions): the loss, or the gradient for the scores."""
@@ -1072,6 +1125,8 @@ def torch_results(lines, device):
             return sched_case(w)
         if kind == "cls":
             return cls_case(w)
+        if kind == "scat":
+            return scat_case(w)
         if kind == "clip":
             return clip_case(w)
         if kind == "norm":

@@ -921,6 +921,68 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// scatter_add / scatter / index_add (mirrors `scat_case` in torch_parity.py).
+fn scat_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let x = ramp(&[3, 4], 5, 2.0, 0.75, d, dev)?;
+    let mut src = ramp(
+        if op == "scatter_add_small" {
+            &[3, 5]
+        } else {
+            &[2, 4]
+        },
+        4,
+        1.0,
+        0.5,
+        d,
+        dev,
+    )?;
+    let i64s = |v: Vec<i64>, dims: &[usize]| Tensor::from_vec(v, dims, dev);
+    let rows = i64s(vec![0, 1, 2, 0, 2, 0, 1, 1], &[2, 4])?;
+    let cols = i64s(vec![3, 1, 0, 0, 2, 3], &[3, 2])?;
+    let small = |d: &str| ramp(&[3, 2], 4, 1.0, 0.5, d, dev);
+    let out = match op {
+        "scatter_add" | "scatter_add_small" => x.scatter_add(0, &rows, &src)?,
+        "scatter_add_d1" => {
+            src = small(d)?;
+            x.scatter_add(1, &cols, &src)?
+        }
+        "scatter" => x.scatter(0, &rows, &src)?,
+        "scatter_d1" => {
+            src = small(d)?;
+            x.scatter(1, &i64s(vec![3, 1, 0, 2, 2, 3], &[3, 2])?, &src)?
+        }
+        "scatter_value" => x.scatter_value(
+            1,
+            &i64s(vec![1, 0, 3], &[3, 1])?,
+            if x.dtype().is_float() { 2.5 } else { 2.0 },
+        )?,
+        "index_add" | "index_add_alpha" => {
+            src = ramp(&[3, 4], 4, 1.0, 0.5, d, dev)?;
+            let alpha = if op == "index_add_alpha" { 2.0 } else { 1.0 };
+            x.index_add(0, &i64s(vec![2, 0, 2], &[3])?, &src, alpha)?
+        }
+        "index_add_d1" => {
+            src = small(d)?;
+            x.index_add(1, &i64s(vec![3, 1], &[2])?, &src, 1.0)?
+        }
+        "scatter_add_" => {
+            let out = x.detach().deep_clone()?;
+            out.scatter_add_(0, &rows, &src.detach())?;
+            out
+        }
+        "index_add_" => {
+            let out = x.detach().deep_clone()?;
+            out.index_add_(1, &i64s(vec![3, 1], &[2])?, &small(d)?.detach(), 1.0)?;
+            out
+        }
+        "scatter_bad" => x.scatter_add(0, &i64s(vec![0, 3, 0, 0], &[1, 4])?, &src)?,
+        "scatter_i32" => x.scatter_add(0, &rows.to_dtype(DType::I32)?, &src)?,
+        _ => x.index_add(0, &i64s(vec![0, 1], &[2])?, &src.narrow(1, 0, 3)?, 1.0)?,
+    };
+    result_or_grad(&out, want, &[("x", x.clone()), ("y", src.clone())])
+}
+
 /// cross_entropy / nll_loss with torch's options (mirrors `cls_case` in torch_parity.py).
 fn cls_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     use gpulab::nn::functional::ClassLossOptions;
@@ -1436,6 +1498,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "cls" {
         return cls_case(w, dev);
+    }
+    if kind == "scat" {
+        return scat_case(w, dev);
     }
     if kind == "clip" {
         return clip_case(w, dev);

@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..85) {
+    match rng.gen_range(0..86) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -787,6 +787,32 @@ fn call(
                 some(a.equal(&b).map(|_| a.clone()))
             }
         },
+        84 => {
+            // An index made from b's values (clamped to a small range), over a's shape.
+            let index = b
+                .to_dtype(DType::I64)
+                .and_then(|t| t.clamp(-1, 3))
+                .unwrap_or_else(|_| a.clone());
+            let dix = describe(&index);
+            match rng.gen_range(0..4) {
+                0 => {
+                    *what = format!("{da}.scatter_add({d}, {dix}, {da})");
+                    some(a.scatter_add(d, &index, &a))
+                }
+                1 => {
+                    *what = format!("{da}.scatter({d}, {dix}, {da})");
+                    some(a.scatter(d, &index, &a))
+                }
+                2 => {
+                    *what = format!("{da}.scatter_value({d}, {dix}, {s})");
+                    some(a.scatter_value(d, &index, s))
+                }
+                _ => {
+                    *what = format!("{da}.index_add({d}, {dix}, {da}, {s})");
+                    some(a.index_add(d, &index, &a, s))
+                }
+            }
+        }
         _ => {
             *what = format!("format {da}");
             some(Ok(format!("{a}")).map(|_| a))

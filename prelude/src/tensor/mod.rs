@@ -52,6 +52,7 @@ mod random;
 mod rearrange;
 mod reductions;
 mod scan;
+mod scatter;
 mod select;
 mod shape;
 mod sort;
