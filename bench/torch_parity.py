@@ -77,6 +77,19 @@ CLS = ("ce_w ce_w_sum ce_w_none ce_ignore ce_ignore_none ce_ls ce_ls_w ce_ls_w_s
 SCAT = ("scatter_add scatter_add_d1 scatter_add_small scatter scatter_d1 scatter_value index_add "
         "index_add_alpha index_add_d1 scatter_add_ index_add_ scatter_bad scatter_i32 "
         "index_add_bad").split()
+# einsum: the equation, and the shapes of its operands (ramps).
+EINSUM = {
+    "mm": ("ij,jk->ik", [[2, 3], [3, 4]]), "dot": ("i,i->", [[3], [3]]),
+    "outer": ("i,j->ij", [[3], [2]]), "t": ("ij->ji", [[2, 3]]), "sum": ("ij->", [[2, 3]]),
+    "rows": ("ij->i", [[2, 3]]), "diag": ("ii->i", [[3, 3]]), "trace": ("ii", [[3, 3]]),
+    "bmm": ("bij,bjk->bik", [[2, 2, 3], [2, 3, 2]]), "mv": ("ij,j->i", [[2, 3], [3]]),
+    "implicit": ("ij,jk", [[2, 3], [3, 4]]), "rev": ("ijk->kji", [[2, 3, 2]]),
+    "attn": ("bhqd,bhkd->bhqk", [[1, 2, 3, 2], [1, 2, 4, 2]]),
+    "three": ("ij,jk,kl->il", [[2, 3], [3, 2], [2, 2]]), "hadamard": ("ij,ij->ij", [[2, 3], [2, 3]]),
+    "bilinear": ("i,ij,j->", [[2], [2, 3], [3]]), "diag2": ("iij->ij", [[2, 2, 3]]),
+    "bad_out": ("ij,jk->il", [[2, 3], [3, 4]]), "bad_size": ("ij,jk->ik", [[2, 3], [2, 4]]),
+    "bad_count": ("ij,jk->ik", [[2, 3]]),
+}
 # Normalisation layers: output, gradients (input, weight, bias) and running statistics.
 # Recurrent layers: output, final states and gradients (input, h_0, first layer's weights).
 RNNS = "rnn rnnrelu lstm gru lstm2 gru2 gru_nobias lstm_unbatched lstm2_bi gru_bi".split()
@@ -298,6 +311,7 @@ def cases():
     out += [f"cls {op} {d} {want}" for op in CLS for d in ("f32", "f64", "f16", "bf16")
             for want in ("out", "x")]
     out += [f"scat {op} {d} {want}" for op in SCAT for d in DTYPES for want in ("out", "x", "y")]
+    out += [f"einsum {op} {d} {want}" for op in EINSUM for d in DTYPES for want in ("out", "x", "y")]
     out += [f"sched {s} f64 x" for s in ("step", "exp", "cos", "cos_min", "multistep", "linear",
                                          "linear_up", "plateau", "plateau_max", "plateau_abs")]
     return out
@@ -821,6 +835,14 @@ def torch_results(lines, device):
             out = x.index_add(0, i64([0, 1]), src[:, :3])
         return result_or_grad(out, want, {"x": x, "y": src})
 
+    def einsum_case(w):
+        """einsum on ramps: the result, or the gradient for its first (x) or second (y) operand."""
+        op, d, want = w[1], w[2], w[3]
+        eq, shapes = EINSUM[op]
+        ts = [ramp(s, 5 + i, 2.0, 0.5 + 0.25 * i, d) for i, s in enumerate(shapes)]
+        out = torch.einsum(eq, *ts)
+        return result_or_grad(out, want, {"x": ts[0], "y": ts[1] if len(ts) > 1 else None})
+
     def cls_case(w):
         """cross_entropy / nll_loss with torch's options on ramp scores (4 rows of 3 classes,
         or [2, 3, 2, 2] with extra dimensions): the loss, or the gradient for the scores."""
@@ -1127,6 +1149,8 @@ def torch_results(lines, device):
             return cls_case(w)
         if kind == "scat":
             return scat_case(w)
+        if kind == "einsum":
+            return einsum_case(w)
         if kind == "clip":
             return clip_case(w)
         if kind == "norm":

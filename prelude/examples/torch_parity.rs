@@ -921,6 +921,45 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// einsum (mirrors `einsum_case` and `EINSUM` in torch_parity.py).
+fn einsum_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let (eq, shapes): (&str, &[&[usize]]) = match op {
+        "mm" => ("ij,jk->ik", &[&[2, 3], &[3, 4]]),
+        "dot" => ("i,i->", &[&[3], &[3]]),
+        "outer" => ("i,j->ij", &[&[3], &[2]]),
+        "t" => ("ij->ji", &[&[2, 3]]),
+        "sum" => ("ij->", &[&[2, 3]]),
+        "rows" => ("ij->i", &[&[2, 3]]),
+        "diag" => ("ii->i", &[&[3, 3]]),
+        "trace" => ("ii", &[&[3, 3]]),
+        "bmm" => ("bij,bjk->bik", &[&[2, 2, 3], &[2, 3, 2]]),
+        "mv" => ("ij,j->i", &[&[2, 3], &[3]]),
+        "implicit" => ("ij,jk", &[&[2, 3], &[3, 4]]),
+        "rev" => ("ijk->kji", &[&[2, 3, 2]]),
+        "attn" => ("bhqd,bhkd->bhqk", &[&[1, 2, 3, 2], &[1, 2, 4, 2]]),
+        "three" => ("ij,jk,kl->il", &[&[2, 3], &[3, 2], &[2, 2]]),
+        "hadamard" => ("ij,ij->ij", &[&[2, 3], &[2, 3]]),
+        "bilinear" => ("i,ij,j->", &[&[2], &[2, 3], &[3]]),
+        "diag2" => ("iij->ij", &[&[2, 2, 3]]),
+        "bad_out" => ("ij,jk->il", &[&[2, 3], &[3, 4]]),
+        "bad_size" => ("ij,jk->ik", &[&[2, 3], &[2, 4]]),
+        _ => ("ij,jk->ik", &[&[2, 3]]),
+    };
+    let ts: Vec<Tensor> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ramp(s, 5 + i, 2.0, 0.5 + 0.25 * i as f64, d, dev))
+        .collect::<Result<_, _>>()?;
+    let refs: Vec<&Tensor> = ts.iter().collect();
+    let out = Tensor::einsum(eq, &refs)?;
+    let mut inputs = vec![("x", ts[0].clone())];
+    if let Some(y) = ts.get(1) {
+        inputs.push(("y", y.clone()));
+    }
+    result_or_grad(&out, want, &inputs)
+}
+
 /// scatter_add / scatter / index_add (mirrors `scat_case` in torch_parity.py).
 fn scat_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (op, d, want) = (w[1], w[2], w[3]);
@@ -1501,6 +1540,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "scat" {
         return scat_case(w, dev);
+    }
+    if kind == "einsum" {
+        return einsum_case(w, dev);
     }
     if kind == "clip" {
         return clip_case(w, dev);

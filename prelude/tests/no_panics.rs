@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..86) {
+    match rng.gen_range(0..87) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -812,6 +812,25 @@ fn call(
                     some(a.index_add(d, &index, &a, s))
                 }
             }
+        }
+        85 => {
+            let eqs = [
+                "ij,jk->ik",
+                "i,i->",
+                "ii->i",
+                "ij->",
+                "bij,bjk->bik",
+                "ij,j",
+                "i,j->ij",
+                "->",
+                "iij->ij",
+                "ij,jk->il",
+                "i..j",
+                "a,b,c->abc",
+            ];
+            let eq = eqs[rng.gen_range(0..eqs.len())];
+            *what = format!("einsum({eq:?}, {da}, {db})");
+            some(Tensor::einsum(eq, &[&a, &b]))
         }
         _ => {
             *what = format!("format {da}");

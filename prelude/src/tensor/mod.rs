@@ -36,6 +36,7 @@ pub(crate) mod autocast;
 mod cpu;
 mod cpu_backend;
 mod dtype;
+mod einsum;
 mod format;
 mod fused;
 mod gather;
