@@ -65,7 +65,9 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "masked_select masked_select_row unique unique_counts sunique bincount bincount_min histc "
         "histc_auto shistc log2 log10 exp2 slog2 sexp2 trunc strunc frac sfrac lerp lerp_far "
         "addmm addmm_beta0 equal equal_not pad pad_value pad_crop pad_three reflect reflect2 "
-        "reflect_crop reflect_far replicate replicate2 circular circular_far pad_mode").split()
+        "reflect_crop reflect_far replicate replicate2 circular circular_far pad_mode "
+        "exp_ relu_ sqrt_ round_ neg_ abs_ sigmoid_ clamp_ pow_ masked_fill_ log2_ trunc_ "
+        "square_").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
 # smoothing, class probabilities as targets, extra dimensions after the classes, unbatched.
@@ -755,6 +757,16 @@ def torch_results(lines, device):
             "circular": lambda: F.pad(x.unsqueeze(0), (1, 2, 1, 0), mode="circular"),
             "circular_far": lambda: F.pad(x.unsqueeze(0), (4, 0), mode="circular"),
             "pad_mode": lambda: F.pad(x, (1, 1), mode="reflect"),
+            # In-place forms, on a copy: the result, or an error when it cannot be cast back.
+            "exp_": lambda: x.detach().clone().exp_(), "relu_": lambda: x.detach().clone().relu_(),
+            "sqrt_": lambda: x.detach().clone().sqrt_(), "round_": lambda: x.detach().clone().round_(),
+            "neg_": lambda: x.detach().clone().neg_(), "abs_": lambda: x.detach().clone().abs_(),
+            "sigmoid_": lambda: x.detach().clone().sigmoid_(),
+            "clamp_": lambda: x.detach().clone().clamp_(-1, 1),
+            "pow_": lambda: x.detach().clone().pow_(2),
+            "masked_fill_": lambda: x.detach().clone().masked_fill_(mk("bool", 1), 2),
+            "log2_": lambda: x.detach().clone().log2_(), "trunc_": lambda: x.detach().clone().trunc_(),
+            "square_": lambda: x.detach().clone().square_(),
         }[op]()
         return out_or_grad(out, x, want)
 

@@ -863,6 +863,26 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "circular" => F::pad(&x.unsqueeze(0)?, &[1, 2, 1, 0], "circular", 0.0),
         "circular_far" => F::pad(&x.unsqueeze(0)?, &[4, 0], "circular", 0.0),
         "pad_mode" => F::pad(&x, &[1, 1], "reflect", 0.0),
+        "exp_" | "relu_" | "sqrt_" | "round_" | "neg_" | "abs_" | "sigmoid_" | "clamp_"
+        | "pow_" | "masked_fill_" | "log2_" | "trunc_" | "square_" => {
+            let t = x.detach().deep_clone()?;
+            match op {
+                "exp_" => t.exp_(),
+                "relu_" => t.relu_(),
+                "sqrt_" => t.sqrt_(),
+                "round_" => t.round_(),
+                "neg_" => t.neg_(),
+                "abs_" => t.abs_(),
+                "sigmoid_" => t.sigmoid_(),
+                "clamp_" => t.clamp_(-1, 1),
+                "pow_" => t.pow_(2),
+                "masked_fill_" => t.masked_fill_(&input("bool", 1, dev), 2.0),
+                "log2_" => t.log2_(),
+                "trunc_" => t.trunc_(),
+                _ => t.square_(),
+            }?;
+            Ok(t)
+        }
         _ => panic!("unknown op {op:?}"),
     }?;
     out_or_grad(out, &x, want)

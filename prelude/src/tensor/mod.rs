@@ -44,6 +44,7 @@ mod gpu;
 mod gpu_strided;
 mod grad;
 pub(crate) mod host_mem;
+mod inplace;
 mod layout;
 mod math;
 mod matmul;

@@ -336,7 +336,7 @@ impl Tensor {
         self.copy_(&v)
     }
 
-    fn inplace(&self, op: &str, result: Result<Tensor>) -> Result<()> {
+    pub(super) fn inplace(&self, op: &str, result: Result<Tensor>) -> Result<()> {
         let r = result?;
         if r.shape() != self.shape() {
             return Err(Error::BadShape(format!(
