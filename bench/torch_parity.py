@@ -67,7 +67,8 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "addmm addmm_beta0 equal equal_not pad pad_value pad_crop pad_three reflect reflect2 "
         "reflect_crop reflect_far replicate replicate2 circular circular_far pad_mode "
         "exp_ relu_ sqrt_ round_ neg_ abs_ sigmoid_ clamp_ pow_ masked_fill_ log2_ trunc_ "
-        "square_").split()
+        "square_ nansum nansum_dim nanmean nanmean_dim snansum snansum_dim snanmean snanmean_dim "
+        "new_zeros new_full").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
 # smoothing, class probabilities as targets, extra dimensions after the classes, unbatched.
@@ -767,6 +768,9 @@ def torch_results(lines, device):
             "masked_fill_": lambda: x.detach().clone().masked_fill_(mk("bool", 1), 2),
             "log2_": lambda: x.detach().clone().log2_(), "trunc_": lambda: x.detach().clone().trunc_(),
             "square_": lambda: x.detach().clone().square_(),
+            "nansum": lambda: x.nansum(), "nansum_dim": lambda: x.nansum(1),
+            "nanmean": lambda: x.nanmean(), "nanmean_dim": lambda: x.nanmean(0),
+            "new_zeros": lambda: x.new_zeros((2, 2)), "new_full": lambda: x.new_full((3,), 2.5),
         }[op]()
         return out_or_grad(out, x, want)
 

@@ -695,6 +695,10 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "shistc",
         "slog2",
         "sexp2",
+        "snansum",
+        "snansum_dim",
+        "snanmean",
+        "snanmean_dim",
         "strunc",
         "sfrac",
     ];
@@ -863,6 +867,12 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "circular" => F::pad(&x.unsqueeze(0)?, &[1, 2, 1, 0], "circular", 0.0),
         "circular_far" => F::pad(&x.unsqueeze(0)?, &[4, 0], "circular", 0.0),
         "pad_mode" => F::pad(&x, &[1, 1], "reflect", 0.0),
+        "nansum" => x.nansum(),
+        "nansum_dim" => x.nansum_dim(1),
+        "nanmean" => x.nanmean(),
+        "nanmean_dim" => x.nanmean_dim(0),
+        "new_zeros" => x.new_zeros([2, 2]),
+        "new_full" => x.new_full([3], 2.5),
         "exp_" | "relu_" | "sqrt_" | "round_" | "neg_" | "abs_" | "sigmoid_" | "clamp_"
         | "pow_" | "masked_fill_" | "log2_" | "trunc_" | "square_" => {
             let t = x.detach().deep_clone()?;

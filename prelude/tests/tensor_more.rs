@@ -145,3 +145,26 @@ fn pieces_views_and_bad_arguments() {
         .to_string()
         .contains("does not broadcast to the tensor's shape [10]"));
 }
+
+/// `rand_like` and `randn_like` keep the tensor's shape, float dtype and device, come from
+/// the seeded generator, and refuse integer tensors as torch does.
+#[test]
+fn random_like_follows_the_tensor() {
+    let x = Tensor::zeros((3, 4), Device::Cpu)
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap();
+    let a = gpulab::fork_rng(9, || x.rand_like().unwrap());
+    let b = gpulab::fork_rng(9, || x.rand_like().unwrap());
+    assert_eq!((a.shape(), a.dtype()), (&[3usize, 4][..], DType::F64));
+    assert_eq!(a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap());
+    assert!(a.to_vec::<f64>().unwrap().iter().all(|v| (0.0..1.0).contains(v)));
+    let n = x.randn_like().unwrap();
+    assert_eq!(n.dtype(), DType::F64);
+    let e = Tensor::zeros_dtype(2, DType::I64, Device::Cpu)
+        .unwrap()
+        .randn_like()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("randn_like") && e.contains("int64"), "{e}");
+}

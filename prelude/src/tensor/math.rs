@@ -300,6 +300,50 @@ impl Tensor {
             .collect()
     }
 
+    /// Zeros of `shape` in this tensor's dtype, on its device (torch's `new_zeros`).
+    pub fn new_zeros(&self, shape: impl Into<crate::tensor::Shape>) -> Result<Tensor> {
+        self.new_full(shape, 0.0)
+    }
+
+    /// Ones of `shape` in this tensor's dtype, on its device (torch's `new_ones`).
+    pub fn new_ones(&self, shape: impl Into<crate::tensor::Shape>) -> Result<Tensor> {
+        self.new_full(shape, 1.0)
+    }
+
+    /// `value` in `shape`, in this tensor's dtype, on its device (torch's `new_full`).
+    pub fn new_full(&self, shape: impl Into<crate::tensor::Shape>, value: f64) -> Result<Tensor> {
+        Tensor::full_dtype(shape, value, self.dtype(), self.device())
+    }
+
+    /// Uniform values in [0, 1) of this tensor's shape, float dtype and device (torch's
+    /// `rand_like`), from the seeded generator.
+    pub fn rand_like(&self) -> Result<Tensor> {
+        self.random_like(
+            "rand_like",
+            Tensor::rand(self.shape().to_vec(), Device::Cpu)?,
+        )
+    }
+
+    /// Standard normal values of this tensor's shape, float dtype and device (torch's
+    /// `randn_like`).
+    pub fn randn_like(&self) -> Result<Tensor> {
+        self.random_like(
+            "randn_like",
+            Tensor::randn(self.shape().to_vec(), Device::Cpu)?,
+        )
+    }
+
+    fn random_like(&self, op: &str, values: Tensor) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(Error::Invalid(format!(
+                "{op}: needs a floating-point tensor, as in torch, got {} (shape {:?})",
+                self.dtype(),
+                self.shape()
+            )));
+        }
+        values.to_dtype(self.dtype())?.to(self.device())
+    }
+
     /// Zeros of this tensor's shape, dtype and device (torch's `zeros_like`).
     pub fn zeros_like(&self) -> Result<Tensor> {
         self.full_like(0.0)

@@ -184,6 +184,43 @@ impl Tensor {
         Ok(relabel("logsumexp", out))
     }
 
+    /// This tensor with its NaNs as zeros (a copy; integers have none).
+    fn nan_to_zero(&self) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Ok(self.clone());
+        }
+        self.where_(&self.isnan()?.logical_not()?, &self.zeros_like()?)
+    }
+
+    /// The sum with NaNs counted as zero, as torch's `nansum` (integers give int64).
+    pub fn nansum(&self) -> Result<Tensor> {
+        self.nan_to_zero()?.sum()
+    }
+
+    /// [`Tensor::nansum`] along `dim`, which disappears from the shape.
+    pub fn nansum_dim(&self, dim: isize) -> Result<Tensor> {
+        self.nan_to_zero()?.sum_dim(dim)
+    }
+
+    /// The mean of the elements that are not NaN (NaN when all are), as torch's `nanmean`;
+    /// floats only.
+    pub fn nanmean(&self) -> Result<Tensor> {
+        self.float_only("nanmean")?;
+        let count = self.isnan()?.logical_not()?.sum()?.to_dtype(self.dtype())?;
+        self.nansum()?.div(&count)
+    }
+
+    /// [`Tensor::nanmean`] along `dim`, which disappears from the shape.
+    pub fn nanmean_dim(&self, dim: isize) -> Result<Tensor> {
+        self.float_only("nanmean")?;
+        let count = self
+            .isnan()?
+            .logical_not()?
+            .sum_dim(dim)?
+            .to_dtype(self.dtype())?;
+        self.nansum_dim(dim)?.div(&count)
+    }
+
     /// The variance and the mean along `dim` (variance corrected as [`Tensor::var_dim`]),
     /// as torch's `var_mean`.
     pub fn var_mean(&self, dim: isize) -> Result<(Tensor, Tensor)> {
