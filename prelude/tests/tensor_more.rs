@@ -158,7 +158,11 @@ fn random_like_follows_the_tensor() {
     let b = gpulab::fork_rng(9, || x.rand_like().unwrap());
     assert_eq!((a.shape(), a.dtype()), (&[3usize, 4][..], DType::F64));
     assert_eq!(a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap());
-    assert!(a.to_vec::<f64>().unwrap().iter().all(|v| (0.0..1.0).contains(v)));
+    assert!(a
+        .to_vec::<f64>()
+        .unwrap()
+        .iter()
+        .all(|v| (0.0..1.0).contains(v)));
     let n = x.randn_like().unwrap();
     assert_eq!(n.dtype(), DType::F64);
     let e = Tensor::zeros_dtype(2, DType::I64, Device::Cpu)
