@@ -14,6 +14,19 @@ use crate::autograd::{self, record};
 use crate::device::Device;
 use crate::error::{Error, Result};
 
+/// Ok for a bool `mask`; otherwise an error naming `op` and how to make one.
+pub(super) fn bool_mask(op: &str, mask: &Tensor) -> Result<()> {
+    if mask.dtype() != DType::Bool {
+        return Err(Error::Invalid(format!(
+            "{op}: the mask must be a bool tensor, got {} (shape {:?}); make one with a \
+             comparison, e.g. x.lt(0)",
+            mask.dtype(),
+            mask.shape()
+        )));
+    }
+    Ok(())
+}
+
 impl Tensor {
     /// A bool tensor of this shape, true everywhere (`value`) or false, on this device.
     fn bools(&self, value: bool) -> Result<Tensor> {
@@ -165,14 +178,7 @@ impl Tensor {
     /// This tensor with `value` wherever the bool `mask` is true, as torch's `masked_fill`
     /// (the mask broadcasts to this tensor's shape; `value` takes this tensor's dtype).
     pub fn masked_fill(&self, mask: &Tensor, value: f64) -> Result<Tensor> {
-        if mask.dtype() != DType::Bool {
-            return Err(Error::Invalid(format!(
-                "masked_fill: the mask must be a bool tensor, got {} (shape {:?}); make one \
-                 with a comparison, e.g. x.lt(0)",
-                mask.dtype(),
-                mask.shape()
-            )));
-        }
+        bool_mask("masked_fill", mask)?;
         let expanded = mask.broadcast_to(self.shape().to_vec()).map_err(|_| {
             Error::BadShape(format!(
                 "masked_fill: mask of shape {:?} does not broadcast to the tensor's shape {:?}",

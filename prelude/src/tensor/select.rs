@@ -51,14 +51,7 @@ impl Tensor {
     /// The elements where the bool `mask` is true, as a 1-D tensor in row-major order, as
     /// torch's `masked_select` (the mask and the tensor broadcast to one shape).
     pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
-        if mask.dtype() != DType::Bool {
-            return Err(Error::Invalid(format!(
-                "masked_select: the mask must be a bool tensor, got {} (shape {:?}); make one \
-                 with a comparison, e.g. x.gt(0)",
-                mask.dtype(),
-                mask.shape()
-            )));
-        }
+        super::math::bool_mask("masked_select", mask)?;
         let shape = super::shape::broadcast("masked_select", self.shape(), mask.shape())?.dims;
         let index = mask.broadcast_to(shape.clone())?.nonzero_flat()?;
         let index = Tensor::from_vec(index.clone(), index.len(), Device::Cpu)?;
