@@ -48,12 +48,8 @@ pub fn pad(x: &Tensor, pad: &[isize], mode: &str, value: f64) -> Result<Tensor> 
             x.shape()
         )));
     }
-    if matches!(mode, "reflect" | "replicate") && x.dtype() == crate::DType::Bool {
-        return Err(Error::Invalid(format!(
-            "pad: {mode} padding does not support bool input, as in torch (shape {:?}); \
-             convert it first, e.g. .to_dtype(DType::U8)",
-            x.shape()
-        )));
+    if matches!(mode, "reflect" | "replicate") {
+        x.refuse_bool(&format!("pad: {mode} padding"))?;
     }
     let mut out = x.clone();
     for (i, lr) in pad.chunks(2).enumerate() {

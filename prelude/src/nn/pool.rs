@@ -132,14 +132,7 @@ pub fn max_pool2d(
         dilation.into(),
     );
     let [n, c, h, w] = nchw(x, OP)?;
-    if x.dtype() == DType::Bool {
-        return Err(Error::Invalid(format!(
-            "max_pool2d does not support bool input, as in torch (shape {:?} on {}); convert \
-             it first, e.g. x.to_dtype(DType::U8)",
-            x.shape(),
-            x.device()
-        )));
-    }
+    x.refuse_bool("max_pool2d")?;
     let rows = pool_axis(h, k.0, s.0, p.0, d.0, ceil_mode, OP)?;
     let cols = pool_axis(w, k.1, s.1, p.1, d.1, ceil_mode, OP)?;
     let (oh, ow) = (rows.out, cols.out);

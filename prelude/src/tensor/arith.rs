@@ -571,14 +571,7 @@ impl Tensor {
                 )
             }
         };
-        if self.dtype() == DType::Bool {
-            return Err(Error::Invalid(format!(
-                "{name}() does not support bool input, as in torch (shape {:?} on {}); convert \
-                 it first, e.g. t.to_dtype(DType::U8)",
-                self.shape(),
-                self.device()
-            )));
-        }
+        self.refuse_bool(&format!("{name}()"))?;
         if len == 0 {
             return Err(Error::Invalid(format!(
                 "{name}() of an empty dimension has no value (shape {:?})",

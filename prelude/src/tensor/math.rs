@@ -410,11 +410,8 @@ impl Tensor {
     /// Rounded toward zero, as torch's `trunc` (integers unchanged, as a copy; its gradient
     /// is zero, as floor's).
     pub fn trunc(&self) -> Result<Tensor> {
+        self.refuse_bool("trunc")?;
         match self.dtype() {
-            DType::Bool => Err(Error::Invalid(format!(
-                "trunc does not support bool input, as in torch (shape {:?})",
-                self.shape()
-            ))),
             d if d.is_float() => {
                 let t = self.ceil()?.where_(&self.lt(0)?, &self.floor()?)?;
                 Ok(autograd::relabel("trunc", t))

@@ -531,6 +531,20 @@ impl Tensor {
         self.to_device(Device::Cpu)
     }
 
+    /// The error for an op that torch does not run on bool tensors (`topk`, `argmax`,
+    /// `median`, `trace`, ...), naming the op, the shape and the device.
+    pub(crate) fn refuse_bool(&self, op: &str) -> Result<()> {
+        if self.dtype() != DType::Bool {
+            return Ok(());
+        }
+        Err(Error::Invalid(format!(
+            "{op} does not support bool input, as in torch (shape {:?} on {}); convert it \
+             first, e.g. t.to_dtype(DType::U8)",
+            self.shape(),
+            self.device()
+        )))
+    }
+
     fn wrong_type<T: WithDType>(&self, what: &str) -> Error {
         Error::Invalid(format!(
             "{what}::<{}>() on a {} tensor: the element types differ; \

@@ -2,7 +2,6 @@
 //! each runs on every device and has its gradient from theirs): `roll`, `diag`, `trace`,
 //! `movedim`, `swapaxes`, `unflatten` and `tile`.
 
-use super::dtype::DType;
 use super::shape::resolve_dim;
 use super::Tensor;
 use crate::device::Device;
@@ -107,12 +106,7 @@ impl Tensor {
                 self.shape()
             )));
         }
-        if self.dtype() == DType::Bool {
-            return Err(Error::Invalid(format!(
-                "trace does not support bool input, as in torch (shape {:?})",
-                self.shape()
-            )));
-        }
+        self.refuse_bool("trace")?;
         self.diag(0)?.sum()
     }
 

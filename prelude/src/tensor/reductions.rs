@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 
 impl Tensor {
     /// The tensor as bool, true where an element is nonzero (NaN counts as nonzero).
-    fn truth(&self) -> Result<Tensor> {
+    pub(super) fn truth(&self) -> Result<Tensor> {
         autograd::no_grad(|| match self.dtype() {
             DType::Bool => Ok(self.detach()),
             _ => self.ne(0),
@@ -239,10 +239,8 @@ impl Tensor {
     pub fn median(&self) -> Result<Tensor> {
         if self.numel() == 0 {
             // torch's answer for no elements: NaN, or an integer type's lowest value.
+            self.refuse_bool("median")?;
             return match self.dtype() {
-                DType::Bool => Err(Error::Invalid(
-                    "median does not support bool input, as in torch".into(),
-                )),
                 d if d.is_float() => self.sum()?.mul(0)?.add(f64::NAN),
                 d => {
                     let lowest = match d {
@@ -261,7 +259,7 @@ impl Tensor {
     /// The lower median along `dim` and its index there (int64), as torch's `median(dim)`;
     /// a line with a NaN gives NaN and the index of its first NaN.
     pub fn median_dim(&self, dim: isize) -> Result<(Tensor, Tensor)> {
-        self.no_bool("median")?;
+        self.refuse_bool("median")?;
         let d = resolve_dim(dim, self.rank().max(1))?;
         let len = if self.rank() == 0 { 1 } else { self.shape()[d] };
         if len == 0 {
@@ -284,7 +282,7 @@ impl Tensor {
     /// The `k`-th smallest element along `dim` (k from 1) and its index, as torch's
     /// `kthvalue`.
     pub fn kthvalue(&self, k: usize, dim: isize) -> Result<(Tensor, Tensor)> {
-        self.no_bool("kthvalue")?;
+        self.refuse_bool("kthvalue")?;
         let d = resolve_dim(dim, self.rank().max(1))?;
         let len = if self.rank() == 0 { 1 } else { self.shape()[d] };
         if k == 0 || k > len {
@@ -319,16 +317,5 @@ impl Tensor {
         let v = values.gather(d as isize, &at)?.squeeze(d as isize)?;
         let i = indices.gather(d as isize, &at)?.squeeze(d as isize)?;
         Ok((v, i))
-    }
-
-    fn no_bool(&self, op: &str) -> Result<()> {
-        if self.dtype() == DType::Bool {
-            return Err(Error::Invalid(format!(
-                "{op} does not support bool input, as in torch (shape {:?}); convert it first, \
-                 e.g. .to_dtype(DType::U8)",
-                self.shape()
-            )));
-        }
-        Ok(())
     }
 }

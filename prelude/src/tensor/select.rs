@@ -11,11 +11,8 @@ use crate::error::{Error, Result};
 impl Tensor {
     /// The flat (row-major) positions of the nonzero elements, on the host.
     fn nonzero_flat(&self) -> Result<Vec<i64>> {
-        let truth = crate::autograd::no_grad(|| match self.dtype() {
-            DType::Bool => Ok(self.detach()),
-            _ => self.ne(0),
-        })?;
-        Ok(truth
+        Ok(self
+            .truth()?
             .to_vec::<bool>()?
             .iter()
             .enumerate()

@@ -99,13 +99,7 @@ impl Tensor {
     /// and their int64 indices, as torch's `topk` (ties: the lower index first; NaN counts
     /// as the largest).
     pub fn topk(&self, k: usize, dim: isize, largest: bool) -> Result<(Tensor, Tensor)> {
-        if self.dtype() == DType::Bool {
-            return Err(Error::Invalid(format!(
-                "topk does not support bool input, as in torch (shape {:?}); convert it first, \
-                 e.g. t.to_dtype(DType::U8)",
-                self.shape()
-            )));
-        }
+        self.refuse_bool("topk")?;
         self.select_order("topk", dim, largest, Some(k))
     }
 
