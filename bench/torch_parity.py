@@ -68,7 +68,7 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "reflect_crop reflect_far replicate replicate2 circular circular_far pad_mode "
         "exp_ relu_ sqrt_ round_ neg_ abs_ sigmoid_ clamp_ pow_ masked_fill_ log2_ trunc_ "
         "square_ nansum nansum_dim nanmean nanmean_dim snansum snansum_dim snanmean snanmean_dim "
-        "new_zeros new_full").split()
+        "new_zeros new_full diagonal diagonal_below diagonal_3d").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
 # smoothing, class probabilities as targets, extra dimensions after the classes, unbatched.
@@ -770,6 +770,8 @@ def torch_results(lines, device):
             "square_": lambda: x.detach().clone().square_(),
             "nansum": lambda: x.nansum(), "nansum_dim": lambda: x.nansum(1),
             "nanmean": lambda: x.nanmean(), "nanmean_dim": lambda: x.nanmean(0),
+            "diagonal": lambda: x.diagonal(), "diagonal_below": lambda: x.t().diagonal(-1),
+            "diagonal_3d": lambda: x.unsqueeze(1).diagonal(0, 0, 2),
             "new_zeros": lambda: x.new_zeros((2, 2)), "new_full": lambda: x.new_full((3,), 2.5),
         }[op]()
         return out_or_grad(out, x, want)

@@ -871,6 +871,9 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "nansum_dim" => x.nansum_dim(1),
         "nanmean" => x.nanmean(),
         "nanmean_dim" => x.nanmean_dim(0),
+        "diagonal" => x.diagonal(0, 0, 1),
+        "diagonal_below" => x.t()?.diagonal(-1, 0, 1),
+        "diagonal_3d" => x.unsqueeze(1)?.diagonal(0, 0, 2),
         "new_zeros" => x.new_zeros([2, 2]),
         "new_full" => x.new_full([3], 2.5),
         "exp_" | "relu_" | "sqrt_" | "round_" | "neg_" | "abs_" | "sigmoid_" | "clamp_"

@@ -4,7 +4,6 @@
 //! with gradients from those ops.
 
 use super::Tensor;
-use crate::device::Device;
 use crate::error::{Error, Result};
 
 fn bad(eq: &str, why: impl std::fmt::Display) -> Error {
@@ -57,21 +56,13 @@ impl Term {
                     ),
                 ));
             }
-            // The two dimensions moved last and merged, then every (n + 1)-th element kept.
-            let rest: Vec<usize> = (0..self.labels.len())
-                .filter(|&i| i != p && i != q)
-                .collect();
-            let mut perm: Vec<isize> = rest.iter().map(|&i| i as isize).collect();
-            perm.extend([p as isize, q as isize]);
-            let mut dims: Vec<isize> = rest.iter().map(|&i| self.t.shape()[i] as isize).collect();
-            dims.push((n * n) as isize);
-            let merged = self.t.permute(&perm)?.reshape(dims)?;
-            let index: Vec<i64> = (0..n as i64).map(|i| i * (n as i64 + 1)).collect();
-            let index = Tensor::from_vec(index, n, Device::Cpu)?;
-            let last = merged.rank() as isize - 1;
-            self.t = merged.index_select(last, &index)?;
+            // The diagonal comes last, after the other dimensions in their order.
+            self.t = self.t.diagonal(0, p as isize, q as isize)?;
             let l = self.labels[p];
-            self.labels = rest.iter().map(|&i| self.labels[i]).collect();
+            self.labels = (0..self.labels.len())
+                .filter(|&i| i != p && i != q)
+                .map(|i| self.labels[i])
+                .collect();
             self.labels.push(l);
         }
         Ok(self)

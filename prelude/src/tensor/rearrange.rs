@@ -79,23 +79,44 @@ impl Tensor {
                 let index = Tensor::from_vec(index, size * size, Device::Cpu)?;
                 padded.index_select(0, &index)?.reshape([size, size])
             }
-            2 => {
-                let (rows, cols) = (self.shape()[0] as i64, self.shape()[1] as i64);
-                let (r0, c0) = if diagonal >= 0 {
-                    (0, diagonal)
-                } else {
-                    (-diagonal, 0)
-                };
-                let len = (rows - r0).min(cols - c0).max(0);
-                let index: Vec<i64> = (0..len).map(|i| (r0 + i) * cols + c0 + i).collect();
-                let index = Tensor::from_vec(index, len as usize, Device::Cpu)?;
-                self.flatten()?.index_select(0, &index)
-            }
+            2 => self.diagonal(diagonal, 0, 1),
             r => Err(Error::BadShape(format!(
                 "diag: needs a 1-D or 2-D tensor, got {r} dimensions (shape {:?})",
                 self.shape()
             ))),
         }
+    }
+
+    /// The elements `(i, i + offset)` of dimensions `dim1` and `dim2` (offset 0 the main
+    /// diagonal, positive above it, negative below), as torch's `diagonal`: the two
+    /// dimensions go, and the diagonal is the last dimension of the result (a copy here).
+    pub fn diagonal(&self, offset: i64, dim1: isize, dim2: isize) -> Result<Tensor> {
+        let rank = self.rank();
+        let (p, q) = (resolve_dim(dim1, rank)?, resolve_dim(dim2, rank)?);
+        if p == q {
+            return Err(Error::Invalid(format!(
+                "diagonal: dim1 and dim2 are both dimension {p} (shape {:?})",
+                self.shape()
+            )));
+        }
+        let (rows, cols) = (self.shape()[p] as i64, self.shape()[q] as i64);
+        let (r0, c0) = if offset >= 0 {
+            (0, offset)
+        } else {
+            (-offset, 0)
+        };
+        let len = (rows - r0).min(cols - c0).max(0);
+        // The two dimensions moved last and merged; the diagonal is every (cols + 1)-th
+        // element from its start.
+        let rest: Vec<usize> = (0..rank).filter(|&i| i != p && i != q).collect();
+        let mut perm: Vec<isize> = rest.iter().map(|&i| i as isize).collect();
+        perm.extend([p as isize, q as isize]);
+        let mut dims: Vec<usize> = rest.iter().map(|&i| self.shape()[i]).collect();
+        dims.push((rows * cols) as usize);
+        let merged = self.permute(&perm)?.reshape(dims)?;
+        let index: Vec<i64> = (0..len).map(|i| (r0 + i) * cols + c0 + i).collect();
+        let index = Tensor::from_vec(index, len as usize, Device::Cpu)?;
+        merged.index_select(rest.len() as isize, &index)
     }
 
     /// The sum of a matrix's main diagonal, as torch's `trace` (integers give int64).
