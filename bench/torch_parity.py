@@ -28,13 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DTYPES = ["f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"]
 SCALARS = ["2", "-3", "2.5", "-0.5", "0"]
-BINARY = "add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or".split()
+BINARY = ("add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or atan2 fmod "
+          "remainder floor_divide").split()
 VIEWS = ("narrow select t permute expand flip reshape squeeze index_select gather where cat stack "
          "t_matmul bmm_matrix bmm_stack bmm_broadcast bmm_vector_left bmm_vector_right bmm_mismatch").split()
 CLAMPS = "clamp clamp_min clamp_max".split()  # with a scalar bound (torch's Python-number form)
 INPLACE = "add_ sub_ mul_ div_".split()
 UNARY = ("neg abs exp log sqrt relu sigmoid tanh sin cos floor ceil round sign log1p expm1 erf "
-         "softmax log_softmax").split()
+         "tan asin acos atan sinh cosh asinh acosh atanh softmax log_softmax").split()
 REDUCE = ("sum mean max min argmax argmin sum_dim sum_keepdim mean_dim max_dim min_dim "
           "argmax_dim argmin_dim var std var_dim std_dim").split()
 FLOATS = {"f32", "f64", "f16", "bf16"}
@@ -68,7 +69,8 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "reflect_crop reflect_far replicate replicate2 circular circular_far pad_mode "
         "exp_ relu_ sqrt_ round_ neg_ abs_ sigmoid_ clamp_ pow_ masked_fill_ log2_ trunc_ "
         "square_ nansum nansum_dim nanmean nanmean_dim snansum snansum_dim snanmean snanmean_dim "
-        "new_zeros new_full diagonal diagonal_below diagonal_3d").split()
+        "new_zeros new_full diagonal diagonal_below diagonal_3d fmod_nz remainder_nz floor_divide_nz "
+        "fmod_wide remainder_wide fmod_ remainder_ tan_ deg2rad rad2deg atan2_bcast").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
 # smoothing, class probabilities as targets, extra dimensions after the classes, unbatched.
@@ -97,11 +99,11 @@ EINSUM = {
 # Recurrent layers: output, final states and gradients (input, h_0, first layer's weights).
 RNNS = "rnn rnnrelu lstm gru lstm2 gru2 gru_nobias lstm_unbatched lstm2_bi gru_bi".split()
 NORMS = "bn2d_train bn1d_train bn1d3_train bn2d_eval ln ln2 gn gn1 gn3d".split()
-GRAD_BINARY = "add sub mul div pow maximum minimum".split()
+GRAD_BINARY = "add sub mul div pow maximum minimum atan2 fmod remainder".split()
 # Mixed precision: an op or a layer in an autocast region (bf16 or f16) on float32 inputs and
 # weights (amp_case), and GradScaler's steps (scaler_case).
 AMP = ("linear matmul dot bmm conv convT sdpa ce nll mse l1 bce bcel softmax logsoftmax ln gn bn relu "
-       "addf32 prod cumsum norm interp lstm gru mha exp log pow square sum mean var elu mish "
+       "addf32 prod cumsum norm interp lstm gru mha exp log pow square sum mean var elu mish sinh "
        "avgpool").split()
 SCALERS = "clean inf unscale growth".split()
 GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var std var_dim std_dim".split()
@@ -198,6 +200,10 @@ KNOWN = {
     # gpulab's on every device, runs the whole layer in the lower precision.
     **{f"amp gru {d} out": "torch's CPU GRU under autocast keeps a float32 state"
        for d in ("bf16", "f16")},
+    # atan2's backward in torch squares a bfloat16 operand in bfloat16 before adding the other
+    # (float32 or float64) one; gpulab promotes first, which gives the float64 answer.
+    **{f"{k} atan2 bf16 {b} y": "torch squares the bfloat16 operand in bfloat16 in atan2's backward"
+       for k in ("grad", "rgrad") for b in ("f32", "f64")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -216,8 +222,11 @@ def cases():
     for op in BINARY:
         out += [f"bin {op} {a} {b}" for a in DTYPES for b in DTYPES]
         out += [f"tbin {op} {a} {a}" for a in DTYPES]
-        out += [f"sbin {op} {a} {a}" for a in DTYPES]
-        if op not in ("maximum", "minimum", "logical_and", "logical_or"):  # tensors only
+        # torch's CPU kernels trap (SIGFPE, the whole process) on int32's minimum divided by
+        # -1, which the int32 special values hold; gpulab wraps, as for int64.
+        out += [f"sbin {op} {a} {a}" for a in DTYPES
+                if not (a == "i32" and op in ("fmod", "remainder", "floor_divide"))]
+        if op not in ("maximum", "minimum", "logical_and", "logical_or", "atan2"):  # tensors only
             out += [f"bins {op} {a} {s}" for a in DTYPES for s in SCALARS]
     for op in CLAMPS:
         out += [f"bins {op} {a} {s}" for a in DTYPES for s in SCALARS]
@@ -243,8 +252,10 @@ def cases():
             out += [f"grad {op} {a} {b} {which}" for a in floats for b in DTYPES]
             out += [f"rgrad {op} {a} {b} {which}" for a in floats for b in floats]
             out += [f"sgrad {op} {a} {a} {which}" for a in floats]
-        # A scalar operand (maximum/minimum with a scalar are torch's clamp_min/clamp_max).
-        out += [f"{k} {op} {a} {s} x" for k in ("grad", "sgrad") for a in floats for s in SCALARS]
+        # A scalar operand (maximum/minimum with a scalar are torch's clamp_min/clamp_max;
+        # torch's atan2 takes tensors only).
+        if op != "atan2":
+            out += [f"{k} {op} {a} {s} x" for k in ("grad", "sgrad") for a in floats for s in SCALARS]
     for op in UNARY + [f"red_{r}" for r in GRAD_REDUCE]:
         out += [f"{k} {op} {a} - x" for k in ("grad", "sgrad") for a in floats]
     out += [f"grad matmul {a} {b} {w}" for a in floats for b in floats for w in "xy"]
@@ -659,6 +670,7 @@ def torch_results(lines, device):
                 x.requires_grad_()
         y = ramp([2, 3], 4, 1.0, 0.5, d)
         cat_flat = lambda parts: torch.cat([p.flatten() for p in parts])
+        nonzero = lambda: mk(d, 1).masked_fill(mk(d, 1) == 0, 5)  # noqa: E731
         both = lambda p: torch.cat([p[0].double().flatten(), p[1].double().flatten()])  # noqa: E731
         F = torch.nn.functional
         out = {
@@ -773,6 +785,16 @@ def torch_results(lines, device):
             "diagonal": lambda: x.diagonal(), "diagonal_below": lambda: x.t().diagonal(-1),
             "diagonal_3d": lambda: x.unsqueeze(1).diagonal(0, 0, 2),
             "new_zeros": lambda: x.new_zeros((2, 2)), "new_full": lambda: x.new_full((3,), 2.5),
+            # Divisors without a zero (an integer zero is an error), and a wider dividend.
+            "fmod_nz": lambda: torch.fmod(x, nonzero()), "remainder_nz": lambda: torch.remainder(x, nonzero()),
+            "floor_divide_nz": lambda: torch.floor_divide(mk(d, 0), nonzero()),
+            "fmod_wide": lambda: torch.fmod(mk(d, 0), nonzero()),
+            "remainder_wide": lambda: torch.remainder(mk(d, 0), nonzero()),
+            "fmod_": lambda: x.detach().clone().fmod_(2),
+            "remainder_": lambda: x.detach().clone().remainder_(-2),
+            "tan_": lambda: x.detach().clone().tan_(),
+            "deg2rad": lambda: torch.deg2rad(x), "rad2deg": lambda: torch.rad2deg(x),
+            "atan2_bcast": lambda: torch.atan2(x, y[1]),
         }[op]()
         return out_or_grad(out, x, want)
 
@@ -1088,6 +1110,8 @@ def torch_results(lines, device):
                 out = h.norm(dim=1)
             elif op == "exp":
                 out = torch.exp(h)
+            elif op == "sinh":
+                out = torch.sinh(h)
             elif op == "log":
                 out = torch.log(h.abs() + 1)
             elif op == "pow":

@@ -23,7 +23,26 @@ struct Strides {
     long long sb[GPULAB_MAX_DIMS];
 };
 
-// Binary op codes: 0 add, 1 sub, 2 mul, 3 div, 4 maximum, 5 minimum, 6 pow.
+// Binary op codes: 0 add, 1 sub, 2 mul, 3 div, 4 maximum, 5 minimum, 6 pow, 7 atan2,
+// 8 fmod (the dividend's sign), 9 remainder (the divisor's sign, Python's %), 10 floor_divide.
+
+// torch's remainder and floor division from fmod, as its kernels and the CPU's (op.rs)
+// compute them, so that every device rounds the same way.
+template <class T> __device__ __forceinline__ T remainder_of(T b, T m)
+{
+    return (m != T(0) && ((b < T(0)) != (m < T(0)))) ? m + b : m;
+}
+
+template <class T> __device__ __forceinline__ T floor_divide_of(T a, T b, T m)
+{
+    if (b == T(0)) return a / b;
+    T div = (a - m) / b;
+    if (m != T(0) && ((b < T(0)) != (m < T(0)))) div -= T(1);
+    if (div == T(0)) return copysign(T(0), a / b);
+    T f = floor(div);
+    return (div - f > T(0.5)) ? f + T(1) : f;
+}
+
 __device__ __forceinline__ float binary_apply(int op, float a, float b)
 {
     switch (op) {
@@ -35,6 +54,10 @@ __device__ __forceinline__ float binary_apply(int op, float a, float b)
     case 4: return (a > b || a != a) ? a : b;
     case 5: return (a < b || a != a) ? a : b;
     case 6: return powf(a, b);
+    case 7: return atan2f(a, b);
+    case 8: return fmodf(a, b);
+    case 9: return remainder_of(b, fmodf(a, b));
+    case 10: return floor_divide_of(a, b, fmodf(a, b));
     default: __trap();
     }
     return a;
@@ -50,6 +73,10 @@ __device__ __forceinline__ double binary_apply(int op, double a, double b)
     case 4: return (a > b || a != a) ? a : b;
     case 5: return (a < b || a != a) ? a : b;
     case 6: return pow(a, b);
+    case 7: return atan2(a, b);
+    case 8: return fmod(a, b);
+    case 9: return remainder_of(b, fmod(a, b));
+    case 10: return floor_divide_of(a, b, fmod(a, b));
     default: __trap();
     }
     return a;
@@ -83,6 +110,17 @@ __device__ __forceinline__ long long binary_apply(int op, long long a, long long
         }
         return (long long)r;
     }
+    // The dividing ops: the host refuses a zero divisor first (torch's ZeroDivisionError);
+    // LLONG_MIN by -1 wraps, as the CPU's wrapping_rem / wrapping_div.
+    case 8: case 9: case 10: {
+        if (b == 0) return 0;
+        if (b == -1) return op == 10 ? (long long)(0ULL - (u64)a) : 0;
+        long long q = a / b, r = a % b;
+        if (op == 8) return r;
+        bool adjust = r != 0 && ((r < 0) != (b < 0));
+        if (op == 9) return adjust ? r + b : r;
+        return adjust ? q - 1 : q;
+    }
     default: __trap();
     }
     return a;
@@ -91,7 +129,7 @@ __device__ __forceinline__ long long binary_apply(int op, long long a, long long
 // Unary op codes: 0 neg, 1 abs, 2 exp, 3 sqrt, 4 relu, 5 log, 6 tanh, 7 sigmoid, 8 sin,
 // 9 cos, 10 floor, 11 ceil, 12 round (halves to even, as torch), 13 sign (0 for -0 and NaN),
 // 14 log1p, 15 expm1 (exact near 0, where log(1 + x) and exp(x) - 1 lose every digit),
-// 16 erf.
+// 16 erf, 17 tan, 18 asin, 19 acos, 20 atan, 21 sinh, 22 cosh, 23 asinh, 24 acosh, 25 atanh.
 __device__ __forceinline__ float unary_apply(int op, float x)
 {
     switch (op) {
@@ -112,6 +150,15 @@ __device__ __forceinline__ float unary_apply(int op, float x)
     case 14: return log1pf(x);
     case 15: return expm1f(x);
     case 16: return erff(x);
+    case 17: return tanf(x);
+    case 18: return asinf(x);
+    case 19: return acosf(x);
+    case 20: return atanf(x);
+    case 21: return sinhf(x);
+    case 22: return coshf(x);
+    case 23: return asinhf(x);
+    case 24: return acoshf(x);
+    case 25: return atanhf(x);
     default: __trap();
     }
     return x;
@@ -137,6 +184,15 @@ __device__ __forceinline__ double unary_apply(int op, double x)
     case 14: return log1p(x);
     case 15: return expm1(x);
     case 16: return erf(x);
+    case 17: return tan(x);
+    case 18: return asin(x);
+    case 19: return acos(x);
+    case 20: return atan(x);
+    case 21: return sinh(x);
+    case 22: return cosh(x);
+    case 23: return asinh(x);
+    case 24: return acosh(x);
+    case 25: return atanh(x);
     default: __trap();
     }
     return x;

@@ -130,6 +130,13 @@ fn binary(op: &str, a: &Tensor, rhs: Operand) -> Result<Tensor, Error> {
             Operand::Tensor(b) => a.logical_or(b),
             _ => panic!("{op} takes a tensor"),
         },
+        "atan2" => match rhs {
+            Operand::Tensor(b) => a.atan2(b),
+            _ => panic!("{op} takes a tensor"),
+        },
+        "fmod" => a.fmod(rhs),
+        "remainder" => a.remainder(rhs),
+        "floor_divide" => a.floor_divide(rhs),
         "clamp_min" => a.clamp_min(rhs),
         "clamp_max" => a.clamp_max(rhs),
         // Between the operand and 2 (a bound above some elements, below others).
@@ -161,6 +168,15 @@ fn unary(op: &str, a: &Tensor) -> Result<Tensor, Error> {
         "log1p" => a.log1p(),
         "expm1" => a.expm1(),
         "erf" => a.erf(),
+        "tan" => a.tan(),
+        "asin" => a.asin(),
+        "acos" => a.acos(),
+        "atan" => a.atan(),
+        "sinh" => a.sinh(),
+        "cosh" => a.cosh(),
+        "asinh" => a.asinh(),
+        "acosh" => a.acosh(),
+        "atanh" => a.atanh(),
         "softmax" => F::softmax(a, 1),
         "log_softmax" => F::log_softmax(a, 1),
         _ => panic!("unknown unary op {op:?}"),
@@ -709,6 +725,11 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?
     };
     let y = ramp(&[2, 3], 4, 1.0, 0.5, d, dev)?;
+    // `input(d, 1)` with 5 for its zeros: a divisor an integer op takes.
+    let nonzero = || {
+        let t = input(d, 1, dev);
+        t.masked_fill(&t.eq(0)?, 5.0)
+    };
     let flat = |parts: Vec<Tensor>| -> Result<Tensor, Error> {
         let parts = parts
             .iter()
@@ -876,6 +897,23 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "diagonal_3d" => x.unsqueeze(1)?.diagonal(0, 0, 2),
         "new_zeros" => x.new_zeros([2, 2]),
         "new_full" => x.new_full([3], 2.5),
+        "fmod_nz" => x.fmod(&nonzero()?),
+        "remainder_nz" => x.remainder(&nonzero()?),
+        "floor_divide_nz" => input(d, 0, dev).floor_divide(&nonzero()?),
+        "fmod_wide" => input(d, 0, dev).fmod(&nonzero()?),
+        "remainder_wide" => input(d, 0, dev).remainder(&nonzero()?),
+        "deg2rad" => x.deg2rad(),
+        "rad2deg" => x.rad2deg(),
+        "atan2_bcast" => x.atan2(&y.select(0, 1)?),
+        "fmod_" | "remainder_" | "tan_" => {
+            let t = x.detach().deep_clone()?;
+            match op {
+                "fmod_" => t.fmod_(2),
+                "remainder_" => t.remainder_(-2),
+                _ => t.tan_(),
+            }?;
+            Ok(t)
+        }
         "exp_" | "relu_" | "sqrt_" | "round_" | "neg_" | "abs_" | "sigmoid_" | "clamp_"
         | "pow_" | "masked_fill_" | "log2_" | "trunc_" | "square_" => {
             let t = x.detach().deep_clone()?;
@@ -1467,6 +1505,7 @@ fn amp_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             "cumsum" => h.cumsum(1)?,
             "norm" => h.norm_dim(1)?,
             "exp" => h.exp()?,
+            "sinh" => h.sinh()?,
             "log" => h.abs()?.add(1.0)?.log()?,
             "pow" => h.pow(3)?,
             "square" => h.square()?,

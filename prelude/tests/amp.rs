@@ -143,6 +143,11 @@ fn cudas_lists_run_the_range_hungry_ops_in_float32_and_keep_the_rest() {
                     ("normalize", F::normalize(&h, 1)),
                     ("cross_entropy", F::cross_entropy(&h, &labels)),
                     ("interpolate", F::interpolate(&c, 2.0, "nearest", false)),
+                    ("tan", h.tan()),
+                    ("sinh", h.sinh()),
+                    ("cosh", h.cosh()),
+                    ("asin", h.tanh().unwrap().asin()),
+                    ("acos", h.tanh().unwrap().acos()),
                 ];
                 for (name, r) in f32_ops {
                     assert_eq!(r.unwrap().dtype(), DType::F32, "{name}");
@@ -159,6 +164,8 @@ fn cudas_lists_run_the_range_hungry_ops_in_float32_and_keep_the_rest() {
                     ("gelu", h.gelu()),
                     ("sigmoid", h.sigmoid()),
                     ("relu", h.relu()),
+                    ("atan", h.atan()),
+                    ("fmod", h.fmod(1.5)),
                     ("avg_pool2d", F::avg_pool2d(&c, 2, 2, 0, false, true)),
                     ("adaptive_avg_pool2d", F::adaptive_avg_pool2d(&c, (1, 1))),
                     ("max_pool2d", F::max_pool2d(&c, 2, 2, 0, 1, false)),

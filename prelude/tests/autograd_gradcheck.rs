@@ -124,6 +124,19 @@ fn elementwise_binary_ops_with_broadcasting() {
         vec![positive(&[2, 3], 13), input(&[2, 3], 14)],
         |x| x[0].pow(&x[1]),
     );
+    check("atan2", vec![input(&[2, 3], 17), input(&[3], 18)], |x| {
+        x[0].atan2(&x[1])
+    });
+    check(
+        "fmod",
+        vec![input(&[2, 3], 11), positive(&[2, 3], 12)],
+        |x| x[0].fmod(&x[1].mul(0.3)?),
+    );
+    check(
+        "remainder",
+        vec![input(&[2, 3], 9), positive(&[2, 3], 10)],
+        |x| x[0].remainder(&x[1].mul(-0.3)?),
+    );
     check("operators", vec![input(&[3], 15), input(&[3], 16)], |x| {
         Ok(&(&x[0] * &x[1]) - &(&x[0] / 2.0))
     });
@@ -146,6 +159,10 @@ fn scalar_ops() {
     check("minimum scalar", vec![input(&[6], 28)], |x| {
         x[0].minimum(0.05)
     });
+    check("fmod scalar", vec![input(&[6], 29)], |x| x[0].fmod(0.3));
+    check("remainder scalar", vec![input(&[6], 19)], |x| {
+        x[0].remainder(-0.3)
+    });
 }
 
 #[test]
@@ -165,6 +182,18 @@ fn unary_ops() {
     // The composed conveniences, through their parts' rules.
     check("softplus", vec![input(&[5], 31)], |x| x[0].softplus());
     check("erf", vec![input(&[5], 43)], |x| x[0].erf());
+    check("tan", vec![input(&[5], 45)], |x| x[0].tan());
+    check("atan", vec![input(&[5], 46)], |x| x[0].atan());
+    check("sinh", vec![input(&[5], 47)], |x| x[0].sinh());
+    check("cosh", vec![input(&[5], 48)], |x| x[0].cosh());
+    check("asinh", vec![input(&[5], 49)], |x| x[0].asinh());
+    // Inside their domains: (-1, 1), and above 1 for acosh.
+    check("asin", vec![input(&[5], 50)], |x| x[0].mul(0.4)?.asin());
+    check("acos", vec![input(&[5], 51)], |x| x[0].mul(0.4)?.acos());
+    check("atanh", vec![input(&[5], 52)], |x| x[0].mul(0.4)?.atanh());
+    check("acosh", vec![positive(&[5], 53)], |x| {
+        x[0].add(1.0)?.acosh()
+    });
     check("gelu", vec![input(&[5], 44)], |x| x[0].gelu());
     check("silu", vec![input(&[5], 32)], |x| x[0].silu());
     check("leaky_relu", vec![input(&[5], 33)], |x| {

@@ -357,7 +357,7 @@ fn unary_ops_for_every_dtype_match_f64_loops() {
 
 fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
     type F = fn(f64) -> f64;
-    let ops: [(&str, F); 17] = [
+    let ops: [(&str, F); 26] = [
         ("neg", |x| -x),
         ("abs", f64::abs),
         ("relu", |x| x.max(0.0)),
@@ -375,6 +375,15 @@ fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
         ("log1p", f64::ln_1p),
         ("expm1", f64::exp_m1),
         ("erf", libm::erf),
+        ("tan", f64::tan),
+        ("asin", f64::asin),
+        ("acos", f64::acos),
+        ("atan", f64::atan),
+        ("sinh", f64::sinh),
+        ("cosh", f64::cosh),
+        ("asinh", f64::asinh),
+        ("acosh", f64::acosh),
+        ("atanh", f64::atanh),
     ];
     for d in DType::ALL {
         let a = sample(d, 0, dev);
@@ -397,6 +406,15 @@ fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
                 "log1p" => a.log1p(),
                 "expm1" => a.expm1(),
                 "erf" => a.erf(),
+                "tan" => a.tan(),
+                "asin" => a.asin(),
+                "acos" => a.acos(),
+                "atan" => a.atan(),
+                "sinh" => a.sinh(),
+                "cosh" => a.cosh(),
+                "asinh" => a.asinh(),
+                "acosh" => a.acosh(),
+                "atanh" => a.atanh(),
                 _ => a.sigmoid(),
             };
             let float_only = !matches!(

@@ -283,6 +283,41 @@ fn elementwise_every_op_and_dtype() {
                 }
             }
         }
+        // The rounded divisions and atan2, against a divisor without zeros (an integer zero
+        // is an error on both devices), and with a scalar divisor of either sign.
+        let nz = b.masked_fill(&b.eq(0).unwrap(), 7.0).unwrap();
+        let gnz = nz.to(GPU).unwrap();
+        let divisions: [(&str, Bin); 4] = [
+            ("atan2", |x, y| x.atan2(y)),
+            ("fmod", |x, y| x.fmod(y)),
+            ("remainder", |x, y| x.remainder(y)),
+            ("floor_divide", |x, y| x.floor_divide(y)),
+        ];
+        for (name, f) in divisions {
+            match (f(&a, &nz), f(&ga, &gnz)) {
+                (Ok(c), Ok(g)) => same(&format!("{name} {d}"), &g, &c, tol(c.dtype())),
+                (Err(c), Err(g)) => {
+                    let g = g.to_string();
+                    assert!(g.contains(name) && g.contains("cuda:0"), "{g} (cpu: {c})");
+                }
+                (c, g) => panic!("{name} {d}: cpu {:?} but gpu {:?}", c.err(), g.err()),
+            }
+            if name == "atan2" {
+                continue;
+            }
+            for s in [3.0f64, -1.5] {
+                let run = |t: &Tensor| match name {
+                    "fmod" => t.fmod(s),
+                    "remainder" => t.remainder(s),
+                    _ => t.floor_divide(s),
+                };
+                match (run(&a), run(&ga)) {
+                    (Ok(c), Ok(g)) => same(&format!("{name} {d} {s}"), &g, &c, tol(c.dtype())),
+                    (Err(_), Err(_)) => {}
+                    (c, g) => panic!("{name} {d} {s}: cpu {:?} gpu {:?}", c.err(), g.err()),
+                }
+            }
+        }
         // pow with exponents 0..3; negative integer exponents are in tensor_dtype.rs's
         // edge_cases_follow_torch, run on both devices.
         if d != Bool {
@@ -292,7 +327,7 @@ fn elementwise_every_op_and_dtype() {
             same(&format!("pow {d}"), &g, &c, tol(d).max(1e-6));
         }
         type Un = fn(&Tensor) -> gpulab::error::Result<Tensor>;
-        let unary: [(&str, Un); 17] = [
+        let unary: [(&str, Un); 26] = [
             ("neg", |x| x.neg()),
             ("abs", |x| x.abs()),
             ("relu", |x| x.relu()),
@@ -312,6 +347,18 @@ fn elementwise_every_op_and_dtype() {
             ("log1p", |x| x.abs().and_then(|y| y.log1p())),
             ("expm1", |x| x.expm1()),
             ("erf", |x| x.erf()),
+            ("tan", |x| x.tan()),
+            // Into their domains: (-1, 1) for asin, acos and atanh, above 1 for acosh.
+            ("asin", |x| x.div(4.5).and_then(|y| y.asin())),
+            ("acos", |x| x.div(4.5).and_then(|y| y.acos())),
+            ("atan", |x| x.atan()),
+            ("sinh", |x| x.sinh()),
+            ("cosh", |x| x.cosh()),
+            ("asinh", |x| x.asinh()),
+            ("acosh", |x| {
+                x.abs().and_then(|y| y.add(1)).and_then(|y| y.acosh())
+            }),
+            ("atanh", |x| x.div(4.5).and_then(|y| y.atanh())),
         ];
         for (name, f) in unary {
             match (f(&a), f(&ga)) {

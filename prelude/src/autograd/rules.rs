@@ -54,7 +54,8 @@ pub(crate) fn transpose(x: &Tensor, d0: isize, d1: isize, out: Tensor) -> Tensor
 }
 
 pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Tensor) -> Tensor {
-    if !super::needs_grad(&[a, b]) {
+    // floor_divide is piecewise constant, and torch gives it no derivative at all.
+    if !super::needs_grad(&[a, b]) || op == BinaryOp::FloorDivide {
         return out;
     }
     let (xs, ys, outs) = (Saved::new(a), Saved::new(b), Saved::new(&out));
@@ -96,17 +97,41 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Tensor) -> Tenso
                 let gy = zero_where(gy, &x.eq(0)?.logical_and(&y.ge(0)?)?)?;
                 vec![Some(gx), Some(gy)]
             }
+            // d/dx atan2(x, y) = y / (x^2 + y^2), d/dy = -x / (x^2 + y^2), in torch's order.
+            BinaryOp::Atan2 => {
+                let (x, y) = (x()?, y()?);
+                let recip = x.mul(x)?.add(&y.mul(y)?)?.reciprocal()?;
+                vec![
+                    Some(g.mul(y)?.mul(&recip)?),
+                    Some(g.mul(&x.neg()?)?.mul(&recip)?),
+                ]
+            }
+            // x - q y with q piecewise constant: the truncated quotient for fmod, the floored
+            // one for remainder (torch's `div(rounding_mode=..)`; its floored division is
+            // NaN for an infinite x, and so is this gradient).
+            BinaryOp::Fmod | BinaryOp::Remainder => {
+                let (x, y) = (x()?, y()?);
+                let q = if op == BinaryOp::Fmod {
+                    x.div(y)?.trunc()?
+                } else {
+                    x.floor_divide(y)?
+                };
+                vec![Some(g.clone()), Some(g.mul(&q)?.neg()?)]
+            }
+            BinaryOp::FloorDivide => unreachable!("floor_divide records no node"),
         })
     })
 }
 
 /// `x op s` (or `s op x` when `scalar_first`).
 pub(crate) fn scalar(op: BinaryOp, s: f64, scalar_first: bool, x: &Tensor, out: Tensor) -> Tensor {
-    if !super::needs_grad(&[x]) {
+    if !super::needs_grad(&[x]) || op == BinaryOp::FloorDivide {
         return out;
     }
     let (xs, ys) = (Saved::new(x), Saved::new(&out));
     let name = match (op, scalar_first) {
+        (BinaryOp::Fmod, false) => "fmod_scalar",
+        (BinaryOp::Remainder, false) => "remainder_scalar",
         (BinaryOp::Pow, false) => "pow_scalar",
         (BinaryOp::Pow, true) => "scalar_pow",
         (BinaryOp::Sub, true) => "rsub",
@@ -133,6 +158,19 @@ pub(crate) fn scalar(op: BinaryOp, s: f64, scalar_first: bool, x: &Tensor, out: 
                 zero_where(g.mul(y()?)?.mul(s.ln())?, &xd()?.ge(0)?)?
             }
             (BinaryOp::Pow, true) => g.mul(y()?)?.mul(s.ln())?,
+            (BinaryOp::Fmod | BinaryOp::Remainder, false) => g.clone(),
+            (BinaryOp::Atan2, false) => {
+                let xd = xd()?;
+                g.mul(s)?.mul(&xd.mul(xd)?.add(s * s)?.reciprocal()?)?
+            }
+            // Not offered by the tensor API (torch has no scalar-first form of these).
+            (BinaryOp::Atan2 | BinaryOp::Fmod | BinaryOp::Remainder, true) => {
+                return Err(crate::error::Error::Invalid(format!(
+                    "{}: no gradient with the scalar first",
+                    op.name()
+                )))
+            }
+            (BinaryOp::FloorDivide, _) => unreachable!("floor_divide records no node"),
         };
         Ok(vec![Some(gx)])
     })
@@ -181,6 +219,29 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
                         .mul(std::f64::consts::FRAC_2_SQRT_PI)?,
                 )?
             }
+            // torch's formulas, term for term, so results round alike.
+            UnaryOp::Tan => {
+                let y = y()?;
+                g.mul(&y.mul(y)?.add(1.0)?)?
+            }
+            UnaryOp::Asin | UnaryOp::Acos => {
+                let xd = xd()?;
+                let r = g.mul(&xd.mul(xd)?.neg()?.add(1.0)?.rsqrt()?)?;
+                if op == UnaryOp::Acos {
+                    r.neg()?
+                } else {
+                    r
+                }
+            }
+            UnaryOp::Atan => {
+                let xd = xd()?;
+                g.div(&xd.mul(xd)?.add(1.0)?)?
+            }
+            UnaryOp::Sinh => g.mul(&xd()?.cosh()?)?,
+            UnaryOp::Cosh => g.mul(&xd()?.sinh()?)?,
+            UnaryOp::Asinh => g.mul(&xd()?.pow(2)?.add(1.0)?.rsqrt()?)?,
+            UnaryOp::Acosh => g.mul(&xd()?.pow(2)?.sub(1.0)?.rsqrt()?)?,
+            UnaryOp::Atanh => g.div(&xd()?.pow(2)?.neg()?.add(1.0)?)?,
             UnaryOp::Sin => g.mul(&xd()?.cos()?)?,
             UnaryOp::Cos => g.mul(&xd()?.sin()?.neg()?)?,
             UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => zeros_like(g)?,

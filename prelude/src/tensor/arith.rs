@@ -118,10 +118,10 @@ impl Tensor {
         Ok((Cow::Borrowed(self), Cow::Borrowed(other)))
     }
 
-    fn binary(&self, rhs: Operand, op: BinaryOp) -> Result<Tensor> {
-        // torch's `/` is true division: integer operands give float32.
+    pub(super) fn binary(&self, rhs: Operand, op: BinaryOp) -> Result<Tensor> {
+        // torch's `/` is true division, and atan2 is float-only: integer operands give float32.
         let float_div = |d: DType| {
-            if op == BinaryOp::Div && !d.is_float() {
+            if op.true_float() && !d.is_float() {
                 DType::F32
             } else {
                 d
@@ -130,12 +130,15 @@ impl Tensor {
         let rhs = match rhs {
             Operand::Scalar(s) => return self.scalar_op(s, true, op, false),
             Operand::Int(s) => {
-                // Order-based ops see the wrapped value; `/` and `**` see the number itself
+                // Order-based and integer-division ops see the wrapped value (torch's: -3 is 253
+                // for a uint8 tensor); `/` and `**` see the number itself
                 // (true division is in float, and a negative exponent must stay an error).
                 let s = match op {
-                    BinaryOp::Maximum | BinaryOp::Minimum => {
-                        wrap_int(s, promote_scalar(self.dtype(), false))
-                    }
+                    BinaryOp::Maximum
+                    | BinaryOp::Minimum
+                    | BinaryOp::Fmod
+                    | BinaryOp::Remainder
+                    | BinaryOp::FloorDivide => wrap_int(s, promote_scalar(self.dtype(), false)),
                     _ => s as f64,
                 };
                 return self.scalar_op(s, false, op, false);
@@ -144,6 +147,9 @@ impl Tensor {
         };
         no_bool_sub(op, self, Some(rhs))?;
         let (a, b, bc) = self.promoted(rhs, op.name(), float_div)?;
+        if op.int_divides() && a.dtype().is_int() && !b.ne(0)?.all()?.item::<bool>()? {
+            return Err(zero_division(op, a.dtype(), b.device()));
+        }
         let storage = a
             .dense()?
             .read()
@@ -161,8 +167,11 @@ impl Tensor {
     ) -> Result<Tensor> {
         no_bool_sub(op, self, None)?;
         let mut dt = promote_scalar(self.dtype(), is_float);
-        if op == BinaryOp::Div && !dt.is_float() {
+        if op.true_float() && !dt.is_float() {
             dt = DType::F32;
+        }
+        if op.int_divides() && dt.is_int() && s == 0.0 && !scalar_first {
+            return Err(zero_division(op, dt, self.device()));
         }
         let a = self.cast(dt)?;
         let storage = a.dense()?.read().binary_scalar(op, s, scalar_first)?;
@@ -170,7 +179,7 @@ impl Tensor {
         Ok(rules::scalar(op, s, scalar_first, &a, out))
     }
 
-    fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+    pub(super) fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let a = if op.needs_float() && !self.dtype().is_float() {
             self.cast(DType::F32)?
         } else {
@@ -780,6 +789,15 @@ fn wrap_int(s: i64, dt: DType) -> f64 {
 
 /// torch refuses `-` with a bool operand (`1 - mask` is how a mask gets inverted by mistake as
 /// an integer tensor); the error says what to use instead. `rhs` is `None` for a scalar.
+/// torch's error for an integer `fmod`, `remainder` or `floor_divide` by zero.
+fn zero_division(op: BinaryOp, dtype: DType, device: Device) -> Error {
+    Error::Invalid(format!(
+        "{}: ZeroDivisionError: an integer divisor ({dtype} on {device}) is 0, as torch refuses \
+         it; convert to a float dtype for IEEE results (inf, NaN)",
+        op.name()
+    ))
+}
+
 fn no_bool_sub(op: BinaryOp, lhs: &Tensor, rhs: Option<&Tensor>) -> Result<()> {
     let is_bool = |t: &Tensor| t.dtype() == DType::Bool;
     if op != BinaryOp::Sub || !(is_bool(lhs) || rhs.is_some_and(is_bool)) {

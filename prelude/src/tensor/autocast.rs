@@ -59,6 +59,8 @@ pub(crate) enum AmpOp {
     Pow,
     Sum,
     Logsumexp,
+    /// tan, asin, acos, sinh, cosh.
+    Trig,
     // float32 on the CPU; refused on CUDA, as torch refuses it.
     BinaryCrossEntropy,
 }
@@ -84,7 +86,7 @@ pub(crate) fn policy(op: AmpOp, cuda: bool) -> Option<Cast> {
         | Prod => Some(Cast::Float32),
         Softmax | LogSoftmax | LayerNorm | GroupNorm | CosineSimilarity | Softplus
         | Interpolate | Norm | Cumsum | Cumprod | Exp | Expm1 | Log | Log1p | Reciprocal
-        | Rsqrt | Pow | Sum | Logsumexp => cuda.then_some(Cast::Float32),
+        | Rsqrt | Pow | Sum | Logsumexp | Trig => cuda.then_some(Cast::Float32),
         BinaryCrossEntropy => Some(if cuda { Cast::Refuse } else { Cast::Float32 }),
     }
 }

@@ -8,7 +8,7 @@
 
 use super::dtype::{DType, WithDType};
 use super::layout::Layout;
-use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use super::op::{int_division, BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use super::shape::Broadcast;
 use super::{cpu, matmul};
 use crate::device::Device;
@@ -204,6 +204,11 @@ fn int_binary(op: BinaryOp, x: i64, y: i64) -> i64 {
         BinaryOp::Maximum => x.max(y),
         BinaryOp::Minimum => x.min(y),
         BinaryOp::Pow => int_pow(x, y),
+        BinaryOp::Fmod | BinaryOp::Remainder | BinaryOp::FloorDivide => {
+            int_division(op, x, y).expect("a dividing op")
+        }
+        // Float-only: the tensor layer promotes integer operands, and `binary` refuses them.
+        BinaryOp::Atan2 => 0,
     }
 }
 
@@ -287,6 +292,9 @@ impl CpuStorage {
     ) -> Result<CpuStorage> {
         use CpuStorage as S;
         let int = |a: &[i64], b: &[i64]| zip_map(a, b, bc, |x, y| int_binary(op, x, y));
+        if op == BinaryOp::Atan2 && !self.dtype().is_float() {
+            return Err(unsupported(op.name(), &[self.dtype()], Device::Cpu));
+        }
         Ok(match (self, rhs) {
             (S::F32(a), S::F32(b)) => S::F32(match bc {
                 None => cpu::binary_same(op, a, b),
@@ -344,6 +352,9 @@ impl CpuStorage {
                 "pow: integers to negative integer powers are not allowed ({} tensor, exponent {s})",
                 self.dtype()
             )));
+        }
+        if op == BinaryOp::Atan2 && !self.dtype().is_float() {
+            return Err(unsupported(op.name(), &[self.dtype()], Device::Cpu));
         }
         Ok(match self {
             S::F32(a) => S::F32(cpu::binary_scalar(op, a, s as f32, scalar_first)),

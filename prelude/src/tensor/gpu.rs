@@ -177,10 +177,23 @@ pub(crate) enum OpFamily {
     Reduce,
 }
 
-const BINARY_NAMES: [&str; 7] = ["add", "sub", "mul", "div", "maximum", "minimum", "pow"];
-const UNARY_NAMES: [&str; 17] = [
+const BINARY_NAMES: [&str; 11] = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "maximum",
+    "minimum",
+    "pow",
+    "atan2",
+    "fmod",
+    "remainder",
+    "floor_divide",
+];
+const UNARY_NAMES: [&str; 26] = [
     "neg", "abs", "exp", "sqrt", "relu", "log", "tanh", "sigmoid", "sin", "cos", "floor", "ceil",
-    "round", "sign", "log1p", "expm1", "erf",
+    "round", "sign", "log1p", "expm1", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "asinh", "acosh", "atanh",
 ];
 const COMPARE_NAMES: [&str; 6] = ["eq", "ne", "lt", "le", "gt", "ge"];
 const REDUCE_NAMES: [&str; 4] = ["sum", "max", "min", "prod"];
@@ -206,6 +219,8 @@ pub(crate) fn check_op(family: OpFamily, code: i32, dtype: DType, device: Device
     let ok = match (family, dtype) {
         // torch's bool arithmetic: + and max are "or", * and min "and".
         (OpFamily::Binary, DType::Bool) => matches!(code, 0 | 2 | 4 | 5),
+        // atan2 is float-only (the tensor layer promotes integers).
+        (OpFamily::Binary, d) if !d.is_float() => code != BinaryOp::Atan2 as i32,
         (OpFamily::Unary, DType::Bool) => false,
         // Integers: the ops `UnaryOp::int_ok` names (the tensor layer converts to float for
         // the rest).
@@ -882,6 +897,58 @@ mod tests {
             assert_eq!(super::UNARY_NAMES[i], op.name());
             let on_int = check_op(OpFamily::Unary, i as i32, DType::I32, Device::Cuda(0));
             assert_eq!(on_int.is_ok(), op.int_ok(), "{op:?} on int32");
+        }
+    }
+
+    #[test]
+    fn binary_codes_and_names_agree() {
+        use super::BinaryOp;
+        assert_eq!(BinaryOp::ALL.len(), super::BINARY_NAMES.len());
+        for (i, op) in BinaryOp::ALL.iter().enumerate() {
+            assert_eq!(*op as usize, i, "{op:?}");
+            assert_eq!(super::BINARY_NAMES[i], op.name());
+            let on_int = check_op(OpFamily::Binary, i as i32, DType::I64, Device::Cuda(0));
+            assert_eq!(on_int.is_ok(), *op != BinaryOp::Atan2, "{op:?} on int64");
+        }
+    }
+
+    /// Each `binary_apply` / `unary_apply` overload in elementwise.cu has a `case` for every
+    /// code the host may send it (float types: all; integers: what `check_op` lets through),
+    /// so a code added on the host without its kernel case fails here, not as a trap on a GPU.
+    #[test]
+    fn every_op_code_has_its_kernel_case() {
+        let src = include_str!("../../../kernels-cu/elementwise.cu");
+        let body = |signature: &str| -> Vec<i32> {
+            let start = src
+                .find(signature)
+                .unwrap_or_else(|| panic!("{signature} not in elementwise.cu"));
+            let rest = &src[start..];
+            let end = rest.find("\n}\n").expect("the function's end");
+            let mut codes = Vec::new();
+            for part in rest[..end].split("case ").skip(1) {
+                let n: String = part.chars().take_while(|c| c.is_ascii_digit()).collect();
+                codes.push(n.parse().expect("a case number"));
+            }
+            codes
+        };
+        for (family, n, names) in [
+            (OpFamily::Binary, super::BINARY_NAMES.len(), "binary_apply"),
+            (OpFamily::Unary, super::UNARY_NAMES.len(), "unary_apply"),
+        ] {
+            for (ty, dtype) in [
+                ("float", DType::F32),
+                ("double", DType::F64),
+                ("long long", DType::I64),
+            ] {
+                let cases = body(&format!("{names}(int op, {ty} "));
+                for code in 0..n as i32 {
+                    let sent = check_op(family, code, dtype, Device::Cuda(0)).is_ok();
+                    assert!(
+                        !sent || cases.contains(&code),
+                        "{names}({ty}) has no case {code}, which the host sends"
+                    );
+                }
+            }
         }
     }
 

@@ -27,6 +27,9 @@ unary_inplace!(
     ceil_ => ceil, round_ => round, sign_ => sign, log1p_ => log1p, expm1_ => expm1,
     erf_ => erf, square_ => square, reciprocal_ => reciprocal, rsqrt_ => rsqrt,
     trunc_ => trunc, frac_ => frac, log2_ => log2, log10_ => log10, exp2_ => exp2,
+    tan_ => tan, asin_ => asin, acos_ => acos, atan_ => atan, sinh_ => sinh, cosh_ => cosh,
+    asinh_ => asinh, acosh_ => acosh, atanh_ => atanh, deg2rad_ => deg2rad,
+    rad2deg_ => rad2deg,
 );
 
 impl Tensor {

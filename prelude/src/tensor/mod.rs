@@ -35,6 +35,7 @@ mod arith;
 pub(crate) mod autocast;
 mod cpu;
 mod cpu_backend;
+mod division;
 mod dtype;
 mod einsum;
 mod format;
@@ -59,6 +60,7 @@ mod select;
 mod shape;
 mod sort;
 mod storage;
+mod trig;
 mod view;
 
 pub use arith::Operand;

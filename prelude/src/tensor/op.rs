@@ -10,6 +10,10 @@ pub(crate) enum BinaryOp {
     Maximum = 4,
     Minimum = 5,
     Pow = 6,
+    Atan2 = 7,
+    Fmod = 8,
+    Remainder = 9,
+    FloorDivide = 10,
 }
 
 /// One body for each float type's CPU kernel (`apply` in f32, `apply_f64` in f64), so the two
@@ -26,12 +30,32 @@ macro_rules! binary_apply {
                 BinaryOp::Maximum => nan_max(a, b),
                 BinaryOp::Minimum => nan_min(a, b),
                 BinaryOp::Pow => a.powf(b),
+                BinaryOp::Atan2 => a.atan2(b),
+                // Rust's `%` on floats is C's fmod: the sign of the dividend.
+                BinaryOp::Fmod => a % b,
+                BinaryOp::Remainder => float_remainder(a, b),
+                BinaryOp::FloorDivide => float_floor_divide(a, b),
             }
         }
     };
 }
 
 impl BinaryOp {
+    /// Every op, in code order (`ALL[op as usize] == op`), for the CUDA side's checks.
+    #[cfg(test)]
+    pub const ALL: [BinaryOp; 11] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Pow,
+        BinaryOp::Atan2,
+        BinaryOp::Fmod,
+        BinaryOp::Remainder,
+        BinaryOp::FloorDivide,
+    ];
     binary_apply!(apply, f32);
     binary_apply!(apply_f64, f64);
     pub fn name(self) -> &'static str {
@@ -43,8 +67,130 @@ impl BinaryOp {
             BinaryOp::Maximum => "maximum",
             BinaryOp::Minimum => "minimum",
             BinaryOp::Pow => "pow",
+            BinaryOp::Atan2 => "atan2",
+            BinaryOp::Fmod => "fmod",
+            BinaryOp::Remainder => "remainder",
+            BinaryOp::FloorDivide => "floor_divide",
         }
     }
+    /// Ops torch computes in float whatever the operands (`/`, `atan2`): integer or bool
+    /// operands give float32.
+    pub fn true_float(self) -> bool {
+        matches!(self, BinaryOp::Div | BinaryOp::Atan2)
+    }
+    /// Integer ops that divide, and so fail on a zero divisor, as torch's ZeroDivisionError.
+    pub fn int_divides(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Fmod | BinaryOp::Remainder | BinaryOp::FloorDivide
+        )
+    }
+}
+
+/// Python's `%` (torch's `remainder`): the sign of the divisor. From `fmod`, as torch's kernel
+/// does, so the two agree on every input (`-1e-20 % 3` is 3 after rounding, as in torch).
+#[inline(always)]
+fn float_remainder<T: num_float::Float>(a: T, b: T) -> T {
+    let zero = T::zero();
+    let m = a % b;
+    if m != zero && ((b < zero) != (m < zero)) {
+        m + b
+    } else {
+        m
+    }
+}
+
+/// torch's `div_floor_floating`: `floor(a / b)` computed from `fmod` so that it is exact where
+/// `(a / b).floor()` would round across an integer, and IEEE's `a / b` for `b == 0`.
+#[inline(always)]
+fn float_floor_divide<T: num_float::Float>(a: T, b: T) -> T {
+    let zero = T::zero();
+    if b == zero {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != zero && ((b < zero) != (m < zero)) {
+        div = div - T::one();
+    }
+    if div != zero {
+        let mut f = div.floor();
+        if div - f > T::half() {
+            f = f + T::one();
+        }
+        f
+    } else {
+        zero.copysign(a / b)
+    }
+}
+
+/// The float operations `float_floor_divide` needs, for f32 and f64.
+mod num_float {
+    pub trait Float:
+        Copy
+        + PartialOrd
+        + std::ops::Rem<Output = Self>
+        + std::ops::Sub<Output = Self>
+        + std::ops::Add<Output = Self>
+        + std::ops::Div<Output = Self>
+    {
+        fn zero() -> Self;
+        fn one() -> Self;
+        fn half() -> Self;
+        fn floor(self) -> Self;
+        fn copysign(self, sign: Self) -> Self;
+    }
+    macro_rules! float {
+        ($t:ty) => {
+            impl Float for $t {
+                fn zero() -> Self {
+                    0.0
+                }
+                fn one() -> Self {
+                    1.0
+                }
+                fn half() -> Self {
+                    0.5
+                }
+                fn floor(self) -> Self {
+                    <$t>::floor(self)
+                }
+                fn copysign(self, sign: Self) -> Self {
+                    <$t>::copysign(self, sign)
+                }
+            }
+        };
+    }
+    float!(f32);
+    float!(f64);
+}
+
+/// The integer ops that divide (`fmod`, `remainder`, `floor_divide`), wrapping as torch's
+/// (`i64::MIN / -1`); the tensor layer refuses a zero divisor first. `None` for the others.
+pub(crate) fn int_division(op: BinaryOp, a: i64, b: i64) -> Option<i64> {
+    if b == 0 {
+        return Some(0);
+    }
+    Some(match op {
+        BinaryOp::Fmod => a.wrapping_rem(b),
+        BinaryOp::Remainder => {
+            let r = a.wrapping_rem(b);
+            if r != 0 && ((r < 0) != (b < 0)) {
+                r + b
+            } else {
+                r
+            }
+        }
+        BinaryOp::FloorDivide => {
+            let q = a.wrapping_div(b);
+            if (a < 0) != (b < 0) && a.wrapping_rem(b) != 0 {
+                q - 1
+            } else {
+                q
+            }
+        }
+        _ => return None,
+    })
 }
 
 /// torch's `maximum`: a NaN on either side is the result (`f32::max` would drop it).
@@ -91,6 +237,15 @@ pub(crate) enum UnaryOp {
     Log1p = 14,
     Expm1 = 15,
     Erf = 16,
+    Tan = 17,
+    Asin = 18,
+    Acos = 19,
+    Atan = 20,
+    Sinh = 21,
+    Cosh = 22,
+    Asinh = 23,
+    Acosh = 24,
+    Atanh = 25,
 }
 
 /// torch's `sign`, `(0 < x) - (x < 0)`: -1, 0 or 1, and 0 for -0.0 and NaN.
@@ -146,6 +301,15 @@ macro_rules! unary_apply {
                 UnaryOp::Log1p => x.ln_1p(),
                 UnaryOp::Expm1 => x.exp_m1(),
                 UnaryOp::Erf => Erf::erf(x),
+                UnaryOp::Tan => x.tan(),
+                UnaryOp::Asin => x.asin(),
+                UnaryOp::Acos => x.acos(),
+                UnaryOp::Atan => x.atan(),
+                UnaryOp::Sinh => x.sinh(),
+                UnaryOp::Cosh => x.cosh(),
+                UnaryOp::Asinh => x.asinh(),
+                UnaryOp::Acosh => x.acosh(),
+                UnaryOp::Atanh => x.atanh(),
             }
         }
     };
@@ -153,7 +317,7 @@ macro_rules! unary_apply {
 
 impl UnaryOp {
     /// Every op, in code order (`ALL[op as usize] == op`), for the CUDA side's checks.
-    pub const ALL: [UnaryOp; 17] = [
+    pub const ALL: [UnaryOp; 26] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -171,6 +335,15 @@ impl UnaryOp {
         UnaryOp::Log1p,
         UnaryOp::Expm1,
         UnaryOp::Erf,
+        UnaryOp::Tan,
+        UnaryOp::Asin,
+        UnaryOp::Acos,
+        UnaryOp::Atan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Asinh,
+        UnaryOp::Acosh,
+        UnaryOp::Atanh,
     ];
     unary_apply!(apply, f32);
     unary_apply!(apply_f64, f64);
@@ -222,6 +395,15 @@ impl UnaryOp {
             UnaryOp::Log1p => "log1p",
             UnaryOp::Expm1 => "expm1",
             UnaryOp::Erf => "erf",
+            UnaryOp::Tan => "tan",
+            UnaryOp::Asin => "asin",
+            UnaryOp::Acos => "acos",
+            UnaryOp::Atan => "atan",
+            UnaryOp::Sinh => "sinh",
+            UnaryOp::Cosh => "cosh",
+            UnaryOp::Asinh => "asinh",
+            UnaryOp::Acosh => "acosh",
+            UnaryOp::Atanh => "atanh",
         }
     }
 }
