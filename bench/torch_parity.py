@@ -70,7 +70,13 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "exp_ relu_ sqrt_ round_ neg_ abs_ sigmoid_ clamp_ pow_ masked_fill_ log2_ trunc_ "
         "square_ nansum nansum_dim nanmean nanmean_dim snansum snansum_dim snanmean snanmean_dim "
         "new_zeros new_full diagonal diagonal_below diagonal_3d fmod_nz remainder_nz floor_divide_nz "
-        "fmod_wide remainder_wide fmod_ remainder_ tan_ deg2rad rad2deg atan2_bcast").split()
+        "fmod_wide remainder_wide fmod_ remainder_ tan_ deg2rad rad2deg atan2_bcast nan_to_num "
+        "snan_to_num nan_to_num_args snan_to_num_args logical_xor logaddexp slogaddexp logaddexp2 "
+        "slogaddexp2 xlogy sxlogy logit logit_eps cdist cdist_p1 cdist_inf cdist_p0 cdist_p3 "
+        "cdist_self dist dist_p3 dist_inf cross unbind unbind_d0 meshgrid_ij meshgrid_xy "
+        "repeat_interleave repeat_interleave_dim repeat_interleave_counts cummax cummax_d0 cummin "
+        "scummax scummin searchsorted searchsorted_right searchsorted_rows bucketize "
+        "bucketize_right ssearchsorted").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
 # smoothing, class probabilities as targets, extra dimensions after the classes, unbatched.
@@ -204,6 +210,11 @@ KNOWN = {
     # (float32 or float64) one; gpulab promotes first, which gives the float64 answer.
     **{f"{k} atan2 bf16 {b} y": "torch squares the bfloat16 operand in bfloat16 in atan2's backward"
        for k in ("grad", "rgrad") for b in ("f32", "f64")},
+    # torch's CPU cdist has no float16/bfloat16 kernel; gpulab computes the distances in the
+    # tensors' dtype, as its other reductions.
+    **{f"more {op} {d} {w}": "torch's CPU cdist has no half-precision kernel"
+       for op in ("cdist", "cdist_p1", "cdist_inf", "cdist_p0", "cdist_p3", "cdist_self")
+       for d in ("f16", "bf16") for w in ("out", "x")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -795,6 +806,32 @@ def torch_results(lines, device):
             "tan_": lambda: x.detach().clone().tan_(),
             "deg2rad": lambda: torch.deg2rad(x), "rad2deg": lambda: torch.rad2deg(x),
             "atan2_bcast": lambda: torch.atan2(x, y[1]),
+            "nan_to_num": lambda: torch.nan_to_num(x),
+            "nan_to_num_args": lambda: torch.nan_to_num(x, 1.5, 100.0, -100.0),
+            "logical_xor": lambda: torch.logical_xor(x, y),
+            "logaddexp": lambda: torch.logaddexp(x, y), "logaddexp2": lambda: torch.logaddexp2(x, y),
+            "xlogy": lambda: torch.xlogy(x, y.abs()),
+            "logit": lambda: torch.logit(x * 0.3 + 0.5),
+            "logit_eps": lambda: torch.logit(x * 0.3 + 0.5, 0.2),
+            "cdist": lambda: torch.cdist(x, y), "cdist_p1": lambda: torch.cdist(x, y, 1.0),
+            "cdist_inf": lambda: torch.cdist(x, y, math.inf), "cdist_p0": lambda: torch.cdist(x, y, 0.0),
+            "cdist_p3": lambda: torch.cdist(x, y, 3.0), "cdist_self": lambda: torch.cdist(x, x),
+            "dist": lambda: torch.dist(x, y), "dist_p3": lambda: torch.dist(x, y, 3.0),
+            "dist_inf": lambda: torch.dist(x, y, math.inf),
+            "cross": lambda: torch.linalg.cross(x, y),
+            "unbind": lambda: cat_flat(torch.unbind(x, 1)), "unbind_d0": lambda: cat_flat(torch.unbind(x, 0)),
+            "meshgrid_ij": lambda: cat_flat(torch.meshgrid(x[0], y[1, :2], indexing="ij")),
+            "meshgrid_xy": lambda: cat_flat(torch.meshgrid(x[0], y[1, :2], indexing="xy")),
+            "repeat_interleave": lambda: x.repeat_interleave(2),
+            "repeat_interleave_dim": lambda: x.repeat_interleave(3, dim=0),
+            "repeat_interleave_counts": lambda: x.repeat_interleave(torch.tensor([1, 0, 2], device=dev), dim=1),
+            "cummax": lambda: both(torch.cummax(x, 1)), "cummax_d0": lambda: both(torch.cummax(x, 0)),
+            "cummin": lambda: both(torch.cummin(x, 1)),
+            "searchsorted": lambda: torch.searchsorted(y.flatten().sort().values, x),
+            "searchsorted_right": lambda: torch.searchsorted(y.flatten().sort().values, x, right=True),
+            "searchsorted_rows": lambda: torch.searchsorted(y.sort(1).values, x),
+            "bucketize": lambda: torch.bucketize(x, y.flatten().sort().values),
+            "bucketize_right": lambda: torch.bucketize(x, y.flatten().sort().values, right=True),
         }[op]()
         return out_or_grad(out, x, want)
 

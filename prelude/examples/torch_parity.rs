@@ -717,6 +717,14 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "snanmean_dim",
         "strunc",
         "sfrac",
+        "snan_to_num",
+        "snan_to_num_args",
+        "slogaddexp",
+        "slogaddexp2",
+        "sxlogy",
+        "scummax",
+        "scummin",
+        "ssearchsorted",
     ];
     let x = if special.contains(&op) {
         op = &op[1..];
@@ -905,6 +913,44 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "deg2rad" => x.deg2rad(),
         "rad2deg" => x.rad2deg(),
         "atan2_bcast" => x.atan2(&y.select(0, 1)?),
+        "nan_to_num" => x.nan_to_num(0.0, None, None),
+        "nan_to_num_args" => x.nan_to_num(1.5, Some(100.0), Some(-100.0)),
+        "logical_xor" => x.logical_xor(&y),
+        "logaddexp" => x.logaddexp(&y),
+        "logaddexp2" => x.logaddexp2(&y),
+        "xlogy" => x.xlogy(&y.abs()?),
+        "logit" => x.mul(0.3)?.add(0.5)?.logit(None),
+        "logit_eps" => x.mul(0.3)?.add(0.5)?.logit(Some(0.2)),
+        "cdist" => x.cdist(&y, 2.0),
+        "cdist_p1" => x.cdist(&y, 1.0),
+        "cdist_inf" => x.cdist(&y, f64::INFINITY),
+        "cdist_p0" => x.cdist(&y, 0.0),
+        "cdist_p3" => x.cdist(&y, 3.0),
+        "cdist_self" => x.cdist(&x, 2.0),
+        "dist" => x.dist(&y, 2.0),
+        "dist_p3" => x.dist(&y, 3.0),
+        "dist_inf" => x.dist(&y, f64::INFINITY),
+        "cross" => x.cross(&y, -1),
+        "unbind" => flat(x.unbind(1)?),
+        "unbind_d0" => flat(x.unbind(0)?),
+        "meshgrid_ij" | "meshgrid_xy" => {
+            let (a, b) = (x.select(0, 0)?, y.select(0, 1)?.narrow(0, 0, 2)?);
+            flat(Tensor::meshgrid(&[&a, &b], &op[9..])?)
+        }
+        "repeat_interleave" => x.repeat_interleave(2, None),
+        "repeat_interleave_dim" => x.repeat_interleave(3, Some(0)),
+        "repeat_interleave_counts" => x.repeat_interleave_counts(
+            &Tensor::from_vec(vec![1i64, 0, 2], 3, Device::Cpu)?.to(dev)?,
+            Some(1),
+        ),
+        "cummax" => both(x.cummax(1)?),
+        "cummax_d0" => both(x.cummax(0)?),
+        "cummin" => both(x.cummin(1)?),
+        "searchsorted" => Tensor::searchsorted(&y.flatten()?.sort(0, false)?.0, &x, false),
+        "searchsorted_right" => Tensor::searchsorted(&y.flatten()?.sort(0, false)?.0, &x, true),
+        "searchsorted_rows" => Tensor::searchsorted(&y.sort(1, false)?.0, &x, false),
+        "bucketize" => x.bucketize(&y.flatten()?.sort(0, false)?.0, false),
+        "bucketize_right" => x.bucketize(&y.flatten()?.sort(0, false)?.0, true),
         "fmod_" | "remainder_" | "tan_" => {
             let t = x.detach().deep_clone()?;
             match op {

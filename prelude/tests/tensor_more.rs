@@ -172,3 +172,101 @@ fn random_like_follows_the_tensor() {
         .to_string();
     assert!(e.contains("randn_like") && e.contains("int64"), "{e}");
 }
+
+#[test]
+fn meshgrid_unbind_and_repeat_interleave_lay_out_as_torch() {
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], 3, Device::Cpu).unwrap();
+    let y = Tensor::from_vec(vec![10.0f32, 20.0], 2, Device::Cpu).unwrap();
+    let ij = Tensor::meshgrid(&[&x, &y], "ij").unwrap();
+    assert_eq!((ij[0].shape(), ij[1].shape()), (&[3, 2][..], &[3, 2][..]));
+    assert_eq!(
+        ij[1].to_vec::<f32>().unwrap(),
+        [10., 20., 10., 20., 10., 20.]
+    );
+    let xy = Tensor::meshgrid(&[&x, &y], "xy").unwrap();
+    assert_eq!(xy[0].shape(), &[2, 3]);
+    assert_eq!(xy[0].to_vec::<f32>().unwrap(), [1., 2., 3., 1., 2., 3.]);
+    // Views of the inputs, not copies.
+    assert!(xy[0].shares_storage(&x));
+    let e = Tensor::meshgrid(&[&x, &y], "yx").unwrap_err().to_string();
+    assert!(e.contains("\"ij\" or \"xy\""), "{e}");
+    let e = Tensor::meshgrid(&[&x.reshape([3, 1]).unwrap()], "ij").unwrap_err();
+    assert!(e.to_string().contains("0-d or 1-d"), "{e}");
+
+    let m = Tensor::arange(0.0f32, 6.0, Device::Cpu)
+        .unwrap()
+        .reshape([2, 3])
+        .unwrap();
+    let cols = m.unbind(1).unwrap();
+    assert_eq!(cols.len(), 3);
+    assert_eq!(cols[2].to_vec::<f32>().unwrap(), [2., 5.]);
+    assert_eq!(
+        m.repeat_interleave(2, Some(1))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [0., 0., 1., 1., 2., 2., 3., 3., 4., 4., 5., 5.]
+    );
+    let counts = Tensor::from_vec(vec![0i64, 2], 2, Device::Cpu).unwrap();
+    assert_eq!(
+        m.repeat_interleave_counts(&counts, Some(0))
+            .unwrap()
+            .shape(),
+        &[2, 3]
+    );
+    let e = m
+        .repeat_interleave_counts(&counts, Some(1))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("2 counts") && e.contains("size 3"), "{e}");
+}
+
+#[test]
+fn searchsorted_cummax_and_the_guarded_functions() {
+    let seq = Tensor::from_vec(vec![1.0f64, 3.0, 5.0], 3, Device::Cpu).unwrap();
+    let v = Tensor::from_vec(vec![0.0f64, 3.0, 4.0, f64::NAN], 4, Device::Cpu).unwrap();
+    let left = Tensor::searchsorted(&seq, &v, false).unwrap();
+    assert_eq!(left.to_vec::<i64>().unwrap(), [0, 1, 2, 3]);
+    assert_eq!(
+        v.bucketize(&seq, true).unwrap().to_vec::<i64>().unwrap(),
+        [0, 2, 2, 3]
+    );
+    let rows = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], [2, 2], Device::Cpu).unwrap();
+    let e = Tensor::searchsorted(&rows, &v, false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("[2, 2]") && e.contains("[4]"), "{e}");
+
+    let x = Tensor::from_vec(vec![1.0f64, 3.0, 2.0, 3.0], 4, Device::Cpu)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let (m, at) = x.cummax(0).unwrap();
+    assert_eq!(m.to_vec::<f64>().unwrap(), [1., 3., 3., 3.]);
+    // A tie moves to the later position, and the gradient goes where the maximum was.
+    assert_eq!(at.to_vec::<i64>().unwrap(), [0, 1, 1, 3]);
+    assert_eq!(m.grad_fn(), Some("CummaxBackward0"));
+    m.sum().unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [1., 2., 0., 1.]);
+
+    let s = Tensor::from_vec(vec![f64::NAN, f64::INFINITY, -1.0], 3, Device::Cpu).unwrap();
+    assert_eq!(
+        s.nan_to_num(0.0, None, Some(-9.0))
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap(),
+        [0.0, f64::MAX, -1.0]
+    );
+    let big = Tensor::from_vec(vec![1000.0f32, -f32::INFINITY], 2, Device::Cpu).unwrap();
+    let other = Tensor::from_vec(vec![1000.0f32, -f32::INFINITY], 2, Device::Cpu).unwrap();
+    let l = big.logaddexp(&other).unwrap().to_vec::<f32>().unwrap();
+    assert!((l[0] - (1000.0 + std::f32::consts::LN_2)).abs() < 1e-3 && l[1] == -f32::INFINITY);
+    let p = Tensor::from_vec(vec![0.0f32, 0.5], 2, Device::Cpu).unwrap();
+    assert_eq!(p.xlogy(&p).unwrap().to_vec::<f32>().unwrap()[0], 0.0);
+    let e = Tensor::from_vec(vec![1i64], 1, Device::Cpu)
+        .unwrap()
+        .logaddexp(&Tensor::from_vec(vec![1i64], 1, Device::Cpu).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("logaddexp") && e.contains("int64"), "{e}");
+}

@@ -206,6 +206,17 @@ fn torch_node_name(op: &'static str) -> &'static str {
         "frac" => "FracBackward0",
         "lerp" => "LerpBackward0",
         "addmm" => "AddmmBackward0",
+        "nan_to_num" => "NanToNumBackward0",
+        "logaddexp" => "LogaddexpBackward0",
+        "logaddexp2" => "Logaddexp2Backward0",
+        "xlogy" => "XlogyBackward0",
+        "logit" => "LogitBackward0",
+        "cdist" => "CdistBackward0",
+        "dist" => "DistBackward0",
+        "cross" => "LinalgCrossBackward0",
+        "unbind" => "UnbindBackward0",
+        "cummax" => "CummaxBackward0",
+        "cummin" => "CumminBackward0",
         other => other,
     }
 }

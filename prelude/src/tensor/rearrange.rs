@@ -1,9 +1,10 @@
 //! torch's ways of moving elements around, built from views, `cat` and `index_select` (so
 //! each runs on every device and has its gradient from theirs): `roll`, `diag`, `trace`,
-//! `movedim`, `swapaxes`, `unflatten` and `tile`.
+//! `movedim`, `swapaxes`, `unflatten`, `tile`, `repeat_interleave`, `unbind` and `meshgrid`.
 
 use super::shape::resolve_dim;
-use super::Tensor;
+use super::{DType, Tensor};
+use crate::autograd::relabel;
 use crate::device::Device;
 use crate::error::{Error, Result};
 
@@ -180,5 +181,132 @@ impl Tensor {
         let mut all = vec![1; self.rank().saturating_sub(reps.len())];
         all.extend_from_slice(reps);
         self.repeat(&all)
+    }
+
+    /// Each element repeated `repeats` times in place along `dim` (`[a, b]` becomes
+    /// `[a, a, b, b]`), or over the flattened tensor with `dim` None, as torch's
+    /// `repeat_interleave` (where [`Tensor::repeat`] repeats the whole tensor).
+    pub fn repeat_interleave(&self, repeats: usize, dim: Option<isize>) -> Result<Tensor> {
+        let (x, d) = match dim {
+            None => (self.flatten()?, 0),
+            Some(dim) => (self.clone(), resolve_dim(dim, self.rank().max(1))?),
+        };
+        if x.rank() == 0 {
+            return x.reshape([1])?.repeat_interleave(repeats, Some(0));
+        }
+        // A new axis of `repeats` after `d`, as a stride-0 view, folded into `d`.
+        let mut wide = x.shape().to_vec();
+        wide.insert(d + 1, repeats);
+        let mut out = x.shape().to_vec();
+        out[d] *= repeats;
+        x.unsqueeze(d as isize + 1)?.expand(wide)?.reshape(out)
+    }
+
+    /// Element `i` along `dim` repeated `repeats[i]` times (a 1-D integer tensor as long as
+    /// that dimension; the flattened tensor with `dim` None), as torch's `repeat_interleave`
+    /// with a tensor of counts.
+    pub fn repeat_interleave_counts(&self, repeats: &Tensor, dim: Option<isize>) -> Result<Tensor> {
+        let (x, d) = match dim {
+            None => (self.flatten()?, 0),
+            Some(dim) => (self.clone(), resolve_dim(dim, self.rank().max(1))?),
+        };
+        let len = x.shape().get(d).copied().unwrap_or(1);
+        if repeats.rank() > 1 || !repeats.dtype().is_int() || repeats.dtype() == DType::Bool {
+            return Err(Error::Invalid(format!(
+                "repeat_interleave: the counts must be a 1-D integer tensor, got {} of shape {:?}",
+                repeats.dtype(),
+                repeats.shape()
+            )));
+        }
+        let counts = repeats.to_dtype(DType::I64)?.flatten()?.to_vec::<i64>()?;
+        let counts = match counts.len() {
+            1 => vec![counts[0]; len],
+            n if n == len => counts,
+            n => {
+                return Err(Error::BadShape(format!(
+                    "repeat_interleave: {n} counts for dimension {d} of size {len} (shape {:?}); \
+                     give one count per element, or one for all",
+                    self.shape()
+                )))
+            }
+        };
+        if let Some(c) = counts.iter().find(|&&c| c < 0) {
+            return Err(Error::Invalid(format!(
+                "repeat_interleave: counts must be non-negative, found {c}"
+            )));
+        }
+        let index: Vec<i64> = counts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &c)| std::iter::repeat_n(i as i64, c as usize))
+            .collect();
+        let n = index.len();
+        let index = Tensor::from_vec(index, n, Device::Cpu)?.to(self.device())?;
+        let x = if x.rank() == 0 { x.reshape([1])? } else { x };
+        x.index_select(d as isize, &index)
+    }
+
+    /// The slices along `dim`, each without that dimension (torch's `unbind`): the views
+    /// `select(dim, 0)`, `select(dim, 1)`, ...
+    pub fn unbind(&self, dim: isize) -> Result<Vec<Tensor>> {
+        let d = resolve_dim(dim, self.rank())?;
+        (0..self.shape()[d])
+            .map(|i| Ok(relabel("unbind", self.select(d as isize, i as isize)?)))
+            .collect()
+    }
+
+    /// Coordinate grids from 1-D (or 0-d) tensors, as torch's `meshgrid`: output `i` holds
+    /// `tensors[i]`'s values repeated along every other axis, all of shape `[len0, len1, ..]`
+    /// with `indexing` "ij" (matrix order), or `[len1, len0, ..]` with "xy" (Cartesian, as
+    /// numpy's default and plotting want). The grids are views (stride 0), not copies.
+    pub fn meshgrid(tensors: &[&Tensor], indexing: &str) -> Result<Vec<Tensor>> {
+        let swap = match indexing {
+            "ij" => false,
+            "xy" => true,
+            other => {
+                return Err(Error::Invalid(format!(
+                    "meshgrid: indexing must be \"ij\" or \"xy\", got {other:?}"
+                )))
+            }
+        };
+        let Some(first) = tensors.first() else {
+            return Err(Error::Invalid("meshgrid: give at least one tensor".into()));
+        };
+        for t in tensors {
+            if t.rank() > 1 {
+                return Err(Error::BadShape(format!(
+                    "meshgrid: expects 0-d or 1-d tensors, got shape {:?}",
+                    t.shape()
+                )));
+            }
+            if t.dtype() != first.dtype() || t.device() != first.device() {
+                return Err(Error::Invalid(format!(
+                    "meshgrid: all tensors need one dtype and device, got {} on {} and {} on {}",
+                    first.dtype(),
+                    first.device(),
+                    t.dtype(),
+                    t.device()
+                )));
+            }
+        }
+        // Tensor i varies along axis i; "xy" swaps the first two axes.
+        let axis = |i: usize| match (swap && tensors.len() > 1, i) {
+            (true, 0) => 1,
+            (true, 1) => 0,
+            _ => i,
+        };
+        let mut shape = vec![0; tensors.len()];
+        for (i, t) in tensors.iter().enumerate() {
+            shape[axis(i)] = t.numel();
+        }
+        tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut view = vec![1; shape.len()];
+                view[axis(i)] = t.numel();
+                t.reshape(view)?.expand(shape.clone())
+            })
+            .collect()
     }
 }

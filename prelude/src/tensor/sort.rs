@@ -1,11 +1,12 @@
-//! `sort`, `argsort` and `topk`, torch's names and orders. The order is found on the host
-//! (one copy of the tensor, whatever its device) and the values are then gathered with it
-//! on the tensor's own device, so they carry gradients as `gather` does: each value's
-//! gradient goes back to the element it came from.
+//! `sort`, `argsort`, `topk`, `cummax`/`cummin` and `searchsorted`/`bucketize`, torch's
+//! names and orders. The order is found on the host (one copy of the tensor, whatever its
+//! device) and the values are then gathered with it on the tensor's own device, so they carry
+//! gradients as `gather` does: each value's gradient goes back to the element it came from.
 
 use super::dtype::DType;
 use super::shape::resolve_dim;
 use super::Tensor;
+use crate::autograd::relabel;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
@@ -121,5 +122,125 @@ impl Tensor {
         }
         let values = self.gather(d as isize, &idx)?;
         Ok((values, idx.to(self.device())?))
+    }
+
+    /// The running maximum along `dim` and where each was found (torch's `cummax`): a tie
+    /// takes the later position, and a NaN, once met, stays (with the last NaN's position).
+    pub fn cummax(&self, dim: isize) -> Result<(Tensor, Tensor)> {
+        self.cumulative_extreme(dim, true)
+    }
+
+    /// The running minimum along `dim` and its positions (torch's `cummin`), as
+    /// [`Tensor::cummax`].
+    pub fn cummin(&self, dim: isize) -> Result<(Tensor, Tensor)> {
+        self.cumulative_extreme(dim, false)
+    }
+
+    fn cumulative_extreme(&self, dim: isize, max: bool) -> Result<(Tensor, Tensor)> {
+        if self.rank() == 0 {
+            let (v, i) = self.reshape([1])?.cumulative_extreme(0, max)?;
+            return Ok((
+                v.reshape(Vec::<usize>::new())?,
+                i.reshape(Vec::<usize>::new())?,
+            ));
+        }
+        let d = resolve_dim(dim, self.rank())?;
+        let dims = self.shape().to_vec();
+        let (len, inner) = (dims[d], dims[d + 1..].iter().product::<usize>());
+        let x = self.to_dtype(DType::F64)?.to_vec::<f64>()?;
+        let mut idx = vec![0i64; x.len()];
+        for start in 0..x.len() {
+            // `start` walks every line's first element: those at position 0 along `d`.
+            if (start / inner) % len.max(1) != 0 {
+                continue;
+            }
+            let (mut best, mut at) = (x[start], 0);
+            for k in 0..len {
+                let v = x[start + k * inner];
+                // torch's rule: take v if it is NaN, or if the best so far is not NaN and v
+                // is at least (at most) as good; so ties move to the later position.
+                let better = if max { v >= best } else { v <= best };
+                if v.is_nan() || (!best.is_nan() && better) {
+                    (best, at) = (v, k);
+                }
+                idx[start + k * inner] = at as i64;
+            }
+        }
+        let idx = Tensor::from_vec(idx, dims, Device::Cpu)?.to(self.device())?;
+        let values = self.gather(d as isize, &idx)?;
+        Ok((relabel(if max { "cummax" } else { "cummin" }, values), idx))
+    }
+
+    /// Where each of `values` would go in `sorted` to keep it sorted, as int64 indices
+    /// (torch's `searchsorted`): the first position whose element is not less than the value
+    /// (`right`: greater than it). `sorted` is 1-D (one sequence for all values) or has the
+    /// values' leading dimensions (one sequence per row); NaN sorts last.
+    pub fn searchsorted(sorted: &Tensor, values: &Tensor, right: bool) -> Result<Tensor> {
+        sorted.same_device(values)?;
+        sorted.refuse_bool("searchsorted")?;
+        values.refuse_bool("searchsorted")?;
+        if sorted.rank() == 0
+            || (sorted.rank() > 1
+                && sorted.shape()[..sorted.rank() - 1]
+                    != values.shape()[..values.rank().saturating_sub(1)])
+        {
+            return Err(Error::BadShape(format!(
+                "searchsorted: the sorted sequence must be 1-D, or share the values' leading \
+                 dimensions, got shapes {:?} (sorted) and {:?} (values)",
+                sorted.shape(),
+                values.shape()
+            )));
+        }
+        let seq = sorted.to_dtype(DType::F64)?.to_vec::<f64>()?;
+        let vals = values.to_dtype(DType::F64)?.to_vec::<f64>()?;
+        let n = sorted.shape()[sorted.rank() - 1];
+        let per_row = if sorted.rank() == 1 {
+            vals.len()
+        } else {
+            values.shape().last().copied().unwrap_or(1)
+        };
+        let out: Vec<i64> = vals
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let row = if sorted.rank() == 1 {
+                    0
+                } else {
+                    i / per_row.max(1)
+                };
+                let s = &seq[row * n..(row + 1) * n];
+                // torch's binary search: move right while the middle element is not >= (or
+                // not >) the value, which also sends NaN to the end.
+                let (mut lo, mut hi) = (0, n);
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    let go_right = match s[mid].partial_cmp(&v) {
+                        Some(Ordering::Greater) => false,
+                        Some(Ordering::Equal) => right,
+                        // Less, or a NaN on either side.
+                        _ => true,
+                    };
+                    if go_right {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lo as i64
+            })
+            .collect();
+        Tensor::from_vec(out, values.shape().to_vec(), Device::Cpu)?.to(values.device())
+    }
+
+    /// The bucket of each element among the 1-D sorted `boundaries` (torch's `bucketize`):
+    /// the index of the first boundary not below it (`right`: above it), int64.
+    pub fn bucketize(&self, boundaries: &Tensor, right: bool) -> Result<Tensor> {
+        if boundaries.rank() != 1 {
+            return Err(Error::BadShape(format!(
+                "bucketize: the boundaries must be 1-D, got shape {:?}",
+                boundaries.shape()
+            )));
+        }
+        Tensor::searchsorted(boundaries, self, right)
     }
 }
