@@ -211,11 +211,24 @@ fn call(
             }
         }
         12 => {
-            *what = format!("{da}.logical_and({db})");
-            some(a.logical_and(&b))
+            type Binary = fn(&Tensor, &Tensor) -> gpulab::error::Result<Tensor>;
+            let ops: [(&str, Binary); 9] = [
+                ("logical_and", Tensor::logical_and),
+                ("logical_xor", Tensor::logical_xor),
+                ("atan2", Tensor::atan2),
+                ("fmod", |x, y| x.fmod(y)),
+                ("remainder", |x, y| x.remainder(y)),
+                ("floor_divide", |x, y| x.floor_divide(y)),
+                ("logaddexp", Tensor::logaddexp),
+                ("xlogy", Tensor::xlogy),
+                ("cdist", |x, y| x.cdist(y, 2.0)),
+            ];
+            let (name, f) = ops[rng.gen_range(0..ops.len())];
+            *what = format!("{da}.{name}({db})");
+            some(f(&a, &b))
         }
         13 => {
-            let ops: [(&str, Unary); 18] = [
+            let ops: [(&str, Unary); 27] = [
                 ("neg", Tensor::neg),
                 ("abs", Tensor::abs),
                 ("exp", Tensor::exp),
@@ -233,6 +246,15 @@ fn call(
                 ("log1p", Tensor::log1p),
                 ("expm1", Tensor::expm1),
                 ("erf", Tensor::erf),
+                ("tan", Tensor::tan),
+                ("asin", Tensor::asin),
+                ("acos", Tensor::acos),
+                ("atan", Tensor::atan),
+                ("sinh", Tensor::sinh),
+                ("cosh", Tensor::cosh),
+                ("asinh", Tensor::asinh),
+                ("acosh", Tensor::acosh),
+                ("atanh", Tensor::atanh),
                 ("logical_not", Tensor::logical_not),
             ];
             let (name, f) = ops[rng.gen_range(0..ops.len())];
