@@ -76,7 +76,8 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "cdist_self dist dist_p3 dist_inf cross unbind unbind_d0 meshgrid_ij meshgrid_xy "
         "repeat_interleave repeat_interleave_dim repeat_interleave_counts cummax cummax_d0 cummin "
         "scummax scummin searchsorted searchsorted_right searchsorted_rows bucketize "
-        "bucketize_right ssearchsorted").split()
+        "bucketize_right ssearchsorted index_int index_neg index_step index_range index_none "
+        "index_ellipsis index_tensor index_tensor2d index_mask index_clamp index_step_range").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
 # smoothing, class probabilities as targets, extra dimensions after the classes, unbatched.
@@ -832,6 +833,14 @@ def torch_results(lines, device):
             "searchsorted_rows": lambda: torch.searchsorted(y.sort(1).values, x),
             "bucketize": lambda: torch.bucketize(x, y.flatten().sort().values),
             "bucketize_right": lambda: torch.bucketize(x, y.flatten().sort().values, right=True),
+            # Python's indexing (gpulab's `x.i(..)`).
+            "index_int": lambda: x[1], "index_neg": lambda: x[:, -1], "index_step": lambda: x[:, ::2],
+            "index_range": lambda: x[:, 1:], "index_none": lambda: x[None, 0],
+            "index_ellipsis": lambda: x[..., 1],
+            "index_tensor": lambda: x[:, torch.tensor([2, 0, 2], device=dev)],
+            "index_tensor2d": lambda: x[torch.tensor([[1, 0], [1, 1]], device=dev)],
+            "index_mask": lambda: x[y > 0], "index_clamp": lambda: x[:, 1:100],
+            "index_step_range": lambda: x[:, 0:3:2],
         }[op]()
         return out_or_grad(out, x, want)
 

@@ -43,7 +43,7 @@
 use gpulab::nn::{self, Parameter};
 use gpulab::optim::{Adam, AdamW, Optimizer, RMSprop, SGD};
 use gpulab::tensor::{DType, Operand};
-use gpulab::{Device, Error, Tensor, F};
+use gpulab::{Device, Ellipsis, Error, NewAxis, Tensor, F};
 use std::io::{BufRead, Write};
 
 fn dtype(s: &str) -> DType {
@@ -951,6 +951,22 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "searchsorted_rows" => Tensor::searchsorted(&y.sort(1, false)?.0, &x, false),
         "bucketize" => x.bucketize(&y.flatten()?.sort(0, false)?.0, false),
         "bucketize_right" => x.bucketize(&y.flatten()?.sort(0, false)?.0, true),
+        "index_int" => x.i(1),
+        "index_neg" => x.i((.., -1)),
+        "index_step" => x.i((.., (0..).step_by(2))),
+        "index_range" => x.i((.., 1..)),
+        "index_none" => x.i((NewAxis, 0)),
+        "index_ellipsis" => x.i((Ellipsis, 1)),
+        "index_tensor" => x.i((
+            ..,
+            &Tensor::from_vec(vec![2i64, 0, 2], 3, Device::Cpu)?.to(dev)?,
+        )),
+        "index_tensor2d" => {
+            x.i(&Tensor::from_vec(vec![1i64, 0, 1, 1], (2, 2), Device::Cpu)?.to(dev)?)
+        }
+        "index_mask" => x.i(&y.gt(0)?),
+        "index_clamp" => x.i((.., 1..100)),
+        "index_step_range" => x.i((.., (0..3).step_by(2))),
         "fmod_" | "remainder_" | "tan_" => {
             let t = x.detach().deep_clone()?;
             match op {

@@ -28,7 +28,7 @@ pub use smi::{nvidia_smi, SmiReport};
 // unstable, and the student got "the type `f16` is unstable".
 pub use tensor::{
     bf16, f16, fork_rng, get_float32_matmul_precision, manual_seed, set_float32_matmul_precision,
-    DType, Shape, Tensor, WithDType,
+    DType, Ellipsis, Idx, NewAxis, Shape, Tensor, WithDType,
 };
 
 /// torch's `torch.backends` switches: `backends::cuda::matmul::set_allow_tf32(true)`.

@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..87) {
+    match rng.gen_range(0..88) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -853,6 +853,34 @@ fn call(
             let eq = eqs[rng.gen_range(0..eqs.len())];
             *what = format!("einsum({eq:?}, {da}, {db})");
             some(Tensor::einsum(eq, &[&a, &b]))
+        }
+        86 => {
+            // Python-style indexing with random (often out-of-range) positions and steps.
+            let (i, j) = (rng.gen_range(-5..5i64), rng.gen_range(-5..5i64));
+            let step = rng.gen_range(1..4usize);
+            let mask = pool[rng.gen_range(0..pool.len())].clone();
+            match rng.gen_range(0..5) {
+                0 => {
+                    *what = format!("{da}.i(({i}, {j}))");
+                    some(a.i((i, j)))
+                }
+                1 => {
+                    *what = format!("{da}.i((.., {i}..{j}))");
+                    some(a.i((.., i..j)))
+                }
+                2 => {
+                    *what = format!("{da}.i((Ellipsis, ({i}..).step_by({step})))");
+                    some(a.i((gpulab::Ellipsis, (i..).step_by(step))))
+                }
+                3 => {
+                    *what = format!("{da}.i((NewAxis, {i}))");
+                    some(a.i((gpulab::NewAxis, i)))
+                }
+                _ => {
+                    *what = format!("{da}.i(&{})", describe(&mask));
+                    some(a.i(&mask))
+                }
+            }
         }
         _ => {
             *what = format!("format {da}");

@@ -165,7 +165,7 @@ fn torch_node_name(op: &'static str) -> &'static str {
         "to" => "ToCopyBackward0",
         "transpose" => "TransposeBackward0",
         "permute" => "PermuteBackward0",
-        "narrow" => "SliceBackward0",
+        "narrow" | "slice" => "SliceBackward0",
         "select" => "SelectBackward0",
         "expand" => "ExpandBackward0",
         "clone" | "contiguous" => "CloneBackward0",

@@ -152,6 +152,14 @@ impl Layout {
         Ok(l)
     }
 
+    /// Every `step`-th element of dimension `dim` from its first (Python's `::step`).
+    pub fn step(&self, dim: usize, step: usize) -> Layout {
+        let mut l = self.clone();
+        l.dims[dim] = self.dims[dim].div_ceil(step);
+        l.strides[dim] *= step;
+        l
+    }
+
     /// Dimension `dim` fixed at `index`, and removed.
     pub fn select(&self, dim: usize, index: usize) -> Result<Layout> {
         let size = self.dims[dim];
