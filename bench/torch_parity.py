@@ -101,6 +101,11 @@ EINSUM = {
     "bilinear": ("i,ij,j->", [[2], [2, 3], [3]]), "diag2": ("iij->ij", [[2, 2, 3]]),
     "bad_out": ("ij,jk->il", [[2, 3], [3, 4]]), "bad_size": ("ij,jk->ik", [[2, 3], [2, 4]]),
     "bad_count": ("ij,jk->ik", [[2, 3]]),
+    "ell_bmm": ("...ij,...jk->...ik", [[2, 1, 3, 2], [4, 2, 3]]),
+    "ell_noarrow": ("...ij,...jk", [[2, 1, 3, 2], [4, 2, 3]]),
+    "ell_sum": ("i...->...", [[3, 2, 2]]), "ell_diag": ("...ii->...i", [[2, 3, 3]]),
+    "ell_drop": ("...ij->ij", [[2, 3, 2]]), "ell_mid": ("ij...->...ji", [[2, 3, 2, 2]]),
+    "ell_bad": ("...i,...i", [[2, 3], [4, 3]]), "ell_bcast": ("...,...->...", [[3], [2, 1]]),
 }
 # Normalisation layers: output, gradients (input, weight, bias) and running statistics.
 # Recurrent layers: output, final states and gradients (input, h_0, first layer's weights).

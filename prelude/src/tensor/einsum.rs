@@ -1,5 +1,5 @@
 //! torch's `einsum`: products and sums of tensors named by index letters
-//! (`"ij,jk->ik"`), built from views, `index_select` (a repeated letter in one operand, a
+//! (`"ij,jk->ik"`, `...` for unnamed leading dimensions), built from views, `index_select` (a repeated letter in one operand, a
 //! diagonal), sums and one batched `matmul` per pair of operands, so it runs on every device
 //! with gradients from those ops.
 
@@ -144,15 +144,11 @@ impl Tensor {
     /// order). Letters shared by operands are multiplied along, letters missing from the
     /// result summed over, a letter repeated in one operand takes its diagonal:
     /// `"ij,jk->ik"` is a matrix product, `"ii->"` a trace, `"bij,bjk->bik"` a batched product.
-    /// Ellipses (`...`) are not supported.
+    /// `...` stands for the dimensions an operand does not name: they broadcast across the
+    /// operands (`"...ij,...jk->...ik"` is a batched product over any leading dimensions) and
+    /// come first in an output without `->`; an output that leaves them out sums them.
     pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
         let eq: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
-        if eq.contains("...") {
-            return Err(bad(
-                equation,
-                "ellipses (...) are not supported; name every dimension",
-            ));
-        }
         let (lhs, out) = match eq.split_once("->") {
             Some((l, o)) => (l, Some(o)),
             None => (eq.as_str(), None),
@@ -164,38 +160,110 @@ impl Tensor {
                 format!("{} operands named, {} given", inputs.len(), operands.len()),
             ));
         }
-        let mut terms = Vec::with_capacity(operands.len());
+        // Each operand as (letters before `...`, how many dimensions `...` covers, letters
+        // after), or no `...`.
+        let mut parts = Vec::with_capacity(operands.len());
         for (s, t) in inputs.iter().zip(operands) {
-            let labels: Vec<char> = s.chars().collect();
-            if let Some(c) = labels.iter().find(|c| !c.is_ascii_alphabetic()) {
-                return Err(bad(equation, format!("{c:?} is not a letter")));
+            let (before, after, ellipsis) = match s.split_once("...") {
+                Some((b, a)) => (b, a, true),
+                None => (*s, "", false),
+            };
+            if let Some(c) = before
+                .chars()
+                .chain(after.chars())
+                .find(|c| !c.is_ascii_alphabetic())
+            {
+                return Err(bad(equation, format!("{c:?} is not a letter (in {s:?})")));
             }
-            if labels.len() != t.rank() {
+            let named = before.len() + after.len();
+            if named > t.rank() || (!ellipsis && named != t.rank()) {
                 return Err(bad(
                     equation,
                     format!(
-                        "operand {s:?} names {} dimensions, but the tensor has shape {:?}",
-                        labels.len(),
+                        "operand {s:?} names {named} dimensions, but the tensor has shape {:?}",
                         t.shape()
                     ),
                 ));
             }
-            terms.push(Term {
-                t: (*t).clone(),
-                labels,
-            });
+            let covered = if ellipsis { t.rank() - named } else { 0 };
+            parts.push((before, covered, after));
+        }
+        // `...`'s dimensions get letters of their own (Greek, which equations cannot use),
+        // right-aligned across the operands as broadcasting aligns them.
+        let wide = parts.iter().map(|p| p.1).max().unwrap_or(0);
+        let fresh: Vec<char> = (0..wide as u32)
+            .map(|k| char::from_u32(0x3B1 + k).expect("a Greek letter"))
+            .collect();
+        let mut sizes = vec![1usize; wide];
+        for ((before, covered, _), t) in parts.iter().zip(operands) {
+            let at = before.len();
+            for k in 0..*covered {
+                let (n, slot) = (t.shape()[at + k], wide - covered + k);
+                if n != 1 && sizes[slot] != 1 && sizes[slot] != n {
+                    return Err(bad(
+                        equation,
+                        format!(
+                            "the dimensions under ... do not broadcast: size {n} against {} \
+                             (shape {:?})",
+                            sizes[slot],
+                            t.shape()
+                        ),
+                    ));
+                }
+                if n != 1 {
+                    sizes[slot] = n;
+                }
+            }
+        }
+        let mut terms = Vec::with_capacity(operands.len());
+        for ((before, covered, after), t) in parts.iter().zip(operands) {
+            let labels: Vec<char> = before
+                .chars()
+                .chain(fresh[wide - covered..].iter().copied())
+                .chain(after.chars())
+                .collect();
+            // Size-1 dimensions under `...` broadcast: expanded (a view) to the common size.
+            let mut dims = t.shape().to_vec();
+            for k in 0..*covered {
+                dims[before.len() + k] = sizes[wide - covered + k];
+            }
+            let t = if dims == t.shape() {
+                (*t).clone()
+            } else {
+                t.expand(dims)?
+            };
+            terms.push(Term { t, labels });
+        }
+        let out = out.map(|o| match o.split_once("...") {
+            Some((b, a)) => b
+                .chars()
+                .chain(fresh.iter().copied())
+                .chain(a.chars())
+                .collect(),
+            None => o.to_string(),
+        });
+        if let Some(c) = out.as_deref().and_then(|o| {
+            o.chars()
+                .find(|c| !c.is_ascii_alphabetic() && !fresh.contains(c))
+        }) {
+            return Err(bad(
+                equation,
+                format!("{c:?} is not a letter (in the output)"),
+            ));
         }
         let all: Vec<char> = terms.iter().flat_map(|t| t.labels.clone()).collect();
         let out: Vec<char> = match out {
             Some(o) => o.chars().collect(),
             None => {
+                // `...`'s dimensions first, then the letters used once, alphabetically.
                 let mut once: Vec<char> = all
                     .iter()
                     .copied()
+                    .filter(|l| !fresh.contains(l))
                     .filter(|l| all.iter().filter(|m| *m == l).count() == 1)
                     .collect();
                 once.sort_unstable();
-                once
+                fresh.iter().copied().chain(once).collect()
             }
         };
         for (i, l) in out.iter().enumerate() {
