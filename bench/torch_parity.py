@@ -77,7 +77,9 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "repeat_interleave repeat_interleave_dim repeat_interleave_counts cummax cummax_d0 cummin "
         "scummax scummin searchsorted searchsorted_right searchsorted_rows bucketize "
         "bucketize_right ssearchsorted index_int index_neg index_step index_range index_none "
-        "index_ellipsis index_tensor index_tensor2d index_mask index_clamp index_step_range").split()
+        "index_ellipsis index_tensor index_tensor2d index_mask index_clamp index_step_range conv1d "
+        "conv1d_pad conv1d_same conv1d_groups conv1d_unbatched max_pool1d max_pool1d_pad avg_pool1d "
+        "avg_pool1d_pad unfold unfold_pad unfold_3d fold fold_overlap").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
 # smoothing, class probabilities as targets, extra dimensions after the classes, unbatched.
@@ -221,6 +223,20 @@ KNOWN = {
     **{f"more {op} {d} {w}": "torch's CPU cdist has no half-precision kernel"
        for op in ("cdist", "cdist_p1", "cdist_inf", "cdist_p0", "cdist_p3", "cdist_self")
        for d in ("f16", "bf16") for w in ("out", "x")},
+    # The 1-D forms keep their 2-D versions' dtype rules in gpulab (they are those ops on a
+    # height of 1); torch's CPU has separate 1-D kernels: a dilated integer conv1d fails as
+    # conv2d does, max_pool1d refuses integers (max_pool2d takes them), avg_pool1d takes
+    # int64 as avg_pool2d does.
+    **{f"more conv1d_same {a} out": "torch's CPU has no integer dilated convolution"
+       for a in ("i32", "u8")},
+    **{f"more {op} {a} out": "torch's CPU max_pool1d refuses integers, its max_pool2d does not"
+       for op in ("max_pool1d", "max_pool1d_pad") for a in ("i32", "i64", "u8")},
+    **{f"more {op} i64 out": "torch's CPU avg_pool1d takes int64, its CUDA one does not"
+       for op in ("avg_pool1d", "avg_pool1d_pad")},
+    # torch's CPU im2col/col2im take bool (and floats) but no integer dtype; gpulab's take
+    # floats only.
+    **{f"more {op} bool out": "torch's CPU unfold/fold take bool"
+       for op in ("unfold", "unfold_pad", "unfold_3d", "fold", "fold_overlap")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -688,6 +704,8 @@ def torch_results(lines, device):
         y = ramp([2, 3], 4, 1.0, 0.5, d)
         cat_flat = lambda parts: torch.cat([p.flatten() for p in parts])
         nonzero = lambda: mk(d, 1).masked_fill(mk(d, 1) == 0, 5)  # noqa: E731
+        w1 = lambda: ramp([3, 2, 2], 5, 2.0, 0.25, d)  # noqa: E731
+        b1 = lambda: ramp([3], 3, 1.0, 0.5, d)  # noqa: E731
         both = lambda p: torch.cat([p[0].double().flatten(), p[1].double().flatten()])  # noqa: E731
         F = torch.nn.functional
         out = {
@@ -846,6 +864,22 @@ def torch_results(lines, device):
             "index_tensor2d": lambda: x[torch.tensor([[1, 0], [1, 1]], device=dev)],
             "index_mask": lambda: x[y > 0], "index_clamp": lambda: x[:, 1:100],
             "index_step_range": lambda: x[:, 0:3:2],
+            # 1-D convolution and pooling on x as [1, C=2, L=3], and im2col (unfold / fold).
+            "conv1d": lambda: F.conv1d(x.unsqueeze(0), w1(), b1()),
+            "conv1d_pad": lambda: F.conv1d(x.unsqueeze(0), w1(), b1(), stride=2, padding=1),
+            "conv1d_same": lambda: F.conv1d(x.unsqueeze(0), w1(), None, padding="same", dilation=2),
+            "conv1d_groups": lambda: F.conv1d(x.unsqueeze(0), ramp([2, 1, 2], 5, 2.0, 0.25, d), None,
+                                              groups=2),
+            "conv1d_unbatched": lambda: F.conv1d(x, w1()),
+            "max_pool1d": lambda: F.max_pool1d(x.unsqueeze(0), 2, 1),
+            "max_pool1d_pad": lambda: F.max_pool1d(x.unsqueeze(0), 2, 2, 1),
+            "avg_pool1d": lambda: F.avg_pool1d(x.unsqueeze(0), 2, 1),
+            "avg_pool1d_pad": lambda: F.avg_pool1d(x.unsqueeze(0), 3, 2, 1, count_include_pad=False),
+            "unfold": lambda: F.unfold(x.reshape(1, 1, 2, 3), 2),
+            "unfold_pad": lambda: F.unfold(x.reshape(1, 1, 2, 3), 2, padding=1, stride=2),
+            "unfold_3d": lambda: F.unfold(x.reshape(1, 2, 3), (1, 2)),
+            "fold": lambda: F.fold(x.reshape(1, 2, 3), (1, 4), (1, 2)),
+            "fold_overlap": lambda: F.fold(x.reshape(1, 2, 3), (3, 2), (1, 2)),
         }[op]()
         return out_or_grad(out, x, want)
 

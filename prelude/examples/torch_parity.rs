@@ -733,6 +733,8 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?
     };
     let y = ramp(&[2, 3], 4, 1.0, 0.5, d, dev)?;
+    let w1 = || ramp(&[3, 2, 2], 5, 2.0, 0.25, d, dev);
+    let b1 = || ramp(&[3], 3, 1.0, 0.5, d, dev);
     // `input(d, 1)` with 5 for its zeros: a divisor an integer op takes.
     let nonzero = || {
         let t = input(d, 1, dev);
@@ -967,6 +969,28 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "index_mask" => x.i(&y.gt(0)?),
         "index_clamp" => x.i((.., 1..100)),
         "index_step_range" => x.i((.., (0..3).step_by(2))),
+        "conv1d" => F::conv1d(&x.unsqueeze(0)?, &w1()?, Some(&b1()?), 1, 0, 1, 1),
+        "conv1d_pad" => F::conv1d(&x.unsqueeze(0)?, &w1()?, Some(&b1()?), 2, 1, 1, 1),
+        "conv1d_same" => F::conv1d(&x.unsqueeze(0)?, &w1()?, None, 1, "same", 2, 1),
+        "conv1d_groups" => F::conv1d(
+            &x.unsqueeze(0)?,
+            &ramp(&[2, 1, 2], 5, 2.0, 0.25, d, dev)?,
+            None,
+            1,
+            0,
+            1,
+            2,
+        ),
+        "conv1d_unbatched" => F::conv1d(&x, &w1()?, None, 1, 0, 1, 1),
+        "max_pool1d" => F::max_pool1d(&x.unsqueeze(0)?, 2, 1, 0, 1, false),
+        "max_pool1d_pad" => F::max_pool1d(&x.unsqueeze(0)?, 2, 2, 1, 1, false),
+        "avg_pool1d" => F::avg_pool1d(&x.unsqueeze(0)?, 2, 1, 0, false, true),
+        "avg_pool1d_pad" => F::avg_pool1d(&x.unsqueeze(0)?, 3, 2, 1, false, false),
+        "unfold" => F::unfold(&x.reshape([1, 1, 2, 3])?, 2, 1, 0, 1),
+        "unfold_pad" => F::unfold(&x.reshape([1, 1, 2, 3])?, 2, 1, 1, 2),
+        "unfold_3d" => F::unfold(&x.reshape([1, 2, 3])?, (1, 2), 1, 0, 1),
+        "fold" => F::fold(&x.reshape([1, 2, 3])?, (1, 4), (1, 2), 1, 0, 1),
+        "fold_overlap" => F::fold(&x.reshape([1, 2, 3])?, (3, 2), (1, 2), 1, 0, 1),
         "fmod_" | "remainder_" | "tan_" => {
             let t = x.detach().deep_clone()?;
             match op {

@@ -592,3 +592,75 @@ fn the_transposed_layer_upsamples_prints_like_torch_and_refuses_bad_input() {
     let e = err(F::conv_transpose2d(&x, &w, Some(&b), 1, 0, 0, 1, 1));
     assert!(e.contains("bias of shape [2]") && e.contains("[4]"), "{e}");
 }
+
+/// The 1-D layers and im2col: torch's reprs (read off torch 2.9), shapes and parameters; the
+/// values are compared with torch's in bench/torch_parity.py (`more conv1d*`, `unfold*`).
+#[test]
+fn one_dimensional_layers_and_unfold_print_and_shape_as_torch() {
+    use gpulab::nn::{AvgPool1d, Conv1d, Fold, MaxPool1d, Unfold};
+    let c = Conv1d::new(4, 8, 3);
+    assert_eq!(c.describe(), "Conv1d(4, 8, kernel_size=(3,), stride=(1,))");
+    let c2 = Conv1d::new(4, 8, 3)
+        .stride(2)
+        .padding(1)
+        .dilation(2)
+        .groups(2)
+        .bias(false);
+    assert_eq!(
+        c2.describe(),
+        "Conv1d(4, 8, kernel_size=(3,), stride=(2,), padding=(1,), dilation=(2,), groups=2, \
+         bias=False)"
+    );
+    assert_eq!(
+        Conv1d::new(4, 8, 3).padding("same").describe(),
+        "Conv1d(4, 8, kernel_size=(3,), stride=(1,), padding=same)"
+    );
+    assert_eq!(c2.weight.shape(), vec![8, 2, 3]);
+    let names: Vec<String> = c.named_parameters().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["weight", "bias"]);
+    let x = Tensor::randn((2, 4, 10), Device::Cpu).unwrap();
+    assert_eq!(c.forward(&x).unwrap().shape(), &[2, 8, 8]);
+    assert_eq!(c2.forward(&x).unwrap().shape(), &[2, 8, 4]);
+    let e = c
+        .forward(&Tensor::randn((2, 3, 10), Device::Cpu).unwrap())
+        .unwrap_err();
+    assert!(e.to_string().contains("[N, 4, L]"), "{e}");
+    assert_eq!(
+        MaxPool1d::new(2).describe(),
+        "MaxPool1d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"
+    );
+    assert_eq!(
+        AvgPool1d::new(3).stride(1).padding(1).describe(),
+        "AvgPool1d(kernel_size=(3,), stride=(1,), padding=(1,))"
+    );
+    assert_eq!(MaxPool1d::new(2).forward(&x).unwrap().shape(), &[2, 4, 5]);
+    assert_eq!(
+        Unfold::new((2, 3)).padding(1).stride(2).describe(),
+        "Unfold(kernel_size=(2, 3), dilation=1, padding=1, stride=2)"
+    );
+    assert_eq!(
+        Fold::new(4, 2).describe(),
+        "Fold(output_size=4, kernel_size=2, dilation=1, padding=0, stride=1)"
+    );
+    // unfold then fold with non-overlapping windows gives the image back; the columns of a
+    // convolution times its weight matrix are the convolution.
+    let img = Tensor::randn((2, 3, 4, 4), Device::Cpu).unwrap();
+    let cols = F::unfold(&img, 2, 1, 0, 2).unwrap();
+    assert_eq!(cols.shape(), &[2, 12, 4]);
+    assert_eq!(cols.grad_fn(), None);
+    let back = F::fold(&cols, 4, 2, 1, 0, 2).unwrap();
+    assert!(back.allclose(&img, 0.0, 0.0).unwrap());
+    let w = Tensor::randn((5, 3, 3, 3), Device::Cpu).unwrap();
+    let conv = F::conv2d(&img, &w, None, 1, 1, 1, 1).unwrap();
+    let cols = F::unfold(&img, 3, 1, 1, 1).unwrap();
+    let by_matmul = w
+        .reshape([5, 27])
+        .unwrap()
+        .matmul(&cols)
+        .unwrap()
+        .reshape([2, 5, 4, 4])
+        .unwrap();
+    assert!(by_matmul.allclose(&conv, 1e-4, 1e-5).unwrap());
+    let e = F::fold(&cols, 5, 3, 1, 1, 1).unwrap_err().to_string();
+    assert!(e.contains("25 windows") && e.contains("16"), "{e}");
+}

@@ -217,6 +217,8 @@ fn torch_node_name(op: &'static str) -> &'static str {
         "unbind" => "UnbindBackward0",
         "cummax" => "CummaxBackward0",
         "cummin" => "CumminBackward0",
+        "im2col" => "Im2ColBackward0",
+        "col2im" => "Col2ImBackward0",
         other => other,
     }
 }

@@ -251,8 +251,6 @@ fn conv2d_group(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, g: ConvGeom)
     let ConvGeom {
         n,
         c,
-        h,
-        w,
         o,
         kh,
         kw,
@@ -265,7 +263,35 @@ fn conv2d_group(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, g: ConvGeom)
     if let Some(out) = Tensor::conv2d_cpu(x, weight, bias, g)? {
         return Ok(out);
     }
-    // The index of every unfolded element, built on the host.
+    let idx = unfold_indices(g, unfolded)?;
+    let cols = x.gather_flat(idx, vec![n * oh * ow, c * kh * kw])?;
+    let w2 = weight.reshape((o, c * kh * kw))?;
+    let out = cols
+        .matmul(&w2.t()?)?
+        .reshape((n, oh * ow, o))?
+        .transpose(1, 2)?
+        .reshape((n, o, oh, ow))?;
+    match bias {
+        Some(b) => out.add(&b.reshape((1, o, 1, 1))?),
+        None => Ok(out),
+    }
+}
+
+/// Where each element of the unfolded input `[N*oh*ow, C*kh*kw]` comes from in the flat input
+/// `[N, C, H, W]` (-1 for padding), built on the host once per geometry (`window_indices`
+/// keeps the last few): conv2d's im2col, and `F::unfold` / `F::fold`.
+pub(super) fn unfold_indices(g: ConvGeom, unfolded: usize) -> Result<std::sync::Arc<Vec<i32>>> {
+    let ConvGeom {
+        n,
+        c,
+        h,
+        w,
+        kh,
+        kw,
+        oh,
+        ow,
+        ..
+    } = g;
     host_room(unfolded, DType::I32)?;
     let key = WindowKey {
         kind: WindowKind::Conv,
@@ -276,8 +302,8 @@ fn conv2d_group(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, g: ConvGeom)
         dilation: [g.dh, g.dw],
         out: [oh, ow],
     };
-    let idx = window_indices(key, || {
-        let mut idx = Vec::with_capacity(n * oh * ow * c * kh * kw);
+    Ok(window_indices(key, || {
+        let mut idx = Vec::with_capacity(unfolded);
         for b in 0..n {
             for y in 0..oh {
                 for xo in 0..ow {
@@ -301,18 +327,7 @@ fn conv2d_group(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, g: ConvGeom)
             }
         }
         idx
-    });
-    let cols = x.gather_flat(idx, vec![n * oh * ow, c * kh * kw])?;
-    let w2 = weight.reshape((o, c * kh * kw))?;
-    let out = cols
-        .matmul(&w2.t()?)?
-        .reshape((n, oh * ow, o))?
-        .transpose(1, 2)?
-        .reshape((n, o, oh, ow))?;
-    match bias {
-        Some(b) => out.add(&b.reshape((1, o, 1, 1))?),
-        None => Ok(out),
-    }
+    }))
 }
 
 /// Transposed 2-D convolution (torch's `F.conv_transpose2d(input, weight, bias, stride,

@@ -20,6 +20,7 @@ pub use super::attention::scaled_dot_product_attention;
 use super::class_loss::class_loss;
 pub use super::class_loss::ClassLossOptions;
 pub use super::conv::{conv2d, conv_transpose2d};
+pub use super::conv1d::{avg_pool1d, conv1d, max_pool1d};
 use super::loss::Reduction;
 pub use super::loss::{
     binary_cross_entropy, huber_loss, l1_loss, nll_loss, nll_loss_with, smooth_l1_loss,
@@ -28,6 +29,7 @@ pub use super::norm::{batch_norm, group_norm, layer_norm};
 pub use super::pad::pad;
 pub use super::pool::{adaptive_avg_pool2d, avg_pool2d, max_pool2d};
 pub use super::resample::interpolate;
+pub use super::unfold::{fold, unfold};
 
 fn resolve(dim: isize, rank: usize, op: &str) -> Result<usize> {
     let d = if dim < 0 { dim + rank as isize } else { dim };

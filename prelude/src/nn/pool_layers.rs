@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::tensor::Tensor;
 
 /// As torch prints a pooling size: an int when both axes agree, else the pair.
-fn show(s: Size2) -> String {
+pub(super) fn show(s: Size2) -> String {
     if s.0 == s.1 {
         s.0.to_string()
     } else {
@@ -15,7 +15,7 @@ fn show(s: Size2) -> String {
     }
 }
 
-fn py_bool(b: bool) -> &'static str {
+pub(super) fn py_bool(b: bool) -> &'static str {
     if b {
         "True"
     } else {
