@@ -79,7 +79,8 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "bucketize_right ssearchsorted index_int index_neg index_step index_range index_none "
         "index_ellipsis index_tensor index_tensor2d index_mask index_clamp index_step_range conv1d "
         "conv1d_pad conv1d_same conv1d_groups conv1d_unbatched max_pool1d max_pool1d_pad avg_pool1d "
-        "avg_pool1d_pad unfold unfold_pad unfold_3d fold fold_overlap").split()
+        "avg_pool1d_pad unfold unfold_pad unfold_3d fold fold_overlap kl_div kl_div_batchmean "
+        "kl_div_sum kl_div_none kl_div_log kl_div_bad").split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
 # smoothing, class probabilities as targets, extra dimensions after the classes, unbatched.
@@ -880,6 +881,12 @@ def torch_results(lines, device):
             "unfold_3d": lambda: F.unfold(x.reshape(1, 2, 3), (1, 2)),
             "fold": lambda: F.fold(x.reshape(1, 2, 3), (1, 4), (1, 2)),
             "fold_overlap": lambda: F.fold(x.reshape(1, 2, 3), (3, 2), (1, 2)),
+            "kl_div": lambda: F.kl_div(x, y.abs()),
+            "kl_div_batchmean": lambda: F.kl_div(x, y.abs(), reduction="batchmean"),
+            "kl_div_sum": lambda: F.kl_div(x, y.abs(), reduction="sum"),
+            "kl_div_none": lambda: F.kl_div(x, y.abs(), reduction="none"),
+            "kl_div_log": lambda: F.kl_div(x, y, reduction="batchmean", log_target=True),
+            "kl_div_bad": lambda: F.kl_div(x, y.abs(), reduction="foo"),
         }[op]()
         return out_or_grad(out, x, want)
 

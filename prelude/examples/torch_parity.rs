@@ -991,6 +991,12 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "unfold_3d" => F::unfold(&x.reshape([1, 2, 3])?, (1, 2), 1, 0, 1),
         "fold" => F::fold(&x.reshape([1, 2, 3])?, (1, 4), (1, 2), 1, 0, 1),
         "fold_overlap" => F::fold(&x.reshape([1, 2, 3])?, (3, 2), (1, 2), 1, 0, 1),
+        "kl_div" => F::kl_div(&x, &y.abs()?, "mean", false),
+        "kl_div_batchmean" => F::kl_div(&x, &y.abs()?, "batchmean", false),
+        "kl_div_sum" => F::kl_div(&x, &y.abs()?, "sum", false),
+        "kl_div_none" => F::kl_div(&x, &y.abs()?, "none", false),
+        "kl_div_log" => F::kl_div(&x, &y, "batchmean", true),
+        "kl_div_bad" => F::kl_div(&x, &y.abs()?, "foo", false),
         "fmod_" | "remainder_" | "tan_" => {
             let t = x.detach().deep_clone()?;
             match op {

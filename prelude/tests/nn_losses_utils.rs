@@ -467,3 +467,40 @@ fn class_loss_modules_take_torchs_options() {
         "{e}"
     );
 }
+
+/// KLDivLoss is `F::kl_div` with torch's defaults; an unknown reduction is an error naming
+/// the ones there are. (Values and gradients against torch: torch_parity's `more kl_div*`.)
+#[test]
+fn kl_div_loss_is_the_function_with_torchs_defaults() {
+    use gpulab::nn::{KLDivLoss, Reduction};
+    let logp = Tensor::from_vec(vec![-1.0f64, -2.0, -0.5, -0.3], (2, 2), Device::Cpu).unwrap();
+    let p = Tensor::from_vec(vec![0.0f64, 1.0, 0.25, 0.75], (2, 2), Device::Cpu).unwrap();
+    let per = F::kl_div(&logp, &p, "none", false)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    // 0 log 0 is 0; 1 (log 1 + 2) = 2; ...
+    assert_eq!(per[0], 0.0);
+    assert!((per[1] - 2.0).abs() < 1e-12);
+    let total: f64 = per.iter().sum();
+    let batchmean = KLDivLoss::new()
+        .reduction("batchmean")
+        .forward(&logp, &p)
+        .unwrap();
+    assert!((batchmean.item::<f64>().unwrap() - total / 2.0).abs() < 1e-12);
+    let mean = KLDivLoss::new().forward(&logp, &p).unwrap();
+    assert!((mean.item::<f64>().unwrap() - total / 4.0).abs() < 1e-12);
+    let sum = KLDivLoss::new()
+        .reduction(Reduction::Sum)
+        .forward(&logp, &p)
+        .unwrap();
+    assert!((sum.item::<f64>().unwrap() - total).abs() < 1e-12);
+    let e = KLDivLoss::new()
+        .reduction("avg")
+        .forward(&logp, &p)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("\"avg\"") && e.to_string().contains("batchmean"),
+        "{e}"
+    );
+}

@@ -23,7 +23,7 @@ pub use super::conv::{conv2d, conv_transpose2d};
 pub use super::conv1d::{avg_pool1d, conv1d, max_pool1d};
 use super::loss::Reduction;
 pub use super::loss::{
-    binary_cross_entropy, huber_loss, l1_loss, nll_loss, nll_loss_with, smooth_l1_loss,
+    binary_cross_entropy, huber_loss, kl_div, l1_loss, nll_loss, nll_loss_with, smooth_l1_loss,
 };
 pub use super::norm::{batch_norm, group_norm, layer_norm};
 pub use super::pad::pad;

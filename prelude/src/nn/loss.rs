@@ -1,5 +1,6 @@
 //! More of torch's losses, mean-reduced like those in `functional` (which re-exports these):
-//! `l1_loss`, `smooth_l1_loss`, `huber_loss`, `nll_loss` and `binary_cross_entropy`, and
+//! `l1_loss`, `smooth_l1_loss`, `huber_loss`, `nll_loss`, `binary_cross_entropy` and `kl_div`,
+//! and
 //! `Reduction`, torch's `reduction=` argument, which the loss modules (`nn::MSELoss`,
 //! `nn::CrossEntropyLoss`, ...; `loss_modules.rs`) take.
 //! Composed from tensor ops, so they run on every device with gradients from theirs, except
@@ -223,4 +224,69 @@ pub(crate) fn binary_cross_entropy_reduced(
             Ok(vec![Some(gp), Some(gy)])
         },
     ))
+}
+
+/// `kl_div`'s reduction, torch's `reduction=` string: [`Reduction`]'s three, and
+/// `"batchmean"` (the sum divided by the batch size, the KL divergence's true value per
+/// sample, which torch recommends over `"mean"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KlReduction {
+    None,
+    Mean,
+    BatchMean,
+    Sum,
+    /// A string torch does not know: an error when the loss runs.
+    Unknown(String),
+}
+
+impl From<Reduction> for KlReduction {
+    fn from(r: Reduction) -> KlReduction {
+        match r {
+            Reduction::None => KlReduction::None,
+            Reduction::Mean => KlReduction::Mean,
+            Reduction::Sum => KlReduction::Sum,
+        }
+    }
+}
+
+impl From<&str> for KlReduction {
+    fn from(s: &str) -> KlReduction {
+        match s {
+            "none" => KlReduction::None,
+            "mean" => KlReduction::Mean,
+            "batchmean" => KlReduction::BatchMean,
+            "sum" => KlReduction::Sum,
+            other => KlReduction::Unknown(other.to_string()),
+        }
+    }
+}
+
+/// The Kullback-Leibler divergence of `target` from the distribution whose log-probabilities
+/// are `input` (torch's `F.kl_div(input, target, reduction, log_target)`): element-wise
+/// `target * (log(target) - input)` (0 where the target is 0), or with `log_target` the
+/// target given as log-probabilities too, `exp(target) * (target - input)`; then reduced
+/// (`"batchmean"` for the divergence per sample). The two broadcast.
+pub fn kl_div(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: impl Into<KlReduction>,
+    log_target: bool,
+) -> Result<Tensor> {
+    float_input(input, "kl_div")?;
+    let target = float_target(target, input)?;
+    let per_element = if log_target {
+        target.exp()?.mul(&target.sub(input)?)?
+    } else {
+        target.xlogy(&target)?.sub(&target.mul(input)?)?
+    };
+    match reduction.into() {
+        KlReduction::None => Ok(per_element),
+        KlReduction::Mean => per_element.mean(),
+        KlReduction::Sum => per_element.sum(),
+        KlReduction::BatchMean if input.rank() == 0 => per_element.sum(),
+        KlReduction::BatchMean => per_element.sum()?.div(input.shape()[0] as f64),
+        KlReduction::Unknown(r) => Err(Error::Invalid(format!(
+            "kl_div: {r:?} is not a reduction; use \"batchmean\", \"mean\", \"sum\" or \"none\""
+        ))),
+    }
 }

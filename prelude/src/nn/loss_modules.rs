@@ -8,8 +8,8 @@
 use super::class_loss::ClassLossOptions;
 use super::functional::{bce_with_logits_reduced, cross_entropy_with, mse_loss_reduced};
 use super::loss::{
-    binary_cross_entropy_reduced, huber_loss_reduced, l1_loss_reduced, nll_loss_with,
-    smooth_l1_loss_reduced, Reduction,
+    binary_cross_entropy_reduced, huber_loss_reduced, kl_div, l1_loss_reduced, nll_loss_with,
+    smooth_l1_loss_reduced, KlReduction, Reduction,
 };
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -148,3 +148,44 @@ loss_module!(
     HuberLoss => huber_loss_reduced,
     delta = 1.0, "Where the loss turns from quadratic to linear (positive)."
 );
+
+/// torch's `nn.KLDivLoss`: log-probabilities against a target distribution (`F::kl_div`);
+/// `.reduction("batchmean")` for the divergence per sample (torch's default is `"mean"`, an
+/// average over every element), `.log_target(true)` for a target in log-probabilities.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KLDivLoss {
+    reduction: KlReduction,
+    log_target: bool,
+}
+
+impl Default for KLDivLoss {
+    fn default() -> Self {
+        KLDivLoss {
+            reduction: KlReduction::Mean,
+            log_target: false,
+        }
+    }
+}
+
+impl KLDivLoss {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// torch's `reduction=`: `"batchmean"`, `"mean"` (the default), `"sum"`, `"none"`, or a
+    /// [`Reduction`].
+    pub fn reduction(mut self, reduction: impl Into<KlReduction>) -> Self {
+        self.reduction = reduction.into();
+        self
+    }
+
+    /// torch's `log_target=`: the target given as log-probabilities.
+    pub fn log_target(mut self, log_target: bool) -> Self {
+        self.log_target = log_target;
+        self
+    }
+
+    pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        kl_div(input, target, self.reduction.clone(), self.log_target)
+    }
+}

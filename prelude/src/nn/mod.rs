@@ -42,9 +42,10 @@ pub use conv::{Padding, Size2};
 pub use conv1d::{AvgPool1d, Conv1d, MaxPool1d, Padding1};
 pub use conv_layers::{Conv2d, ConvTranspose2d};
 pub use embedding::Embedding;
-pub use loss::Reduction;
+pub use loss::{KlReduction, Reduction};
 pub use loss_modules::{
-    BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
+    BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
+    SmoothL1Loss,
 };
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm};
 pub use pad::{CircularPad2d, ConstantPad2d, Pad4, ReflectionPad2d, ReplicationPad2d, ZeroPad2d};
