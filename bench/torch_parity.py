@@ -361,7 +361,8 @@ def cases():
     out += [f"scat {op} {d} {want}" for op in SCAT for d in DTYPES for want in ("out", "x", "y")]
     out += [f"einsum {op} {d} {want}" for op in EINSUM for d in DTYPES for want in ("out", "x", "y")]
     out += [f"sched {s} f64 x" for s in ("step", "exp", "cos", "cos_min", "multistep", "linear",
-                                         "linear_up", "plateau", "plateau_max", "plateau_abs")]
+                                         "linear_up", "plateau", "plateau_max", "plateau_abs", "lambda",
+                                         "warm_restarts", "warm_restarts_flat")]
     return out
 
 
@@ -1020,6 +1021,9 @@ def torch_results(lines, device):
                  "cos": lambda: S.CosineAnnealingLR(opt, 5), "cos_min": lambda: S.CosineAnnealingLR(opt, 4, 0.01),
                  "multistep": lambda: S.MultiStepLR(opt, [2, 5, 5, 9], 0.5),
                  "linear": lambda: S.LinearLR(opt), "linear_up": lambda: S.LinearLR(opt, 0.25, 0.75, 6),
+                 "lambda": lambda: S.LambdaLR(opt, lambda e: 1.0 / (1.0 + e)),
+                 "warm_restarts": lambda: S.CosineAnnealingWarmRestarts(opt, 3, 2, 0.01),
+                 "warm_restarts_flat": lambda: S.CosineAnnealingWarmRestarts(opt, 4),
                  "plateau": lambda: S.ReduceLROnPlateau(opt, factor=0.5, patience=2, cooldown=1),
                  "plateau_max": lambda: S.ReduceLROnPlateau(opt, "max", factor=0.3, patience=1, min_lr=0.005),
                  "plateau_abs": lambda: S.ReduceLROnPlateau(opt, factor=0.5, patience=1, threshold=0.06,

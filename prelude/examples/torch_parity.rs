@@ -1255,8 +1255,8 @@ fn cls_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
 
 fn sched_case(w: &[&str]) -> Result<Tensor, Error> {
     use gpulab::optim::lr_scheduler::{
-        CosineAnnealingLR, ExponentialLR, LRScheduler, LinearLR, MultiStepLR, PlateauMode,
-        ReduceLROnPlateau, StepLR, ThresholdMode,
+        CosineAnnealingLR, CosineAnnealingWarmRestarts, ExponentialLR, LRScheduler, LambdaLR,
+        LinearLR, MultiStepLR, PlateauMode, ReduceLROnPlateau, StepLR, ThresholdMode,
     };
     let p = Parameter::new(Tensor::zeros([1], Device::Cpu)?)?;
     let mut opt = SGD::new(vec![p], 0.1);
@@ -1292,6 +1292,9 @@ fn sched_case(w: &[&str]) -> Result<Tensor, Error> {
         "multistep" => Box::new(MultiStepLR::new(&opt, &[2, 5, 5, 9], 0.5)),
         "linear" => Box::new(LinearLR::new(&mut opt, 1.0 / 3.0, 1.0, 5)),
         "linear_up" => Box::new(LinearLR::new(&mut opt, 0.25, 0.75, 6)),
+        "lambda" => Box::new(LambdaLR::new(&mut opt, |e| 1.0 / (1.0 + e as f64))),
+        "warm_restarts" => Box::new(CosineAnnealingWarmRestarts::new(&opt, 3, 2, 0.01)),
+        "warm_restarts_flat" => Box::new(CosineAnnealingWarmRestarts::new(&opt, 4, 1, 0.0)),
         _ => Box::new(CosineAnnealingLR::new(&opt, 4, 0.01)),
     };
     for _ in metrics {

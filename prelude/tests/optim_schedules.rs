@@ -124,3 +124,41 @@ fn a_plateau_schedule_resumes_from_its_state_dict() {
     let e = b.load_state_dict(&bad).unwrap_err().to_string();
     assert!(e.contains("patience_x"), "{e}");
 }
+
+/// A warm-restart schedule resumes mid-cycle from its state dict; LambdaLR's state holds the
+/// epoch, so a new closure carries on from there.
+#[test]
+fn restarts_and_lambdas_resume_from_their_state_dicts() {
+    use gpulab::optim::lr_scheduler::{CosineAnnealingWarmRestarts, LambdaLR};
+    let model = Linear::new(3, 2);
+    let mut opt = SGD::new(model.parameters(), 1.0);
+    let mut a = CosineAnnealingWarmRestarts::new(&opt, 2, 2, 0.0);
+    let mut rates = Vec::new();
+    for _ in 0..4 {
+        a.step(&mut opt);
+        rates.push(opt.lr());
+    }
+    // Epoch 2 restarts at the starting rate; the next cycle is 4 epochs long.
+    assert!(
+        (rates[0] - 0.5).abs() < 1e-12 && rates[1] == 1.0,
+        "{rates:?}"
+    );
+    let saved = a.state_dict().unwrap();
+    let mut opt_b = SGD::new(model.parameters(), 1.0);
+    let mut b = CosineAnnealingWarmRestarts::new(&opt_b, 2, 2, 0.0);
+    b.load_state_dict(&saved).unwrap();
+    for _ in 0..5 {
+        a.step(&mut opt);
+        b.step(&mut opt_b);
+        assert_eq!(opt.lr(), opt_b.lr());
+    }
+    let mut opt = SGD::new(model.parameters(), 0.5);
+    let mut l = LambdaLR::new(&mut opt, |e| 0.5f64.powi(e as i32));
+    l.step(&mut opt);
+    l.step(&mut opt);
+    assert_eq!(opt.lr(), 0.125);
+    let mut l2 = LambdaLR::new(&mut opt, |e| 0.5f64.powi(e as i32));
+    l2.load_state_dict(&l.state_dict().unwrap()).unwrap();
+    l2.step(&mut opt);
+    assert_eq!(opt.lr(), 0.0625);
+}

@@ -354,3 +354,128 @@ impl LRScheduler for LinearLR {
         Ok(())
     }
 }
+
+/// The starting rate times `lr_lambda(epoch)` (torch's `LambdaLR`): any schedule written as a
+/// closure, `LambdaLR::new(&opt, |epoch| 0.95f64.powi(epoch as i32))`. As torch's, it sets
+/// `lr_lambda(0)` as it is made, so it takes the optimiser mutably. Its state dict holds the
+/// epoch and rates; the closure itself is not saved (torch saves only callable objects).
+pub struct LambdaLR {
+    at: Progress,
+    lr_lambda: Box<dyn Fn(usize) -> f64 + Send + Sync>,
+}
+
+impl LambdaLR {
+    pub fn new(
+        opt: &mut dyn Optimizer,
+        lr_lambda: impl Fn(usize) -> f64 + Send + Sync + 'static,
+    ) -> LambdaLR {
+        let mut s = LambdaLR {
+            at: Progress::new(opt),
+            lr_lambda: Box::new(lr_lambda),
+        };
+        let first = s.at.base_lr * (s.lr_lambda)(0);
+        s.at.set(opt, first);
+        s
+    }
+}
+
+impl LRScheduler for LambdaLR {
+    fn step(&mut self, opt: &mut dyn Optimizer) {
+        self.at.epoch += 1;
+        let lr = self.at.base_lr * (self.lr_lambda)(self.at.epoch);
+        self.at.set(opt, lr);
+    }
+    fn get_last_lr(&self) -> f64 {
+        self.at.last_lr
+    }
+    fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut s = Saver::new();
+        self.at.save(&mut s)?;
+        Ok(s.done())
+    }
+    fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+        let mut l = Loader::named("LambdaLR", SCHEDULE_NAMES, state);
+        let at = self.at.load(&mut l)?;
+        l.finish()?;
+        self.at = at;
+        Ok(())
+    }
+}
+
+/// Cosine annealing from the starting rate to `eta_min` over `t_0` epochs, then a restart at
+/// the starting rate, each cycle `t_mult` times longer than the last (torch's
+/// `CosineAnnealingWarmRestarts`, SGDR).
+#[derive(Clone, Debug)]
+pub struct CosineAnnealingWarmRestarts {
+    at: Progress,
+    t_0: usize,
+    t_i: usize,
+    t_cur: usize,
+    t_mult: usize,
+    eta_min: f64,
+}
+
+impl CosineAnnealingWarmRestarts {
+    /// `t_0` epochs in the first cycle (at least 1), `t_mult` (at least 1) the growth.
+    pub fn new(
+        opt: &dyn Optimizer,
+        t_0: usize,
+        t_mult: usize,
+        eta_min: f64,
+    ) -> CosineAnnealingWarmRestarts {
+        CosineAnnealingWarmRestarts {
+            at: Progress::new(opt),
+            t_0: t_0.max(1),
+            t_i: t_0.max(1),
+            t_cur: 0,
+            t_mult: t_mult.max(1),
+            eta_min,
+        }
+    }
+}
+
+impl LRScheduler for CosineAnnealingWarmRestarts {
+    fn step(&mut self, opt: &mut dyn Optimizer) {
+        self.at.epoch += 1;
+        self.t_cur += 1;
+        if self.t_cur >= self.t_i {
+            self.t_cur -= self.t_i;
+            self.t_i *= self.t_mult;
+        }
+        let phase = std::f64::consts::PI * self.t_cur as f64 / self.t_i as f64;
+        let lr = self.eta_min + (self.at.base_lr - self.eta_min) * (1.0 + phase.cos()) / 2.0;
+        self.at.set(opt, lr);
+    }
+    fn get_last_lr(&self) -> f64 {
+        self.at.last_lr
+    }
+    fn state_dict(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut s = Saver::new();
+        self.at.save(&mut s)?;
+        s.value("T_0", &[self.t_0 as f64])?;
+        s.value("T_i", &[self.t_i as f64])?;
+        s.value("T_mult", &[self.t_mult as f64])?;
+        s.value("eta_min", &[self.eta_min])?;
+        s.value("T_cur", &[self.t_cur as f64])?;
+        Ok(s.done())
+    }
+    fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+        let mut l = Loader::named("CosineAnnealingWarmRestarts", SCHEDULE_NAMES, state);
+        let at = self.at.load(&mut l)?;
+        let t_0 = period(&mut l, "T_0", self.t_0)?;
+        let t_i = period(&mut l, "T_i", self.t_i)?;
+        let t_mult = period(&mut l, "T_mult", self.t_mult)?;
+        let eta_min = l.value("eta_min", self.eta_min)?;
+        let t_cur = l.count("T_cur", self.t_cur as u64)? as usize;
+        l.finish()?;
+        (
+            self.at,
+            self.t_0,
+            self.t_i,
+            self.t_mult,
+            self.eta_min,
+            self.t_cur,
+        ) = (at, t_0, t_i, t_mult, eta_min, t_cur);
+        Ok(())
+    }
+}
