@@ -80,7 +80,11 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "index_ellipsis index_tensor index_tensor2d index_mask index_clamp index_step_range conv1d "
         "conv1d_pad conv1d_same conv1d_groups conv1d_unbatched max_pool1d max_pool1d_pad avg_pool1d "
         "avg_pool1d_pad unfold unfold_pad unfold_3d fold fold_overlap kl_div kl_div_batchmean "
-        "kl_div_sum kl_div_none kl_div_log kl_div_bad").split()
+        "kl_div_sum kl_div_none kl_div_log kl_div_bad var_pop var_keep std_pop_all std_keep_all "
+        "quantile quantile_dim quantile_keep quantile_end squantile_dim nanquantile_dim "
+        "snanquantile_dim quantile_bad cov cov_pop cov_vec corrcoef corrcoef_vec aminmax "
+        "aminmax_dim diff diff_d0 diff_two flatten_from flatten_dims expand_as type_as").split()
+MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
 # smoothing, class probabilities as targets, extra dimensions after the classes, unbatched.
@@ -331,7 +335,7 @@ def cases():
             for want in ("out", "x")]
     out += [f"empty {op} f32 - {want}" for op in EMPTY_NN for want in ("out", "x")]
     out += [f"more {op} {a} {want}" for op in MORE for a in DTYPES for want in ("out", "x")]
-    out += [f"more {op} f32 out" for op in MORE_MADE]
+    out += [f"more {op} f32 out" for op in MORE_MADE + MORE_MADE_EXTRA]
     for a in floats:
         out += [f"attn {op} {a} {want}" for op in ("sdpa", "sdpa_causal", "sdpa_bool", "sdpa_float",
                                                    "sdpa_scale") for want in ("out", "q", "k", "v")]
@@ -691,6 +695,10 @@ def torch_results(lines, device):
 
     def more_case(w):
         op, d, want = w[1], w[2], w[3]
+        if op in MORE_MADE_EXTRA:
+            return {"logspace": lambda: torch.logspace(-1.5, 2.25, 7, device=dev),
+                    "logspace_base2": lambda: torch.logspace(-1, 1, 5, base=2, device=dev),
+                    "logspace_one": lambda: torch.logspace(0, 1, 1, device=dev)}[op]()
         if op in MORE_MADE:
             return {"linspace": lambda: torch.linspace(-3, 7.25, 7, device=dev),
                     "linspace_one": lambda: torch.linspace(2, 5, 1, device=dev),
@@ -888,6 +896,24 @@ def torch_results(lines, device):
             "kl_div_none": lambda: F.kl_div(x, y.abs(), reduction="none"),
             "kl_div_log": lambda: F.kl_div(x, y, reduction="batchmean", log_target=True),
             "kl_div_bad": lambda: F.kl_div(x, y.abs(), reduction="foo"),
+            "var_pop": lambda: x.var(1, correction=0), "var_keep": lambda: x.var(0, keepdim=True),
+            "std_pop_all": lambda: x.std(correction=0),
+            "std_keep_all": lambda: x.std(keepdim=True, correction=2),
+            "quantile": lambda: torch.quantile(x, 0.3), "quantile_dim": lambda: torch.quantile(x, 0.75, 1),
+            "quantile_keep": lambda: torch.quantile(x, 0.4, 0, keepdim=True),
+            "quantile_end": lambda: torch.quantile(x, 1.0, 1),
+            "nanquantile_dim": lambda: torch.nanquantile(x, 0.6, 1),
+            "quantile_bad": lambda: torch.quantile(x, 1.5),
+            "cov": lambda: torch.cov(x), "cov_pop": lambda: torch.cov(x, correction=0),
+            "cov_vec": lambda: torch.cov(x[0]), "corrcoef": lambda: torch.corrcoef(x + y),
+            "corrcoef_vec": lambda: torch.corrcoef(x[1]),
+            "aminmax": lambda: torch.stack(torch.aminmax(x)),
+            "aminmax_dim": lambda: torch.cat(torch.aminmax(x, dim=1)),
+            "diff": lambda: torch.diff(x), "diff_d0": lambda: torch.diff(x, dim=0),
+            "diff_two": lambda: torch.diff(x, n=2),
+            "flatten_from": lambda: x.unsqueeze(0).flatten(1),
+            "flatten_dims": lambda: x.reshape(1, 2, 3, 1).flatten(1, 2),
+            "expand_as": lambda: x[0].expand_as(y), "type_as": lambda: x.type_as(y.double()),
         }[op]()
         return out_or_grad(out, x, want)
 

@@ -677,6 +677,9 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "linspace_none" => return Tensor::linspace(0.0, 1.0, 0, dev),
         "eye" => return Tensor::eye(3, dev),
         "eye_none" => return Tensor::eye(0, dev),
+        "logspace" => return Tensor::logspace(-1.5, 2.25, 7, 10.0, dev),
+        "logspace_base2" => return Tensor::logspace(-1.0, 1.0, 5, 2.0, dev),
+        "logspace_one" => return Tensor::logspace(0.0, 1.0, 1, 10.0, dev),
         _ => {}
     }
     let special = [
@@ -725,6 +728,8 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "scummax",
         "scummin",
         "ssearchsorted",
+        "squantile_dim",
+        "snanquantile_dim",
     ];
     let x = if special.contains(&op) {
         op = &op[1..];
@@ -997,6 +1002,36 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "kl_div_none" => F::kl_div(&x, &y.abs()?, "none", false),
         "kl_div_log" => F::kl_div(&x, &y, "batchmean", true),
         "kl_div_bad" => F::kl_div(&x, &y.abs()?, "foo", false),
+        "var_pop" => x.var_with(Some(1), 0.0, false),
+        "var_keep" => x.var_with(Some(0), 1.0, true),
+        "std_pop_all" => x.std_with(None, 0.0, false),
+        "std_keep_all" => x.std_with(None, 2.0, true),
+        "quantile" => x.quantile(0.3, None, false),
+        "quantile_dim" => x.quantile(0.75, Some(1), false),
+        "quantile_keep" => x.quantile(0.4, Some(0), true),
+        "quantile_end" => x.quantile(1.0, Some(1), false),
+        "nanquantile_dim" => x.nanquantile(0.6, Some(1), false),
+        "quantile_bad" => x.quantile(1.5, None, false),
+        "cov" => x.cov(1.0),
+        "cov_pop" => x.cov(0.0),
+        "cov_vec" => x.select(0, 0)?.cov(1.0),
+        "corrcoef" => x.add(&y)?.corrcoef(),
+        "corrcoef_vec" => x.select(0, 1)?.corrcoef(),
+        "aminmax" => {
+            let (a, b) = x.aminmax(None, false)?;
+            Tensor::stack(&[a, b], 0)
+        }
+        "aminmax_dim" => {
+            let (a, b) = x.aminmax(Some(1), false)?;
+            Tensor::cat(&[a, b], 0)
+        }
+        "diff" => x.diff(1, -1),
+        "diff_d0" => x.diff(1, 0),
+        "diff_two" => x.diff(2, -1),
+        "flatten_from" => x.unsqueeze(0)?.flatten_from(1),
+        "flatten_dims" => x.reshape([1, 2, 3, 1])?.flatten_dims(1, 2),
+        "expand_as" => x.select(0, 0)?.expand_as(&y),
+        "type_as" => x.type_as(&y.to_dtype(DType::F64)?),
         "fmod_" | "remainder_" | "tan_" => {
             let t = x.detach().deep_clone()?;
             match op {

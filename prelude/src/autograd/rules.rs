@@ -250,17 +250,25 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
     })
 }
 
-/// `var` over everything (`dim` None) or along `dim`: the gradient is `2 (x - mean) / (n - 1)`
+/// `var` over everything (`dim` None) or along `dim`: the gradient is `2 (x - mean) / (n - c)`
 /// times the output's, as torch's `var_backward` (it does not pass through the mean, whose
 /// share sums to zero, and stays finite where the mean is infinite).
-pub(crate) fn variance(x: &Tensor, centred: Tensor, dim: Option<usize>, out: Tensor) -> Tensor {
+pub(crate) fn variance(
+    x: &Tensor,
+    centred: Tensor,
+    dim: Option<usize>,
+    correction: f64,
+    out: Tensor,
+) -> Tensor {
     let n = dim.map_or(x.numel(), |d| x.shape()[d]);
     record(out, "var", &[x], move |g| {
         let g = match dim {
             None => g.clone(),
             Some(d) => g.unsqueeze(d as isize)?,
         };
-        Ok(vec![Some(centred.mul(&g)?.mul(2.0 / (n as f64 - 1.0))?)])
+        Ok(vec![Some(
+            centred.mul(&g)?.mul(2.0 / (n as f64 - correction))?,
+        )])
     })
 }
 

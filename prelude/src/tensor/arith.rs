@@ -517,6 +517,16 @@ impl Tensor {
     /// torch's, so a large mean does not swallow the spread. The gradient is torch's closed
     /// form, `2 (x - mean) / (n - 1)` (`rules::variance`).
     fn variance(&self, name: &str, dim: Option<isize>) -> Result<Tensor> {
+        self.variance_corrected(name, dim, 1.0)
+    }
+
+    /// [`Tensor::variance`] dividing by `n - correction` (torch's `correction=`).
+    pub(super) fn variance_corrected(
+        &self,
+        name: &str,
+        dim: Option<isize>,
+        correction: f64,
+    ) -> Result<Tensor> {
         self.float_only(name)?;
         let d = dim.map(|dim| resolve_dim(dim, self.rank())).transpose()?;
         let (out, centred) = crate::autograd::no_grad(|| -> Result<_> {
@@ -529,11 +539,12 @@ impl Tensor {
                 None => squares.sum()?,
                 Some(d) => squares.sum_dim(d as isize)?,
             };
-            // torch's degrees of freedom, max(0, n - 1): one element or none gives 0/0.
+            // torch's degrees of freedom, max(0, n - correction): one element or none gives
+            // 0/0 with the default correction of 1.
             let n = d.map_or(self.numel(), |d| self.shape()[d]);
-            Ok((total.div((n as f64 - 1.0).max(0.0))?, centred))
+            Ok((total.div((n as f64 - correction).max(0.0))?, centred))
         })?;
-        Ok(rules::variance(self, centred, d, out))
+        Ok(rules::variance(self, centred, d, correction, out))
     }
 
     /// Mean of all elements, a 0-d tensor; NaN for an empty tensor (0/0), as in torch.

@@ -62,6 +62,7 @@ mod select;
 mod shape;
 mod sort;
 mod special;
+mod stats;
 mod storage;
 mod trig;
 mod view;
@@ -363,6 +364,20 @@ impl Tensor {
                 }
             })
             .collect();
+        Tensor::from_host(data, vec![steps], device.into())
+    }
+
+    /// `steps` float32 values from `base^start` to `base^end`, evenly spaced in the exponent
+    /// (torch's `logspace(start, end, steps, base)`; base 10 is torch's default).
+    pub fn logspace(
+        start: f64,
+        end: f64,
+        steps: usize,
+        base: f64,
+        device: impl Into<Device>,
+    ) -> Result<Tensor> {
+        let exponents = Tensor::linspace(start, end, steps, Device::Cpu)?.to_vec::<f32>()?;
+        let data: Vec<f32> = exponents.iter().map(|&e| (base as f32).powf(e)).collect();
         Tensor::from_host(data, vec![steps], device.into())
     }
 

@@ -271,6 +271,54 @@ impl Tensor {
         self.reshape(vec![self.numel()])
     }
 
+    /// Dimensions `start_dim` to the last merged into one (torch's `flatten(start_dim)`;
+    /// `x.flatten_from(1)` keeps the batch dimension). A view when possible.
+    pub fn flatten_from(&self, start_dim: isize) -> Result<Tensor> {
+        self.flatten_dims(start_dim, -1)
+    }
+
+    /// Dimensions `start_dim` to `end_dim` (both included) merged into one, as torch's
+    /// `flatten(start_dim, end_dim)`. A 0-d tensor becomes 1-D, as in torch.
+    pub fn flatten_dims(&self, start_dim: isize, end_dim: isize) -> Result<Tensor> {
+        if self.rank() == 0 {
+            return self.reshape([1]);
+        }
+        let (a, b) = (
+            self.resolve("flatten", start_dim)?,
+            self.resolve("flatten", end_dim)?,
+        );
+        if a > b {
+            return Err(Error::Invalid(format!(
+                "flatten: start_dim {start_dim} comes after end_dim {end_dim} (shape {:?})",
+                self.shape()
+            )));
+        }
+        let mut dims = self.shape()[..a].to_vec();
+        dims.push(self.shape()[a..=b].iter().product());
+        dims.extend_from_slice(&self.shape()[b + 1..]);
+        self.reshape(dims)
+    }
+
+    /// This tensor broadcast to `other`'s shape (torch's `expand_as`), a view.
+    pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.expand(other.shape().to_vec())
+    }
+
+    /// This tensor in `other`'s shape (torch's `reshape_as`; `view_as` is the same here).
+    pub fn reshape_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.reshape(other.shape().to_vec())
+    }
+
+    /// torch's `view_as`: [`Tensor::reshape_as`].
+    pub fn view_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.reshape_as(other)
+    }
+
+    /// This tensor converted to `other`'s dtype (torch's `type_as`).
+    pub fn type_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.to_dtype(other.dtype())
+    }
+
     // ---- in-place writes --------------------------------------------------------------
 
     /// Copies `src` into this tensor's elements, in place (torch's `copy_`): `src` is
