@@ -83,7 +83,8 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "kl_div_sum kl_div_none kl_div_log kl_div_bad var_pop var_keep std_pop_all std_keep_all "
         "quantile quantile_dim quantile_keep quantile_end squantile_dim nanquantile_dim "
         "snanquantile_dim quantile_bad cov cov_pop cov_vec corrcoef corrcoef_vec aminmax "
-        "aminmax_dim diff diff_d0 diff_two flatten_from flatten_dims expand_as type_as").split()
+        "aminmax_dim diff diff_d0 diff_two flatten_from flatten_dims expand_as type_as prelu "
+        "prelu_one instance_norm instance_norm_affine").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
@@ -914,6 +915,11 @@ def torch_results(lines, device):
             "flatten_from": lambda: x.unsqueeze(0).flatten(1),
             "flatten_dims": lambda: x.reshape(1, 2, 3, 1).flatten(1, 2),
             "expand_as": lambda: x[0].expand_as(y), "type_as": lambda: x.type_as(y.double()),
+            "prelu": lambda: F.prelu(x, ramp([3], 3, 1.0, 0.25, d)),
+            "prelu_one": lambda: F.prelu(x, ramp([1], 3, 1.0, 0.25, d)),
+            "instance_norm": lambda: F.instance_norm(x.unsqueeze(0)),
+            "instance_norm_affine": lambda: F.instance_norm(x.unsqueeze(0), weight=ramp([2], 3, 1.0, 0.5, d),
+                                                            bias=ramp([2], 4, 2.0, 0.25, d)),
         }[op]()
         return out_or_grad(out, x, want)
 

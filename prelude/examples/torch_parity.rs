@@ -1032,6 +1032,15 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "flatten_dims" => x.reshape([1, 2, 3, 1])?.flatten_dims(1, 2),
         "expand_as" => x.select(0, 0)?.expand_as(&y),
         "type_as" => x.type_as(&y.to_dtype(DType::F64)?),
+        "prelu" => F::prelu(&x, &ramp(&[3], 3, 1.0, 0.25, d, dev)?),
+        "prelu_one" => F::prelu(&x, &ramp(&[1], 3, 1.0, 0.25, d, dev)?),
+        "instance_norm" => F::instance_norm(&x.unsqueeze(0)?, None, None, 1e-5),
+        "instance_norm_affine" => F::instance_norm(
+            &x.unsqueeze(0)?,
+            Some(&ramp(&[2], 3, 1.0, 0.5, d, dev)?),
+            Some(&ramp(&[2], 4, 2.0, 0.25, d, dev)?),
+            1e-5,
+        ),
         "fmod_" | "remainder_" | "tan_" => {
             let t = x.detach().deep_clone()?;
             match op {

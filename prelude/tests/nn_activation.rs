@@ -146,3 +146,60 @@ fn kinks_and_bad_input_follow_torch() {
         &[2, 3, 4]
     );
 }
+
+/// PReLU, InstanceNorm and Dropout2d: torch's reprs and parameter names, and Dropout2d's
+/// channel-wise draws (values and gradients of prelu / instance_norm against torch:
+/// bench/torch_parity.py's `more prelu*`, `more instance_norm*`).
+#[test]
+fn prelu_instance_norm_and_dropout2d_are_torchs() {
+    use gpulab::nn::{Dropout2d, InstanceNorm2d, PReLU};
+    assert_eq!(PReLU::default().describe(), "PReLU(num_parameters=1)");
+    let p = PReLU::new(3, 0.1);
+    assert_eq!(p.describe(), "PReLU(num_parameters=3)");
+    let names: Vec<String> = p.named_parameters().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["weight"]);
+    let x = Tensor::from_vec(vec![-1.0f32, 2.0, -3.0], (1, 3), Device::Cpu).unwrap();
+    assert_eq!(
+        p.forward(&x).unwrap().to_vec::<f32>().unwrap(),
+        [-0.1, 2.0, -0.3]
+    );
+    let e = p
+        .forward(&Tensor::ones((2, 4), Device::Cpu).unwrap())
+        .unwrap_err();
+    assert!(e.to_string().contains("3 slopes"), "{e}");
+
+    let n = InstanceNorm2d::new_2d(3);
+    assert_eq!(
+        n.describe(),
+        "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)"
+    );
+    assert!(n.parameters().is_empty());
+    let a = InstanceNorm2d::new_2d(3).affine(true);
+    let names: Vec<String> = a.named_parameters().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["weight", "bias"]);
+    let img = Tensor::randn((2, 3, 4, 4), Device::Cpu).unwrap();
+    let y = a.forward(&img).unwrap();
+    // Each sample's channel has mean 0 and (biased) variance 1.
+    let m = y.mean_dim(-1).unwrap().mean_dim(-1).unwrap();
+    assert!(m.abs().unwrap().max().unwrap().item::<f32>().unwrap() < 1e-5);
+    let e = n
+        .forward(&Tensor::ones((2, 4, 4, 4), Device::Cpu).unwrap())
+        .unwrap_err();
+    assert!(e.to_string().contains("[N, 3, H, W]"), "{e}");
+
+    let mut d = Dropout2d::new(0.5);
+    assert_eq!(d.describe(), "Dropout2d(p=0.5, inplace=False)");
+    let ones = Tensor::ones((8, 16, 3, 3), Device::Cpu).unwrap();
+    let out = fork_rng(3, || d.forward(&ones)).unwrap();
+    // Every channel is all 0 or all 2 (kept and scaled by 1 / (1 - p)), and both happen.
+    let v = out.reshape([8 * 16, 9]).unwrap();
+    let (lo, hi) = (v.amin(&[1], false).unwrap(), v.amax(&[1], false).unwrap());
+    assert!(lo.eq(&hi).unwrap().all().unwrap().item::<bool>().unwrap());
+    let kept = hi.gt(0.0).unwrap().sum().unwrap().item::<i64>().unwrap();
+    assert!((16..=112).contains(&kept), "{kept} of 128 channels kept");
+    assert_eq!(hi.max().unwrap().item::<f32>().unwrap(), 2.0);
+    d.set_training(false);
+    assert!(d.forward(&ones).unwrap().equal(&ones).unwrap());
+    let e = F::dropout2d(&Tensor::ones(4, Device::Cpu).unwrap(), 0.5, true).unwrap_err();
+    assert!(e.to_string().contains("[N, C, H, W]"), "{e}");
+}

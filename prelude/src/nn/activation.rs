@@ -4,7 +4,7 @@
 //! device and autograd differentiates it; the compositions give torch's gradients at the
 //! kinks too (hardtanh passes none at its bounds, elu passes `alpha` at 0).
 
-use super::{py_float, Module};
+use super::{py_float, same_device, Module, Parameter};
 use crate::error::{Error, Result};
 use crate::tensor::autocast::unlisted;
 use crate::tensor::{DType, Tensor};
@@ -242,5 +242,67 @@ impl Module for Unflatten {
             format!("({})", sizes.join(", "))
         };
         format!("Unflatten(dim={}, unflattened_size={tuple})", self.dim)
+    }
+}
+
+/// `x` where it is positive, `weight * x` elsewhere, with one slope per channel (dimension 1)
+/// or one for all (torch's `F.prelu`); the slopes learn.
+pub fn prelu(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    super::functional::float_input(x, "prelu")?;
+    let n = weight.numel();
+    let slope = if n == 1 {
+        weight.reshape(Vec::<usize>::new())?
+    } else {
+        let channels = if x.rank() >= 2 { x.shape()[1] } else { 0 };
+        if weight.rank() != 1 || channels != n {
+            return Err(Error::BadShape(format!(
+                "prelu: {n} slopes need an input with {n} channels (dimension 1), got shape {:?}",
+                x.shape()
+            )));
+        }
+        let mut shape = vec![1; x.rank()];
+        shape[1] = n;
+        weight.reshape(shape)?
+    };
+    // `x > 0` as torch's kernel: at 0 the gradient is the slope's.
+    x.where_(&x.gt(0)?, &x.mul(&slope)?)
+}
+
+/// torch's `nn.PReLU(num_parameters=1, init=0.25)`: a leaky ReLU whose negative slope is
+/// learned, one for all channels or one per channel.
+pub struct PReLU {
+    pub weight: Parameter,
+}
+
+impl PReLU {
+    /// `num_parameters` slopes (1, or the input's channel count), each starting at `init`.
+    pub fn new(num_parameters: usize, init: f64) -> PReLU {
+        let w = Tensor::full([num_parameters], init as f32, crate::Device::Cpu)
+            .expect("a small tensor on the CPU");
+        PReLU {
+            weight: Parameter::new(w).expect("float32 can require grad"),
+        }
+    }
+}
+
+impl Default for PReLU {
+    fn default() -> PReLU {
+        PReLU::new(1, 0.25)
+    }
+}
+
+impl Module for PReLU {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        same_device(self, &self.weight, x)?;
+        prelu(x, &self.weight.tensor())
+    }
+    fn parameters(&self) -> Vec<Parameter> {
+        vec![self.weight.clone()]
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        vec![("weight".into(), self.weight.clone())]
+    }
+    fn describe(&self) -> String {
+        format!("PReLU(num_parameters={})", self.weight.shape()[0])
     }
 }

@@ -15,7 +15,7 @@ use crate::tensor::{promote, DType, Tensor};
 use crate::Device;
 use std::borrow::Cow;
 
-pub use super::activation::{elu, hardtanh, mish, relu6};
+pub use super::activation::{elu, hardtanh, mish, prelu, relu6};
 pub use super::attention::scaled_dot_product_attention;
 use super::class_loss::class_loss;
 pub use super::class_loss::ClassLossOptions;
@@ -25,7 +25,7 @@ use super::loss::Reduction;
 pub use super::loss::{
     binary_cross_entropy, huber_loss, kl_div, l1_loss, nll_loss, nll_loss_with, smooth_l1_loss,
 };
-pub use super::norm::{batch_norm, group_norm, layer_norm};
+pub use super::norm::{batch_norm, group_norm, instance_norm, layer_norm};
 pub use super::pad::pad;
 pub use super::pool::{adaptive_avg_pool2d, avg_pool2d, max_pool2d};
 pub use super::resample::interpolate;
@@ -504,6 +504,35 @@ pub fn dropout(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
         .map(|&v| if (v as f64) < p { 0.0 } else { keep })
         .collect();
     let mask = Tensor::from_vec(mask, x.shape(), Device::Cpu)?
+        .to_dtype(x.dtype())?
+        .to(x.device())?;
+    x.mul(&mask)
+}
+
+/// Whole channels zeroed with probability `p` while training, the rest scaled by
+/// `1 / (1 - p)` (torch's `F.dropout2d`): one draw per sample and channel of `[N, C, H, W]`
+/// (or per channel of `[C, H, W]`), so neighbouring pixels drop together.
+pub fn dropout2d(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(Error::Invalid(format!(
+            "dropout2d probability has to be between 0 and 1, got {p}"
+        )));
+    }
+    let mask_shape = match *x.shape() {
+        [n, c, _, _] => vec![n, c, 1, 1],
+        [c, _, _] => vec![c, 1, 1],
+        _ => {
+            return Err(Error::BadShape(format!(
+                "dropout2d: expected input [N, C, H, W] or [C, H, W], got {:?}",
+                x.shape()
+            )))
+        }
+    };
+    if !training || p == 0.0 {
+        return Ok(x.clone());
+    }
+    let ones = Tensor::ones(mask_shape, Device::Cpu)?;
+    let mask = dropout(&ones, p, true)?
         .to_dtype(x.dtype())?
         .to(x.device())?;
     x.mul(&mask)

@@ -36,7 +36,7 @@ mod transformer;
 mod unfold;
 pub mod utils;
 mod windows;
-pub use activation::{Hardtanh, Identity, LogSoftmax, Mish, ReLU6, Unflatten, ELU};
+pub use activation::{Hardtanh, Identity, LogSoftmax, Mish, PReLU, ReLU6, Unflatten, ELU};
 pub use attention::{Attention, MultiheadAttention};
 pub use conv::{Padding, Size2};
 pub use conv1d::{AvgPool1d, Conv1d, MaxPool1d, Padding1};
@@ -47,7 +47,10 @@ pub use loss_modules::{
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
     SmoothL1Loss,
 };
-pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm};
+pub use norm::{
+    BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm, InstanceNorm1d, InstanceNorm2d,
+    LayerNorm,
+};
 pub use pad::{CircularPad2d, ConstantPad2d, Pad4, ReflectionPad2d, ReplicationPad2d, ZeroPad2d};
 pub use pool_layers::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
 pub use recurrent::{Recurrent, RecurrentOutput, GRU, LSTM, RNN};
@@ -541,6 +544,32 @@ impl Module for Dropout {
     }
     fn describe(&self) -> String {
         format!("Dropout(p={}, inplace=False)", py_float(self.p))
+    }
+}
+
+/// torch's `nn.Dropout2d(p)`: whole channels dropped while training (`F::dropout2d`),
+/// nothing in `eval()`.
+pub struct Dropout2d {
+    p: f64,
+    training: bool,
+}
+
+impl Dropout2d {
+    pub fn new(p: f64) -> Dropout2d {
+        Dropout2d { p, training: true }
+    }
+}
+
+impl Module for Dropout2d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let training = self.training && !SHAPE_PASS.with(Cell::get);
+        functional::dropout2d(x, self.p, training)
+    }
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+    }
+    fn describe(&self) -> String {
+        format!("Dropout2d(p={}, inplace=False)", py_float(self.p))
     }
 }
 

@@ -533,3 +533,114 @@ impl Module for GroupNorm {
         )
     }
 }
+
+/// Each channel of each sample normalised over its own positions (torch's `F.instance_norm`
+/// without running statistics): `group_norm` with one group per channel, then an optional
+/// per-channel scale and shift.
+pub fn instance_norm(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    if x.rank() < 3 {
+        return Err(Error::BadShape(format!(
+            "instance_norm: expected input [N, C, ...] with positions to normalise over, got {:?}",
+            x.shape()
+        )));
+    }
+    group_norm(x, x.shape()[1], weight, bias, eps)
+}
+
+/// torch's `nn.InstanceNorm1d` / `nn.InstanceNorm2d` (`affine=False`, no running statistics,
+/// torch's defaults): each channel of each sample normalised on its own, as style transfer
+/// and GAN generators use it. `.affine(true)` adds a learned scale and shift per channel.
+pub struct InstanceNorm {
+    name: &'static str,
+    rank: usize,
+    channels: usize,
+    eps: f64,
+    affine: Option<(Parameter, Parameter)>,
+}
+
+/// torch's `nn.InstanceNorm1d`: [`InstanceNorm`] over `[N, C, L]`.
+pub type InstanceNorm1d = InstanceNorm;
+/// torch's `nn.InstanceNorm2d`: [`InstanceNorm`] over `[N, C, H, W]`.
+pub type InstanceNorm2d = InstanceNorm;
+
+impl InstanceNorm {
+    fn with(name: &'static str, rank: usize, num_features: usize) -> InstanceNorm {
+        InstanceNorm {
+            name,
+            rank,
+            channels: num_features,
+            eps: 1e-5,
+            affine: None,
+        }
+    }
+    /// Over `[N, C, L]` (torch's `InstanceNorm1d(num_features)`).
+    pub fn new_1d(num_features: usize) -> InstanceNorm {
+        InstanceNorm::with("InstanceNorm1d", 3, num_features)
+    }
+    /// Over `[N, C, H, W]` (torch's `InstanceNorm2d(num_features)`).
+    pub fn new_2d(num_features: usize) -> InstanceNorm {
+        InstanceNorm::with("InstanceNorm2d", 4, num_features)
+    }
+    /// Added to the variance before the square root (default 1e-5).
+    pub fn eps(mut self, eps: f64) -> InstanceNorm {
+        self.eps = eps;
+        self
+    }
+    /// A learned scale (1) and shift (0) per channel, torch's `affine=True`.
+    pub fn affine(mut self, on: bool) -> InstanceNorm {
+        self.affine = on.then(|| affine(vec![self.channels]));
+        self
+    }
+}
+
+impl Module for InstanceNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if x.rank() != self.rank || x.shape()[1] != self.channels {
+            let rest = if self.rank == 3 { "L" } else { "H, W" };
+            return Err(Error::BadShape(format!(
+                "{}: expected input of shape [N, {}, {rest}], got {:?}",
+                self.describe(),
+                self.channels,
+                x.shape()
+            )));
+        }
+        let (w, b) = match &self.affine {
+            Some((w, b)) => {
+                same_device(self, w, x)?;
+                (Some(w.tensor()), Some(b.tensor()))
+            }
+            None => (None, None),
+        };
+        instance_norm(x, w.as_ref(), b.as_ref(), self.eps)
+    }
+    fn parameters(&self) -> Vec<Parameter> {
+        self.affine
+            .iter()
+            .flat_map(|(w, b)| [w.clone(), b.clone()])
+            .collect()
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        match &self.affine {
+            Some((w, b)) => weight_and_bias(w, &Some(b.clone())),
+            None => Vec::new(),
+        }
+    }
+    fn describe(&self) -> String {
+        format!(
+            "{}({}, eps={}, momentum=0.1, affine={}, track_running_stats=False)",
+            self.name,
+            self.channels,
+            py_float(self.eps),
+            if self.affine.is_some() {
+                "True"
+            } else {
+                "False"
+            }
+        )
+    }
+}
