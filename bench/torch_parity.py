@@ -84,7 +84,9 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "quantile quantile_dim quantile_keep quantile_end squantile_dim nanquantile_dim "
         "snanquantile_dim quantile_bad cov cov_pop cov_vec corrcoef corrcoef_vec aminmax "
         "aminmax_dim diff diff_d0 diff_two flatten_from flatten_dims expand_as type_as prelu "
-        "prelu_one instance_norm instance_norm_affine").split()
+        "prelu_one instance_norm instance_norm_affine hardsigmoid hardsigmoid_wide hardswish "
+        "hardswish_wide logsigmoid slogsigmoid softsign tanhshrink softshrink hardshrink glu glu_d0 "
+        "celu celu_half selu_act sselu_act softmin").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
@@ -243,6 +245,10 @@ KNOWN = {
     # floats only.
     **{f"more {op} bool out": "torch's CPU unfold/fold take bool"
        for op in ("unfold", "unfold_pad", "unfold_3d", "fold", "fold_overlap")},
+    # torch's float64 hardsigmoid gradient is 1/6 rounded to float32 (a float literal in its
+    # kernel); gpulab's is 1/6 in float64.
+    **{f"more {op} f64 x": "torch's float64 hardsigmoid gradient uses a float32 1/6"
+       for op in ("hardsigmoid", "hardsigmoid_wide")},
     # torch wants int64 class indices; gpulab takes any integer dtype.
     **{f"nn ce {a} i32 {w}": "torch wants int64 class indices" for a in FLOATS for w in ("out", "x")},
 }
@@ -915,6 +921,16 @@ def torch_results(lines, device):
             "flatten_from": lambda: x.unsqueeze(0).flatten(1),
             "flatten_dims": lambda: x.reshape(1, 2, 3, 1).flatten(1, 2),
             "expand_as": lambda: x[0].expand_as(y), "type_as": lambda: x.type_as(y.double()),
+            "hardsigmoid": lambda: F.hardsigmoid(x),
+            "hardsigmoid_wide": lambda: F.hardsigmoid(x * 4 if x.is_floating_point() else x),
+            "hardswish": lambda: F.hardswish(x),
+            "hardswish_wide": lambda: F.hardswish(x * 4 if x.is_floating_point() else x),
+            "logsigmoid": lambda: F.logsigmoid(x), "softsign": lambda: F.softsign(x),
+            "tanhshrink": lambda: F.tanhshrink(x), "softshrink": lambda: F.softshrink(x, 0.75),
+            "hardshrink": lambda: F.hardshrink(x, 0.75), "glu": lambda: F.glu(x.repeat(1, 2)),
+            "glu_d0": lambda: F.glu(x, 0), "celu": lambda: F.celu(x),
+            "celu_half": lambda: F.celu(x, 0.5), "selu_act": lambda: F.selu(x),
+            "softmin": lambda: F.softmin(x, 1),
             "prelu": lambda: F.prelu(x, ramp([3], 3, 1.0, 0.25, d)),
             "prelu_one": lambda: F.prelu(x, ramp([1], 3, 1.0, 0.25, d)),
             "instance_norm": lambda: F.instance_norm(x.unsqueeze(0)),

@@ -730,6 +730,8 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "ssearchsorted",
         "squantile_dim",
         "snanquantile_dim",
+        "slogsigmoid",
+        "sselu_act",
     ];
     let x = if special.contains(&op) {
         op = &op[1..];
@@ -1032,6 +1034,31 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "flatten_dims" => x.reshape([1, 2, 3, 1])?.flatten_dims(1, 2),
         "expand_as" => x.select(0, 0)?.expand_as(&y),
         "type_as" => x.type_as(&y.to_dtype(DType::F64)?),
+        "hardsigmoid" => F::hardsigmoid(&x),
+        "hardsigmoid_wide" | "hardswish_wide" => {
+            let wide = if x.dtype().is_float() {
+                x.mul(4.0)?
+            } else {
+                x.clone()
+            };
+            if op == "hardswish_wide" {
+                F::hardswish(&wide)
+            } else {
+                F::hardsigmoid(&wide)
+            }
+        }
+        "hardswish" => F::hardswish(&x),
+        "logsigmoid" => F::logsigmoid(&x),
+        "softsign" => F::softsign(&x),
+        "tanhshrink" => F::tanhshrink(&x),
+        "softshrink" => F::softshrink(&x, 0.75),
+        "hardshrink" => F::hardshrink(&x, 0.75),
+        "glu" => F::glu(&x.repeat(&[1, 2])?, -1),
+        "glu_d0" => F::glu(&x, 0),
+        "celu" => F::celu(&x, 1.0),
+        "celu_half" => F::celu(&x, 0.5),
+        "selu_act" => F::selu(&x),
+        "softmin" => F::softmin(&x, 1),
         "prelu" => F::prelu(&x, &ramp(&[3], 3, 1.0, 0.25, d, dev)?),
         "prelu_one" => F::prelu(&x, &ramp(&[1], 3, 1.0, 0.25, d, dev)?),
         "instance_norm" => F::instance_norm(&x.unsqueeze(0)?, None, None, 1e-5),

@@ -203,3 +203,34 @@ fn prelu_instance_norm_and_dropout2d_are_torchs() {
     let e = F::dropout2d(&Tensor::ones(4, Device::Cpu).unwrap(), 0.5, true).unwrap_err();
     assert!(e.to_string().contains("[N, C, H, W]"), "{e}");
 }
+
+/// The rest of torch's activation layers print as torch 2.9's; glu refuses an odd size.
+#[test]
+fn more_activation_layers_print_like_torch() {
+    use gpulab::nn::{
+        Hardshrink, Hardsigmoid, Hardswish, LogSigmoid, Softmin, Softshrink, Softsign, Tanhshrink,
+        CELU, GLU, SELU,
+    };
+    let layers: Vec<(Box<dyn Module>, &str)> = vec![
+        (Box::new(Hardsigmoid), "Hardsigmoid()"),
+        (Box::new(Hardswish), "Hardswish()"),
+        (Box::new(LogSigmoid), "LogSigmoid()"),
+        (Box::new(Softsign), "Softsign()"),
+        (Box::new(Tanhshrink), "Tanhshrink()"),
+        (Box::new(Softshrink::default()), "Softshrink(0.5)"),
+        (Box::new(Hardshrink(0.3)), "Hardshrink(0.3)"),
+        (Box::new(GLU::default()), "GLU(dim=-1)"),
+        (Box::new(CELU::default()), "CELU(alpha=1.0)"),
+        (Box::new(CELU(0.5)), "CELU(alpha=0.5)"),
+        (Box::new(SELU), "SELU()"),
+        (Box::new(Softmin(1)), "Softmin(dim=1)"),
+    ];
+    let x = Tensor::randn((2, 4), Device::Cpu).unwrap();
+    for (layer, repr) in layers {
+        assert_eq!(layer.describe(), repr);
+        let y = layer.forward(&x).unwrap();
+        assert_eq!(y.dtype(), DType::F32, "{repr}");
+    }
+    let e = F::glu(&Tensor::ones((2, 3), Device::Cpu).unwrap(), -1).unwrap_err();
+    assert!(e.to_string().contains("even size"), "{e}");
+}

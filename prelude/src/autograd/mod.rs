@@ -218,6 +218,12 @@ fn torch_node_name(op: &'static str) -> &'static str {
         "cummax" => "CummaxBackward0",
         "cummin" => "CumminBackward0",
         "im2col" => "Im2ColBackward0",
+        "hardsigmoid" => "HardsigmoidBackward0",
+        "hardswish" => "HardswishBackward0",
+        "log_sigmoid" => "LogSigmoidBackward0",
+        "softshrink" => "SoftshrinkBackward0",
+        "hardshrink" => "HardshrinkBackward0",
+        "celu" => "CeluBackward0",
         "col2im" => "Col2ImBackward0",
         other => other,
     }

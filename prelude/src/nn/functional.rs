@@ -27,6 +27,10 @@ pub use super::loss::{
 };
 pub use super::norm::{batch_norm, group_norm, instance_norm, layer_norm};
 pub use super::pad::pad;
+pub use super::pointwise::{
+    celu, glu, hardshrink, hardsigmoid, hardswish, logsigmoid, selu, softmin, softshrink, softsign,
+    tanhshrink,
+};
 pub use super::pool::{adaptive_avg_pool2d, avg_pool2d, max_pool2d};
 pub use super::resample::interpolate;
 pub use super::unfold::{fold, unfold};

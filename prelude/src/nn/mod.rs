@@ -27,6 +27,7 @@ mod loss;
 mod loss_modules;
 mod norm;
 mod pad;
+mod pointwise;
 mod pool;
 mod pool_layers;
 mod recurrent;
@@ -52,6 +53,10 @@ pub use norm::{
     LayerNorm,
 };
 pub use pad::{CircularPad2d, ConstantPad2d, Pad4, ReflectionPad2d, ReplicationPad2d, ZeroPad2d};
+pub use pointwise::{
+    Hardshrink, Hardsigmoid, Hardswish, LogSigmoid, Softmin, Softshrink, Softsign, Tanhshrink,
+    CELU, GLU, SELU,
+};
 pub use pool_layers::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
 pub use recurrent::{Recurrent, RecurrentOutput, GRU, LSTM, RNN};
 pub use resample::{Resize, Upsample};
