@@ -86,7 +86,9 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "aminmax_dim diff diff_d0 diff_two flatten_from flatten_dims expand_as type_as prelu "
         "prelu_one instance_norm instance_norm_affine hardsigmoid hardsigmoid_wide hardswish "
         "hardswish_wide logsigmoid slogsigmoid softsign tanhshrink softshrink hardshrink glu glu_d0 "
-        "celu celu_half selu_act sselu_act softmin").split()
+        "celu celu_half selu_act sselu_act softmin take take_2d index_fill index_copy index_fill_ "
+        "index_copy_ rot90 rot90_k2 rot90_neg fliplr flipud pairwise_distance pairwise_distance_p1 "
+        "pairwise_distance_inf").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
@@ -921,6 +923,19 @@ def torch_results(lines, device):
             "flatten_from": lambda: x.unsqueeze(0).flatten(1),
             "flatten_dims": lambda: x.reshape(1, 2, 3, 1).flatten(1, 2),
             "expand_as": lambda: x[0].expand_as(y), "type_as": lambda: x.type_as(y.double()),
+            "take": lambda: x.take(torch.tensor([5, 0, -1, 2], device=dev)),
+            "take_2d": lambda: x.take(torch.tensor([[1, 2], [3, 4]], device=dev)),
+            "index_fill": lambda: x.index_fill(1, torch.tensor([0, 2], device=dev), 2),
+            "index_copy": lambda: x.index_copy(0, torch.tensor([1], device=dev), y[:1]),
+            "index_fill_": lambda: x.detach().clone().index_fill_(1, torch.tensor([2], device=dev), 2),
+            "index_copy_": lambda: x.detach().clone().index_copy_(1, torch.tensor([2, 0], device=dev),
+                                                                  y.detach()[:, :2]),
+            "rot90": lambda: x.rot90(1, [0, 1]), "rot90_k2": lambda: x.rot90(2, [0, 1]),
+            "rot90_neg": lambda: x.unsqueeze(0).rot90(-1, [1, 2]),
+            "fliplr": lambda: x.fliplr(), "flipud": lambda: x.flipud(),
+            "pairwise_distance": lambda: F.pairwise_distance(x, y),
+            "pairwise_distance_p1": lambda: F.pairwise_distance(x, y, 1.0, keepdim=True),
+            "pairwise_distance_inf": lambda: F.pairwise_distance(x, y, math.inf),
             "hardsigmoid": lambda: F.hardsigmoid(x),
             "hardsigmoid_wide": lambda: F.hardsigmoid(x * 4 if x.is_floating_point() else x),
             "hardswish": lambda: F.hardswish(x),

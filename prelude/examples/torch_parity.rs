@@ -1034,6 +1034,43 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "flatten_dims" => x.reshape([1, 2, 3, 1])?.flatten_dims(1, 2),
         "expand_as" => x.select(0, 0)?.expand_as(&y),
         "type_as" => x.type_as(&y.to_dtype(DType::F64)?),
+        "take" => x.take(&Tensor::from_vec(vec![5i64, 0, -1, 2], 4, Device::Cpu)?.to(dev)?),
+        "take_2d" => x.take(&Tensor::from_vec(vec![1i64, 2, 3, 4], (2, 2), Device::Cpu)?.to(dev)?),
+        "index_fill" => x.index_fill(
+            1,
+            &Tensor::from_vec(vec![0i64, 2], 2, Device::Cpu)?.to(dev)?,
+            2.0,
+        ),
+        "index_copy" => x.index_copy(
+            0,
+            &Tensor::from_vec(vec![1i64], 1, Device::Cpu)?.to(dev)?,
+            &y.narrow(0, 0, 1)?,
+        ),
+        "index_fill_" | "index_copy_" => {
+            let t = x.detach().deep_clone()?;
+            if op == "index_fill_" {
+                t.index_fill_(
+                    1,
+                    &Tensor::from_vec(vec![2i64], 1, Device::Cpu)?.to(dev)?,
+                    2.0,
+                )?;
+            } else {
+                t.index_copy_(
+                    1,
+                    &Tensor::from_vec(vec![2i64, 0], 2, Device::Cpu)?.to(dev)?,
+                    &y.detach().narrow(1, 0, 2)?,
+                )?;
+            }
+            Ok(t)
+        }
+        "rot90" => x.rot90(1, [0, 1]),
+        "rot90_k2" => x.rot90(2, [0, 1]),
+        "rot90_neg" => x.unsqueeze(0)?.rot90(-1, [1, 2]),
+        "fliplr" => x.fliplr(),
+        "flipud" => x.flipud(),
+        "pairwise_distance" => F::pairwise_distance(&x, &y, 2.0, 1e-6, false),
+        "pairwise_distance_p1" => F::pairwise_distance(&x, &y, 1.0, 1e-6, true),
+        "pairwise_distance_inf" => F::pairwise_distance(&x, &y, f64::INFINITY, 1e-6, false),
         "hardsigmoid" => F::hardsigmoid(&x),
         "hardsigmoid_wide" | "hardswish_wide" => {
             let wide = if x.dtype().is_float() {

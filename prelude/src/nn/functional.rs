@@ -227,6 +227,18 @@ pub fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
     x.leaky_relu(slope)
 }
 
+/// `x1.pairwise_distance(x2, p, eps, keepdim)`: the p-norm of each row of `x1 - x2 + eps`
+/// (torch's `F.pairwise_distance`; its defaults are p 2, eps 1e-6, keepdim false).
+pub fn pairwise_distance(
+    x1: &Tensor,
+    x2: &Tensor,
+    p: f64,
+    eps: f64,
+    keepdim: bool,
+) -> Result<Tensor> {
+    x1.pairwise_distance(x2, p, eps, keepdim)
+}
+
 /// `x.softplus()`.
 pub fn softplus(x: &Tensor) -> Result<Tensor> {
     x.softplus()

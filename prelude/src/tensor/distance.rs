@@ -113,6 +113,34 @@ impl Tensor {
         p_norm_last(&self.sub(other)?.flatten()?, p, "dist")
     }
 
+    /// The p-norm of `self - other + eps` along the last dimension, one distance per row
+    /// (torch's `F.pairwise_distance(x1, x2, p, eps, keepdim)`; its default eps is 1e-6, so
+    /// the distance of a row to itself is not 0 and its gradient is defined). The two
+    /// broadcast.
+    pub fn pairwise_distance(
+        &self,
+        other: &Tensor,
+        p: f64,
+        eps: f64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        check_p("pairwise_distance", p)?;
+        // As torch: integers subtract in their own dtype (uint8 wraps), then `+ eps` makes
+        // the difference float32.
+        let diff = self.sub(other)?.add(eps)?;
+        let diff = if diff.rank() == 0 {
+            diff.reshape([1])?
+        } else {
+            diff
+        };
+        let d = p_norm_last(&diff, p, "norm")?;
+        if keepdim {
+            d.unsqueeze(-1)
+        } else {
+            Ok(d)
+        }
+    }
+
     /// The vector (cross) product along `dim`, which has size 3 in both (torch's
     /// `linalg.cross`, `torch.cross(a, b, dim=..)`); the other dimensions broadcast.
     pub fn cross(&self, other: &Tensor, dim: isize) -> Result<Tensor> {

@@ -266,6 +266,19 @@ impl Tensor {
         Ok(t)
     }
 
+    /// The elements at the flat (row-major) positions `index` names, in `index`'s shape
+    /// (torch's `take`; negative positions count from the end). A copy.
+    pub fn take(&self, index: &Tensor) -> Result<Tensor> {
+        if !index.dtype().is_int() || index.dtype() == DType::Bool {
+            return Err(Error::Invalid(format!(
+                "take: the index must hold integer positions, got {}",
+                index.dtype()
+            )));
+        }
+        let (out, _) = self.flatten()?.index_by_tensor(0, index)?;
+        Ok(out)
+    }
+
     /// Elements `start, start + step, ..` below `end` of dimension `dim`, as torch's
     /// `x[start:end:step]` along `dim`: a view (its stride multiplied by `step`).
     pub fn slice_step(&self, dim: isize, start: usize, end: usize, step: usize) -> Result<Tensor> {

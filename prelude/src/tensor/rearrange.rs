@@ -309,4 +309,46 @@ impl Tensor {
             })
             .collect()
     }
+
+    /// Rotated by 90 degrees `k` times in the plane of `dims` (from the first axis towards
+    /// the second), as torch's `rot90(k, dims)`; negative `k` turns the other way. A copy.
+    pub fn rot90(&self, k: i64, dims: [isize; 2]) -> Result<Tensor> {
+        let rank = self.rank();
+        let (a, b) = (resolve_dim(dims[0], rank)?, resolve_dim(dims[1], rank)?);
+        if rank < 2 || a == b {
+            return Err(Error::Invalid(format!(
+                "rot90: needs two different dimensions of a tensor of at least 2, got dims \
+                 {dims:?} for shape {:?}",
+                self.shape()
+            )));
+        }
+        let (a, b) = (a as isize, b as isize);
+        match k.rem_euclid(4) {
+            1 => self.flip(&[b])?.transpose(a, b)?.contiguous(),
+            2 => self.flip(&[a, b]),
+            3 => self.flip(&[a])?.transpose(a, b)?.contiguous(),
+            _ => self.deep_clone(),
+        }
+    }
+
+    /// Columns in reverse order, dimension 1 (torch's `fliplr`; at least 2-D). A copy.
+    pub fn fliplr(&self) -> Result<Tensor> {
+        if self.rank() < 2 {
+            return Err(Error::BadShape(format!(
+                "fliplr: needs at least 2 dimensions, got shape {:?}",
+                self.shape()
+            )));
+        }
+        self.flip(&[1])
+    }
+
+    /// Rows in reverse order, dimension 0 (torch's `flipud`; at least 1-D). A copy.
+    pub fn flipud(&self) -> Result<Tensor> {
+        if self.rank() < 1 {
+            return Err(Error::BadShape(
+                "flipud: needs at least 1 dimension, got a 0-d tensor".into(),
+            ));
+        }
+        self.flip(&[0])
+    }
 }

@@ -236,21 +236,6 @@ impl Tensor {
         source: &Tensor,
         alpha: f64,
     ) -> Result<Tensor> {
-        self.scatter_checks("index_add", source)?;
-        let d = resolve_dim(dim, self.rank().max(1))?;
-        let n = index.numel();
-        let mut want = self.shape().to_vec();
-        if !want.is_empty() {
-            want[d] = n;
-        }
-        if index.rank() > 1 || source.shape() != want {
-            return Err(Error::BadShape(format!(
-                "index_add: needs a 1-D index and a source of shape {want:?} (the tensor's, \
-                 with the index's length along dimension {d}), got index {:?} and source {:?}",
-                index.shape(),
-                source.shape()
-            )));
-        }
         let source = if alpha == 1.0 {
             source.clone()
         } else if self.dtype().is_float() {
@@ -262,13 +247,73 @@ impl Tensor {
                 "index_add: for integer tensors, alpha must be a whole number, got {alpha}"
             )));
         };
+        self.index_place("index_add", dim, index, &source, true)
+    }
+
+    /// A copy with the slices of `source` written at the positions `index` (1-D, int64) names
+    /// along `dim` (torch's `index_copy`; `source` shaped as for [`Tensor::index_add`]). With
+    /// an index listed twice, the last slice wins.
+    pub fn index_copy(&self, dim: isize, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        self.index_place("index_copy", dim, index, source, false)
+    }
+
+    /// A copy with `value` at the positions `index` names along `dim` (torch's `index_fill`);
+    /// the gradient is 0 there.
+    pub fn index_fill(&self, dim: isize, index: &Tensor, value: f64) -> Result<Tensor> {
+        let d = resolve_dim(dim, self.rank().max(1))?;
+        let mut want = self.shape().to_vec();
+        if !want.is_empty() {
+            want[d] = index.numel();
+        }
+        let src = Tensor::full_dtype(want, value, self.dtype(), self.device())?;
+        self.index_place("index_fill", dim, index, &src, false)
+    }
+
+    /// [`Tensor::index_copy`] written into this tensor (torch's `index_copy_`).
+    pub fn index_copy_(&self, dim: isize, index: &Tensor, source: &Tensor) -> Result<()> {
+        self.no_grad_source("index_copy_", source)?;
+        let out = crate::autograd::no_grad(|| self.detach().index_copy(dim, index, source))?;
+        self.copy_(&out)
+    }
+
+    /// [`Tensor::index_fill`] written into this tensor (torch's `index_fill_`).
+    pub fn index_fill_(&self, dim: isize, index: &Tensor, value: f64) -> Result<()> {
+        let out = crate::autograd::no_grad(|| self.detach().index_fill(dim, index, value))?;
+        self.copy_(&out)
+    }
+
+    /// `source`'s slices placed (added, or written) at the positions `index` names along
+    /// `dim`: what `index_add`, `index_copy` and `index_fill` share.
+    fn index_place(
+        &self,
+        op: &str,
+        dim: isize,
+        index: &Tensor,
+        source: &Tensor,
+        accumulate: bool,
+    ) -> Result<Tensor> {
+        self.scatter_checks(op, source)?;
+        let d = resolve_dim(dim, self.rank().max(1))?;
+        let n = index.numel();
+        let mut want = self.shape().to_vec();
+        if !want.is_empty() {
+            want[d] = n;
+        }
+        if index.rank() > 1 || source.shape() != want {
+            return Err(Error::BadShape(format!(
+                "{op}: needs a 1-D index and a source of shape {want:?} (the tensor's, \
+                 with the index's length along dimension {d}), got index {:?} and source {:?}",
+                index.shape(),
+                source.shape()
+            )));
+        }
         // The index along `dim`, spread over the source's other dimensions.
         let mut along = vec![1; want.len().max(1)];
         let at = d.min(along.len() - 1);
         along[at] = n;
         let spread = index.reshape(along)?.expand(want.clone())?.contiguous()?;
-        let p = placement("index_add", d, &spread, &want, self.shape())?;
-        self.place(&source, p, true)
+        let p = placement(op, d, &spread, &want, self.shape())?;
+        self.place(source, p, accumulate)
     }
 
     /// The in-place writes cannot record a gradient for their source (see
