@@ -27,8 +27,9 @@ pub use smi::{nvidia_smi, SmiReport};
 // `f16::from_f32(0.5)`: without it the name found rustc's own primitive `f16`, which is
 // unstable, and the student got "the type `f16` is unstable".
 pub use tensor::{
-    bf16, f16, fork_rng, get_float32_matmul_precision, manual_seed, set_float32_matmul_precision,
-    DType, Ellipsis, Idx, NewAxis, Shape, Tensor, WithDType,
+    bf16, f16, fork_rng, get_float32_matmul_precision, get_printoptions, manual_seed,
+    set_float32_matmul_precision, set_printoptions, DType, Ellipsis, Idx, NewAxis, PrintOptions,
+    Shape, Tensor, WithDType,
 };
 
 /// torch's `torch.backends` switches: `backends::cuda::matmul::set_allow_tf32(true)`.

@@ -6,11 +6,63 @@
 
 use super::{DType, Tensor};
 use std::fmt;
+use std::sync::RwLock;
 
-/// torch's thresholds: summarise past 1000 elements, keep 3 at each edge, wrap at 80 columns.
-const THRESHOLD: usize = 1000;
-const EDGE: usize = 3;
-const LINE: usize = 80;
+/// How tensors print (torch's `set_printoptions`): digits after the point, how many elements
+/// before a tensor is summarised, how many kept at each edge then, the line width, and
+/// scientific notation forced on or off (`None`: torch's choice from the values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrintOptions {
+    pub precision: usize,
+    pub threshold: usize,
+    pub edgeitems: usize,
+    pub linewidth: usize,
+    pub sci_mode: Option<bool>,
+}
+
+impl PrintOptions {
+    /// torch's defaults (its `profile="default"`): 4 digits, summarised past 1000 elements with
+    /// 3 at each edge, 80 columns.
+    pub const DEFAULT: PrintOptions = PrintOptions {
+        precision: 4,
+        threshold: 1000,
+        edgeitems: 3,
+        linewidth: 80,
+        sci_mode: None,
+    };
+    /// torch's `profile="short"`: 2 digits, 2 elements at each edge.
+    pub const SHORT: PrintOptions = PrintOptions {
+        precision: 2,
+        edgeitems: 2,
+        ..PrintOptions::DEFAULT
+    };
+    /// torch's `profile="full"`: never summarised.
+    pub const FULL: PrintOptions = PrintOptions {
+        threshold: usize::MAX,
+        ..PrintOptions::DEFAULT
+    };
+}
+
+impl Default for PrintOptions {
+    fn default() -> PrintOptions {
+        PrintOptions::DEFAULT
+    }
+}
+
+/// For the whole process, as torch's (a notebook sets it once for every later cell).
+static OPTIONS: RwLock<PrintOptions> = RwLock::new(PrintOptions::DEFAULT);
+
+/// Sets how every tensor prints from now on (torch's `torch.set_printoptions`):
+/// `set_printoptions(PrintOptions { precision: 2, ..get_printoptions() })`, or a profile,
+/// `set_printoptions(PrintOptions::SHORT)`.
+pub fn set_printoptions(options: PrintOptions) {
+    *OPTIONS.write().unwrap_or_else(|e| e.into_inner()) = options;
+}
+
+/// The current print options.
+pub fn get_printoptions() -> PrintOptions {
+    *OPTIONS.read().unwrap_or_else(|e| e.into_inner())
+}
 
 #[derive(Clone, Copy)]
 enum Mode {
@@ -27,11 +79,13 @@ enum Mode {
 struct Style {
     mode: Mode,
     width: usize,
+    precision: usize,
+    linewidth: usize,
 }
 
-fn sci(v: f64) -> String {
+fn sci(v: f64, precision: usize) -> String {
     // Rust writes 1.2345e5; torch writes 1.2345e+05.
-    let s = format!("{v:.4e}");
+    let s = format!("{v:.precision$e}");
     match s.split_once('e') {
         Some((m, e)) => {
             let (sign, digits) = if let Some(d) = e.strip_prefix('-') {
@@ -45,7 +99,7 @@ fn sci(v: f64) -> String {
     }
 }
 
-fn one(v: f64, mode: Mode) -> String {
+fn one(v: f64, mode: Mode, precision: usize) -> String {
     if v.is_nan() {
         return "nan".into();
     }
@@ -56,20 +110,30 @@ fn one(v: f64, mode: Mode) -> String {
         Mode::Int => format!("{v:.0}."),
         Mode::Integer => format!("{}", v as i64),
         Mode::Bool => (if v != 0.0 { "True" } else { "False" }).into(),
-        Mode::Fixed => format!("{v:.4}"),
-        Mode::Sci => sci(v),
+        Mode::Fixed => format!("{v:.precision$}"),
+        Mode::Sci => sci(v, precision),
     }
 }
 
-fn style(shown: &[f64], dtype: DType) -> Style {
+fn style(shown: &[f64], dtype: DType, opts: &PrintOptions) -> Style {
+    let precision = opts.precision;
     if !dtype.is_float() {
         let mode = if dtype == DType::Bool {
             Mode::Bool
         } else {
             Mode::Integer
         };
-        let width = shown.iter().map(|&v| one(v, mode).len()).max().unwrap_or(1);
-        return Style { mode, width };
+        let width = shown
+            .iter()
+            .map(|&v| one(v, mode, precision).len())
+            .max()
+            .unwrap_or(1);
+        return Style {
+            mode,
+            width,
+            precision,
+            linewidth: opts.linewidth,
+        };
     }
     let finite: Vec<f64> = shown.iter().copied().filter(|v| v.is_finite()).collect();
     let nonzero: Vec<f64> = finite
@@ -94,27 +158,38 @@ fn style(shown: &[f64], dtype: DType) -> Style {
     } else {
         Mode::Fixed
     };
+    // A forced choice wins, as torch's `sci_mode`.
+    let mode = match (opts.sci_mode, mode) {
+        (Some(true), _) => Mode::Sci,
+        (Some(false), Mode::Sci) if finite.iter().all(|v| v.fract() == 0.0) => Mode::Int,
+        (Some(false), Mode::Sci) => Mode::Fixed,
+        (_, m) => m,
+    };
     // Like torch, only nonzero finite values set the width: nan, inf and zeros are padded to
     // it but never widen it (`tensor([-0., 1.])`, `tensor([1., nan])`).
     let width = finite
         .iter()
         .filter(|&&v| v != 0.0)
-        .map(|&v| one(v, mode).len())
+        .map(|&v| one(v, mode, precision).len())
         .max()
         .unwrap_or(1);
-    Style { mode, width }
+    Style {
+        mode,
+        width,
+        precision,
+        linewidth: opts.linewidth,
+    }
 }
 
 /// The indices shown along a dimension of `size`: all, or the edges with `None` for "...".
-fn shown_indices(size: usize, summarise: bool) -> Vec<Option<usize>> {
-    if summarise && size > 2 * EDGE {
-        (0..EDGE)
+fn shown_indices(size: usize, summarise: Option<usize>) -> Vec<Option<usize>> {
+    match summarise {
+        Some(edge) if size > 2 * edge => (0..edge)
             .map(Some)
             .chain([None])
-            .chain((size - EDGE..size).map(Some))
-            .collect()
-    } else {
-        (0..size).map(Some).collect()
+            .chain((size - edge..size).map(Some))
+            .collect(),
+        _ => (0..size).map(Some).collect(),
     }
 }
 
@@ -124,7 +199,7 @@ fn collect_shown(
     dims: &[usize],
     off: usize,
     stride: usize,
-    summarise: bool,
+    summarise: Option<usize>,
     out: &mut Vec<f64>,
 ) {
     if dims.is_empty() {
@@ -144,7 +219,7 @@ fn render(
     off: usize,
     col: usize,
     st: &Style,
-    summarise: bool,
+    summarise: Option<usize>,
 ) -> String {
     let inner: usize = dims[1..].iter().product();
     let idx = shown_indices(dims[0], summarise);
@@ -152,14 +227,18 @@ fn render(
         let items: Vec<String> = idx
             .iter()
             .map(|i| match i {
-                Some(i) => format!("{:>w$}", one(data[off + i], st.mode), w = st.width),
+                Some(i) => format!(
+                    "{:>w$}",
+                    one(data[off + i], st.mode, st.precision),
+                    w = st.width
+                ),
                 // torch's summarised rows read "2.,  ..., 97." (the marker carries a space).
                 None => " ...".into(),
             })
             .collect();
         // torch's _vector_str: (linewidth - indent) // (width + 2), the indent being the column
         // of this row's `[`.
-        let per_line = (LINE.saturating_sub(col) / (st.width + 2)).max(1);
+        let per_line = (st.linewidth.saturating_sub(col) / (st.width + 2)).max(1);
         let lines: Vec<String> = items.chunks(per_line).map(|c| c.join(", ")).collect();
         return format!("[{}]", lines.join(&format!(",\n{}", " ".repeat(col + 1))));
     }
@@ -207,17 +286,18 @@ impl fmt::Display for Tensor {
             None if self.requires_grad() => suffix += ", requires_grad=True",
             None => {}
         }
+        let opts = get_printoptions();
         if dims.is_empty() {
-            let st = style(&data, dtype);
-            return write!(f, "tensor({}{suffix})", one(data[0], st.mode));
+            let st = style(&data, dtype, &opts);
+            return write!(f, "tensor({}{suffix})", one(data[0], st.mode, st.precision));
         }
         if empty {
             return write!(f, "tensor([]{suffix})");
         }
-        let summarise = data.len() > THRESHOLD;
+        let summarise = (data.len() > opts.threshold).then_some(opts.edgeitems);
         let mut shown = Vec::new();
         collect_shown(&data, dims, 0, data.len(), summarise, &mut shown);
-        let st = style(&shown, dtype);
+        let st = style(&shown, dtype, &opts);
         write!(
             f,
             "tensor({}{suffix})",

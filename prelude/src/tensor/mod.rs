@@ -92,6 +92,7 @@ macro_rules! arange_value {
 arange_value!(I64, 1, i32, i64, usize);
 arange_value!(F32, 1.0, f32, f64);
 pub(crate) use cpu::release_freed_memory;
+pub use format::{get_printoptions, set_printoptions, PrintOptions};
 pub(crate) use fused::{AdamCoeffs, ConvGeom};
 pub(crate) use gather::PoolGeom;
 pub use half::{bf16, f16};
