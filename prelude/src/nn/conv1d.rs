@@ -158,13 +158,18 @@ impl Conv1d {
         c.draw(true);
         c
     }
-    /// Weight and (if `bias`) bias drawn anew for the current groups, fan-in
-    /// `in / groups * K` as torch's.
+    /// Weight and (if `bias`) bias drawn anew for the current groups.
     fn draw(&mut self, bias: bool) {
         let per_group = self.in_channels / self.groups.max(1);
-        let fan_in = (per_group * self.kernel_size).max(1);
-        self.weight = init_param(vec![self.out_channels, per_group, self.kernel_size], fan_in);
-        self.bias = bias.then(|| init_param(vec![self.out_channels], fan_in));
+        self.weight = init_param(
+            vec![self.out_channels, per_group, self.kernel_size],
+            self.fan_in(),
+        );
+        self.bias = bias.then(|| init_param(vec![self.out_channels], self.fan_in()));
+    }
+    /// torch's fan-in for both parameters, `in / groups * K`.
+    fn fan_in(&self) -> usize {
+        (self.in_channels / self.groups.max(1) * self.kernel_size).max(1)
     }
     pub fn stride(mut self, stride: usize) -> Conv1d {
         self.stride = stride;
@@ -191,8 +196,7 @@ impl Conv1d {
         if !bias {
             self.bias = None;
         } else if self.bias.is_none() {
-            let fan_in = (self.in_channels / self.groups.max(1) * self.kernel_size).max(1);
-            self.bias = Some(init_param(vec![self.out_channels], fan_in));
+            self.bias = Some(init_param(vec![self.out_channels], self.fan_in()));
         }
         self
     }

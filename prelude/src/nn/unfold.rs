@@ -4,6 +4,7 @@
 //! one way and a scatter-add the other, so each is the other's gradient, on every device.
 
 use super::conv::{unfold_indices, Size2};
+use super::functional::float_input;
 use super::pool_layers::show;
 use super::windows::window_count;
 use super::Module;
@@ -42,18 +43,6 @@ fn geometry(
     })
 }
 
-fn float_only(op: &str, x: &Tensor) -> Result<()> {
-    if x.dtype().is_float() {
-        return Ok(());
-    }
-    Err(Error::Invalid(format!(
-        "{op}: needs a floating-point input, got {} (shape {:?}), as torch; convert first with \
-         .to_dtype(DType::F32)",
-        x.dtype(),
-        x.shape()
-    )))
-}
-
 /// The sliding `kernel_size` windows of `x` `[N, C, H, W]` (or `[C, H, W]`) as columns:
 /// `[N, C*kh*kw, L]` with `L` the number of windows, row-major over the output positions
 /// (torch's `F.unfold`, im2col). A convolution is then `weight.reshape(O, -1).matmul(cols)`.
@@ -65,7 +54,7 @@ pub fn unfold(
     stride: impl Into<Size2>,
 ) -> Result<Tensor> {
     const OP: &str = "unfold";
-    float_only(OP, x)?;
+    float_input(x, OP)?;
     if x.rank() == 3 {
         let cols = unfold(&x.unsqueeze(0)?, kernel_size, dilation, padding, stride)?;
         return cols.squeeze(0);
@@ -99,7 +88,7 @@ pub fn fold(
     stride: impl Into<Size2>,
 ) -> Result<Tensor> {
     const OP: &str = "fold";
-    float_only(OP, cols)?;
+    float_input(cols, OP)?;
     if cols.rank() == 2 {
         let out = fold(
             &cols.unsqueeze(0)?,

@@ -481,6 +481,16 @@ impl Tensor {
         }
         self.reduce_dim(ReduceOp::Prod, dim, true)
     }
+    /// This tensor if it is a float one, else converted to float32: the dtype torch's
+    /// float-only functions give integer and bool input.
+    pub(super) fn float_or_self(&self) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            Ok(self.clone())
+        } else {
+            self.to_dtype(DType::F32)
+        }
+    }
+
     pub(super) fn float_only(&self, op: &str) -> Result<()> {
         if self.dtype().is_float() {
             Ok(())

@@ -8,7 +8,7 @@
 
 use super::dtype::{DType, WithDType};
 use super::layout::Layout;
-use super::op::{int_division, BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use super::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use super::shape::Broadcast;
 use super::{cpu, matmul};
 use crate::device::Device;
@@ -204,8 +204,25 @@ fn int_binary(op: BinaryOp, x: i64, y: i64) -> i64 {
         BinaryOp::Maximum => x.max(y),
         BinaryOp::Minimum => x.min(y),
         BinaryOp::Pow => int_pow(x, y),
-        BinaryOp::Fmod | BinaryOp::Remainder | BinaryOp::FloorDivide => {
-            int_division(op, x, y).expect("a dividing op")
+        // The tensor layer refuses a zero divisor first (torch's ZeroDivisionError); 0 keeps
+        // this total. `i64::MIN` by -1 wraps, as torch's.
+        _ if y == 0 => 0,
+        BinaryOp::Fmod => x.wrapping_rem(y),
+        BinaryOp::Remainder => {
+            let r = x.wrapping_rem(y);
+            if r != 0 && ((r < 0) != (y < 0)) {
+                r + y
+            } else {
+                r
+            }
+        }
+        BinaryOp::FloorDivide => {
+            let (q, r) = (x.wrapping_div(y), x.wrapping_rem(y));
+            if r != 0 && ((r < 0) != (y < 0)) {
+                q - 1
+            } else {
+                q
+            }
         }
         // Float-only: the tensor layer promotes integer operands, and `binary` refuses them.
         BinaryOp::Atan2 => 0,

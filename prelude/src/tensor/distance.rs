@@ -59,18 +59,6 @@ fn check_p(op: &str, p: f64) -> Result<()> {
     Ok(())
 }
 
-fn check_float(op: &str, t: &Tensor) -> Result<()> {
-    if !t.dtype().is_float() {
-        return Err(Error::Invalid(format!(
-            "{op}: needs floating-point tensors, got {} (shape {:?}); convert first with \
-             .to_dtype(DType::F32)",
-            t.dtype(),
-            t.shape()
-        )));
-    }
-    Ok(())
-}
-
 impl Tensor {
     /// The p-norm distance between every row of this `[.., P, M]` tensor and every row of
     /// `other` (`[.., R, M]`), a `[.., P, R]` table (torch's `cdist`; leading batch dimensions
@@ -78,8 +66,8 @@ impl Tensor {
     /// coordinate difference, 0 for the count of differing coordinates.
     pub fn cdist(&self, other: &Tensor, p: f64) -> Result<Tensor> {
         check_p("cdist", p)?;
-        check_float("cdist", self)?;
-        check_float("cdist", other)?;
+        self.float_only("cdist")?;
+        other.float_only("cdist")?;
         if self.rank() < 2 || other.rank() < 2 {
             return Err(Error::BadShape(format!(
                 "cdist: needs tensors of at least 2 dimensions ([.., rows, features]), got \
@@ -108,8 +96,8 @@ impl Tensor {
     /// broadcast.
     pub fn dist(&self, other: &Tensor, p: f64) -> Result<Tensor> {
         check_p("dist", p)?;
-        check_float("dist", self)?;
-        check_float("dist", other)?;
+        self.float_only("dist")?;
+        other.float_only("dist")?;
         p_norm_last(&self.sub(other)?.flatten()?, p, "dist")
     }
 

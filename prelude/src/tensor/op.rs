@@ -165,34 +165,6 @@ mod num_float {
     float!(f64);
 }
 
-/// The integer ops that divide (`fmod`, `remainder`, `floor_divide`), wrapping as torch's
-/// (`i64::MIN / -1`); the tensor layer refuses a zero divisor first. `None` for the others.
-pub(crate) fn int_division(op: BinaryOp, a: i64, b: i64) -> Option<i64> {
-    if b == 0 {
-        return Some(0);
-    }
-    Some(match op {
-        BinaryOp::Fmod => a.wrapping_rem(b),
-        BinaryOp::Remainder => {
-            let r = a.wrapping_rem(b);
-            if r != 0 && ((r < 0) != (b < 0)) {
-                r + b
-            } else {
-                r
-            }
-        }
-        BinaryOp::FloorDivide => {
-            let q = a.wrapping_div(b);
-            if (a < 0) != (b < 0) && a.wrapping_rem(b) != 0 {
-                q - 1
-            } else {
-                q
-            }
-        }
-        _ => return None,
-    })
-}
-
 /// torch's `maximum`: a NaN on either side is the result (`f32::max` would drop it).
 #[inline(always)]
 pub(crate) fn nan_max<T: PartialOrd + Copy>(a: T, b: T) -> T {

@@ -5,7 +5,7 @@
 
 use super::{DType, Tensor};
 use crate::autograd::{self, record, Saved};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use std::f64::consts::LN_2;
 
 /// The largest finite value of a float dtype (torch's `finfo(dtype).max`).
@@ -15,27 +15,6 @@ fn finite_max(dtype: DType) -> f64 {
         DType::F16 => half::f16::MAX.to_f64(),
         DType::BF16 => half::bf16::MAX.to_f64(),
         _ => f32::MAX as f64,
-    }
-}
-
-/// `x` as a float tensor: itself, or float32 for integers and bools (torch's float-only ops).
-fn as_float(x: &Tensor) -> Result<Tensor> {
-    if x.dtype().is_float() {
-        Ok(x.clone())
-    } else {
-        x.to_dtype(DType::F32)
-    }
-}
-
-fn refuse_int(op: &str, tensors: &[&Tensor]) -> Result<()> {
-    match tensors.iter().find(|t| !t.dtype().is_float()) {
-        Some(t) => Err(Error::Invalid(format!(
-            "{op}: needs floating-point tensors, got {} (shape {:?}), as torch; convert first \
-             with .to_dtype(DType::F32)",
-            t.dtype(),
-            t.shape()
-        ))),
-        None => Ok(()),
     }
 }
 
@@ -81,7 +60,8 @@ impl Tensor {
 
     fn log_add_exp(&self, other: &Tensor, base2: bool) -> Result<Tensor> {
         let op = if base2 { "logaddexp2" } else { "logaddexp" };
-        refuse_int(op, &[self, other])?;
+        self.float_only(op)?;
+        other.float_only(op)?;
         let out = autograd::no_grad(|| {
             let m = self.maximum(other)?;
             let d = self.sub(other)?.abs()?.neg()?;
@@ -109,7 +89,7 @@ impl Tensor {
     /// `self * log(other)`, 0 where `self` is 0 (unless `other` is NaN), as torch's `xlogy`:
     /// the entropy term `p log p` without NaN at p = 0. Broadcasts; integers give float32.
     pub fn xlogy(&self, other: &Tensor) -> Result<Tensor> {
-        let (x, y) = (as_float(self)?, as_float(other)?);
+        let (x, y) = (self.float_or_self()?, other.float_or_self()?);
         let out = autograd::no_grad(|| {
             let prod = x.mul(&y.log()?)?;
             let zero = x.eq(0)?.logical_and(&y.isnan()?.logical_not()?)?;
@@ -133,7 +113,7 @@ impl Tensor {
     /// `eps`, `p` is first clamped to `[eps, 1 - eps]` and the gradient is 0 outside it.
     /// Integers give float32.
     pub fn logit(&self, eps: Option<f64>) -> Result<Tensor> {
-        let x = as_float(self)?;
+        let x = self.float_or_self()?;
         let out = autograd::no_grad(|| {
             let z = match eps {
                 Some(e) => x.clamp(e, 1.0 - e)?,

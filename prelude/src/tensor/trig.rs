@@ -78,15 +78,6 @@ impl Tensor {
     pub fn rad2deg(&self) -> Result<Tensor> {
         self.float_or_self()?.mul(180.0 / std::f64::consts::PI)
     }
-
-    /// This tensor if it is a float one, else as float32 (what torch's float-only ops do).
-    fn float_or_self(&self) -> Result<Tensor> {
-        if self.dtype().is_float() {
-            Ok(self.clone())
-        } else {
-            self.to_dtype(super::DType::F32)
-        }
-    }
 }
 
 #[cfg(test)]
