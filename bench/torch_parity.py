@@ -101,6 +101,14 @@ CLS = ("ce_w ce_w_sum ce_w_none ce_ignore ce_ignore_none ce_ls ce_ls_w ce_ls_w_s
 SCAT = ("scatter_add scatter_add_d1 scatter_add_small scatter scatter_d1 scatter_value index_add "
         "index_add_alpha index_add_d1 scatter_add_ index_add_ scatter_bad scatter_i32 "
         "index_add_bad").split()
+# Advanced indexing and index assignment on a [2, 3, 4] ramp: several index tensors broadcast
+# together, masks, lists, 0-d tensors, and where the picked dimensions go; torch's index_put
+# (the gradients for the tensor, x, and the values, y) and Python's `x[idx] = v` (gpulab's
+# `i_set`) on a copy.
+ADV = ("pair int_sep sep int_adj bcast none_sep mask2 mask_int mask_mid t0 list list_pair "
+       "bool0 bool0_false neg u8mask empty bad_bcast oob put put_acc put_bcast put_mask "
+       "put_basic put_bad put_dtype set_scalar set_slice set_mask set_tensor set_float set_big "
+       "set_neg set_fill_big set_fill_nan set_masked_big set_full_like_big set_index_fill_neg").split()
 # einsum: the equation, and the shapes of its operands (ramps).
 EINSUM = {
     "mm": ("ij,jk->ik", [[2, 3], [3, 4]]), "dot": ("i,i->", [[3], [3]]),
@@ -373,6 +381,8 @@ def cases():
             for want in ("out", "x")]
     out += [f"scat {op} {d} {want}" for op in SCAT for d in DTYPES for want in ("out", "x", "y")]
     out += [f"einsum {op} {d} {want}" for op in EINSUM for d in DTYPES for want in ("out", "x", "y")]
+    out += [f"adv {op} {d} {want}" for op in ADV for d in DTYPES
+            for want in (("out",) if op.startswith("set_") else ("out", "x", "y"))]
     out += [f"sched {s} f64 x" for s in ("step", "exp", "cos", "cos_min", "multistep", "linear",
                                          "linear_up", "plateau", "plateau_max", "plateau_abs", "lambda",
                                          "warm_restarts", "warm_restarts_flat")]
@@ -1031,6 +1041,82 @@ def torch_results(lines, device):
             out = x.index_add(0, i64([0, 1]), src[:, :3])
         return result_or_grad(out, want, {"x": x, "y": src})
 
+    def adv_case(w):
+        """Advanced indexing and index_put on a [2, 3, 4] ramp (mirrors `adv_case` in
+        torch_parity.rs)."""
+        op, d, want = w[1], w[2], w[3]
+        x = ramp([2, 3, 4], 7, 3.0, 0.5, d)
+        ix = lambda v, dt=torch.int64: torch.tensor(v, dtype=dt, device=dev)  # noqa: E731
+        i, j = ix([2, 0]), ix([1, 3])
+        m = ix([[True, False, True], [False, True, False]], torch.bool)
+        v2 = ramp([2], 3, 1.0, 1.5, d)
+        v = v2
+        if op.startswith("set_"):
+            y = x.detach().clone()
+            if op == "set_scalar":
+                y[:, i, j] = 2
+            elif op == "set_slice":
+                y[:, 0] = 2.5
+            elif op == "set_mask":
+                y[m] = 0
+            elif op == "set_tensor":
+                y[0, 1] = ix([1, -2, 3, 0])
+            elif op == "set_float":
+                y[ix([1, 0]), 1:3] = -1.5
+            # torch refuses a number that overflows the dtype (`checked_convert`).
+            elif op == "set_big":
+                y[:, 0] = 300
+            elif op == "set_neg":
+                y[0] = -1
+            elif op == "set_fill_big":
+                y.fill_(70000.0)
+            elif op == "set_fill_nan":
+                y.fill_(math.nan)
+            elif op == "set_masked_big":
+                y = y.masked_fill(m, 256)
+            elif op == "set_full_like_big":
+                y = torch.full_like(y, 2 ** 31)
+            else:
+                y = y.index_fill(0, ix([0]), -256)
+            return y
+        out = {
+            "pair": lambda: x[:, i, j], "int_sep": lambda: x[0, :, j],
+            "sep": lambda: x[ix([1, 0]), :, j], "int_adj": lambda: x[:, i, 1],
+            "bcast": lambda: x[..., ix([[2], [0]]), j], "none_sep": lambda: x[None, ix([1, 0]), :, j],
+            "mask2": lambda: x[m], "mask_int": lambda: x[m, 1],
+            "mask_mid": lambda: x[:, m[0], j], "t0": lambda: x[ix(1), :, j],
+            "list": lambda: x[[1, 0]], "list_pair": lambda: x[[0, 1], [1, 2]],
+            "bool0": lambda: x[ix(True, torch.bool)], "bool0_false": lambda: x[ix(False, torch.bool)],
+            "neg": lambda: x[:, ix([-1, 0]), ix([-4, 2])],
+            "u8mask": lambda: x[0, ix([1, 0, 1], torch.uint8)],
+            "empty": lambda: x[:, ix([], torch.int64), j[:0]],
+            "bad_bcast": lambda: x[:, ix([0, 1, 2]), ix([0, 1])],
+            "oob": lambda: x[:, i, ix([4, 0])],
+        }.get(op)
+        if out is not None:
+            out = out()
+        else:
+            if op == "put":
+                out = x.index_put((ix([0]), i, j), v2)
+            elif op == "put_acc":
+                out = x.index_put((ix([0, 0]), ix([1, 1]), ix([2, 2])), v2, accumulate=True)
+            elif op == "put_bcast":
+                v = ramp([4], 3, 1.0, 1.5, d)
+                out = x.index_put((ix([1, 0]),), v)
+            elif op == "put_mask":
+                v = ramp([4], 3, 1.0, 1.5, d)
+                out = x.index_put((m,), v)
+            elif op == "put_basic":
+                v = ramp([3, 4], 5, 1.0, 0.5, d)
+                out = x.index_put((ix([1]),), v)
+            elif op == "put_bad":
+                v = ramp([3], 3, 1.0, 1.5, d)
+                out = x.index_put((ix([0]), i, j), v)
+            else:
+                v = v2.detach().to(torch.float64 if d != "f64" else torch.float32)
+                out = x.index_put((ix([0]), i, j), v)
+        return result_or_grad(out, want, {"x": x, "y": v})
+
     def einsum_case(w):
         """einsum on ramps: the result, or the gradient for its first (x) or second (y) operand."""
         op, d, want = w[1], w[2], w[3]
@@ -1352,6 +1438,8 @@ def torch_results(lines, device):
             return scat_case(w)
         if kind == "einsum":
             return einsum_case(w)
+        if kind == "adv":
+            return adv_case(w)
         if kind == "clip":
             return clip_case(w)
         if kind == "norm":

@@ -1239,6 +1239,90 @@ fn einsum_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     result_or_grad(&out, want, &inputs)
 }
 
+/// Advanced indexing, index_put and Python's `x[idx] = v` (`i_set`) on a [2, 3, 4] ramp
+/// (mirrors `adv_case` in torch_parity.py).
+fn adv_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let x = ramp(&[2, 3, 4], 7, 3.0, 0.5, d, dev)?;
+    let ix = |v: Vec<i64>| Tensor::from(v).to(dev);
+    let (i, j) = (ix(vec![2, 0])?, ix(vec![1, 3])?);
+    let m = Tensor::from_vec(
+        vec![true, false, true, false, true, false],
+        (2, 3),
+        Device::Cpu,
+    )?
+    .to(dev)?;
+    let v2 = ramp(&[2], 3, 1.0, 1.5, d, dev)?;
+    if let Some(set) = op.strip_prefix("set_") {
+        let y = x.detach().deep_clone()?;
+        match set {
+            "scalar" => y.i_set((.., &i, &j), 2)?,
+            "slice" => y.i_set((.., 0), 2.5)?,
+            "mask" => y.i_set(&m, 0)?,
+            "tensor" => y.i_set((0, 1), &ix(vec![1, -2, 3, 0])?)?,
+            "float" => y.i_set((&ix(vec![1, 0])?, 1..3), -1.5)?,
+            "big" => y.i_set((.., 0), 300)?,
+            "neg" => y.i_set(0, -1)?,
+            "fill_big" => y.fill_(70000.0)?,
+            "fill_nan" => y.fill_(f64::NAN)?,
+            "masked_big" => return y.masked_fill(&m, 256.0),
+            "full_like_big" => return y.full_like(2f64.powi(31)),
+            _ => return y.index_fill(0, &ix(vec![0])?, -256.0),
+        }
+        return Ok(y);
+    }
+    let mut v = v2.clone();
+    let out = match op {
+        "pair" => x.i((.., &i, &j))?,
+        "int_sep" => x.i((0, .., &j))?,
+        "sep" => x.i((&ix(vec![1, 0])?, .., &j))?,
+        "int_adj" => x.i((.., &i, 1))?,
+        "bcast" => x.i((Ellipsis, &ix(vec![2, 0])?.reshape((2, 1))?, &j))?,
+        "none_sep" => x.i((NewAxis, &ix(vec![1, 0])?, .., &j))?,
+        "mask2" => x.i(&m)?,
+        "mask_int" => x.i((&m, 1))?,
+        "mask_mid" => x.i((.., &m.i(0)?, &j))?,
+        "t0" => x.i((&Tensor::from_vec(vec![1i64], (), dev)?, .., &j))?,
+        "list" => x.i([1, 0])?,
+        "list_pair" => x.i(([0, 1], [1, 2]))?,
+        "bool0" => x.i(&Tensor::from_vec(vec![true], (), dev)?)?,
+        "bool0_false" => x.i(&Tensor::from_vec(vec![false], (), dev)?)?,
+        "neg" => x.i((.., &ix(vec![-1, 0])?, &ix(vec![-4, 2])?))?,
+        "u8mask" => x.i((0, &Tensor::from(vec![1u8, 0, 1]).to(dev)?))?,
+        "empty" => x.i((.., &ix(vec![])?, &j.narrow(0, 0, 0)?))?,
+        "bad_bcast" => x.i((.., &ix(vec![0, 1, 2])?, &ix(vec![0, 1])?))?,
+        "oob" => x.i((.., &i, &ix(vec![4, 0])?))?,
+        "put" => x.index_put((&ix(vec![0])?, &i, &j), &v2, false)?,
+        "put_acc" => x.index_put(
+            (&ix(vec![0, 0])?, &ix(vec![1, 1])?, &ix(vec![2, 2])?),
+            &v2,
+            true,
+        )?,
+        "put_bcast" => {
+            v = ramp(&[4], 3, 1.0, 1.5, d, dev)?;
+            x.index_put(&ix(vec![1, 0])?, &v, false)?
+        }
+        "put_mask" => {
+            v = ramp(&[4], 3, 1.0, 1.5, d, dev)?;
+            x.index_put(&m, &v, false)?
+        }
+        "put_basic" => {
+            v = ramp(&[3, 4], 5, 1.0, 0.5, d, dev)?;
+            x.index_put(&ix(vec![1])?, &v, false)?
+        }
+        "put_bad" => {
+            v = ramp(&[3], 3, 1.0, 1.5, d, dev)?;
+            x.index_put((&ix(vec![0])?, &i, &j), &v, false)?
+        }
+        _ => {
+            let other = if d == "f64" { DType::F32 } else { DType::F64 };
+            v = v2.detach().to_dtype(other)?;
+            x.index_put((&ix(vec![0])?, &i, &j), &v, false)?
+        }
+    };
+    result_or_grad(&out, want, &[("x", x.clone()), ("y", v.clone())])
+}
+
 /// scatter_add / scatter / index_add (mirrors `scat_case` in torch_parity.py).
 fn scat_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (op, d, want) = (w[1], w[2], w[3]);
@@ -1826,6 +1910,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "einsum" {
         return einsum_case(w, dev);
+    }
+    if kind == "adv" {
+        return adv_case(w, dev);
     }
     if kind == "clip" {
         return clip_case(w, dev);

@@ -179,6 +179,8 @@ fn torch_node_name(op: &'static str) -> &'static str {
         "cat" => "CatBackward0",
         "flip" => "FlipBackward0",
         "index_select" => "IndexSelectBackward0",
+        "index" => "IndexBackward0",
+        "index_put" => "IndexPutBackward0",
         "gather" => "GatherBackward0",
         "scatter_add" => "ScatterAddBackward0",
         "norm" => "LinalgVectorNormBackward0",

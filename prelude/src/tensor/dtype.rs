@@ -148,6 +148,67 @@ pub fn promote(a: DType, b: DType) -> DType {
     }
 }
 
+/// Whether the whole number `i` may be written into a tensor of `dt` (torch's
+/// `checked_convert` from a Python int): uint8 takes -255..=255 (negatives wrap), int32 its
+/// range, a float dtype anything up to its largest finite value.
+fn int_fits(i: i64, dt: DType) -> bool {
+    match dt {
+        DType::U8 => (-255..=255).contains(&i),
+        DType::I32 => i32::try_from(i).is_ok(),
+        DType::I64 | DType::Bool => true,
+        _ => float_fits(i as f64, dt),
+    }
+}
+
+/// Whether `v` may be written into a tensor of `dt` (torch's `checked_convert` from a
+/// Python float): an integer dtype takes finite values from its lowest to its largest, a float
+/// dtype infinities, NaN and finite values up to its largest.
+fn float_fits(v: f64, dt: DType) -> bool {
+    let (lo, hi) = match dt {
+        DType::Bool | DType::F64 => return true,
+        DType::U8 => (0.0, 255.0),
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+        DType::F32 => return !v.is_finite() || v.abs() <= f32::MAX as f64,
+        DType::F16 => return !v.is_finite() || v.abs() <= f16::MAX.to_f64(),
+        DType::BF16 => return !v.is_finite() || v.abs() <= bf16::MAX.to_f64(),
+    };
+    v >= lo && v <= hi
+}
+
+/// torch's check on a number written into a tensor of `dt` (`fill_`, `masked_fill`,
+/// `index_fill`, `full_like`, `x[i] = v`), and the number to write: one that does not fit is an
+/// error, not a saturated value, and a negative whole number wraps into uint8 as in torch
+/// (-1 is 255). A whole `v` follows the rule for Python ints, since these methods take `f64`
+/// where Python code passes an int (so `-1.0` into uint8 gives 255, where torch refuses the
+/// float -1.0).
+pub(crate) fn fill_value(op: &str, v: f64, dt: DType) -> crate::error::Result<f64> {
+    if v.fract() == 0.0 && v.abs() < 9.2e18 {
+        return fill_value_int(op, v as i64, dt);
+    }
+    fill_result(op, float_fits(v, dt), &v.to_string(), dt)?;
+    Ok(v)
+}
+
+/// [`fill_value`] for a number given as a whole number.
+pub(crate) fn fill_value_int(op: &str, i: i64, dt: DType) -> crate::error::Result<f64> {
+    fill_result(op, int_fits(i, dt), &i.to_string(), dt)?;
+    Ok(match dt {
+        DType::U8 => i as u8 as f64,
+        _ => i as f64,
+    })
+}
+
+fn fill_result(op: &str, fits: bool, v: &str, dt: DType) -> crate::error::Result<()> {
+    if fits {
+        return Ok(());
+    }
+    Err(crate::error::Error::Invalid(format!(
+        "{op}: the value {v} cannot be converted to {dt} without overflow (as in torch); \
+         pick a value inside the dtype's range or convert the tensor first"
+    )))
+}
+
 /// The dtype of `tensor op scalar`: a scalar takes part only when it is of a higher
 /// category (torch: an int tensor times 2.5 is float32, a float16 tensor times 2.5 stays
 /// float16, an int32 tensor plus 1 stays int32).

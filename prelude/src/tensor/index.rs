@@ -4,7 +4,7 @@
 //! view, as in torch (a write into it shows in `x`); a tensor index gives a copy, as torch's
 //! advanced indexing does.
 
-use super::shape::resolve_dim;
+use super::shape::{resolve_dim, strides};
 use super::{DType, Tensor};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -100,9 +100,32 @@ macro_rules! int_index {
                 Idx::Slice { start: Some(first), end: None, step }
             }
         }
+        /// A list of positions, as Python's `x[[2, 0]]`: a tensor index.
+        impl From<Vec<$t>> for Idx {
+            fn from(v: Vec<$t>) -> Idx {
+                Idx::Tensor(Tensor::from(v.into_iter().map(|i| i as i64).collect::<Vec<i64>>()))
+            }
+        }
+        impl<const N: usize> From<[$t; N]> for Idx {
+            fn from(v: [$t; N]) -> Idx {
+                Idx::from(v.to_vec())
+            }
+        }
     )*};
 }
 int_index!(i32, i64, isize, usize);
+
+/// A list of bools, as Python's `x[[True, False, True]]`: a mask.
+impl From<Vec<bool>> for Idx {
+    fn from(v: Vec<bool>) -> Idx {
+        Idx::Tensor(Tensor::from(v))
+    }
+}
+impl<const N: usize> From<[bool; N]> for Idx {
+    fn from(v: [bool; N]) -> Idx {
+        Idx::from(v.to_vec())
+    }
+}
 
 impl From<RangeFull> for Idx {
     fn from(_: RangeFull) -> Idx {
@@ -157,6 +180,18 @@ macro_rules! int_args {
 int_args!(i32, i64, isize, usize);
 single_arg!(RangeFull, Ellipsis, NewAxis, Tensor, Idx);
 
+macro_rules! list_args {
+    ($($t:ty),*) => {$(
+        single_arg!(Vec<$t>);
+        impl<const N: usize> IndexArg for [$t; N] {
+            fn entries(self) -> Vec<Idx> {
+                vec![self.into()]
+            }
+        }
+    )*};
+}
+list_args!(i32, i64, isize, usize, bool);
+
 impl IndexArg for &Tensor {
     fn entries(self) -> Vec<Idx> {
         vec![self.into()]
@@ -198,17 +233,80 @@ fn slice_bounds(start: Option<i64>, end: Option<i64>, size: usize) -> (usize, us
     (s, e.max(s))
 }
 
+/// A tensor entry of an index, read on the host: the dimension of the basic view it picks
+/// along, the entry's shape, and its positions (made non-negative, checked against the size).
+/// A bool mask over `k` dimensions becomes `k` of these, one per masked dimension, as in torch.
+pub(super) struct Picks {
+    dim: usize,
+    dims: Vec<usize>,
+    pos: Vec<i64>,
+}
+
+/// Whether torch reads a tensor of this dtype as a mask (bool, and the deprecated uint8) rather
+/// than as positions.
+fn is_mask(dt: DType) -> bool {
+    matches!(dt, DType::Bool | DType::U8)
+}
+
+/// torch's rule for index tensors: on the CPU, or on the indexed tensor's device.
+fn check_index_device(t: &Tensor, ix: &Tensor) -> Result<()> {
+    if ix.device() != Device::Cpu && ix.device() != t.device() {
+        return Err(Error::Invalid(format!(
+            "index: an index tensor must be on the CPU or on the indexed tensor's device ({}), \
+             got one on {}",
+            t.device(),
+            ix.device()
+        )));
+    }
+    Ok(())
+}
+
+/// The shape that the index tensors' shapes broadcast to, as numpy and torch broadcast them.
+fn broadcast_all(shapes: &[&[usize]]) -> Result<Vec<usize>> {
+    let n = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![1; n];
+    for s in shapes {
+        for (i, &d) in s.iter().enumerate() {
+            let o = &mut out[n - s.len() + i];
+            if *o == 1 {
+                *o = d;
+            } else if d != 1 && d != *o {
+                let all: Vec<String> = shapes.iter().map(|s| format!("{s:?}")).collect();
+                return Err(Error::BadShape(format!(
+                    "index: the index tensors' shapes {} do not broadcast together",
+                    all.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
 impl Tensor {
     /// Python-style indexing, as torch's `x[...]`: `x.i(0)` is `x[0]`, `x.i((.., 1..3))` is
     /// `x[:, 1:3]`, `x.i((Ellipsis, -1))` is `x[..., -1]`, `x.i((0..).step_by(2))` is `x[::2]`,
     /// `x.i(NewAxis)` is `x[None]`, `x.i(&idx)` picks positions, `x.i(&mask)` the elements where
-    /// a bool mask is true. Integers, ranges, `Ellipsis` and `NewAxis` give a view (a write into
-    /// it shows in `x`, as `x[:, 0] = 1` does); a tensor gives a copy. One tensor per index.
+    /// a bool mask is true, `x.i((&rows, &cols))` the elements at pairs of positions (index
+    /// tensors broadcast together, as torch's advanced indexing). Integers, ranges, `Ellipsis`
+    /// and `NewAxis` give a view (a write into it shows in `x`, as `x[:, 0] = 1` does); a
+    /// tensor gives a copy. Where several index tensors are separated by a slice, their
+    /// dimensions come first in the result, as in torch.
     pub fn i(&self, index: impl IndexArg) -> Result<Tensor> {
-        let entries = index.entries();
+        let (t, picks) = self.basic_index(index.entries())?;
+        if picks.is_empty() {
+            return Ok(t);
+        }
+        let out = t.pick(&picks)?;
+        Ok(crate::autograd::relabel("index", out))
+    }
+
+    /// The integers, ranges, `Ellipsis` and `NewAxis` of an index applied as views, and the
+    /// tensor entries read for [`Tensor::pick`] on that view.
+    pub(super) fn basic_index(&self, entries: Vec<Idx>) -> Result<(Tensor, Vec<Picks>)> {
         let consumes = |e: &Idx| match e {
             Idx::Ellipsis | Idx::NewAxis => 0,
-            Idx::Tensor(t) if t.dtype() == DType::Bool => t.rank().max(1),
+            // A 0-d mask adds a dimension (of size 1 or 0), as `None` does.
+            Idx::Tensor(t) if is_mask(t.dtype()) => t.rank(),
             _ => 1,
         };
         let used: usize = entries.iter().map(consumes).sum();
@@ -216,17 +314,11 @@ impl Tensor {
             .iter()
             .filter(|e| matches!(e, Idx::Ellipsis))
             .count();
-        let tensors = entries
-            .iter()
-            .filter(|e| matches!(e, Idx::Tensor(_)))
-            .count();
-        if ellipses > 1 || tensors > 1 || used > self.rank() {
+        if ellipses > 1 || used > self.rank() {
             return Err(Error::BadShape(format!(
                 "index: {} for a tensor of shape {:?}",
                 if ellipses > 1 {
                     "more than one Ellipsis".to_string()
-                } else if tensors > 1 {
-                    "more than one tensor in one index (index one dimension at a time)".into()
                 } else {
                     format!("{used} indexed dimensions")
                 },
@@ -234,18 +326,11 @@ impl Tensor {
             )));
         }
         let mut t = self.clone();
+        let mut picks = Vec::new();
         let mut d = 0; // the dimension of `t` the next entry applies to
         for e in entries {
             match e {
-                Idx::At(i) => {
-                    t = t.select(d as isize, i as isize).map_err(|_| {
-                        Error::BadShape(format!(
-                            "index {i} is out of range for dimension {d} of size {} (shape {:?})",
-                            t.shape()[d],
-                            self.shape()
-                        ))
-                    })?
-                }
+                Idx::At(i) => t = t.select_at(d, i, self)?,
                 Idx::Slice { start, end, step } => {
                     let (s, e) = slice_bounds(start, end, t.shape()[d]);
                     t = t.slice_step(d as isize, s, e, step)?;
@@ -257,13 +342,154 @@ impl Tensor {
                     d += 1;
                 }
                 Idx::Tensor(ix) => {
-                    let (out, taken) = t.index_by_tensor(d, &ix)?;
-                    t = out;
-                    d += taken;
+                    check_index_device(self, &ix)?;
+                    if is_mask(ix.dtype()) {
+                        if ix.rank() == 0 {
+                            // `x[True]` is `x[None]` kept, `x[False]` the same emptied.
+                            t = t.unsqueeze(d as isize)?;
+                        }
+                        d += t.mask_picks(d, &ix, self, &mut picks)?;
+                    } else if !ix.dtype().is_int() {
+                        return Err(Error::Invalid(format!(
+                            "index: a tensor index must hold integers (positions) or bools (a \
+                             mask), got {}",
+                            ix.dtype()
+                        )));
+                    } else if ix.rank() == 0 {
+                        // torch reads a 0-d integer tensor as the integer itself (a view).
+                        let i = ix.to_dtype(DType::I64)?.to_vec::<i64>()?[0];
+                        t = t.select_at(d, i, self)?;
+                    } else {
+                        let size = t.shape()[d] as i64;
+                        let mut pos = ix.to_dtype(DType::I64)?.to_vec::<i64>()?;
+                        for p in pos.iter_mut() {
+                            if *p < -size || *p >= size {
+                                return Err(Error::BadShape(format!(
+                                    "index {p} is out of range for dimension {d} of size {size} \
+                                     (shape {:?})",
+                                    self.shape()
+                                )));
+                            }
+                            if *p < 0 {
+                                *p += size;
+                            }
+                        }
+                        let dims = ix.shape().to_vec();
+                        picks.push(Picks { dim: d, dims, pos });
+                        d += 1;
+                    }
                 }
             }
         }
-        Ok(t)
+        Ok((t, picks))
+    }
+
+    /// `t[.., i]` at dimension `d` as a view, with the error naming the original shape.
+    fn select_at(&self, d: usize, i: i64, base: &Tensor) -> Result<Tensor> {
+        self.select(d as isize, i as isize).map_err(|_| {
+            Error::BadShape(format!(
+                "index {i} is out of range for dimension {d} of size {} (shape {:?})",
+                self.shape()[d],
+                base.shape()
+            ))
+        })
+    }
+
+    /// A mask over the dimensions from `d` as one position list per masked dimension (the
+    /// coordinates of its trues, as torch's `mask.nonzero()` columns); how many it covers.
+    fn mask_picks(
+        &self,
+        d: usize,
+        mask: &Tensor,
+        base: &Tensor,
+        out: &mut Vec<Picks>,
+    ) -> Result<usize> {
+        let k = mask.rank().max(1);
+        let covered = &self.shape()[d..(d + k).min(self.rank())];
+        let want: &[usize] = if mask.rank() == 0 { &[1] } else { mask.shape() };
+        if covered != want {
+            return Err(Error::BadShape(format!(
+                "index: a mask of shape {:?} does not match dimensions {d}.. of shape {:?}",
+                mask.shape(),
+                base.shape()
+            )));
+        }
+        let trues: Vec<usize> = mask
+            .to_dtype(DType::Bool)?
+            .to_vec::<bool>()?
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &b)| b.then_some(i))
+            .collect();
+        let st = strides(want);
+        for (j, (&s, &size)) in st.iter().zip(want).enumerate() {
+            let pos = trues.iter().map(|&f| ((f / s) % size) as i64).collect();
+            out.push(Picks {
+                dim: d + j,
+                dims: vec![trues.len()],
+                pos,
+            });
+        }
+        Ok(k)
+    }
+
+    /// Advanced indexing on the basic view `self`: the index tensors broadcast together to a
+    /// shape `B`; the result holds, for each position of `B`, the slice of `self` at those
+    /// coordinates. `B` stands where the indexed dimensions were when they are adjacent,
+    /// and first otherwise (torch's and numpy's rule). A copy, with gradients.
+    pub(super) fn pick(&self, picks: &[Picks]) -> Result<Tensor> {
+        let shapes: Vec<&[usize]> = picks.iter().map(|p| p.dims.as_slice()).collect();
+        let b = broadcast_all(&shapes)?;
+        let nb: usize = b.iter().product();
+        let dims: Vec<usize> = picks.iter().map(|p| p.dim).collect();
+        let sizes: Vec<usize> = dims.iter().map(|&d| self.shape()[d]).collect();
+        // Each broadcast position's flat offset into the indexed dimensions (row-major).
+        let bst = strides(&b);
+        let mut flat = vec![0i64; nb];
+        let mut along = 1i64;
+        for (p, &size) in picks.iter().zip(&sizes).rev() {
+            let pst = strides(&p.dims);
+            let pad = b.len() - p.dims.len();
+            for (o, f) in flat.iter_mut().enumerate() {
+                let src: usize = (0..p.dims.len())
+                    .filter(|&i| p.dims[i] != 1)
+                    .map(|i| (o / bst[pad + i]) % b[pad + i] * pst[i])
+                    .sum();
+                *f += p.pos[src] * along;
+            }
+            along *= size as i64;
+        }
+        let flat = Tensor::from_vec(flat, nb, Device::Cpu)?;
+        let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+        let first = dims[0];
+        let rest: Vec<usize> = (0..self.rank()).filter(|d| !dims.contains(d)).collect();
+        if adjacent {
+            // The indexed dimensions as one, picked in place.
+            let mut merged = self.shape()[..first].to_vec();
+            merged.push(sizes.iter().product());
+            merged.extend_from_slice(&self.shape()[first + dims.len()..]);
+            let src = if dims.len() == 1 {
+                self.clone()
+            } else {
+                self.reshape(merged)?
+            };
+            let out = src.index_select(first as isize, &flat)?;
+            let mut shape = self.shape()[..first].to_vec();
+            shape.extend_from_slice(&b);
+            shape.extend_from_slice(&self.shape()[first + dims.len()..]);
+            return out.reshape(shape);
+        }
+        // Separated: the indexed dimensions moved to the front, merged, picked there.
+        let perm: Vec<isize> = dims.iter().chain(&rest).map(|&d| d as isize).collect();
+        let mut merged = vec![sizes.iter().product()];
+        merged.extend(rest.iter().map(|&d| self.shape()[d]));
+        let out = self
+            .permute(&perm)?
+            .reshape(merged)?
+            .index_select(0, &flat)?;
+        let mut shape = b;
+        shape.extend(rest.iter().map(|&d| self.shape()[d]));
+        out.reshape(shape)
     }
 
     /// The elements at the flat (row-major) positions `index` names, in `index`'s shape
@@ -275,8 +501,11 @@ impl Tensor {
                 index.dtype()
             )));
         }
-        let (out, _) = self.flatten()?.index_by_tensor(0, index)?;
-        Ok(out)
+        check_index_device(self, index)?;
+        // A 0-d index is one position (a copy, unlike indexing with a 0-d tensor).
+        let flat = self.flatten()?;
+        let (_, picks) = flat.basic_index(vec![Idx::Tensor(index.flatten()?)])?;
+        flat.pick(&picks)?.reshape(index.shape().to_vec())
     }
 
     /// Elements `start, start + step, ..` below `end` of dimension `dim`, as torch's
@@ -300,56 +529,6 @@ impl Tensor {
             let len = z.shape()[d];
             z.slice_step(d as isize, 0, len, step)
         }))
-    }
-
-    /// `t[.., ix]` at dimension `d`: positions (int tensor, any shape) or a mask over the
-    /// dimensions from `d` (bool); the result, and how many dimensions of it the index made.
-    fn index_by_tensor(&self, d: usize, ix: &Tensor) -> Result<(Tensor, usize)> {
-        self.same_device(ix)?;
-        if ix.dtype() == DType::Bool {
-            let k = ix.rank().max(1);
-            let covered = &self.shape()[d..d + k.min(self.rank() - d)];
-            if ix.rank() == 0 || covered != ix.shape() {
-                return Err(Error::BadShape(format!(
-                    "index: a mask of shape {:?} does not match dimensions {d}.. of shape {:?}",
-                    ix.shape(),
-                    self.shape()
-                )));
-            }
-            // The masked dimensions as one, then the flat positions of the trues.
-            let mut flat = self.shape()[..d].to_vec();
-            flat.push(covered.iter().product());
-            flat.extend_from_slice(&self.shape()[d + k..]);
-            let positions = ix.flatten()?.nonzero()?.flatten()?;
-            let out = self.reshape(flat)?.index_select(d as isize, &positions)?;
-            return Ok((out, 1));
-        }
-        if !ix.dtype().is_int() {
-            return Err(Error::Invalid(format!(
-                "index: a tensor index must hold integers (positions) or bools (a mask), got {}",
-                ix.dtype()
-            )));
-        }
-        // Negative positions count from the end, as in torch.
-        let size = self.shape()[d] as i64;
-        let pos = ix.to_dtype(DType::I64)?.to_vec::<i64>()?;
-        if let Some(&p) = pos.iter().find(|&&p| p < -size || p >= size) {
-            return Err(Error::BadShape(format!(
-                "index {p} is out of range for dimension {d} of size {size} (shape {:?})",
-                self.shape()
-            )));
-        }
-        let pos: Vec<i64> = pos
-            .iter()
-            .map(|&p| if p < 0 { p + size } else { p })
-            .collect();
-        let n = pos.len();
-        let flat = Tensor::from_vec(pos, n, Device::Cpu)?.to(self.device())?;
-        let out = self.index_select(d as isize, &flat)?;
-        let mut dims = self.shape()[..d].to_vec();
-        dims.extend_from_slice(ix.shape());
-        dims.extend_from_slice(&self.shape()[d + 1..]);
-        Ok((out.reshape(dims)?, ix.rank()))
     }
 }
 

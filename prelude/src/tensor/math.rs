@@ -186,6 +186,7 @@ impl Tensor {
                 self.shape()
             ))
         })?;
+        let value = super::dtype::fill_value("masked_fill", value, self.dtype())?;
         let fill = Tensor::full_dtype((), value, self.dtype(), self.device())?;
         self.where_(&expanded.logical_not()?, &fill)
     }
@@ -318,6 +319,7 @@ impl Tensor {
 
     /// `value` in `shape`, in this tensor's dtype, on its device (torch's `new_full`).
     pub fn new_full(&self, shape: impl Into<crate::tensor::Shape>, value: f64) -> Result<Tensor> {
+        let value = super::dtype::fill_value("new_full", value, self.dtype())?;
         Tensor::full_dtype(shape, value, self.dtype(), self.device())
     }
 
@@ -362,6 +364,7 @@ impl Tensor {
 
     /// `value` (converted to this tensor's dtype) in this tensor's shape, on its device.
     pub fn full_like(&self, value: f64) -> Result<Tensor> {
+        let value = super::dtype::fill_value("full_like", value, self.dtype())?;
         Tensor::full_dtype(self.shape().to_vec(), value, self.dtype(), self.device())
     }
 

@@ -47,6 +47,7 @@ mod gpu_strided;
 mod grad;
 pub(crate) mod host_mem;
 mod index;
+mod index_put;
 mod inplace;
 mod layout;
 mod math;

@@ -15,9 +15,9 @@ use std::sync::Arc;
 /// For each element of `index` (row-major): the flat position it reads in `src` (of shape
 /// `src_dims`) and the flat position it writes in the output (of shape `out_dims`), which is
 /// its own position with dimension `d` replaced by the index value.
-struct Placement {
-    reads: Vec<i32>,
-    writes: Vec<i32>,
+pub(super) struct Placement {
+    pub(super) reads: Vec<i32>,
+    pub(super) writes: Vec<i32>,
 }
 
 fn placement(
@@ -104,7 +104,7 @@ fn placement(
 impl Tensor {
     /// The elements of `src` at `reads`, added (`accumulate`) or written at `writes` into a
     /// copy of this tensor.
-    fn place(&self, src: &Tensor, p: Placement, accumulate: bool) -> Result<Tensor> {
+    pub(super) fn place(&self, src: &Tensor, p: Placement, accumulate: bool) -> Result<Tensor> {
         let out_dims = self.shape().to_vec();
         let mut writes = p.writes;
         if !accumulate {
@@ -260,6 +260,7 @@ impl Tensor {
     /// A copy with `value` at the positions `index` names along `dim` (torch's `index_fill`);
     /// the gradient is 0 there.
     pub fn index_fill(&self, dim: isize, index: &Tensor, value: f64) -> Result<Tensor> {
+        let value = super::dtype::fill_value("index_fill", value, self.dtype())?;
         let d = resolve_dim(dim, self.rank().max(1))?;
         let mut want = self.shape().to_vec();
         if !want.is_empty() {
@@ -318,7 +319,7 @@ impl Tensor {
 
     /// The in-place writes cannot record a gradient for their source (see
     /// `check_inplace_autograd`): one that requires grad must use the out-of-place op.
-    fn no_grad_source(&self, op: &str, src: &Tensor) -> Result<()> {
+    pub(super) fn no_grad_source(&self, op: &str, src: &Tensor) -> Result<()> {
         if src.requires_grad() && crate::autograd::is_grad_enabled() {
             return Err(Error::Invalid(format!(
                 "{op}: the source requires grad, and in-place writes are not recorded for \

@@ -380,6 +380,7 @@ impl Tensor {
 
     /// Sets every element to `value` (converted to the dtype), in place.
     pub fn fill_(&self, value: f64) -> Result<()> {
+        let value = super::dtype::fill_value("fill_", value, self.dtype())?;
         let v = Tensor::full_dtype((), value, self.dtype(), crate::device::Device::Cpu)?;
         self.copy_(&v)
     }
