@@ -859,7 +859,22 @@ fn call(
             let (i, j) = (rng.gen_range(-5..5i64), rng.gen_range(-5..5i64));
             let step = rng.gen_range(1..4usize);
             let mask = pool[rng.gen_range(0..pool.len())].clone();
-            match rng.gen_range(0..5) {
+            let acc = rng.gen_range(0..2) == 1;
+            let v = rng.gen_range(-300.0..300.0f64).round() / 2.0;
+            match rng.gen_range(0..8) {
+                5 => {
+                    *what = format!("{da}.i(({db}, {}))", describe(&mask));
+                    some(a.i((&b, &mask)))
+                }
+                6 => {
+                    *what = format!("{da}.index_put(({}, ..), {db}, {acc})", describe(&mask));
+                    some(a.index_put((&mask, ..), &b, acc))
+                }
+                7 => {
+                    *what = format!("{da}.deep_clone().i_set(({db}, {i}), {v})");
+                    let c = a.detach().deep_clone();
+                    some(c.and_then(|c| c.i_set((&b, i), v).map(|_| c)))
+                }
                 0 => {
                     *what = format!("{da}.i(({i}, {j}))");
                     some(a.i((i, j)))

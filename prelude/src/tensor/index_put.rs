@@ -251,7 +251,7 @@ mod tests {
         );
         // Integer tensors take numbers in their dtype.
         let n = Tensor::from(vec![1i64, 2, 3]);
-        n.i_set(&idx(vec![0, 2]), 9_000_000_000_000_000_001i64)
+        n.i_set(idx(vec![0, 2]), 9_000_000_000_000_000_001i64)
             .unwrap();
         assert_eq!(
             n.to_vec::<i64>().unwrap(),
@@ -287,7 +287,7 @@ mod tests {
         );
         assert_eq!(v.grad().unwrap().to_vec::<f32>().unwrap(), [2., 2.]);
         // In place into a leaf that requires grad is refused, as in torch.
-        let e = a.i_set(&idx(vec![0]), 1.0).unwrap_err().to_string();
+        let e = a.i_set(idx(vec![0]), 1.0).unwrap_err().to_string();
         assert!(e.contains("leaf"), "{e}");
     }
 }
