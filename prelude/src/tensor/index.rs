@@ -4,7 +4,7 @@
 //! view, as in torch (a write into it shows in `x`); a tensor index gives a copy, as torch's
 //! advanced indexing does.
 
-use super::shape::{resolve_dim, strides};
+use super::shape::{broadcast, resolve_dim, strides};
 use super::{DType, Tensor};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -249,7 +249,7 @@ fn is_mask(dt: DType) -> bool {
 }
 
 /// torch's rule for index tensors: on the CPU, or on the indexed tensor's device.
-fn check_index_device(t: &Tensor, ix: &Tensor) -> Result<()> {
+pub(super) fn check_index_device(t: &Tensor, ix: &Tensor) -> Result<()> {
     if ix.device() != Device::Cpu && ix.device() != t.device() {
         return Err(Error::Invalid(format!(
             "index: an index tensor must be on the CPU or on the indexed tensor's device ({}), \
@@ -259,27 +259,6 @@ fn check_index_device(t: &Tensor, ix: &Tensor) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// The shape that the index tensors' shapes broadcast to, as numpy and torch broadcast them.
-fn broadcast_all(shapes: &[&[usize]]) -> Result<Vec<usize>> {
-    let n = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
-    let mut out = vec![1; n];
-    for s in shapes {
-        for (i, &d) in s.iter().enumerate() {
-            let o = &mut out[n - s.len() + i];
-            if *o == 1 {
-                *o = d;
-            } else if d != 1 && d != *o {
-                let all: Vec<String> = shapes.iter().map(|s| format!("{s:?}")).collect();
-                return Err(Error::BadShape(format!(
-                    "index: the index tensors' shapes {} do not broadcast together",
-                    all.join(", ")
-                )));
-            }
-        }
-    }
-    Ok(out)
 }
 
 impl Tensor {
@@ -438,8 +417,10 @@ impl Tensor {
     /// coordinates. `B` stands where the indexed dimensions were when they are adjacent,
     /// and first otherwise (torch's and numpy's rule). A copy, with gradients.
     pub(super) fn pick(&self, picks: &[Picks]) -> Result<Tensor> {
-        let shapes: Vec<&[usize]> = picks.iter().map(|p| p.dims.as_slice()).collect();
-        let b = broadcast_all(&shapes)?;
+        // The index tensors broadcast together, as operands of one element-wise op would.
+        let b = picks.iter().try_fold(Vec::new(), |acc, p| {
+            broadcast("index", &acc, &p.dims).map(|b| b.dims)
+        })?;
         let nb: usize = b.iter().product();
         let dims: Vec<usize> = picks.iter().map(|p| p.dim).collect();
         let sizes: Vec<usize> = dims.iter().map(|&d| self.shape()[d]).collect();
@@ -501,7 +482,6 @@ impl Tensor {
                 index.dtype()
             )));
         }
-        check_index_device(self, index)?;
         // A 0-d index is one position (a copy, unlike indexing with a 0-d tensor).
         let flat = self.flatten()?;
         let (_, picks) = flat.basic_index(vec![Idx::Tensor(index.flatten()?)])?;

@@ -10,7 +10,7 @@
 
 use super::arith::Operand;
 use super::dtype::{fill_value, fill_value_int, DType};
-use super::index::{Idx, IndexArg};
+use super::index::{check_index_device, Idx, IndexArg};
 use super::scatter::Placement;
 use super::Tensor;
 use crate::device::Device;
@@ -33,14 +33,7 @@ impl Tensor {
         for e in entries {
             host.push(match e {
                 Idx::Tensor(t) => {
-                    if t.device() != Device::Cpu && t.device() != self.device() {
-                        return Err(Error::Invalid(format!(
-                            "{op}: an index tensor must be on the CPU or on the tensor's device \
-                             ({}), got one on {}",
-                            self.device(),
-                            t.device()
-                        )));
-                    }
+                    check_index_device(self, &t)?;
                     Idx::Tensor(t.detach().to(Device::Cpu)?)
                 }
                 e => e,
