@@ -88,9 +88,10 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "hardswish_wide logsigmoid slogsigmoid softsign tanhshrink softshrink hardshrink glu glu_d0 "
         "celu celu_half selu_act sselu_act softmin take take_2d index_fill index_copy index_fill_ "
         "index_copy_ rot90 rot90_k2 rot90_neg fliplr flipud pairwise_distance pairwise_distance_p1 "
-        "pairwise_distance_inf").split()
+        "pairwise_distance_inf " +
+        "mm bmm mv inner inner_vec vdot kron kron_vec addmv addr baddbmm addbmm addmm_half addcmul addcmul_half addcdiv addcdiv_int fmax sfmax fmin sfmin hypot shypot copysign scopysign copysign_zero heaviside signbit ssignbit isposinf sisposinf isneginf sisneginf sinc ssinc float_power float_power_t sgn clip arccos arctan2 true_divide atleast_2d atleast_3d atleast_3d_mat hstack hstack_vec vstack dstack column_stack tensor_split tensor_split_many tensor_split_at hsplit hsplit_bad vsplit dsplit block_diag cartesian_prod take_along_dim take_along_dim_flat take_along_dim_bcast ravel msort smsort moveaxis").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
-MORE_MADE = "linspace linspace_one linspace_none eye eye_none".split()
+MORE_MADE = "linspace linspace_one linspace_none eye eye_none tril_indices triu_indices".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
 # smoothing, class probabilities as targets, extra dimensions after the classes, unbatched.
 CLS = ("ce_w ce_w_sum ce_w_none ce_ignore ce_ignore_none ce_ls ce_ls_w ce_ls_w_sum ce_ls_none "
@@ -659,7 +660,8 @@ def torch_results(lines, device):
         weighted_backward(out)
         if x.grad is None:
             raise ValueError("no gradient")
-        return x.grad
+        # A gradient torch knows to be zero (sgn's) is a ZeroTensor, which cannot be listed.
+        return torch.zeros_like(x.grad) if x.grad._is_zerotensor() else x.grad
 
     def empty_case(w):
         F = torch.nn.functional
@@ -723,7 +725,9 @@ def torch_results(lines, device):
                     "linspace_one": lambda: torch.linspace(2, 5, 1, device=dev),
                     "linspace_none": lambda: torch.linspace(0, 1, 0, device=dev),
                     "eye": lambda: torch.eye(3, device=dev),
-                    "eye_none": lambda: torch.eye(0, device=dev)}[op]()
+                    "eye_none": lambda: torch.eye(0, device=dev),
+                    "tril_indices": lambda: torch.tril_indices(3, 4, 1, device=dev),
+                    "triu_indices": lambda: torch.triu_indices(4, 3, -1, device=dev)}[op]()
         x = ramp([2, 3], 5, 2.0, 0.75, d)
         if op.startswith("s") and op[1:] in MORE:
             op = op[1:]
@@ -732,6 +736,8 @@ def torch_results(lines, device):
                 x.requires_grad_()
         y = ramp([2, 3], 4, 1.0, 0.5, d)
         cat_flat = lambda parts: torch.cat([p.flatten() for p in parts])
+        pieces = lambda parts: torch.cat([p.flatten() for p in parts] +  # noqa: E731
+                                         [torch.tensor([p.numel() for p in parts], device=dev)])
         nonzero = lambda: mk(d, 1).masked_fill(mk(d, 1) == 0, 5)  # noqa: E731
         w1 = lambda: ramp([3, 2, 2], 5, 2.0, 0.25, d)  # noqa: E731
         b1 = lambda: ramp([3], 3, 1.0, 0.5, d)  # noqa: E731
@@ -961,6 +967,48 @@ def torch_results(lines, device):
             "instance_norm": lambda: F.instance_norm(x.unsqueeze(0)),
             "instance_norm_affine": lambda: F.instance_norm(x.unsqueeze(0), weight=ramp([2], 3, 1.0, 0.5, d),
                                                             bias=ramp([2], 4, 2.0, 0.25, d)),
+            # torch's named products, the scaled sums, and the pointwise functions composed
+            # from the primitive ops.
+            "mm": lambda: torch.mm(x, y.t()), "bmm": lambda: torch.bmm(x.unsqueeze(0), y.t().unsqueeze(0)),
+            "mv": lambda: torch.mv(x, y[1]), "inner": lambda: torch.inner(x, y),
+            "inner_vec": lambda: torch.inner(x[0], y[1]), "vdot": lambda: torch.vdot(x[0], y[1]),
+            "kron": lambda: torch.kron(x, y[:, :2]), "kron_vec": lambda: torch.kron(x[0], y),
+            "addmv": lambda: torch.addmv(y[0, :2], x, y[1], beta=2, alpha=3),
+            "addr": lambda: torch.addr(x, y[:, 0], y[1], beta=2, alpha=3),
+            "baddbmm": lambda: torch.baddbmm(y[0, :2], x.unsqueeze(0), y.t().unsqueeze(0), beta=2, alpha=3),
+            "addbmm": lambda: torch.addbmm(y[0, :1], x.reshape(2, 1, 3), y.reshape(2, 3, 1), beta=2, alpha=3),
+            "addmm_half": lambda: torch.addmm(y[0, :2], x, y.t(), beta=0.5, alpha=1.5),
+            "addcmul": lambda: torch.addcmul(x, x, y, value=2),
+            "addcmul_half": lambda: torch.addcmul(y, x, y, value=0.5),
+            "addcdiv": lambda: torch.addcdiv(y, x, nonzero(), value=0.5),
+            "addcdiv_int": lambda: torch.addcdiv(x, y, nonzero(), value=2),
+            "fmax": lambda: torch.fmax(x, y), "fmin": lambda: torch.fmin(x, y),
+            "hypot": lambda: torch.hypot(x, y),
+            "copysign": lambda: torch.copysign(x, y), "copysign_zero": lambda: torch.copysign(x, y * -0.0),
+            "heaviside": lambda: torch.heaviside(x, y), "signbit": lambda: torch.signbit(x),
+            "isposinf": lambda: torch.isposinf(x), "isneginf": lambda: torch.isneginf(x),
+            "sinc": lambda: torch.sinc(x), "float_power": lambda: torch.float_power(x, 2),
+            "float_power_t": lambda: torch.float_power(x, y), "sgn": lambda: torch.sgn(x),
+            "clip": lambda: torch.clip(x, -1, 1), "arccos": lambda: torch.arccos(x),
+            "arctan2": lambda: torch.arctan2(x, y), "true_divide": lambda: torch.true_divide(x, nonzero()),
+            # Joins and splits by layout; a list of pieces as its values, then each piece's size.
+            "atleast_2d": lambda: torch.atleast_2d(x[0, 0]), "atleast_3d": lambda: torch.atleast_3d(x[0]),
+            "atleast_3d_mat": lambda: torch.atleast_3d(x),
+            "hstack": lambda: torch.hstack([x, y]), "hstack_vec": lambda: torch.hstack([x[0], y[1]]),
+            "vstack": lambda: torch.vstack([x, y[0]]), "dstack": lambda: torch.dstack([x, y]),
+            "column_stack": lambda: torch.column_stack([x[0], y.t()]),
+            "tensor_split": lambda: pieces(torch.tensor_split(x, 2, 1)),
+            "tensor_split_many": lambda: pieces(torch.tensor_split(x, 4, 1)),
+            "tensor_split_at": lambda: pieces(torch.tensor_split(x, [1, 5, -2], 1)),
+            "hsplit": lambda: pieces(torch.hsplit(x, 3)), "hsplit_bad": lambda: pieces(torch.hsplit(x, 2)),
+            "vsplit": lambda: pieces(torch.vsplit(x, 2)), "dsplit": lambda: pieces(torch.dsplit(x.reshape(1, 2, 3), 3)),
+            "block_diag": lambda: torch.block_diag(x, y[0], y[1, 0]),
+            "cartesian_prod": lambda: torch.cartesian_prod(x[0], y[1, :2]),
+            "take_along_dim": lambda: torch.take_along_dim(x, torch.sort(x, dim=1, stable=True)[1], 1),
+            "take_along_dim_flat": lambda: torch.take_along_dim(x, torch.tensor([5, 0, 2], device=dev)),
+            "take_along_dim_bcast": lambda: torch.take_along_dim(x, torch.tensor([[1], [0], [1]], device=dev), 0),
+            "ravel": lambda: x.t().ravel(), "msort": lambda: torch.msort(x),
+            "moveaxis": lambda: torch.moveaxis(x.unsqueeze(2), 0, 2),
         }[op]()
         return out_or_grad(out, x, want)
 

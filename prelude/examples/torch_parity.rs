@@ -680,6 +680,8 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "logspace" => return Tensor::logspace(-1.5, 2.25, 7, 10.0, dev),
         "logspace_base2" => return Tensor::logspace(-1.0, 1.0, 5, 2.0, dev),
         "logspace_one" => return Tensor::logspace(0.0, 1.0, 1, 10.0, dev),
+        "tril_indices" => return Tensor::tril_indices(3, 4, 1, dev),
+        "triu_indices" => return Tensor::triu_indices(4, 3, -1, dev),
         _ => {}
     }
     let special = [
@@ -732,6 +734,15 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "snanquantile_dim",
         "slogsigmoid",
         "sselu_act",
+        "sfmax",
+        "sfmin",
+        "shypot",
+        "scopysign",
+        "ssignbit",
+        "sisposinf",
+        "sisneginf",
+        "ssinc",
+        "smsort",
     ];
     let x = if special.contains(&op) {
         op = &op[1..];
@@ -754,6 +765,18 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             .collect::<Result<Vec<_>, _>>()?;
         Tensor::cat(&parts, 0)
     };
+    // The pieces' values, then each piece's size (as torch_parity.py's `pieces`).
+    let pieces = |parts: Vec<Tensor>| -> Result<Tensor, Error> {
+        let sizes: Vec<i64> = parts.iter().map(|p| p.numel() as i64).collect();
+        let n = sizes.len();
+        let mut all = parts
+            .iter()
+            .map(Tensor::flatten)
+            .collect::<Result<Vec<_>, _>>()?;
+        all.push(Tensor::from_vec(sizes, [n], dev)?);
+        Tensor::cat(&all, 0)
+    };
+    let idx = |v: Vec<i64>, shape: &[usize]| Tensor::from_vec(v, shape.to_vec(), dev);
     let both = |(v, i): (Tensor, Tensor)| -> Result<Tensor, Error> {
         Tensor::cat(
             &[
@@ -1098,6 +1121,83 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "softmin" => F::softmin(&x, 1),
         "prelu" => F::prelu(&x, &ramp(&[3], 3, 1.0, 0.25, d, dev)?),
         "prelu_one" => F::prelu(&x, &ramp(&[1], 3, 1.0, 0.25, d, dev)?),
+        "mm" => x.mm(&y.t()?),
+        "bmm" => x.unsqueeze(0)?.bmm(&y.t()?.unsqueeze(0)?),
+        "mv" => x.mv(&y.select(0, 1)?),
+        "inner" => x.inner(&y),
+        "inner_vec" => x.select(0, 0)?.inner(&y.select(0, 1)?),
+        "vdot" => x.select(0, 0)?.vdot(&y.select(0, 1)?),
+        "kron" => x.kron(&y.narrow(1, 0, 2)?),
+        "kron_vec" => x.select(0, 0)?.kron(&y),
+        "addmv" => y
+            .select(0, 0)?
+            .narrow(0, 0, 2)?
+            .addmv(&x, &y.select(0, 1)?, 2.0, 3.0),
+        "addr" => x.addr(&y.select(1, 0)?, &y.select(0, 1)?, 2.0, 3.0),
+        "baddbmm" => y.select(0, 0)?.narrow(0, 0, 2)?.baddbmm(
+            &x.unsqueeze(0)?,
+            &y.t()?.unsqueeze(0)?,
+            2.0,
+            3.0,
+        ),
+        "addbmm" => y.select(0, 0)?.narrow(0, 0, 1)?.addbmm(
+            &x.reshape([2, 1, 3])?,
+            &y.reshape([2, 3, 1])?,
+            2.0,
+            3.0,
+        ),
+        "addmm_half" => y
+            .select(0, 0)?
+            .narrow(0, 0, 2)?
+            .addmm(&x, &y.t()?, 0.5, 1.5),
+        "addcmul" => x.addcmul(&x, &y, 2.0),
+        "addcmul_half" => y.addcmul(&x, &y, 0.5),
+        "addcdiv" => y.addcdiv(&x, &nonzero()?, 0.5),
+        "addcdiv_int" => x.addcdiv(&y, &nonzero()?, 2.0),
+        "fmax" => x.fmax(&y),
+        "fmin" => x.fmin(&y),
+        "hypot" => x.hypot(&y),
+        "copysign" => x.copysign(&y),
+        "copysign_zero" => x.copysign(&y.mul(-0.0)?),
+        "heaviside" => x.heaviside(&y),
+        "signbit" => x.signbit(),
+        "isposinf" => x.isposinf(),
+        "isneginf" => x.isneginf(),
+        "sinc" => x.sinc(),
+        "float_power" => x.float_power(2),
+        "float_power_t" => x.float_power(&y),
+        "sgn" => x.sgn(),
+        "clip" => x.clip(-1, 1),
+        "arccos" => x.arccos(),
+        "arctan2" => x.arctan2(&y),
+        "true_divide" => x.true_divide(&nonzero()?),
+        "atleast_2d" => x.select(0, 0)?.select(0, 0)?.atleast_2d(),
+        "atleast_3d" => x.select(0, 0)?.atleast_3d(),
+        "atleast_3d_mat" => x.atleast_3d(),
+        "hstack" => Tensor::hstack(&[&x, &y]),
+        "hstack_vec" => Tensor::hstack(&[x.select(0, 0)?, y.select(0, 1)?]),
+        "vstack" => Tensor::vstack(&[x.clone(), y.select(0, 0)?]),
+        "dstack" => Tensor::dstack(&[&x, &y]),
+        "column_stack" => Tensor::column_stack(&[x.select(0, 0)?, y.t()?]),
+        "tensor_split" => pieces(x.tensor_split(2, 1)?),
+        "tensor_split_many" => pieces(x.tensor_split(4, 1)?),
+        "tensor_split_at" => pieces(x.tensor_split_at(&[1, 5, -2], 1)?),
+        "hsplit" => pieces(x.hsplit(3)?),
+        "hsplit_bad" => pieces(x.hsplit(2)?),
+        "vsplit" => pieces(x.vsplit(2)?),
+        "dsplit" => pieces(x.reshape([1, 2, 3])?.dsplit(3)?),
+        "block_diag" => {
+            Tensor::block_diag(&[x.clone(), y.select(0, 0)?, y.select(0, 1)?.select(0, 0)?])
+        }
+        "cartesian_prod" => {
+            Tensor::cartesian_prod(&[x.select(0, 0)?, y.select(0, 1)?.narrow(0, 0, 2)?])
+        }
+        "take_along_dim" => x.take_along_dim(&x.sort(1, false)?.1, Some(1)),
+        "take_along_dim_flat" => x.take_along_dim(&idx(vec![5, 0, 2], &[3])?, None),
+        "take_along_dim_bcast" => x.take_along_dim(&idx(vec![1, 0, 1], &[3, 1])?, Some(0)),
+        "ravel" => x.t()?.ravel(),
+        "msort" => x.msort(),
+        "moveaxis" => x.unsqueeze(2)?.moveaxis(0, 2),
         "instance_norm" => F::instance_norm(&x.unsqueeze(0)?, None, None, 1e-5),
         "instance_norm_affine" => F::instance_norm(
             &x.unsqueeze(0)?,

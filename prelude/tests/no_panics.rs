@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..88) {
+    match rng.gen_range(0..89) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -896,6 +896,77 @@ fn call(
                     some(a.i(&mask))
                 }
             }
+        }
+        87 => {
+            // torch's named products, pointwise functions and joins (products.rs,
+            // pointwise.rs, stacking.rs), with a third pool tensor where one is taken.
+            let c = pool[rng.gen_range(0..pool.len())].clone();
+            let dc = describe(&c);
+            let n = rng.gen_range(0..4usize);
+            const NAMES: [&str; 27] = [
+                "fmax",
+                "fmin",
+                "hypot",
+                "copysign",
+                "heaviside",
+                "kron",
+                "inner",
+                "mm",
+                "bmm",
+                "mv",
+                "take_along_dim",
+                "float_power",
+                "signbit",
+                "sinc",
+                "atleast_3d",
+                "msort",
+                "hsplit",
+                "tensor_split",
+                "block_diag",
+                "hstack",
+                "dstack",
+                "cartesian_prod",
+                "addcmul",
+                "addcdiv",
+                "addmv",
+                "addr",
+                "baddbmm",
+            ];
+            let pick = rng.gen_range(0..NAMES.len());
+            let parts = [a.clone(), b.clone()];
+            *what = format!(
+                "{} of {da}, {db} ({dc}, n {n}, dim {d}, scalar {s})",
+                NAMES[pick]
+            );
+            some(match pick {
+                0 => a.fmax(&b),
+                1 => a.fmin(&b),
+                2 => a.hypot(&b),
+                3 => a.copysign(&b),
+                4 => a.heaviside(&b),
+                5 => a.kron(&b),
+                6 => a.inner(&b),
+                7 => a.mm(&b),
+                8 => a.bmm(&b),
+                9 => a.mv(&b),
+                10 => a.take_along_dim(&b, Some(d)),
+                11 => a.float_power(&b),
+                12 => a.signbit(),
+                13 => a.sinc(),
+                14 => a.atleast_3d(),
+                15 => a.msort(),
+                16 => a.hsplit(n).and_then(|p| Tensor::cat(&p, 0)),
+                17 => a.tensor_split(n, d).and_then(|p| Tensor::cat(&p, d)),
+                18 => Tensor::block_diag(&parts),
+                19 => Tensor::hstack(&parts),
+                20 => Tensor::column_stack(&parts).and(Tensor::dstack(&parts)),
+                21 => Tensor::cartesian_prod(&parts),
+                22 => a.addcmul(&b, &c, s),
+                23 => a.addcdiv(&b, &c, s),
+                24 => a.addmv(&b, &c, s, 1.0),
+                25 => a.addr(&b, &c, s, 1.0),
+                _ => a.baddbmm(&b, &c, s, 1.0),
+            })
         }
         _ => {
             *what = format!("format {da}");

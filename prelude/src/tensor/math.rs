@@ -2,10 +2,9 @@
 //! its gradient from theirs): tests for NaN and infinity, `square`/`reciprocal`/`rsqrt`,
 //! `norm`, `isclose`/`allclose`, `masked_fill`, `tril`/`triu`, `outer`/`dot`, `repeat`,
 //! `chunk`/`split`, the `*_like` constructors, `log2`/`log10`/`exp2`, `trunc`/`frac`,
-//! `lerp`, `addmm` and `equal`.
+//! `lerp` and `equal`.
 
-use super::arith::Operand;
-use super::autocast::{autocast, autocast1, AmpOp};
+use super::autocast::{autocast1, AmpOp};
 use super::dtype::{promote, DType};
 use super::op::BinaryOp;
 use super::shape::resolve_dim;
@@ -29,7 +28,7 @@ pub(super) fn bool_mask(op: &str, mask: &Tensor) -> Result<()> {
 
 impl Tensor {
     /// A bool tensor of this shape, true everywhere (`value`) or false, on this device.
-    fn bools(&self, value: bool) -> Result<Tensor> {
+    pub(super) fn bools(&self, value: bool) -> Result<Tensor> {
         Tensor::full_dtype(
             self.shape().to_vec(),
             value as u8 as f64,
@@ -458,63 +457,6 @@ impl Tensor {
             b.sub(&diff.mul(1.0 - weight)?)?
         };
         Ok(autograd::relabel("lerp", out.to_dtype(to)?))
-    }
-
-    /// `beta * self + alpha * (mat1 @ mat2)`, as torch's `addmm` (`self` broadcasts to the
-    /// product's shape and is not read when `beta` is 0; integer tensors need whole-number
-    /// `beta` and `alpha`, as in torch). A matrix product for autocast.
-    pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
-        let inputs = [Some(self), Some(mat1), Some(mat2)];
-        if let Some(r) = autocast(AmpOp::Matmul, "addmm", &inputs, |t| {
-            let (c, a, b) = (t[0].as_ref(), t[1].as_ref(), t[2].as_ref());
-            c.expect("self")
-                .addmm(a.expect("mat1"), b.expect("mat2"), beta, alpha)
-        }) {
-            return r;
-        }
-        if mat1.rank() != 2 || mat2.rank() != 2 {
-            return Err(Error::BadShape(format!(
-                "addmm: mat1 and mat2 must be matrices, got shapes {:?} and {:?}",
-                mat1.shape(),
-                mat2.shape()
-            )));
-        }
-        let int = !self.dtype().is_float();
-        let scalar = |name: &str, v: f64| -> Result<Operand<'static>> {
-            match (int, v.fract() == 0.0) {
-                (false, _) => Ok(Operand::Scalar(v)),
-                (true, true) => Ok(Operand::Int(v as i64)),
-                (true, false) => Err(Error::Invalid(format!(
-                    "addmm: for integer tensors, {name} must be a whole number, got {v}"
-                ))),
-            }
-        };
-        let (b, a) = (scalar("beta", beta)?, scalar("alpha", alpha)?);
-        let half = matches!(self.dtype(), DType::F16 | DType::BF16);
-        let work = |t: &Tensor| {
-            if half {
-                t.to_dtype(DType::F32)
-            } else {
-                Ok(t.clone())
-            }
-        };
-        let product = work(mat1)?.matmul(&work(mat2)?)?.mul(a)?;
-        let out = if beta == 0.0 {
-            product
-                .broadcast_to(product.shape().to_vec())?
-                .deep_clone()?
-        } else {
-            product.add(&work(self)?.mul(b)?)?
-        };
-        let want = super::dtype::promote(self.dtype(), promote(mat1.dtype(), mat2.dtype()));
-        if out.shape() != product.shape() {
-            return Err(Error::BadShape(format!(
-                "addmm: self of shape {:?} does not broadcast to the product's shape {:?}",
-                self.shape(),
-                product.shape()
-            )));
-        }
-        Ok(autograd::relabel("addmm", out.to_dtype(want)?))
     }
 
     /// True when both tensors have one shape and equal elements (NaN is never equal), as

@@ -240,12 +240,9 @@ impl Tensor {
             source.clone()
         } else if self.dtype().is_float() {
             source.mul(alpha)?
-        } else if alpha.fract() == 0.0 {
-            source.mul(alpha as i64)?.to_dtype(self.dtype())?
         } else {
-            return Err(Error::Invalid(format!(
-                "index_add: for integer tensors, alpha must be a whole number, got {alpha}"
-            )));
+            // torch converts the number to the tensor's integer type, toward zero (0.5 -> 0).
+            source.mul(alpha.trunc() as i64)?.to_dtype(self.dtype())?
         };
         self.index_place("index_add", dim, index, &source, true)
     }
