@@ -89,7 +89,8 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "celu celu_half selu_act sselu_act softmin take take_2d index_fill index_copy index_fill_ "
         "index_copy_ rot90 rot90_k2 rot90_neg fliplr flipud pairwise_distance pairwise_distance_p1 "
         "pairwise_distance_inf " +
-        "mm bmm mv inner inner_vec vdot kron kron_vec addmv addr baddbmm addbmm addmm_half addcmul addcmul_half addcdiv addcdiv_int fmax sfmax fmin sfmin hypot shypot copysign scopysign copysign_zero heaviside signbit ssignbit isposinf sisposinf isneginf sisneginf sinc ssinc float_power float_power_t sgn clip arccos arctan2 true_divide atleast_2d atleast_3d atleast_3d_mat hstack hstack_vec vstack dstack column_stack tensor_split tensor_split_many tensor_split_at hsplit hsplit_bad vsplit dsplit block_diag cartesian_prod take_along_dim take_along_dim_flat take_along_dim_bcast ravel msort smsort moveaxis").split()
+        "mm bmm mv inner inner_vec vdot kron kron_vec addmv addr baddbmm addbmm addmm_half addcmul addcmul_half addcdiv addcdiv_int fmax sfmax fmin sfmin hypot shypot copysign scopysign copysign_zero heaviside signbit ssignbit isposinf sisposinf isneginf sisneginf sinc ssinc float_power float_power_t sgn clip arccos arctan2 true_divide atleast_2d atleast_3d atleast_3d_mat hstack hstack_vec vstack dstack column_stack tensor_split tensor_split_many tensor_split_at hsplit hsplit_bad vsplit dsplit block_diag cartesian_prod take_along_dim take_along_dim_flat take_along_dim_bcast ravel msort smsort moveaxis " +
+        "det det_2 det_batch slogdet inv inv_2 inv_singular solve solve_vec solve_batch solve_bad").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none tril_indices triu_indices".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
@@ -736,6 +737,7 @@ def torch_results(lines, device):
                 x.requires_grad_()
         y = ramp([2, 3], 4, 1.0, 0.5, d)
         cat_flat = lambda parts: torch.cat([p.flatten() for p in parts])
+        sq = lambda: torch.cat([x, y[:1]]) + torch.eye(3, device=dev) * 3  # noqa: E731
         pieces = lambda parts: torch.cat([p.flatten() for p in parts] +  # noqa: E731
                                          [torch.tensor([p.numel() for p in parts], device=dev)])
         nonzero = lambda: mk(d, 1).masked_fill(mk(d, 1) == 0, 5)  # noqa: E731
@@ -1009,6 +1011,16 @@ def torch_results(lines, device):
             "take_along_dim_bcast": lambda: torch.take_along_dim(x, torch.tensor([[1], [0], [1]], device=dev), 0),
             "ravel": lambda: x.t().ravel(), "msort": lambda: torch.msort(x),
             "moveaxis": lambda: torch.moveaxis(x.unsqueeze(2), 0, 2),
+            # torch.linalg on a regular 3 x 3 matrix holding x (a float32 one for the integer
+            # dtypes, as `x + eye` promotes), and on x's own square part in its dtype.
+            "det": lambda: torch.linalg.det(sq()), "det_2": lambda: torch.linalg.det(x[:, :2]),
+            "det_batch": lambda: torch.linalg.det(torch.stack([sq(), sq().t() * 2])),
+            "slogdet": lambda: torch.stack(torch.linalg.slogdet(sq() - torch.eye(3, device=dev) * 5)),
+            "inv": lambda: torch.linalg.inv(sq()), "inv_2": lambda: torch.linalg.inv(x[:, :2]),
+            "inv_singular": lambda: torch.linalg.inv(x[:, :2] * 0),
+            "solve": lambda: torch.linalg.solve(sq(), y.t()), "solve_vec": lambda: torch.linalg.solve(sq(), y[1]),
+            "solve_batch": lambda: torch.linalg.solve(torch.stack([sq(), sq().t()]), y.t()),
+            "solve_bad": lambda: torch.linalg.solve(sq(), y),
         }[op]()
         return out_or_grad(out, x, want)
 

@@ -43,7 +43,7 @@
 use gpulab::nn::{self, Parameter};
 use gpulab::optim::{Adam, AdamW, Optimizer, RMSprop, SGD};
 use gpulab::tensor::{DType, Operand};
-use gpulab::{Device, Ellipsis, Error, NewAxis, Tensor, F};
+use gpulab::{linalg, Device, Ellipsis, Error, NewAxis, Tensor, F};
 use std::io::{BufRead, Write};
 
 fn dtype(s: &str) -> DType {
@@ -777,6 +777,9 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         Tensor::cat(&all, 0)
     };
     let idx = |v: Vec<i64>, shape: &[usize]| Tensor::from_vec(v, shape.to_vec(), dev);
+    // A regular 3 x 3 matrix holding x (as torch_parity.py's `sq`).
+    let sq =
+        || Tensor::cat(&[x.clone(), y.narrow(0, 0, 1)?], 0)?.add(&Tensor::eye(3, dev)?.mul(3)?);
     let both = |(v, i): (Tensor, Tensor)| -> Result<Tensor, Error> {
         Tensor::cat(
             &[
@@ -1198,6 +1201,20 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "ravel" => x.t()?.ravel(),
         "msort" => x.msort(),
         "moveaxis" => x.unsqueeze(2)?.moveaxis(0, 2),
+        "det" => sq()?.det(),
+        "det_2" => x.narrow(1, 0, 2)?.det(),
+        "det_batch" => Tensor::stack(&[sq()?, sq()?.t()?.mul(2)?], 0)?.det(),
+        "slogdet" => {
+            let (sign, logabs) = sq()?.sub(&Tensor::eye(3, dev)?.mul(5)?)?.slogdet()?;
+            Tensor::stack(&[sign, logabs], 0)
+        }
+        "inv" => linalg::inv(&sq()?),
+        "inv_2" => linalg::inv(&x.narrow(1, 0, 2)?),
+        "inv_singular" => linalg::inv(&x.narrow(1, 0, 2)?.mul(0)?),
+        "solve" => linalg::solve(&sq()?, &y.t()?),
+        "solve_vec" => linalg::solve(&sq()?, &y.select(0, 1)?),
+        "solve_batch" => linalg::solve(&Tensor::stack(&[sq()?, sq()?.t()?], 0)?, &y.t()?),
+        "solve_bad" => linalg::solve(&sq()?, &y),
         "instance_norm" => F::instance_norm(&x.unsqueeze(0)?, None, None, 1e-5),
         "instance_norm_affine" => F::instance_norm(
             &x.unsqueeze(0)?,

@@ -61,6 +61,7 @@ mod colorbar;
 pub mod display;
 mod image;
 pub mod interrupt;
+pub mod linalg;
 pub mod machine;
 pub mod mandelbrot;
 pub use colorbar::ScaledImage;

@@ -932,3 +932,73 @@ fn conv2d_and_max_pool2d_run_in_every_float_dtype() {
         common::parts_close(&what, &names, &run(dtype), &want, tol);
     }
 }
+
+/// A well-conditioned `[.., n, n]` input: values from `input` plus 3 on the diagonal.
+fn regular(batch: &[usize], n: usize, salt: u64) -> Tensor {
+    let mut shape = batch.to_vec();
+    shape.extend([n, n]);
+    let x = input(&shape, salt).detach();
+    let eye = Tensor::eye(n, CPU).unwrap().to_dtype(DType::F64).unwrap();
+    x.add(&eye.mul(3.0).unwrap())
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
+}
+
+#[test]
+fn linalg_and_torch_named_ops() {
+    use gpulab::linalg;
+    // solve: both A and B, matrix and vector right-hand sides, broadcast batches.
+    check("solve", vec![regular(&[], 3, 1), input(&[3, 2], 2)], |t| {
+        linalg::solve(&t[0], &t[1])
+    });
+    check(
+        "solve vec",
+        vec![regular(&[2], 3, 3), input(&[2, 3], 4)],
+        |t| linalg::solve(&t[0], &t[1]),
+    );
+    check(
+        "solve bcast",
+        vec![regular(&[2], 3, 5), input(&[3, 1], 6)],
+        |t| linalg::solve(&t[0], &t[1]),
+    );
+    check("inv", vec![regular(&[2], 3, 7)], |t| linalg::inv(&t[0]));
+    check("det", vec![regular(&[2], 3, 8)], |t| linalg::det(&t[0]));
+    check("slogdet", vec![regular(&[], 4, 9)], |t| {
+        Ok(linalg::slogdet(&t[0])?.1)
+    });
+    // Products and scaled sums, with every input's gradient.
+    check("kron", vec![input(&[2, 3], 10), input(&[2, 2], 11)], |t| {
+        t[0].kron(&t[1])
+    });
+    check("inner", vec![input(&[2, 3], 12), input(&[4, 3], 13)], |t| {
+        t[0].inner(&t[1])
+    });
+    check(
+        "baddbmm",
+        vec![
+            input(&[2, 1, 2], 14),
+            input(&[2, 2, 3], 15),
+            input(&[2, 3, 2], 16),
+        ],
+        |t| t[0].baddbmm(&t[1], &t[2], 0.5, 1.5),
+    );
+    check(
+        "addcdiv",
+        vec![input(&[2, 3], 17), input(&[3], 18), positive(&[2, 1], 19)],
+        |t| t[0].addcdiv(&t[1], &t[2], 0.7),
+    );
+    check("hypot", vec![input(&[2, 3], 20), input(&[2, 3], 21)], |t| {
+        t[0].hypot(&t[1])
+    });
+    check("sinc", vec![input(&[2, 3], 22)], |t| t[0].sinc());
+    check(
+        "block_diag",
+        vec![input(&[2, 3], 23), input(&[1, 2], 24)],
+        |t| Tensor::block_diag(&[&t[0], &t[1]]),
+    );
+    check("take_along_dim", vec![input(&[2, 3], 25)], |t| {
+        let i = Tensor::from_vec(vec![1i64, 0, 1], [1, 3], CPU)?;
+        t[0].take_along_dim(&i, Some(0))
+    });
+}

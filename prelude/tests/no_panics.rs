@@ -899,11 +899,11 @@ fn call(
         }
         87 => {
             // torch's named products, pointwise functions and joins (products.rs,
-            // pointwise.rs, stacking.rs), with a third pool tensor where one is taken.
+            // pointwise.rs, stacking.rs) and linalg, with a third pool tensor where one is taken.
             let c = pool[rng.gen_range(0..pool.len())].clone();
             let dc = describe(&c);
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 27] = [
+            const NAMES: [&str; 30] = [
                 "fmax",
                 "fmin",
                 "hypot",
@@ -931,6 +931,9 @@ fn call(
                 "addmv",
                 "addr",
                 "baddbmm",
+                "det",
+                "inv",
+                "solve",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             let parts = [a.clone(), b.clone()];
@@ -965,7 +968,10 @@ fn call(
                 23 => a.addcdiv(&b, &c, s),
                 24 => a.addmv(&b, &c, s, 1.0),
                 25 => a.addr(&b, &c, s, 1.0),
-                _ => a.baddbmm(&b, &c, s, 1.0),
+                26 => a.baddbmm(&b, &c, s, 1.0),
+                27 => linalg::det(&a),
+                28 => linalg::inv(&a),
+                _ => linalg::solve(&a, &b),
             })
         }
         _ => {

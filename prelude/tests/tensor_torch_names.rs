@@ -136,3 +136,39 @@ fn pointwise_errors_and_torch_gradient_rules() {
     assert_eq!(a.grad().unwrap().to_vec::<f32>().unwrap(), [1.0, 0.0, 0.0]);
     assert_eq!(b.grad().unwrap().to_vec::<f32>().unwrap(), [0.0, 1.0, 1.0]);
 }
+
+#[test]
+fn linalg_refuses_what_it_cannot_solve() {
+    use gpulab::linalg;
+    let e = err(linalg::inv(&m(2, 3)));
+    assert!(
+        e.contains("linalg.inv: A must be a square matrix") && e.contains("[2, 3]"),
+        "{e}"
+    );
+    let e = err(linalg::inv(&m(2, 2).mul(0).unwrap()));
+    assert!(e.contains("linalg.inv: the matrix is singular"), "{e}");
+    let e = err(linalg::det(&m(2, 2).to_dtype(DType::F16).unwrap()));
+    assert!(
+        e.contains("linalg.det: needs a float32 or float64 tensor, got float16"),
+        "{e}"
+    );
+    let a = m(2, 2).add(&Tensor::eye(2, CPU).unwrap()).unwrap();
+    let e = err(linalg::solve(&a, &m(3, 1)));
+    assert!(e.contains("linalg.solve: B must have 2 rows"), "{e}");
+    let e = err(linalg::solve(&a, &m(2, 1).to_dtype(DType::F64).unwrap()));
+    assert!(
+        e.contains("A and B need one dtype, got float32 and float64"),
+        "{e}"
+    );
+    // [[1, 1], [2, 4]]: det 2, inverse [[2, -0.5], [-1, 0.5]]; a row swap flips no sign of det.
+    let a = Tensor::from_vec(vec![1.0f64, 1.0, 2.0, 4.0], [2, 2], CPU).unwrap();
+    assert_eq!(a.det().unwrap().to_vec::<f64>().unwrap(), [2.0]);
+    let inv: Vec<f64> = a.inverse().unwrap().to_vec().unwrap();
+    assert_eq!(inv, [2.0, -0.5, -1.0, 0.5]);
+    let (sign, logabs) = a.neg().unwrap().slogdet().unwrap();
+    assert_eq!(sign.to_vec::<f64>().unwrap(), [1.0]);
+    assert!((logabs.to_vec::<f64>().unwrap()[0] - 2f64.ln()).abs() < 1e-15);
+    // An empty matrix has determinant 1, as torch's.
+    let empty = Tensor::zeros_dtype([0, 0], DType::F64, CPU).unwrap();
+    assert_eq!(empty.det().unwrap().to_vec::<f64>().unwrap(), [1.0]);
+}
