@@ -24,7 +24,8 @@ struct Strides {
 };
 
 // Binary op codes: 0 add, 1 sub, 2 mul, 3 div, 4 maximum, 5 minimum, 6 pow, 7 atan2,
-// 8 fmod (the dividend's sign), 9 remainder (the divisor's sign, Python's %), 10 floor_divide.
+// 8 fmod (the dividend's sign), 9 remainder (the divisor's sign, Python's %), 10 floor_divide,
+// 11 zeta (Hurwitz's, float types only).
 
 // torch's remainder and floor division from fmod, as its kernels and the CPU's (op.rs)
 // compute them, so that every device rounds the same way.
@@ -43,6 +44,112 @@ template <class T> __device__ __forceinline__ T floor_divide_of(T a, T b, T m)
     return (div - f > T(0.5)) ? f + T(1) : f;
 }
 
+// The gamma family, as prelude/src/tensor/gamma_math.rs evaluates it on the CPU (the same
+// Cephes series torch uses). Both float types compute in double, as the CPU does, so a
+// float32 result is the double one rounded once and the devices agree.
+// +inf and NaN as bit patterns (NVRTC has no math_constants.h on its include path).
+#define GL_INF __longlong_as_double(0x7ff0000000000000LL)
+#define GL_NAN __longlong_as_double(0x7ff8000000000000LL)
+
+// psi(x) for x > 0: recurrence up to 10, then the asymptotic series.
+__device__ double gl_digamma_positive(double x)
+{
+    double acc = 0.0;
+    while (x < 10.0) {
+        acc -= 1.0 / x;
+        x += 1.0;
+    }
+    if (x == 10.0) return acc + 2.2517525890667211; // H_9 - gamma
+    double tail = 0.0;
+    if (x < 1e17) {
+        const double C[7] = {1.0 / 12.0, -691.0 / 32760.0, 1.0 / 132.0, -1.0 / 240.0,
+                             1.0 / 252.0, -1.0 / 120.0,    1.0 / 12.0};
+        double z = 1.0 / (x * x), p = 0.0;
+        for (int k = 0; k < 7; ++k) p = p * z + C[k];
+        tail = z * p;
+    }
+    return acc + log(x) - 0.5 / x - tail;
+}
+
+__device__ double gl_digamma(double x)
+{
+    const double PI = 3.14159265358979323846;
+    if (x == 0.0) return copysign(GL_INF, -x);
+    if (x < 0.0) {
+        if (x == trunc(x)) return GL_NAN;
+        // Reflection with the fractional part's tangent (tan has period pi).
+        return gl_digamma_positive(1.0 - x) - PI / tan(PI * (x - trunc(x)));
+    }
+    return gl_digamma_positive(x);
+}
+
+__device__ double gl_trigamma(double x)
+{
+    const double PI = 3.14159265358979323846;
+    double sign = 1.0, acc = 0.0;
+    if (x < 0.5) {
+        sign = -1.0;
+        double s = sin(PI * x);
+        acc -= PI * PI / (s * s);
+        x = 1.0 - x;
+    }
+    for (int k = 0; k < 6; ++k) {
+        acc += 1.0 / (x * x);
+        x += 1.0;
+    }
+    double ixx = 1.0 / (x * x);
+    acc += (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx / 42.0))) / x;
+    return sign * acc;
+}
+
+__device__ double gl_zeta(double x, double q)
+{
+    const double EPS = 1.1102230246251565e-16;
+    const double A[12] = {12.0,
+                          -720.0,
+                          30240.0,
+                          -1209600.0,
+                          47900160.0,
+                          -1.8924375803183792e9,
+                          7.47242496e10,
+                          -2.9501307279181642e12,
+                          1.1646782814350067e14,
+                          -4.5979787224074726e15,
+                          1.8152105401943547e17,
+                          -7.166165256175667e18};
+    if (x == 1.0) return GL_INF;
+    if (x < 1.0) return GL_NAN;
+    if (q <= 0.0) {
+        if (q == floor(q)) return GL_INF;
+        if (x != floor(x)) return GL_NAN;
+    }
+    double s = pow(q, -x), a = q, b = 0.0;
+    int i = 0;
+    while (i < 9 || a <= 9.0) {
+        i += 1;
+        a += 1.0;
+        b = pow(a, -x);
+        s += b;
+        if (-EPS * s < b && b < EPS * s) return s;
+    }
+    double w = a;
+    s += b * w / (x - 1.0);
+    s -= 0.5 * b;
+    double fac = 1.0, k = 0.0;
+    for (int j = 0; j < 12; ++j) {
+        fac *= x + k;
+        b /= w;
+        double t = fac * b / A[j];
+        s += t;
+        if (fabs(t / s) < EPS) return s;
+        k += 1.0;
+        fac *= x + k;
+        b /= w;
+        k += 1.0;
+    }
+    return s;
+}
+
 __device__ __forceinline__ float binary_apply(int op, float a, float b)
 {
     switch (op) {
@@ -58,6 +165,7 @@ __device__ __forceinline__ float binary_apply(int op, float a, float b)
     case 8: return fmodf(a, b);
     case 9: return remainder_of(b, fmodf(a, b));
     case 10: return floor_divide_of(a, b, fmodf(a, b));
+    case 11: return (float)gl_zeta(a, b);
     default: __trap();
     }
     return a;
@@ -77,6 +185,7 @@ __device__ __forceinline__ double binary_apply(int op, double a, double b)
     case 8: return fmod(a, b);
     case 9: return remainder_of(b, fmod(a, b));
     case 10: return floor_divide_of(a, b, fmod(a, b));
+    case 11: return gl_zeta(a, b);
     default: __trap();
     }
     return a;
@@ -129,7 +238,8 @@ __device__ __forceinline__ long long binary_apply(int op, long long a, long long
 // Unary op codes: 0 neg, 1 abs, 2 exp, 3 sqrt, 4 relu, 5 log, 6 tanh, 7 sigmoid, 8 sin,
 // 9 cos, 10 floor, 11 ceil, 12 round (halves to even, as torch), 13 sign (0 for -0 and NaN),
 // 14 log1p, 15 expm1 (exact near 0, where log(1 + x) and exp(x) - 1 lose every digit),
-// 16 erf, 17 tan, 18 asin, 19 acos, 20 atan, 21 sinh, 22 cosh, 23 asinh, 24 acosh, 25 atanh.
+// 16 erf, 17 tan, 18 asin, 19 acos, 20 atan, 21 sinh, 22 cosh, 23 asinh, 24 acosh, 25 atanh,
+// 26 lgamma, 27 digamma, 28 trigamma (polygamma(1, x)), 29 erfc, 30 erfinv.
 __device__ __forceinline__ float unary_apply(int op, float x)
 {
     switch (op) {
@@ -159,6 +269,11 @@ __device__ __forceinline__ float unary_apply(int op, float x)
     case 23: return asinhf(x);
     case 24: return acoshf(x);
     case 25: return atanhf(x);
+    case 26: return lgammaf(x);
+    case 27: return (float)gl_digamma(x);
+    case 28: return (float)gl_trigamma(x);
+    case 29: return erfcf(x);
+    case 30: return erfinvf(x);
     default: __trap();
     }
     return x;
@@ -193,6 +308,11 @@ __device__ __forceinline__ double unary_apply(int op, double x)
     case 23: return asinh(x);
     case 24: return acosh(x);
     case 25: return atanh(x);
+    case 26: return lgamma(x);
+    case 27: return gl_digamma(x);
+    case 28: return gl_trigamma(x);
+    case 29: return erfc(x);
+    case 30: return erfinv(x);
     default: __trap();
     }
     return x;

@@ -69,6 +69,7 @@ pub use image::{Colormap, RgbImage};
 pub use machine::{machine, Machine};
 pub use mandelbrot::{Mandelbrot, MandelbrotImage};
 pub mod plot;
+pub mod special;
 pub use plot::{bar_chart, crossover_plot, BarChart, Figure};
 pub mod timing;
 pub use timing::{bench, compare, time, Bench, BenchResult, Comparison};

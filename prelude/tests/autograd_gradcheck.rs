@@ -182,6 +182,39 @@ fn unary_ops() {
     // The composed conveniences, through their parts' rules.
     check("softplus", vec![input(&[5], 31)], |x| x[0].softplus());
     check("erf", vec![input(&[5], 43)], |x| x[0].erf());
+    check("erfc", vec![input(&[5], 54)], |x| x[0].erfc());
+    check("erfinv", vec![input(&[5], 55)], |x| x[0].mul(0.8)?.erfinv());
+    // The gamma family, on both sides of 0 (away from the poles) and above 1.
+    check("lgamma", vec![input(&[5], 56)], |x| x[0].lgamma());
+    check("digamma", vec![input(&[5], 57)], |x| x[0].digamma());
+    check("polygamma(1)", vec![positive(&[5], 58)], |x| {
+        x[0].polygamma(1)
+    });
+    check("polygamma(2)", vec![input(&[5], 59)], |x| x[0].polygamma(2));
+    check("polygamma(3)", vec![positive(&[5], 60)], |x| {
+        x[0].polygamma(3)
+    });
+    check("mvlgamma", vec![positive(&[5], 61)], |x| {
+        x[0].add(1.0)?.mvlgamma(3)
+    });
+    // zeta's q: the tensor-tensor rule and the number-first one (its x has no gradient).
+    check("zeta q", vec![positive(&[5], 62)], |x| {
+        Tensor::from_vec(vec![2.0, 2.5, 3.0, 4.5, 6.0], [5], CPU)?.zeta(&x[0])
+    });
+    check("zeta(number, q)", vec![positive(&[5], 63)], |x| {
+        gpulab::special::zeta(3.5, &x[0])
+    });
+    check("special.ndtr", vec![input(&[5], 64)], |x| {
+        gpulab::special::ndtr(&x[0].mul(3.0)?)
+    });
+    check("special.entr", vec![positive(&[5], 65)], |x| {
+        gpulab::special::entr(&x[0])
+    });
+    check(
+        "special.xlog1py",
+        vec![input(&[2, 3], 66), positive(&[3], 67)],
+        |x| gpulab::special::xlog1py(&x[0], &x[1]),
+    );
     check("tan", vec![input(&[5], 45)], |x| x[0].tan());
     check("atan", vec![input(&[5], 46)], |x| x[0].atan());
     check("sinh", vec![input(&[5], 47)], |x| x[0].sinh());

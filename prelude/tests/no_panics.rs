@@ -212,8 +212,9 @@ fn call(
         }
         12 => {
             type Binary = fn(&Tensor, &Tensor) -> gpulab::error::Result<Tensor>;
-            let ops: [(&str, Binary); 9] = [
+            let ops: [(&str, Binary); 10] = [
                 ("logical_and", Tensor::logical_and),
+                ("zeta", |x, y| x.zeta(y)),
                 ("logical_xor", Tensor::logical_xor),
                 ("atan2", Tensor::atan2),
                 ("fmod", |x, y| x.fmod(y)),
@@ -228,7 +229,7 @@ fn call(
             some(f(&a, &b))
         }
         13 => {
-            let ops: [(&str, Unary); 27] = [
+            let ops: [(&str, Unary); 34] = [
                 ("neg", Tensor::neg),
                 ("abs", Tensor::abs),
                 ("exp", Tensor::exp),
@@ -255,6 +256,13 @@ fn call(
                 ("asinh", Tensor::asinh),
                 ("acosh", Tensor::acosh),
                 ("atanh", Tensor::atanh),
+                ("lgamma", Tensor::lgamma),
+                ("digamma", Tensor::digamma),
+                ("polygamma(1)", |x| x.polygamma(1)),
+                ("polygamma(3)", |x| x.polygamma(3)),
+                ("mvlgamma(2)", |x| x.mvlgamma(2)),
+                ("erfc", Tensor::erfc),
+                ("erfinv", Tensor::erfinv),
                 ("logical_not", Tensor::logical_not),
             ];
             let (name, f) = ops[rng.gen_range(0..ops.len())];

@@ -350,6 +350,48 @@ fn want_bool(name: &str, x: f64, y: f64) -> f64 {
     }
 }
 
+/// ψ(x) by its textbook definition, independent of the prelude's series: the reflection
+/// formula below 0, the recurrence up to 30 and the asymptotic series to 1/x⁸ there.
+fn digamma_ref(x: f64) -> f64 {
+    use std::f64::consts::PI;
+    if x == 0.0 {
+        return f64::INFINITY.copysign(-x);
+    }
+    if x < 0.0 {
+        if x == x.floor() {
+            return f64::NAN;
+        }
+        return digamma_ref(1.0 - x) - PI / (PI * x).tan();
+    }
+    let (mut x, mut acc) = (x, 0.0);
+    while x < 30.0 {
+        acc -= 1.0 / x;
+        x += 1.0;
+    }
+    let z = 1.0 / (x * x);
+    acc + x.ln() - 0.5 / x - z * (1.0 / 12.0 - z * (1.0 / 120.0 - z * (1.0 / 252.0 - z / 240.0)))
+}
+
+/// erf's inverse by bisection on libm's erf (monotonic), to the last bit.
+fn erfinv_ref(y: f64) -> f64 {
+    if y.is_nan() || y.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if y.abs() == 1.0 {
+        return f64::INFINITY.copysign(y);
+    }
+    let (mut lo, mut hi) = (-7.0f64, 7.0f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if libm::erf(mid) < y {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
 #[test]
 fn unary_ops_for_every_dtype_match_f64_loops() {
     unary_ops_for_every_dtype_match_f64_loops_on(CPU);
@@ -357,7 +399,7 @@ fn unary_ops_for_every_dtype_match_f64_loops() {
 
 fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
     type F = fn(f64) -> f64;
-    let ops: [(&str, F); 26] = [
+    let ops: [(&str, F); 30] = [
         ("neg", |x| -x),
         ("abs", f64::abs),
         ("relu", |x| x.max(0.0)),
@@ -384,6 +426,10 @@ fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
         ("asinh", f64::asinh),
         ("acosh", f64::acosh),
         ("atanh", f64::atanh),
+        ("lgamma", libm::lgamma),
+        ("digamma", digamma_ref),
+        ("erfc", libm::erfc),
+        ("erfinv", erfinv_ref),
     ];
     for d in DType::ALL {
         let a = sample(d, 0, dev);
@@ -415,6 +461,10 @@ fn unary_ops_for_every_dtype_match_f64_loops_on(dev: Device) {
                 "asinh" => a.asinh(),
                 "acosh" => a.acosh(),
                 "atanh" => a.atanh(),
+                "lgamma" => a.lgamma(),
+                "digamma" => a.digamma(),
+                "erfc" => a.erfc(),
+                "erfinv" => a.erfinv(),
                 _ => a.sigmoid(),
             };
             let float_only = !matches!(

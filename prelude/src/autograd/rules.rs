@@ -59,6 +59,7 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Tensor) -> Tenso
         return out;
     }
     let (xs, ys, outs) = (Saved::new(a), Saved::new(b), Saved::new(&out));
+    let x_needs_grad = a.requires_grad();
     record(out, op.name(), &[a, b], move |g| {
         // Only the arms that need a kept tensor check it, as torch saves only those.
         let (x, y, y_out) = (|| xs.get(), || ys.get(), || outs.get());
@@ -118,9 +119,26 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Tensor) -> Tenso
                 };
                 vec![Some(g.clone()), Some(g.mul(&q)?.neg()?)]
             }
+            // torch's: d/dq zeta(x, q) = -x zeta(x + 1, q); it has no derivative in x.
+            BinaryOp::Zeta => {
+                if x_needs_grad {
+                    return Err(zeta_x_grad());
+                }
+                let (x, q) = (x()?, y()?);
+                vec![None, Some(g.mul(&x.neg()?)?.mul(&x.add(1.0)?.zeta(q)?)?)]
+            }
             BinaryOp::FloorDivide => unreachable!("floor_divide records no node"),
         })
     })
+}
+
+/// torch's refusal of zeta's derivative in its first argument.
+fn zeta_x_grad() -> crate::error::Error {
+    crate::error::Error::Invalid(
+        "zeta: the derivative with respect to x (the first argument) is not implemented, as in \
+         torch; only q (the second) has a gradient"
+            .into(),
+    )
 }
 
 /// `x op s` (or `s op x` when `scalar_first`).
@@ -136,6 +154,8 @@ pub(crate) fn scalar(op: BinaryOp, s: f64, scalar_first: bool, x: &Tensor, out: 
         (BinaryOp::Pow, true) => "scalar_pow",
         (BinaryOp::Sub, true) => "rsub",
         (BinaryOp::Div, true) => "rdiv",
+        (BinaryOp::Zeta, true) => "zeta_self_scalar",
+        (BinaryOp::Zeta, false) => "zeta_other_scalar",
         _ => op.name(),
     };
     record(out, name, &[x], move |g| {
@@ -170,6 +190,8 @@ pub(crate) fn scalar(op: BinaryOp, s: f64, scalar_first: bool, x: &Tensor, out: 
                     op.name()
                 )))
             }
+            (BinaryOp::Zeta, true) => g.mul(-s)?.mul(&xd()?.zeta_scalar_first(s + 1.0)?)?,
+            (BinaryOp::Zeta, false) => return Err(zeta_x_grad()),
             (BinaryOp::FloorDivide, _) => unreachable!("floor_divide records no node"),
         };
         Ok(vec![Some(gx)])
@@ -245,6 +267,21 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, out: Tensor) -> Tensor {
             UnaryOp::Sin => g.mul(&xd()?.cos()?)?,
             UnaryOp::Cos => g.mul(&xd()?.sin()?.neg()?)?,
             UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => zeros_like(g)?,
+            // The gamma family: each derivative is the next function along (torch's rules).
+            UnaryOp::Lgamma => g.mul(&xd()?.digamma()?)?,
+            UnaryOp::Digamma => g.mul(&xd()?.polygamma(1)?)?,
+            UnaryOp::Trigamma => g.mul(&xd()?.polygamma(2)?)?,
+            // -2/sqrt(pi) exp(-x^2), and erfinv's (sqrt(pi)/2) exp(y^2), in torch's order.
+            UnaryOp::Erfc => {
+                let xd = xd()?;
+                let c = -std::f64::consts::FRAC_2_SQRT_PI;
+                xd.mul(xd)?.neg()?.exp()?.mul(c)?.mul(g)?
+            }
+            UnaryOp::Erfinv => {
+                let y = y()?;
+                let c = 0.5 * std::f64::consts::PI.sqrt();
+                y.mul(y)?.exp()?.mul(c)?.mul(g)?
+            }
         };
         Ok(vec![Some(gx)])
     })

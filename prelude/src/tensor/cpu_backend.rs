@@ -225,7 +225,7 @@ fn int_binary(op: BinaryOp, x: i64, y: i64) -> i64 {
             }
         }
         // Float-only: the tensor layer promotes integer operands, and `binary` refuses them.
-        BinaryOp::Atan2 => 0,
+        BinaryOp::Atan2 | BinaryOp::Zeta => 0,
     }
 }
 
@@ -309,7 +309,7 @@ impl CpuStorage {
     ) -> Result<CpuStorage> {
         use CpuStorage as S;
         let int = |a: &[i64], b: &[i64]| zip_map(a, b, bc, |x, y| int_binary(op, x, y));
-        if op == BinaryOp::Atan2 && !self.dtype().is_float() {
+        if op.float_only() && !self.dtype().is_float() {
             return Err(unsupported(op.name(), &[self.dtype()], Device::Cpu));
         }
         Ok(match (self, rhs) {
@@ -370,7 +370,7 @@ impl CpuStorage {
                 self.dtype()
             )));
         }
-        if op == BinaryOp::Atan2 && !self.dtype().is_float() {
+        if op.float_only() && !self.dtype().is_float() {
             return Err(unsupported(op.name(), &[self.dtype()], Device::Cpu));
         }
         Ok(match self {

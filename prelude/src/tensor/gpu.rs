@@ -177,7 +177,7 @@ pub(crate) enum OpFamily {
     Reduce,
 }
 
-const BINARY_NAMES: [&str; 11] = [
+const BINARY_NAMES: [&str; 12] = [
     "add",
     "sub",
     "mul",
@@ -189,11 +189,40 @@ const BINARY_NAMES: [&str; 11] = [
     "fmod",
     "remainder",
     "floor_divide",
+    "zeta",
 ];
-const UNARY_NAMES: [&str; 26] = [
-    "neg", "abs", "exp", "sqrt", "relu", "log", "tanh", "sigmoid", "sin", "cos", "floor", "ceil",
-    "round", "sign", "log1p", "expm1", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "asinh", "acosh", "atanh",
+const UNARY_NAMES: [&str; 31] = [
+    "neg",
+    "abs",
+    "exp",
+    "sqrt",
+    "relu",
+    "log",
+    "tanh",
+    "sigmoid",
+    "sin",
+    "cos",
+    "floor",
+    "ceil",
+    "round",
+    "sign",
+    "log1p",
+    "expm1",
+    "erf",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "lgamma",
+    "digamma",
+    "polygamma",
+    "erfc",
+    "erfinv",
 ];
 const COMPARE_NAMES: [&str; 6] = ["eq", "ne", "lt", "le", "gt", "ge"];
 const REDUCE_NAMES: [&str; 4] = ["sum", "max", "min", "prod"];
@@ -219,8 +248,8 @@ pub(crate) fn check_op(family: OpFamily, code: i32, dtype: DType, device: Device
     let ok = match (family, dtype) {
         // torch's bool arithmetic: + and max are "or", * and min "and".
         (OpFamily::Binary, DType::Bool) => matches!(code, 0 | 2 | 4 | 5),
-        // atan2 is float-only (the tensor layer promotes integers).
-        (OpFamily::Binary, d) if !d.is_float() => code != BinaryOp::Atan2 as i32,
+        // atan2 and zeta are float-only (the tensor layer promotes integers).
+        (OpFamily::Binary, d) if !d.is_float() => !BinaryOp::ALL[code as usize].float_only(),
         (OpFamily::Unary, DType::Bool) => false,
         // Integers: the ops `UnaryOp::int_ok` names (the tensor layer converts to float for
         // the rest).
@@ -908,7 +937,7 @@ mod tests {
             assert_eq!(*op as usize, i, "{op:?}");
             assert_eq!(super::BINARY_NAMES[i], op.name());
             let on_int = check_op(OpFamily::Binary, i as i32, DType::I64, Device::Cuda(0));
-            assert_eq!(on_int.is_ok(), *op != BinaryOp::Atan2, "{op:?} on int64");
+            assert_eq!(on_int.is_ok(), !op.float_only(), "{op:?} on int64");
         }
     }
 

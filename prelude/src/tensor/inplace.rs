@@ -29,10 +29,21 @@ unary_inplace!(
     trunc_ => trunc, frac_ => frac, log2_ => log2, log10_ => log10, exp2_ => exp2,
     tan_ => tan, asin_ => asin, acos_ => acos, atan_ => atan, sinh_ => sinh, cosh_ => cosh,
     asinh_ => asinh, acosh_ => acosh, atanh_ => atanh, deg2rad_ => deg2rad,
-    rad2deg_ => rad2deg,
+    rad2deg_ => rad2deg, lgamma_ => lgamma, digamma_ => digamma, erfc_ => erfc,
+    erfinv_ => erfinv,
 );
 
 impl Tensor {
+    /// [`Tensor::polygamma`] written into this tensor (torch's `polygamma_`).
+    pub fn polygamma_(&self, n: u32) -> Result<()> {
+        self.inplace("polygamma_", self.polygamma(n))
+    }
+
+    /// [`Tensor::mvlgamma`] written into this tensor (torch's `mvlgamma_`).
+    pub fn mvlgamma_(&self, p: usize) -> Result<()> {
+        self.inplace("mvlgamma_", self.mvlgamma(p))
+    }
+
     /// [`Tensor::clamp`] written into this tensor (torch's `clamp_`).
     pub fn clamp_<'a>(
         &self,

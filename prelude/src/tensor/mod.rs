@@ -41,6 +41,8 @@ mod dtype;
 mod einsum;
 mod format;
 mod fused;
+mod gamma;
+mod gamma_math;
 mod gather;
 mod gpu;
 mod gpu_strided;

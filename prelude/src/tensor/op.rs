@@ -1,6 +1,8 @@
 //! The element-wise and reduction operations, with the codes the CUDA kernels switch on
 //! (kernels-cu/elementwise.cu and reduce.cu) and their CPU definitions.
 
+use super::gamma_math;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BinaryOp {
     Add = 0,
@@ -14,6 +16,7 @@ pub(crate) enum BinaryOp {
     Fmod = 8,
     Remainder = 9,
     FloorDivide = 10,
+    Zeta = 11,
 }
 
 /// One body for each float type's CPU kernel (`apply` in f32, `apply_f64` in f64), so the two
@@ -35,6 +38,7 @@ macro_rules! binary_apply {
                 BinaryOp::Fmod => a % b,
                 BinaryOp::Remainder => float_remainder(a, b),
                 BinaryOp::FloorDivide => float_floor_divide(a, b),
+                BinaryOp::Zeta => Special::zeta(a, b),
             }
         }
     };
@@ -42,8 +46,7 @@ macro_rules! binary_apply {
 
 impl BinaryOp {
     /// Every op, in code order (`ALL[op as usize] == op`), for the CUDA side's checks.
-    #[cfg(test)]
-    pub const ALL: [BinaryOp; 11] = [
+    pub const ALL: [BinaryOp; 12] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -55,6 +58,7 @@ impl BinaryOp {
         BinaryOp::Fmod,
         BinaryOp::Remainder,
         BinaryOp::FloorDivide,
+        BinaryOp::Zeta,
     ];
     binary_apply!(apply, f32);
     binary_apply!(apply_f64, f64);
@@ -71,12 +75,17 @@ impl BinaryOp {
             BinaryOp::Fmod => "fmod",
             BinaryOp::Remainder => "remainder",
             BinaryOp::FloorDivide => "floor_divide",
+            BinaryOp::Zeta => "zeta",
         }
     }
-    /// Ops torch computes in float whatever the operands (`/`, `atan2`): integer or bool
-    /// operands give float32.
+    /// Ops torch computes in float whatever the operands (`/`, `atan2`, `zeta`): integer or
+    /// bool operands give float32.
     pub fn true_float(self) -> bool {
-        matches!(self, BinaryOp::Div | BinaryOp::Atan2)
+        matches!(self, BinaryOp::Div | BinaryOp::Atan2 | BinaryOp::Zeta)
+    }
+    /// Ops the kernels define for floats only (the tensor layer promotes integers first).
+    pub fn float_only(self) -> bool {
+        matches!(self, BinaryOp::Atan2 | BinaryOp::Zeta)
     }
     /// Integer ops that divide, and so fail on a zero divisor, as torch's ZeroDivisionError.
     pub fn int_divides(self) -> bool {
@@ -218,6 +227,12 @@ pub(crate) enum UnaryOp {
     Asinh = 23,
     Acosh = 24,
     Atanh = 25,
+    Lgamma = 26,
+    Digamma = 27,
+    /// ψ', torch's `polygamma(1, x)` (digamma's derivative).
+    Trigamma = 28,
+    Erfc = 29,
+    Erfinv = 30,
 }
 
 /// torch's `sign`, `(0 < x) - (x < 0)`: -1, 0 or 1, and 0 for -0.0 and NaN.
@@ -227,18 +242,47 @@ fn sign<T: PartialOrd + Copy + From<i8>>(x: T) -> T {
     T::from((zero < x) as i8 - (x < zero) as i8)
 }
 
-/// libm's `erff` for f32 and `erf` for f64 (std has no erf on stable Rust).
-trait Erf {
+/// The special functions std lacks: libm's `erf`, `erfc` and `lgamma` in each precision, and
+/// gamma_math's series, which f32 evaluates in f64 (as torch's CPU kernels accumulate them).
+trait Special: Sized {
     fn erf(self) -> Self;
+    fn erfc(self) -> Self;
+    fn lgamma(self) -> Self;
+    fn via_f64(self, f: fn(f64) -> f64) -> Self;
+    fn zeta(self, q: Self) -> Self;
 }
-impl Erf for f32 {
+impl Special for f32 {
     fn erf(self) -> f32 {
         libm::erff(self)
     }
+    fn erfc(self) -> f32 {
+        libm::erfcf(self)
+    }
+    fn lgamma(self) -> f32 {
+        libm::lgammaf(self)
+    }
+    fn via_f64(self, f: fn(f64) -> f64) -> f32 {
+        f(self as f64) as f32
+    }
+    fn zeta(self, q: f32) -> f32 {
+        gamma_math::zeta(self as f64, q as f64) as f32
+    }
 }
-impl Erf for f64 {
+impl Special for f64 {
     fn erf(self) -> f64 {
         libm::erf(self)
+    }
+    fn erfc(self) -> f64 {
+        libm::erfc(self)
+    }
+    fn lgamma(self) -> f64 {
+        libm::lgamma(self)
+    }
+    fn via_f64(self, f: fn(f64) -> f64) -> f64 {
+        f(self)
+    }
+    fn zeta(self, q: f64) -> f64 {
+        gamma_math::zeta(self, q)
     }
 }
 
@@ -272,7 +316,7 @@ macro_rules! unary_apply {
                 UnaryOp::Sign => sign(x),
                 UnaryOp::Log1p => x.ln_1p(),
                 UnaryOp::Expm1 => x.exp_m1(),
-                UnaryOp::Erf => Erf::erf(x),
+                UnaryOp::Erf => Special::erf(x),
                 UnaryOp::Tan => x.tan(),
                 UnaryOp::Asin => x.asin(),
                 UnaryOp::Acos => x.acos(),
@@ -282,6 +326,11 @@ macro_rules! unary_apply {
                 UnaryOp::Asinh => x.asinh(),
                 UnaryOp::Acosh => x.acosh(),
                 UnaryOp::Atanh => x.atanh(),
+                UnaryOp::Lgamma => Special::lgamma(x),
+                UnaryOp::Digamma => x.via_f64(gamma_math::digamma),
+                UnaryOp::Trigamma => x.via_f64(gamma_math::trigamma),
+                UnaryOp::Erfc => Special::erfc(x),
+                UnaryOp::Erfinv => x.via_f64(gamma_math::erfinv),
             }
         }
     };
@@ -289,7 +338,7 @@ macro_rules! unary_apply {
 
 impl UnaryOp {
     /// Every op, in code order (`ALL[op as usize] == op`), for the CUDA side's checks.
-    pub const ALL: [UnaryOp; 26] = [
+    pub const ALL: [UnaryOp; 31] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -316,6 +365,11 @@ impl UnaryOp {
         UnaryOp::Asinh,
         UnaryOp::Acosh,
         UnaryOp::Atanh,
+        UnaryOp::Lgamma,
+        UnaryOp::Digamma,
+        UnaryOp::Trigamma,
+        UnaryOp::Erfc,
+        UnaryOp::Erfinv,
     ];
     unary_apply!(apply, f32);
     unary_apply!(apply_f64, f64);
@@ -376,6 +430,11 @@ impl UnaryOp {
             UnaryOp::Asinh => "asinh",
             UnaryOp::Acosh => "acosh",
             UnaryOp::Atanh => "atanh",
+            UnaryOp::Lgamma => "lgamma",
+            UnaryOp::Digamma => "digamma",
+            UnaryOp::Trigamma => "polygamma",
+            UnaryOp::Erfc => "erfc",
+            UnaryOp::Erfinv => "erfinv",
         }
     }
 }
