@@ -90,7 +90,10 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "index_copy_ rot90 rot90_k2 rot90_neg fliplr flipud pairwise_distance pairwise_distance_p1 "
         "pairwise_distance_inf " +
         "mm bmm mv inner inner_vec vdot kron kron_vec addmv addr baddbmm addbmm addmm_half addcmul addcmul_half addcdiv addcdiv_int fmax sfmax fmin sfmin hypot shypot copysign scopysign copysign_zero heaviside signbit ssignbit isposinf sisposinf isneginf sisneginf sinc ssinc float_power float_power_t sgn clip arccos arctan2 true_divide atleast_2d atleast_3d atleast_3d_mat hstack hstack_vec vstack dstack column_stack tensor_split tensor_split_many tensor_split_at hsplit hsplit_bad vsplit dsplit block_diag cartesian_prod take_along_dim take_along_dim_flat take_along_dim_bcast ravel msort smsort moveaxis " +
-        "det det_2 det_batch slogdet inv inv_2 inv_singular solve solve_vec solve_batch solve_bad").split()
+        "det det_2 det_batch slogdet inv inv_2 inv_singular solve solve_vec solve_batch solve_bad " +
+        "lgamma slgamma digamma sdigamma polygamma1 spolygamma1 polygamma2 polygamma3 mvlgamma "
+        "mvlgamma_3 erfc serfc erfinv serfinv zeta zeta_q zeta_number zeta_other ndtr sndtr entr "
+        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none tril_indices triu_indices".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
@@ -1021,6 +1024,21 @@ def torch_results(lines, device):
             "solve": lambda: torch.linalg.solve(sq(), y.t()), "solve_vec": lambda: torch.linalg.solve(sq(), y[1]),
             "solve_batch": lambda: torch.linalg.solve(torch.stack([sq(), sq().t()]), y.t()),
             "solve_bad": lambda: torch.linalg.solve(sq(), y),
+            # The gamma family and torch.special; zeta's x has no gradient (an error, as asked).
+            "lgamma": lambda: torch.lgamma(x), "digamma": lambda: torch.digamma(x),
+            "polygamma1": lambda: torch.polygamma(1, x), "polygamma2": lambda: torch.polygamma(2, x),
+            "polygamma3": lambda: torch.polygamma(3, x), "mvlgamma": lambda: torch.mvlgamma(x, 2),
+            "mvlgamma_3": lambda: torch.mvlgamma(x * x + 1, 3),
+            "erfc": lambda: torch.erfc(x), "erfinv": lambda: torch.erfinv(x * 0.5),
+            "zeta": lambda: torch.special.zeta(x * x + 1.5, y * y + 0.25),
+            "zeta_q": lambda: torch.special.zeta(y * y + 2, x),
+            "zeta_number": lambda: torch.special.zeta(2.5, x * x + 0.5),
+            "zeta_other": lambda: torch.special.zeta(x * x + 1.25, 2),
+            "ndtr": lambda: torch.special.ndtr(x * 3), "entr": lambda: torch.special.entr(x),
+            "xlog1py": lambda: torch.special.xlog1py(x, y),
+            "lgamma_": lambda: x.detach().clone().lgamma_(),
+            "erfinv_": lambda: x.detach().clone().erfinv_(),
+            "polygamma_": lambda: x.detach().clone().polygamma_(2),
         }[op]()
         return out_or_grad(out, x, want)
 

@@ -45,8 +45,9 @@ template <class T> __device__ __forceinline__ T floor_divide_of(T a, T b, T m)
 }
 
 // The gamma family, as prelude/src/tensor/gamma_math.rs evaluates it on the CPU (the same
-// Cephes series torch uses). Both float types compute in double, as the CPU does, so a
-// float32 result is the double one rounded once and the devices agree.
+// Cephes series torch uses). Both float types compute digamma and zeta in double, as the
+// CPU does, so a float32 result is the double one rounded once and the devices agree;
+// trigamma runs in float for float, as torch's does.
 // +inf and NaN as bit patterns (NVRTC has no math_constants.h on its include path).
 #define GL_INF __longlong_as_double(0x7ff0000000000000LL)
 #define GL_NAN __longlong_as_double(0x7ff8000000000000LL)
@@ -99,6 +100,27 @@ __device__ double gl_trigamma(double x)
     }
     double ixx = 1.0 / (x * x);
     acc += (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx / 42.0))) / x;
+    return sign * acc;
+}
+
+// trigamma in float arithmetic for float, as torch's kernels and the CPU's trigamma_f32:
+// sinf(pi x) of a negative integer is about 1e-7, and the pole's height follows from it.
+__device__ float gl_trigamma_f(float x)
+{
+    const float PI = 3.14159265358979323846f;
+    float sign = 1.0f, acc = 0.0f;
+    if (x < 0.5f) {
+        sign = -1.0f;
+        float s = sinf(PI * x);
+        acc -= PI * PI / (s * s);
+        x = 1.0f - x;
+    }
+    for (int k = 0; k < 6; ++k) {
+        acc += 1.0f / (x * x);
+        x += 1.0f;
+    }
+    float ixx = 1.0f / (x * x);
+    acc += (1.0f + 1.0f / (2.0f * x) + ixx * (1.0f / 6.0f - ixx * (1.0f / 30.0f - ixx / 42.0f))) / x;
     return sign * acc;
 }
 
@@ -271,7 +293,7 @@ __device__ __forceinline__ float unary_apply(int op, float x)
     case 25: return atanhf(x);
     case 26: return lgammaf(x);
     case 27: return (float)gl_digamma(x);
-    case 28: return (float)gl_trigamma(x);
+    case 28: return gl_trigamma_f(x);
     case 29: return erfcf(x);
     case 30: return erfinvf(x);
     default: __trap();

@@ -43,7 +43,7 @@
 use gpulab::nn::{self, Parameter};
 use gpulab::optim::{Adam, AdamW, Optimizer, RMSprop, SGD};
 use gpulab::tensor::{DType, Operand};
-use gpulab::{linalg, Device, Ellipsis, Error, NewAxis, Tensor, F};
+use gpulab::{linalg, special, Device, Ellipsis, Error, NewAxis, Tensor, F};
 use std::io::{BufRead, Write};
 
 fn dtype(s: &str) -> DType {
@@ -743,6 +743,14 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "sisneginf",
         "ssinc",
         "smsort",
+        "slgamma",
+        "sdigamma",
+        "spolygamma1",
+        "serfc",
+        "serfinv",
+        "sndtr",
+        "sentr",
+        "sxlog1py",
     ];
     let x = if special.contains(&op) {
         op = &op[1..];
@@ -1215,6 +1223,31 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "solve_vec" => linalg::solve(&sq()?, &y.select(0, 1)?),
         "solve_batch" => linalg::solve(&Tensor::stack(&[sq()?, sq()?.t()?], 0)?, &y.t()?),
         "solve_bad" => linalg::solve(&sq()?, &y),
+        "lgamma" => x.lgamma(),
+        "digamma" => x.digamma(),
+        "polygamma1" => x.polygamma(1),
+        "polygamma2" => x.polygamma(2),
+        "polygamma3" => x.polygamma(3),
+        "mvlgamma" => x.mvlgamma(2),
+        "mvlgamma_3" => x.mul(&x)?.add(1)?.mvlgamma(3),
+        "erfc" => x.erfc(),
+        "erfinv" => x.mul(0.5)?.erfinv(),
+        "zeta" => x.mul(&x)?.add(1.5)?.zeta(&y.mul(&y)?.add(0.25)?),
+        "zeta_q" => y.mul(&y)?.add(2)?.zeta(&x),
+        "zeta_number" => special::zeta(2.5, &x.mul(&x)?.add(0.5)?),
+        "zeta_other" => x.mul(&x)?.add(1.25)?.zeta(2),
+        "ndtr" => special::ndtr(&x.mul(3)?),
+        "entr" => special::entr(&x),
+        "xlog1py" => special::xlog1py(&x, &y),
+        "lgamma_" | "erfinv_" | "polygamma_" => {
+            let t = x.detach().deep_clone()?;
+            match op {
+                "lgamma_" => t.lgamma_(),
+                "erfinv_" => t.erfinv_(),
+                _ => t.polygamma_(2),
+            }?;
+            Ok(t)
+        }
         "instance_norm" => F::instance_norm(&x.unsqueeze(0)?, None, None, 1e-5),
         "instance_norm_affine" => F::instance_norm(
             &x.unsqueeze(0)?,

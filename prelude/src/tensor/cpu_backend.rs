@@ -309,7 +309,7 @@ impl CpuStorage {
     ) -> Result<CpuStorage> {
         use CpuStorage as S;
         let int = |a: &[i64], b: &[i64]| zip_map(a, b, bc, |x, y| int_binary(op, x, y));
-        if op.float_only() && !self.dtype().is_float() {
+        if !op.defined_for(self.dtype()) {
             return Err(unsupported(op.name(), &[self.dtype()], Device::Cpu));
         }
         Ok(match (self, rhs) {
@@ -370,7 +370,7 @@ impl CpuStorage {
                 self.dtype()
             )));
         }
-        if op.float_only() && !self.dtype().is_float() {
+        if !op.defined_for(self.dtype()) {
             return Err(unsupported(op.name(), &[self.dtype()], Device::Cpu));
         }
         Ok(match self {

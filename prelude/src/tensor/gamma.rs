@@ -34,7 +34,12 @@ impl Tensor {
             0 => self.digamma(),
             1 => self.unary(UnaryOp::Trigamma),
             _ => {
+                // zeta has no half-precision kernel (torch's neither): float32 inside.
                 let x = self.float_or_self()?;
+                if !matches!(x.dtype(), super::DType::F32 | super::DType::F64) {
+                    let y = x.to_dtype(super::DType::F32)?.polygamma(n)?;
+                    return Ok(autograd::relabel("polygamma", y.to_dtype(x.dtype())?));
+                }
                 let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
                 let factorial = libm::lgamma(n as f64 + 1.0).exp();
                 let y = x.zeta_scalar_first(n as f64 + 1.0)?.mul(sign * factorial)?;

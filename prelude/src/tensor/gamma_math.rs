@@ -73,6 +73,27 @@ pub(crate) fn trigamma(x: f64) -> f64 {
     sign * acc
 }
 
+/// `trigamma` in float32 arithmetic throughout, as torch evaluates it for float32 tensors
+/// on both devices. It matters at and near the poles: `sin(π x)` of a float32 negative
+/// integer is about 1e-7, not 0 or 1e-16, so torch's ψ'(-1) is about 1.3e15, and so is this.
+pub(crate) fn trigamma_f32(x: f32) -> f32 {
+    use std::f32::consts::PI;
+    let (mut x, mut sign, mut acc) = (x, 1.0f32, 0.0f32);
+    if x < 0.5 {
+        sign = -1.0;
+        let s = (PI * x).sin();
+        acc -= PI * PI / (s * s);
+        x = 1.0 - x;
+    }
+    for _ in 0..6 {
+        acc += 1.0 / (x * x);
+        x += 1.0;
+    }
+    let ixx = 1.0 / (x * x);
+    acc += (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx / 42.0))) / x;
+    sign * acc
+}
+
 /// The Hurwitz zeta function ζ(x, q) = Σ_k (k + q)^-x (torch's `special.zeta`): direct
 /// terms until q + k passes 9, then Euler-Maclaurin. Infinite at x = 1 and at q a
 /// non-positive integer, NaN for x < 1 and for a negative q with a fractional x.
@@ -222,6 +243,10 @@ mod tests {
         let pi2 = PI * PI;
         assert!(close(trigamma(1.0), pi2 / 6.0, 1e-8));
         assert!(close(trigamma(0.5), pi2 / 2.0, 1e-8));
+        // float32 keeps torch's float32 pole: sin(π·-1) in float32 is about -8.7e-8.
+        let pole = trigamma_f32(-1.0);
+        assert!((1.2e15..1.4e15).contains(&pole), "{pole}");
+        assert!(((trigamma_f32(2.5) as f64) / trigamma(2.5) - 1.0).abs() < 1e-6);
         // ζ(2, 1) = π²/6, ζ(4, 1) = π⁴/90, ζ(2, 1/2) = π²/2 (the direct sum and the tail).
         assert!(close(zeta(2.0, 1.0), pi2 / 6.0, 1e-15));
         assert!(close(zeta(4.0, 1.0), pi2 * pi2 / 90.0, 1e-15));

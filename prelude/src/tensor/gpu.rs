@@ -248,8 +248,9 @@ pub(crate) fn check_op(family: OpFamily, code: i32, dtype: DType, device: Device
     let ok = match (family, dtype) {
         // torch's bool arithmetic: + and max are "or", * and min "and".
         (OpFamily::Binary, DType::Bool) => matches!(code, 0 | 2 | 4 | 5),
-        // atan2 and zeta are float-only (the tensor layer promotes integers).
-        (OpFamily::Binary, d) if !d.is_float() => !BinaryOp::ALL[code as usize].float_only(),
+        // atan2 and zeta are float-only (the tensor layer promotes integers); zeta has no
+        // half-precision form, as in torch.
+        (OpFamily::Binary, d) => BinaryOp::ALL[code as usize].defined_for(d),
         (OpFamily::Unary, DType::Bool) => false,
         // Integers: the ops `UnaryOp::int_ok` names (the tensor layer converts to float for
         // the rest).

@@ -87,6 +87,16 @@ impl BinaryOp {
     pub fn float_only(self) -> bool {
         matches!(self, BinaryOp::Atan2 | BinaryOp::Zeta)
     }
+    /// Whether the kernels define this op for `dtype`: float-only ops refuse integers and
+    /// bools, and zeta refuses the half types too (torch's CPU and CUDA kernels have none).
+    pub fn defined_for(self, dtype: super::DType) -> bool {
+        use super::DType;
+        match self {
+            BinaryOp::Zeta => matches!(dtype, DType::F32 | DType::F64),
+            _ if self.float_only() => dtype.is_float(),
+            _ => true,
+        }
+    }
     /// Integer ops that divide, and so fail on a zero divisor, as torch's ZeroDivisionError.
     pub fn int_divides(self) -> bool {
         matches!(
@@ -243,13 +253,15 @@ fn sign<T: PartialOrd + Copy + From<i8>>(x: T) -> T {
 }
 
 /// The special functions std lacks: libm's `erf`, `erfc` and `lgamma` in each precision, and
-/// gamma_math's series, which f32 evaluates in f64 (as torch's CPU kernels accumulate them).
+/// gamma_math's series, which f32 evaluates in f64 (as torch's CPU kernels accumulate them)
+/// except trigamma, which torch evaluates in float32 for float32.
 trait Special: Sized {
     fn erf(self) -> Self;
     fn erfc(self) -> Self;
     fn lgamma(self) -> Self;
     fn via_f64(self, f: fn(f64) -> f64) -> Self;
     fn zeta(self, q: Self) -> Self;
+    fn trigamma(self) -> Self;
 }
 impl Special for f32 {
     fn erf(self) -> f32 {
@@ -267,6 +279,9 @@ impl Special for f32 {
     fn zeta(self, q: f32) -> f32 {
         gamma_math::zeta(self as f64, q as f64) as f32
     }
+    fn trigamma(self) -> f32 {
+        gamma_math::trigamma_f32(self)
+    }
 }
 impl Special for f64 {
     fn erf(self) -> f64 {
@@ -283,6 +298,9 @@ impl Special for f64 {
     }
     fn zeta(self, q: f64) -> f64 {
         gamma_math::zeta(self, q)
+    }
+    fn trigamma(self) -> f64 {
+        gamma_math::trigamma(self)
     }
 }
 
@@ -328,7 +346,7 @@ macro_rules! unary_apply {
                 UnaryOp::Atanh => x.atanh(),
                 UnaryOp::Lgamma => Special::lgamma(x),
                 UnaryOp::Digamma => x.via_f64(gamma_math::digamma),
-                UnaryOp::Trigamma => x.via_f64(gamma_math::trigamma),
+                UnaryOp::Trigamma => Special::trigamma(x),
                 UnaryOp::Erfc => Special::erfc(x),
                 UnaryOp::Erfinv => x.via_f64(gamma_math::erfinv),
             }
