@@ -113,7 +113,8 @@ SCAT = ("scatter_add scatter_add_d1 scatter_add_small scatter scatter_d1 scatter
 ADV = ("pair int_sep sep int_adj bcast none_sep mask2 mask_int mask_mid t0 list list_pair "
        "bool0 bool0_false neg u8mask empty bad_bcast oob put put_acc put_bcast put_mask "
        "put_basic put_bad put_dtype set_scalar set_slice set_mask set_tensor set_float set_big "
-       "set_neg set_fill_big set_fill_nan set_masked_big set_full_like_big set_index_fill_neg").split()
+       "set_neg set_fill_big set_fill_nan set_masked_big set_full_like_big set_index_fill_neg "
+       "set_fill_neg set_fill_negf set_masked_negf").split()
 # einsum: the equation, and the shapes of its operands (ramps).
 EINSUM = {
     "mm": ("ij,jk->ik", [[2, 3], [3, 4]]), "dot": ("i,i->", [[3], [3]]),
@@ -1150,6 +1151,12 @@ def torch_results(lines, device):
                 y.fill_(70000.0)
             elif op == "set_fill_nan":
                 y.fill_(math.nan)
+            elif op == "set_fill_neg":
+                y.fill_(-1)
+            elif op == "set_fill_negf":
+                y.fill_(-1.0)
+            elif op == "set_masked_negf":
+                y = y.masked_fill(m[..., None], -2.0)
             elif op == "set_masked_big":
                 y = y.masked_fill(m, 256)
             elif op == "set_full_like_big":

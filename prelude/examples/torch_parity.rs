@@ -1415,9 +1415,12 @@ fn adv_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             "neg" => y.i_set(0, -1)?,
             "fill_big" => y.fill_(70000.0)?,
             "fill_nan" => y.fill_(f64::NAN)?,
-            "masked_big" => return y.masked_fill(&m, 256.0),
-            "full_like_big" => return y.full_like(2f64.powi(31)),
-            _ => return y.index_fill(0, &ix(vec![0])?, -256.0),
+            "fill_neg" => y.fill_(-1)?,
+            "fill_negf" => y.fill_(-1.0)?,
+            "masked_negf" => return y.masked_fill(&m.unsqueeze(-1)?, -2.0),
+            "masked_big" => return y.masked_fill(&m, 256),
+            "full_like_big" => return y.full_like(1i64 << 31),
+            _ => return y.index_fill(0, &ix(vec![0])?, -256),
         }
         return Ok(y);
     }

@@ -176,18 +176,73 @@ fn float_fits(v: f64, dt: DType) -> bool {
     v >= lo && v <= hi
 }
 
-/// torch's check on a number written into a tensor of `dt` (`fill_`, `masked_fill`,
-/// `index_fill`, `full_like`, `x[i] = v`), and the number to write: one that does not fit is an
-/// error, not a saturated value, and a negative whole number wraps into uint8 as in torch
-/// (-1 is 255). A whole `v` follows the rule for Python ints, since these methods take `f64`
-/// where Python code passes an int (so `-1.0` into uint8 gives 255, where torch refuses the
-/// float -1.0).
-pub(crate) fn fill_value(op: &str, v: f64, dt: DType) -> crate::error::Result<f64> {
-    if v.fract() == 0.0 && v.abs() < 9.2e18 {
-        return fill_value_int(op, v as i64, dt);
+/// A number written into a tensor (`fill_`, `masked_fill`, `index_fill`, `full_like`,
+/// `new_full`): a float or a whole number, which torch tells apart as Python does (`-1` into
+/// uint8 wraps to 255, `-1.0` is an overflow error). `x.fill_(-1)` passes an `Int`,
+/// `x.fill_(-1.0)` a `Float`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Number {
+    Float(f64),
+    Int(i64),
+}
+
+impl From<f64> for Number {
+    fn from(v: f64) -> Self {
+        Number::Float(v)
     }
-    fill_result(op, float_fits(v, dt), &v.to_string(), dt)?;
-    Ok(v)
+}
+impl From<f32> for Number {
+    fn from(v: f32) -> Self {
+        Number::Float(v as f64)
+    }
+}
+impl From<i64> for Number {
+    fn from(v: i64) -> Self {
+        Number::Int(v)
+    }
+}
+impl From<i32> for Number {
+    fn from(v: i32) -> Self {
+        Number::Int(v as i64)
+    }
+}
+impl From<bool> for Number {
+    fn from(v: bool) -> Self {
+        Number::Int(v as i64)
+    }
+}
+
+/// torch's check on a number written into a tensor of `dt`, and the number to write: one
+/// that does not fit is an error, not a saturated value. A whole number follows Python
+/// int's rule (a negative one wraps into uint8: -1 is 255), a float Python float's (it must
+/// lie inside an integer dtype's range; its fraction is then cut, as a cast cuts it).
+pub(crate) fn fill_value(op: &str, v: impl Into<Number>, dt: DType) -> crate::error::Result<f64> {
+    match v.into() {
+        Number::Int(i) => fill_value_int(op, i, dt),
+        Number::Float(v) => {
+            fill_result(op, float_fits(v, dt), &format!("{v:?}"), dt)?;
+            Ok(v)
+        }
+    }
+}
+
+/// The zero-dimensional tensor of `dt` on `device` that holds `v` once [`fill_value`] has
+/// checked it: what the filling methods broadcast. A whole number into int64 stays exact
+/// past 2^53 (it does not pass through f64).
+pub(crate) fn fill_scalar(
+    op: &str,
+    v: impl Into<Number>,
+    dt: DType,
+    device: crate::device::Device,
+) -> crate::error::Result<super::Tensor> {
+    let v = v.into();
+    let value = fill_value(op, v, dt)?;
+    match (v, dt) {
+        (Number::Int(i), DType::I64) => {
+            super::Tensor::from_vec(vec![i], (), crate::device::Device::Cpu)?.to(device)
+        }
+        _ => super::Tensor::full_dtype((), value, dt, device),
+    }
 }
 
 /// [`fill_value`] for a number given as a whole number.

@@ -9,7 +9,7 @@
 //! disagree on torch's placement rules. The values then move with `scatter.rs`'s placement.
 
 use super::arith::Operand;
-use super::dtype::{fill_value, fill_value_int, DType};
+use super::dtype::fill_scalar;
 use super::index::{check_index_device, Idx, IndexArg};
 use super::scatter::Placement;
 use super::Tensor;
@@ -152,19 +152,8 @@ impl Tensor {
         let entries = index.entries();
         let value = match value.into() {
             Operand::Tensor(t) => t.clone(),
-            Operand::Scalar(s) => {
-                let s = fill_value("i_set", s, self.dtype())?;
-                Tensor::full_dtype((), s, self.dtype(), self.device())?
-            }
-            Operand::Int(i) => {
-                let dt = self.dtype();
-                let v = fill_value_int("i_set", i, dt)?;
-                if dt == DType::I64 {
-                    Tensor::from_vec(vec![i], (), Device::Cpu)?.to(self.device())?
-                } else {
-                    Tensor::full_dtype((), v, dt, self.device())?
-                }
-            }
+            Operand::Scalar(s) => fill_scalar("i_set", s, self.dtype(), self.device())?,
+            Operand::Int(i) => fill_scalar("i_set", i, self.dtype(), self.device())?,
         };
         if !entries.iter().any(|e| matches!(e, Idx::Tensor(_))) {
             return self.i(entries)?.copy_(&value);

@@ -65,7 +65,7 @@ impl Tensor {
         self.inplace("pow_", self.pow(exponent))
     }
     /// [`Tensor::masked_fill`] written into this tensor (torch's `masked_fill_`).
-    pub fn masked_fill_(&self, mask: &Tensor, value: f64) -> Result<()> {
+    pub fn masked_fill_(&self, mask: &Tensor, value: impl Into<super::Number>) -> Result<()> {
         self.inplace("masked_fill_", self.masked_fill(mask, value))
     }
     /// [`Tensor::lerp`] written into this tensor (torch's `lerp_`).

@@ -5,7 +5,7 @@
 //! `lerp` and `equal`.
 
 use super::autocast::{autocast1, AmpOp};
-use super::dtype::{promote, DType};
+use super::dtype::{fill_scalar, promote, DType, Number};
 use super::op::BinaryOp;
 use super::shape::resolve_dim;
 use super::Tensor;
@@ -175,8 +175,9 @@ impl Tensor {
     }
 
     /// This tensor with `value` wherever the bool `mask` is true, as torch's `masked_fill`
-    /// (the mask broadcasts to this tensor's shape; `value` takes this tensor's dtype).
-    pub fn masked_fill(&self, mask: &Tensor, value: f64) -> Result<Tensor> {
+    /// (the mask broadcasts to this tensor's shape; `value`, a float or a whole number, takes
+    /// this tensor's dtype under torch's overflow check: see [`Number`]).
+    pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Number>) -> Result<Tensor> {
         bool_mask("masked_fill", mask)?;
         let expanded = mask.broadcast_to(self.shape().to_vec()).map_err(|_| {
             Error::BadShape(format!(
@@ -185,8 +186,7 @@ impl Tensor {
                 self.shape()
             ))
         })?;
-        let value = super::dtype::fill_value("masked_fill", value, self.dtype())?;
-        let fill = Tensor::full_dtype((), value, self.dtype(), self.device())?;
+        let fill = fill_scalar("masked_fill", value, self.dtype(), self.device())?;
         self.where_(&expanded.logical_not()?, &fill)
     }
 
@@ -317,9 +317,14 @@ impl Tensor {
     }
 
     /// `value` in `shape`, in this tensor's dtype, on its device (torch's `new_full`).
-    pub fn new_full(&self, shape: impl Into<crate::tensor::Shape>, value: f64) -> Result<Tensor> {
-        let value = super::dtype::fill_value("new_full", value, self.dtype())?;
-        Tensor::full_dtype(shape, value, self.dtype(), self.device())
+    pub fn new_full(
+        &self,
+        shape: impl Into<crate::tensor::Shape>,
+        value: impl Into<Number>,
+    ) -> Result<Tensor> {
+        let dims = shape.into().dims().to_vec();
+        let v = fill_scalar("new_full", value, self.dtype(), self.device())?;
+        v.broadcast_to(dims)?.contiguous()
     }
 
     /// Uniform values in [0, 1) of this tensor's shape, float dtype and device (torch's
@@ -362,9 +367,9 @@ impl Tensor {
     }
 
     /// `value` (converted to this tensor's dtype) in this tensor's shape, on its device.
-    pub fn full_like(&self, value: f64) -> Result<Tensor> {
-        let value = super::dtype::fill_value("full_like", value, self.dtype())?;
-        Tensor::full_dtype(self.shape().to_vec(), value, self.dtype(), self.device())
+    pub fn full_like(&self, value: impl Into<Number>) -> Result<Tensor> {
+        let v = fill_scalar("full_like", value, self.dtype(), self.device())?;
+        v.broadcast_to(self.shape().to_vec())?.contiguous()
     }
 
     /// `f` on this float tensor computed one precision up (float16 and bfloat16 in float32,

@@ -74,7 +74,7 @@ mod trig;
 mod view;
 
 pub use arith::Operand;
-pub use dtype::{promote, promote_dims, DType, WithDType};
+pub use dtype::{promote, promote_dims, DType, Number, WithDType};
 
 /// A number `Tensor::arange` counts in, and the dtype it gives, as torch's: a Rust integer
 /// gives int64 (a Python int's), a float the default float32 (a Python float's).

@@ -256,14 +256,19 @@ impl Tensor {
 
     /// A copy with `value` at the positions `index` names along `dim` (torch's `index_fill`);
     /// the gradient is 0 there.
-    pub fn index_fill(&self, dim: isize, index: &Tensor, value: f64) -> Result<Tensor> {
-        let value = super::dtype::fill_value("index_fill", value, self.dtype())?;
+    pub fn index_fill(
+        &self,
+        dim: isize,
+        index: &Tensor,
+        value: impl Into<super::Number>,
+    ) -> Result<Tensor> {
+        let value = super::dtype::fill_scalar("index_fill", value, self.dtype(), self.device())?;
         let d = resolve_dim(dim, self.rank().max(1))?;
         let mut want = self.shape().to_vec();
         if !want.is_empty() {
             want[d] = index.numel();
         }
-        let src = Tensor::full_dtype(want, value, self.dtype(), self.device())?;
+        let src = value.broadcast_to(want)?.contiguous()?;
         self.index_place("index_fill", dim, index, &src, false)
     }
 
@@ -275,7 +280,13 @@ impl Tensor {
     }
 
     /// [`Tensor::index_fill`] written into this tensor (torch's `index_fill_`).
-    pub fn index_fill_(&self, dim: isize, index: &Tensor, value: f64) -> Result<()> {
+    pub fn index_fill_(
+        &self,
+        dim: isize,
+        index: &Tensor,
+        value: impl Into<super::Number>,
+    ) -> Result<()> {
+        let value = value.into();
         let out = crate::autograd::no_grad(|| self.detach().index_fill(dim, index, value))?;
         self.copy_(&out)
     }

@@ -378,11 +378,17 @@ impl Tensor {
         }))
     }
 
-    /// Sets every element to `value` (converted to the dtype), in place.
-    pub fn fill_(&self, value: f64) -> Result<()> {
-        let value = super::dtype::fill_value("fill_", value, self.dtype())?;
-        let v = Tensor::full_dtype((), value, self.dtype(), crate::device::Device::Cpu)?;
-        self.copy_(&v)
+    /// Sets every element to `value`, in place: a float or a whole number, converted to the
+    /// dtype under torch's overflow check (`fill_(-1)` into uint8 is 255, `fill_(-1.0)` an
+    /// error, as in torch; see [`super::Number`]).
+    pub fn fill_(&self, value: impl Into<super::Number>) -> Result<()> {
+        let dev = crate::device::Device::Cpu;
+        self.copy_(&super::dtype::fill_scalar(
+            "fill_",
+            value,
+            self.dtype(),
+            dev,
+        )?)
     }
 
     pub(super) fn inplace(&self, op: &str, result: Result<Tensor>) -> Result<()> {
