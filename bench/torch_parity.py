@@ -93,7 +93,7 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "det det_2 det_batch slogdet inv inv_2 inv_singular solve solve_vec solve_batch solve_bad " +
         "lgamma slgamma digamma sdigamma polygamma1 spolygamma1 polygamma2 polygamma3 mvlgamma "
         "mvlgamma_3 erfc serfc erfinv serfinv zeta zeta_q zeta_number zeta_other ndtr sndtr entr "
-        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_").split()
+        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_ " + "vector_norm3 vector_norm_dim vector_norm_inf vector_norm_ninf vector_norm0 vector_norm_neg vector_norm_half svector_norm3 svector_norm_inf matrix_norm_fro matrix_norm1 matrix_norm_ninf matrix_norm_inf matrix_power0 matrix_power1 matrix_power3 matrix_power5 matrix_power_neg cholesky cholesky_upper cholesky_bad").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none tril_indices triu_indices".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
@@ -1040,6 +1040,26 @@ def torch_results(lines, device):
             "lgamma_": lambda: x.detach().clone().lgamma_(),
             "erfinv_": lambda: x.detach().clone().erfinv_(),
             "polygamma_": lambda: x.detach().clone().polygamma_(2),
+            # linalg's norms, powers and Cholesky factor (of sq() sq()^T, positive-definite).
+            "vector_norm3": lambda: torch.linalg.vector_norm(x, 3),
+            "vector_norm_dim": lambda: torch.linalg.vector_norm(x, 2, dim=(0,), keepdim=True),
+            "vector_norm_inf": lambda: torch.linalg.vector_norm(x, math.inf, dim=1),
+            "vector_norm_ninf": lambda: torch.linalg.vector_norm(x, -math.inf, dim=1),
+            "vector_norm0": lambda: torch.linalg.vector_norm(x, 0, dim=(0, 1)),
+            "vector_norm_neg": lambda: torch.linalg.vector_norm(x, -1.5, dim=0),
+            "vector_norm_half": lambda: torch.linalg.vector_norm(x, 0.5),
+            "matrix_norm_fro": lambda: torch.linalg.matrix_norm(x),
+            "matrix_norm1": lambda: torch.linalg.matrix_norm(x, 1),
+            "matrix_norm_ninf": lambda: torch.linalg.matrix_norm(x, -math.inf),
+            "matrix_norm_inf": lambda: torch.linalg.matrix_norm(x, math.inf, keepdim=True),
+            "matrix_power0": lambda: torch.linalg.matrix_power(sq(), 0),
+            "matrix_power1": lambda: torch.linalg.matrix_power(sq(), 1),
+            "matrix_power3": lambda: torch.linalg.matrix_power(sq(), 3),
+            "matrix_power5": lambda: torch.linalg.matrix_power(sq(), 5),
+            "matrix_power_neg": lambda: torch.linalg.matrix_power(sq(), -2),
+            "cholesky": lambda: torch.linalg.cholesky(sq() @ sq().mT),
+            "cholesky_upper": lambda: torch.linalg.cholesky(sq() @ sq().mT, upper=True),
+            "cholesky_bad": lambda: torch.linalg.cholesky(sq() - torch.eye(3, device=dev) * 5),
         }[op]()
         return out_or_grad(out, x, want)
 

@@ -743,6 +743,8 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "sisneginf",
         "ssinc",
         "smsort",
+        "svector_norm3",
+        "svector_norm_inf",
         "slgamma",
         "sdigamma",
         "spolygamma1",
@@ -1239,6 +1241,27 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "ndtr" => special::ndtr(&x.mul(3)?),
         "entr" => special::entr(&x),
         "xlog1py" => special::xlog1py(&x, &y),
+        "vector_norm3" => linalg::vector_norm(&x, 3.0, None, false),
+        "vector_norm_dim" => linalg::vector_norm(&x, 2.0, Some(&[0]), true),
+        "vector_norm_inf" => linalg::vector_norm(&x, f64::INFINITY, Some(&[1]), false),
+        "vector_norm_ninf" => linalg::vector_norm(&x, f64::NEG_INFINITY, Some(&[1]), false),
+        "vector_norm0" => linalg::vector_norm(&x, 0.0, Some(&[0, 1]), false),
+        "vector_norm_neg" => linalg::vector_norm(&x, -1.5, Some(&[0]), false),
+        "vector_norm_half" => linalg::vector_norm(&x, 0.5, None, false),
+        "matrix_norm_fro" => linalg::matrix_norm(&x, "fro", false),
+        "matrix_norm1" => linalg::matrix_norm(&x, "1", false),
+        "matrix_norm_ninf" => linalg::matrix_norm(&x, "-inf", false),
+        "matrix_norm_inf" => linalg::matrix_norm(&x, "inf", true),
+        "matrix_power0" => linalg::matrix_power(&sq()?, 0),
+        "matrix_power1" => linalg::matrix_power(&sq()?, 1),
+        "matrix_power3" => linalg::matrix_power(&sq()?, 3),
+        "matrix_power5" => linalg::matrix_power(&sq()?, 5),
+        "matrix_power_neg" => linalg::matrix_power(&sq()?, -2),
+        "cholesky" | "cholesky_upper" => {
+            let s = sq()?;
+            linalg::cholesky(&s.matmul(&s.transpose(-2, -1)?)?, op == "cholesky_upper")
+        }
+        "cholesky_bad" => linalg::cholesky(&sq()?.sub(&Tensor::eye(3, dev)?.mul(5)?)?, false),
         "lgamma_" | "erfinv_" | "polygamma_" => {
             let t = x.detach().deep_clone()?;
             match op {

@@ -1000,6 +1000,57 @@ fn linalg_and_torch_named_ops() {
     check("slogdet", vec![regular(&[], 4, 9)], |t| {
         Ok(linalg::slogdet(&t[0])?.1)
     });
+    // Norms of every order torch's rule distinguishes, over some or all dimensions.
+    for (ord, salt) in [
+        (2.0, 70),
+        (1.0, 71),
+        (3.0, 72),
+        (1.5, 73),
+        (0.5, 74),
+        (-1.0, 75),
+    ] {
+        check(
+            &format!("vector_norm {ord}"),
+            vec![input(&[2, 3, 2], salt)],
+            move |t| linalg::vector_norm(&t[0], ord, Some(&[0, 2]), false),
+        );
+    }
+    for ord in [f64::INFINITY, f64::NEG_INFINITY] {
+        check(
+            &format!("vector_norm {ord}"),
+            vec![input(&[4, 3], 76)],
+            move |t| linalg::vector_norm(&t[0], ord, Some(&[-1]), true),
+        );
+    }
+    check("vector_norm all", vec![input(&[2, 3], 77)], |t| {
+        linalg::vector_norm(&t[0], 2.0, None, false)
+    });
+    for ord in ["fro", "1", "-1", "inf", "-inf"] {
+        check(
+            &format!("matrix_norm {ord}"),
+            vec![input(&[2, 3, 3], 78)],
+            move |t| linalg::matrix_norm(&t[0], ord, false),
+        );
+    }
+    for n in [2, 5, -1, -2] {
+        check(
+            &format!("matrix_power {n}"),
+            vec![regular(&[2], 3, 79)],
+            move |t| linalg::matrix_power(&t[0], n),
+        );
+    }
+    // cholesky of the symmetric positive-definite x xᵀ + 3 I, lower and upper.
+    for upper in [false, true] {
+        check(
+            &format!("cholesky upper={upper}"),
+            vec![input(&[2, 3, 3], 80)],
+            move |t| {
+                let eye = Tensor::eye(3, CPU)?.to_dtype(DType::F64)?.mul(3.0)?;
+                let a = t[0].matmul(&t[0].transpose(-2, -1)?)?.add(&eye)?;
+                linalg::cholesky(&a, upper)
+            },
+        );
+    }
     // Products and scaled sums, with every input's gradient.
     check("kron", vec![input(&[2, 3], 10), input(&[2, 2], 11)], |t| {
         t[0].kron(&t[1])

@@ -911,7 +911,7 @@ fn call(
             let c = pool[rng.gen_range(0..pool.len())].clone();
             let dc = describe(&c);
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 30] = [
+            const NAMES: [&str; 34] = [
                 "fmax",
                 "fmin",
                 "hypot",
@@ -942,6 +942,10 @@ fn call(
                 "det",
                 "inv",
                 "solve",
+                "vector_norm",
+                "matrix_norm",
+                "matrix_power",
+                "cholesky",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             let parts = [a.clone(), b.clone()];
@@ -979,7 +983,11 @@ fn call(
                 26 => a.baddbmm(&b, &c, s, 1.0),
                 27 => linalg::det(&a),
                 28 => linalg::inv(&a),
-                _ => linalg::solve(&a, &b),
+                29 => linalg::solve(&a, &b),
+                30 => linalg::vector_norm(&a, s, Some(&[d as isize]), n % 2 == 0),
+                31 => linalg::matrix_norm(&a, ["fro", "1", "-inf", "nuc", "bad"][n % 5], false),
+                32 => linalg::matrix_power(&a, n as i64 - 2),
+                _ => linalg::cholesky(&a, n % 2 == 1),
             })
         }
         _ => {

@@ -239,6 +239,11 @@ fn torch_node_name(op: &'static str) -> &'static str {
         "hardshrink" => "HardshrinkBackward0",
         "celu" => "CeluBackward0",
         "col2im" => "Col2ImBackward0",
+        "linalg_cholesky" => "LinalgCholeskyExBackward0",
+        "linalg_solve" => "LinalgSolveExBackward0",
+        "linalg_inv" => "LinalgInvExBackward0",
+        "linalg_det" => "LinalgDetBackward0",
+        "linalg_slogdet" => "LinalgSlogdetBackward0",
         other => other,
     }
 }

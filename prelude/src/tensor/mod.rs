@@ -64,7 +64,7 @@ mod reductions;
 mod scan;
 mod scatter;
 mod select;
-mod shape;
+pub(crate) mod shape;
 mod sort;
 mod special;
 mod stacking;

@@ -14,6 +14,11 @@ use crate::autograd::{self, record, Saved};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor};
 
+mod cholesky;
+mod norms;
+pub use cholesky::cholesky;
+pub use norms::{matrix_norm, vector_norm};
+
 /// What one elimination gives: the reduced `[b, n, w]` matrix (its first `n` columns the
 /// identity when the system is regular), the product of the pivots with the sign of the row
 /// swaps (the determinant), the sum of `log |pivot|` and the sign alone (for `slogdet`), and
@@ -275,4 +280,62 @@ impl Tensor {
     pub fn inverse(&self) -> Result<Tensor> {
         inv(self)
     }
+}
+
+/// `A` to the integer power `n` (torch's `torch.linalg.matrix_power`): the identity for
+/// 0, `inv(A)^|n|` for a negative `n` (floats only, a singular `A` an error), and by
+/// repeated squaring as torch multiplies (least significant bit first), so the rounding
+/// is torch's. Integer matrices take `n >= 0` on the CPU (CUDA has no integer matmul).
+pub fn matrix_power(a: &Tensor, n: i64) -> Result<Tensor> {
+    let r = a.rank();
+    if r < 2 || a.shape()[r - 1] != a.shape()[r - 2] {
+        return Err(Error::BadShape(format!(
+            "linalg.matrix_power: A must be a square matrix or a batch of them, got shape {:?}",
+            a.shape()
+        )));
+    }
+    if n == 0 {
+        // torch copies the identity into a clone of A: connected to A, with a zero gradient.
+        let eye = Tensor::eye(a.shape()[r - 1], a.device())?.to_dtype(a.dtype())?;
+        let out = eye.broadcast_to(a.shape().to_vec())?.contiguous()?;
+        return Ok(record(out, "matrix_power", &[a], |g| {
+            Ok(vec![Some(g.zeros_like()?)])
+        }));
+    }
+    let base = if n < 0 {
+        if !matches!(a.dtype(), DType::F32 | DType::F64) {
+            return Err(Error::Invalid(format!(
+                "linalg.matrix_power: a negative power inverts A, which needs float32 or                  float64, got {} (shape {:?})",
+                a.dtype(),
+                a.shape()
+            )));
+        }
+        inv(a)?
+    } else {
+        a.clone()
+    };
+    let mut k = n.unsigned_abs();
+    match k {
+        1 => return base.deep_clone(),
+        2 => return base.matmul(&base),
+        3 => return base.matmul(&base)?.matmul(&base),
+        _ => {}
+    }
+    let (mut z, mut result): (Option<Tensor>, Option<Tensor>) = (None, None);
+    while k > 0 {
+        let bit = k % 2;
+        k /= 2;
+        let next = match &z {
+            Some(z) => z.matmul(z)?,
+            None => base.clone(),
+        };
+        if bit == 1 {
+            result = Some(match result {
+                Some(r) => r.matmul(&next)?,
+                None => next.clone(),
+            });
+        }
+        z = Some(next);
+    }
+    Ok(result.expect("n > 3 has a set bit"))
 }

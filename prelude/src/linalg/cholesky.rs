@@ -1,0 +1,105 @@
+//! torch.linalg's Cholesky factorisation, `A = L Lᵀ` for a symmetric positive-definite `A`,
+//! in whole-tensor ops as the elimination in `mod.rs` is: one step per column, each a
+//! batched matrix-vector product over the columns already found, so it runs on every
+//! device and never reads the matrix on the host (one host read of a flag refuses a matrix
+//! that is not positive-definite, naming the leading minor, as torch does).
+
+use super::square;
+use crate::autograd::{self, record, Saved};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Tensor};
+
+/// The lower-triangular `L` with positive diagonal and `L Lᵀ = A` (torch's
+/// `torch.linalg.cholesky(A, upper)`; with `upper`, `Lᵀ`). Only `A`'s lower triangle is
+/// read, as in torch. Batched over leading dimensions; float32 and float64. The gradient
+/// is torch's (Murray's formula, symmetrised).
+pub fn cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
+    let n = square("cholesky", a)?;
+    let batch = a.shape()[..a.rank() - 2].to_vec();
+    let count: usize = batch.iter().product();
+    let (dt, dev) = (a.dtype(), a.device());
+    let l = autograd::no_grad(|| -> Result<Tensor> {
+        let m = a.reshape([count, n, n])?;
+        let rows = Tensor::arange(0i64, n as i64, dev)?;
+        let mut l = Tensor::zeros_dtype([count, n, n], dt, dev)?;
+        // The first column (1-based order) whose pivot is not positive, per matrix; n + 1
+        // when there is none.
+        let mut failed = Tensor::full_dtype([count], (n + 1) as f64, DType::I64, dev)?;
+        let zero = Tensor::zeros_dtype((), dt, dev)?;
+        let one = Tensor::ones_dtype((), dt, dev)?;
+        for j in 0..n {
+            // v_i = A[i, j] - Σ_k<j L[i, k] L[j, k], for every row i.
+            let lj = l.narrow(1, j, 1)?.transpose(1, 2)?; // [count, n, 1]
+            let v = m.narrow(2, j, 1)?.sub(&l.matmul(&lj)?)?; // [count, n, 1]
+            let d = v.narrow(1, j, 1)?; // [count, 1, 1]
+            let bad = d.le(0)?.logical_or(&d.isnan()?)?.reshape([count])?;
+            let first = bad.logical_and(&failed.gt(n as i64)?)?;
+            let order = Tensor::full_dtype((), (j + 1) as f64, DType::I64, dev)?;
+            failed = order.where_(&first, &failed)?;
+            let root = one.where_(&d.le(0)?, &d)?.sqrt()?;
+            let below = rows.ge(j as i64)?.reshape([1, n, 1])?;
+            let col = zero.where_(&below.logical_not()?, &v.div(&root)?)?;
+            let is_j = rows.eq(j as i64)?.reshape([1, 1, n])?.to_dtype(dt)?;
+            l = l.add(&col.mul(&is_j)?)?;
+        }
+        let worst = failed.amin(&[0], false)?.to_vec::<i64>()?[0];
+        if worst <= n as i64 {
+            return Err(Error::Invalid(format!(
+                "linalg.cholesky: the factorization could not be completed because the input \
+                 is not positive-definite (the leading minor of order {worst} is not \
+                 positive-definite; shape {:?})",
+                a.shape()
+            )));
+        }
+        let mut shape = batch.clone();
+        shape.extend([n, n]);
+        l.reshape(shape)
+    })?;
+    let ls = Saved::new(&l);
+    let l = record(l, "linalg_cholesky", &[a], move |g| {
+        // torch's cholesky_backward: Linv = L^-1, phi = tril(Lᵀ g) with its diagonal
+        // halved, gA = Linvᵀ phi Linv, symmetrised.
+        let l = ls.get()?;
+        let linv = super::inv(l)?;
+        let phi = l.transpose(-2, -1)?.matmul(g)?.tril(0)?;
+        let eye = Tensor::eye(n, l.device())?.to_dtype(l.dtype())?;
+        let phi = phi.sub(&phi.mul(&eye)?.mul(0.5)?)?;
+        let ga = linv.transpose(-2, -1)?.matmul(&phi)?.matmul(&linv)?;
+        Ok(vec![Some(ga.add(&ga.transpose(-2, -1)?)?.mul(0.5)?)])
+    });
+    if upper {
+        l.transpose(-2, -1)
+    } else {
+        Ok(l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Device;
+
+    #[test]
+    fn the_factor_rebuilds_a_and_a_matrix_that_is_not_positive_definite_is_named() {
+        let a = Tensor::from_vec(vec![4.0, 2.0, 2.0, 3.0], [2, 2], Device::Cpu).unwrap();
+        let l = cholesky(&a, false).unwrap();
+        let v = l.to_vec::<f64>().unwrap();
+        assert_eq!((v[0], v[1], v[2]), (2.0, 0.0, 1.0));
+        assert!((v[3] - 2f64.sqrt()).abs() < 1e-15, "{v:?}");
+        let back = l.matmul(&l.t().unwrap()).unwrap().to_vec::<f64>().unwrap();
+        for (b, w) in back.iter().zip([4.0, 2.0, 2.0, 3.0]) {
+            assert!((b - w).abs() < 1e-15, "{back:?}");
+        }
+        let bad = Tensor::from_vec(vec![1.0, 2.0, 2.0, 1.0], [2, 2], Device::Cpu).unwrap();
+        let e = cholesky(&bad, false).unwrap_err().to_string();
+        assert!(
+            e.contains("not positive-definite") && e.contains("order 2"),
+            "{e}"
+        );
+        let ints = Tensor::from_vec(vec![1i64, 0, 0, 1], [2, 2], Device::Cpu).unwrap();
+        assert!(cholesky(&ints, false)
+            .unwrap_err()
+            .to_string()
+            .contains("float32"));
+    }
+}

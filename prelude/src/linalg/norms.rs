@@ -1,0 +1,199 @@
+//! torch.linalg's norms: `vector_norm` (any order, over any dimensions) with torch's
+//! backward rule, and `matrix_norm` for the orders that need no singular values, composed
+//! as torch composes them.
+
+use crate::autograd::{self, record, Saved};
+use crate::error::{Error, Result};
+use crate::tensor::shape::resolve_dim;
+use crate::tensor::{DType, Tensor};
+
+/// The reduced dimensions of a rank-`rank` tensor (all of them for None or an empty list),
+/// sorted, each once.
+fn reduced_dims(op: &str, dim: Option<&[isize]>, rank: usize) -> Result<Vec<usize>> {
+    let dims = match dim {
+        None | Some([]) => (0..rank).collect::<Vec<_>>(),
+        Some(ds) => {
+            let mut out = Vec::with_capacity(ds.len());
+            for &d in ds {
+                let r = resolve_dim(d, rank.max(1))?;
+                if out.contains(&r) {
+                    return Err(Error::Invalid(format!(
+                        "linalg.{op}: dim {d} appears more than once in {ds:?}"
+                    )));
+                }
+                out.push(r);
+            }
+            out.sort_unstable();
+            out
+        }
+    };
+    Ok(dims)
+}
+
+/// `t` with the `reduced` dimensions moved last and merged into one: `[kept.., r]`.
+fn gather_reduced(t: &Tensor, reduced: &[usize]) -> Result<Tensor> {
+    let rank = t.rank();
+    let kept: Vec<usize> = (0..rank).filter(|d| !reduced.contains(d)).collect();
+    let perm: Vec<isize> = kept.iter().chain(reduced).map(|&d| d as isize).collect();
+    let mut shape: Vec<usize> = kept.iter().map(|&d| t.shape()[d]).collect();
+    shape.push(reduced.iter().map(|&d| t.shape()[d]).product());
+    t.permute(&perm)?.reshape(shape)
+}
+
+/// The p-norm of `x` over `dim` (all dimensions for None), as torch's
+/// `torch.linalg.vector_norm(x, ord, dim, keepdim)`: `ord` is any real number or ±infinity
+/// (`f64::INFINITY`: the largest |x|, `-inf` the smallest, 0 the count of non-zeros, a
+/// negative one `(Σ |x|^ord)^(1/ord)`). Float tensors only, as torch; float16 and bfloat16
+/// are computed in float32 and rounded once. The gradient is torch's (0 where the norm is
+/// 0; the infinity norms share it between tied elements; none at all for ord 0).
+pub fn vector_norm(x: &Tensor, ord: f64, dim: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+    if !x.dtype().is_float() {
+        return Err(Error::Invalid(format!(
+            "linalg.vector_norm: needs a floating-point tensor, as torch's, got {} (shape {:?}); \
+             convert first with .to_dtype(DType::F32)",
+            x.dtype(),
+            x.shape()
+        )));
+    }
+    if ord.is_nan() {
+        return Err(Error::Invalid("linalg.vector_norm: ord is NaN".into()));
+    }
+    if matches!(x.dtype(), DType::F16 | DType::BF16) {
+        let y = vector_norm(&x.to_dtype(DType::F32)?, ord, dim, keepdim)?;
+        return y.to_dtype(x.dtype());
+    }
+    let x0 = if x.rank() == 0 {
+        x.reshape([1])?
+    } else {
+        x.clone()
+    };
+    let reduced = reduced_dims("vector_norm", dim, x0.rank())?;
+    if x0.numel() == 0 && ord.is_infinite() {
+        return Err(Error::Invalid(format!(
+            "linalg.vector_norm: the {ord} norm of an empty tensor (shape {:?}) is undefined, as \
+             in torch (its reduction has no identity)",
+            x.shape()
+        )));
+    }
+    // The output's shape with the reduced dimensions kept as 1, for keepdim and backward.
+    let mut kept_shape = x0.shape().to_vec();
+    for &d in &reduced {
+        kept_shape[d] = 1;
+    }
+    let out_shape: Vec<usize> = if keepdim {
+        kept_shape.clone()
+    } else if x.rank() == 0 {
+        vec![]
+    } else {
+        (0..x0.rank())
+            .filter(|d| !reduced.contains(d))
+            .map(|d| x0.shape()[d])
+            .collect()
+    };
+    let out = autograd::no_grad(|| {
+        let a = gather_reduced(&x0, &reduced)?.abs()?;
+        let n = if ord == 0.0 {
+            a.ne(0)?.to_dtype(a.dtype())?.sum_dim(-1)?
+        } else if ord == 1.0 {
+            a.sum_dim(-1)?
+        } else if ord == 2.0 {
+            a.square()?.sum_dim(-1)?.sqrt()?
+        } else if ord == f64::INFINITY {
+            a.amax(&[-1], false)?
+        } else if ord == f64::NEG_INFINITY {
+            a.amin(&[-1], false)?
+        } else {
+            a.pow(ord)?.sum_dim(-1)?.pow(1.0 / ord)?
+        };
+        n.reshape(out_shape)
+    })?;
+    let (xs, ns) = (Saved::new(&x0), Saved::new(&out));
+    let (in_shape, red) = (x.shape().to_vec(), reduced);
+    Ok(record(out, "norm", &[x], move |g| {
+        let (x, norm) = (xs.get()?, ns.get()?.reshape(kept_shape.clone())?);
+        let g = g.reshape(kept_shape.clone())?;
+        let zero = Tensor::zeros_dtype((), x.dtype(), x.device())?;
+        let p = ord;
+        if p == 0.0 {
+            // A count: torch gives the input no gradient at all (not zeros).
+            return Ok(vec![None]);
+        }
+        let gx = if p == 1.0 {
+            x.sgn()?.mul(&g)?
+        } else if p == 2.0 {
+            x.mul(&zero.where_(&norm.eq(0)?, &g.div(&norm)?)?)?
+        } else if p.is_infinite() {
+            let a = x.abs()?;
+            let mask = a.eq(&norm)?.logical_or(&a.isnan()?)?.to_dtype(x.dtype())?;
+            let count = gather_reduced(&mask, &red)?
+                .sum_dim(-1)?
+                .reshape(kept_shape.clone())?;
+            x.sgn()?.mul(&g.div(&count)?.mul(&mask)?)?
+        } else if p < 1.0 {
+            let scaled = zero.where_(&x.eq(0)?, &x.abs()?.pow(p - 1.0)?)?;
+            x.sgn()?.mul(&scaled)?.mul(&g)?.mul(&norm.pow(1.0 - p)?)?
+        } else {
+            let scaled = if p < 2.0 {
+                x.sgn()?.mul(&x.abs()?.pow(p - 1.0)?)?
+            } else {
+                x.mul(&x.abs()?.pow(p - 2.0)?)?
+            };
+            let scale = zero.where_(&norm.eq(0)?, &g.div(&norm.pow(p - 1.0)?)?)?;
+            scaled.mul(&scale)?
+        };
+        Ok(vec![Some(gx.reshape(in_shape.clone())?)])
+    }))
+}
+
+/// The norm of a matrix or of each in a batch over its last two dimensions (torch's
+/// `torch.linalg.matrix_norm(A, ord)`): `"fro"` (Frobenius), `"1"` / `"-1"` (the largest
+/// / smallest column sum of |A|), `"inf"` / `"-inf"` (the same over rows). The spectral
+/// and nuclear norms (`2`, `-2`, `"nuc"`) need singular values, which gpulab does not
+/// compute yet: they are refused. Float tensors only.
+pub fn matrix_norm(a: &Tensor, ord: &str, keepdim: bool) -> Result<Tensor> {
+    if a.rank() < 2 {
+        return Err(Error::BadShape(format!(
+            "linalg.matrix_norm: A must have at least 2 dimensions, got shape {:?}",
+            a.shape()
+        )));
+    }
+    if !a.dtype().is_float() {
+        return Err(Error::Invalid(format!(
+            "linalg.matrix_norm: needs a floating-point tensor, as torch's, got {} (shape {:?})",
+            a.dtype(),
+            a.shape()
+        )));
+    }
+    // (dimension summed, dimension then maximised or minimised, max?)
+    let (sum_dim, ext_dim, max) = match ord {
+        "fro" => return vector_norm(a, 2.0, Some(&[-2, -1]), keepdim),
+        "1" => (-2, -1, true),
+        "-1" => (-2, -1, false),
+        "inf" => (-1, -2, true),
+        "-inf" => (-1, -2, false),
+        "2" | "-2" | "nuc" => {
+            return Err(Error::Invalid(format!(
+                "linalg.matrix_norm: ord {ord:?} needs the singular values (an SVD), which \
+                 gpulab does not compute yet; \"fro\", \"1\", \"-1\", \"inf\" and \"-inf\" work"
+            )))
+        }
+        other => {
+            return Err(Error::Invalid(format!(
+                "linalg.matrix_norm: unknown ord {other:?}; torch's are \"fro\", \"nuc\", \
+                 \"1\", \"-1\", \"2\", \"-2\", \"inf\" and \"-inf\""
+            )))
+        }
+    };
+    // As torch: abs, sum (kept), then amax/amin (kept), and the two dimensions dropped.
+    let s = a.abs()?.sum_keepdim(sum_dim)?;
+    let m = if max {
+        s.amax(&[ext_dim], true)?
+    } else {
+        s.amin(&[ext_dim], true)?
+    };
+    if keepdim {
+        Ok(m)
+    } else {
+        m.squeeze(-1)?.squeeze(-1)
+    }
+}
