@@ -745,6 +745,7 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "smsort",
         "svector_norm3",
         "svector_norm_inf",
+        "slogcumsumexp",
         "slgamma",
         "sdigamma",
         "spolygamma1",
@@ -1262,6 +1263,9 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             linalg::cholesky(&s.matmul(&s.transpose(-2, -1)?)?, op == "cholesky_upper")
         }
         "cholesky_bad" => linalg::cholesky(&sq()?.sub(&Tensor::eye(3, dev)?.mul(5)?)?, false),
+        "logcumsumexp" => x.logcumsumexp(1),
+        "logcumsumexp_wide" => x.mul(300)?.logcumsumexp(1),
+        "logcumsumexp_d0" => x.logcumsumexp(0),
         "lgamma_" | "erfinv_" | "polygamma_" => {
             let t = x.detach().deep_clone()?;
             match op {

@@ -207,6 +207,9 @@ fn unary_ops() {
     check("special.ndtr", vec![input(&[5], 64)], |x| {
         gpulab::special::ndtr(&x[0].mul(3.0)?)
     });
+    check("logcumsumexp", vec![input(&[3, 5], 68)], |x| {
+        x[0].mul(4.0)?.logcumsumexp(1)
+    });
     check("special.entr", vec![positive(&[5], 65)], |x| {
         gpulab::special::entr(&x[0])
     });

@@ -984,7 +984,7 @@ fn call(
                 27 => linalg::det(&a),
                 28 => linalg::inv(&a),
                 29 => linalg::solve(&a, &b),
-                30 => linalg::vector_norm(&a, s, Some(&[d as isize]), n % 2 == 0),
+                30 => linalg::vector_norm(&a, s, Some(&[d]), n.is_multiple_of(2)),
                 31 => linalg::matrix_norm(&a, ["fro", "1", "-inf", "nuc", "bad"][n % 5], false),
                 32 => linalg::matrix_power(&a, n as i64 - 2),
                 _ => linalg::cholesky(&a, n % 2 == 1),

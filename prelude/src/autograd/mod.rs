@@ -157,6 +157,7 @@ fn torch_node_name(op: &'static str) -> &'static str {
         "xlog1py" => "SpecialXlog1pyBackward0",
         "entr" => "SpecialEntrBackward0",
         "ndtr" => "SpecialNdtrBackward0",
+        "logcumsumexp" => "LogcumsumexpBackward0",
         "fmod" => "FmodBackward1",
         "fmod_scalar" => "FmodBackward0",
         "remainder" => "RemainderBackward1",

@@ -86,6 +86,38 @@ impl Tensor {
         }))
     }
 
+    /// `log(cumsum(exp(self)))` along `dim` without overflow or underflow (torch's
+    /// `logcumsumexp`): a running `logaddexp`, evaluated as a Hillis-Steele scan (log2 n
+    /// whole-tensor steps, each combining every element with the one 2^k before it), so no
+    /// element is lost to `exp` whatever the range. Floats only, as torch; float16 and
+    /// bfloat16 run in float32. The gradient flows through the steps' logaddexp rules.
+    pub fn logcumsumexp(&self, dim: isize) -> Result<Tensor> {
+        self.float_only("logcumsumexp")?;
+        if matches!(self.dtype(), DType::F16 | DType::BF16) {
+            let y = self.to_dtype(DType::F32)?.logcumsumexp(dim)?;
+            return y.to_dtype(self.dtype());
+        }
+        let x = if self.rank() == 0 {
+            self.reshape([1])?
+        } else {
+            self.clone()
+        };
+        let d = super::shape::resolve_dim(dim, x.rank())?;
+        let n = x.shape()[d];
+        let mut acc = x;
+        let mut step = 1;
+        while step < n {
+            let mut pad_shape = acc.shape().to_vec();
+            pad_shape[d] = step;
+            let pad = Tensor::full_dtype(pad_shape, f64::NEG_INFINITY, acc.dtype(), acc.device())?;
+            let before = Tensor::cat(&[&pad, &acc.narrow(d as isize, 0, n - step)?], d as isize)?;
+            acc = acc.logaddexp(&before)?;
+            step *= 2;
+        }
+        let acc = acc.reshape(self.shape().to_vec())?;
+        Ok(autograd::relabel("logcumsumexp", acc))
+    }
+
     /// `self * log(other)`, 0 where `self` is 0 (unless `other` is NaN), as torch's `xlogy`:
     /// the entropy term `p log p` without NaN at p = 0. Broadcasts; integers give float32.
     pub fn xlogy(&self, other: &Tensor) -> Result<Tensor> {
