@@ -118,14 +118,7 @@ pub fn logsumexp(x: &Tensor, dim: isize, keepdim: bool) -> Result<Tensor> {
 /// `x ln(1 + y)`, 0 where x is 0 (unless y is NaN), as torch's `special.xlog1py`: xlogy's
 /// twin for log-likelihoods written in `1 + y`. Broadcasts; integers give float32.
 pub fn xlog1py(x: &Tensor, y: &Tensor) -> Result<Tensor> {
-    let float = |t: &Tensor| {
-        if t.dtype().is_float() {
-            Ok(t.clone())
-        } else {
-            t.to_dtype(crate::DType::F32)
-        }
-    };
-    let (x, y) = (float(x)?, float(y)?);
+    let (x, y) = (x.float_or_self()?, y.float_or_self()?);
     let out = autograd::no_grad(|| {
         let prod = x.mul(&y.log1p()?)?;
         let zero = x.eq(0)?.logical_and(&y.isnan()?.logical_not()?)?;
@@ -145,11 +138,7 @@ pub fn xlog1py(x: &Tensor, y: &Tensor) -> Result<Tensor> {
 /// The entropy term `-x ln x` for x > 0, 0 at 0 and -inf below (torch's `special.entr`);
 /// its gradient is `-(1 + ln x)`.
 pub fn entr(x: &Tensor) -> Result<Tensor> {
-    let x = if x.dtype().is_float() {
-        x.clone()
-    } else {
-        x.to_dtype(crate::DType::F32)?
-    };
+    let x = x.float_or_self()?;
     let out = autograd::no_grad(|| {
         let (dt, dev) = (x.dtype(), x.device());
         let pos = x.mul(&x.log()?)?.neg()?;
@@ -170,11 +159,7 @@ pub fn entr(x: &Tensor) -> Result<Tensor> {
 /// `special.ndtr`), through erfc in the tails as torch computes it, so that `Φ(-10)` keeps
 /// its digits instead of cancelling to 0.
 pub fn ndtr(x: &Tensor) -> Result<Tensor> {
-    let x = if x.dtype().is_float() {
-        x.clone()
-    } else {
-        x.to_dtype(crate::DType::F32)?
-    };
+    let x = x.float_or_self()?;
     let out = autograd::no_grad(|| {
         let z = x.mul(FRAC_1_SQRT_2)?;
         let az = z.abs()?;

@@ -483,7 +483,7 @@ impl Tensor {
     }
     /// This tensor if it is a float one, else converted to float32: the dtype torch's
     /// float-only functions give integer and bool input.
-    pub(super) fn float_or_self(&self) -> Result<Tensor> {
+    pub(crate) fn float_or_self(&self) -> Result<Tensor> {
         if self.dtype().is_float() {
             Ok(self.clone())
         } else {
