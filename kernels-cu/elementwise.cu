@@ -84,43 +84,26 @@ __device__ double gl_digamma(double x)
     return gl_digamma_positive(x);
 }
 
-__device__ double gl_trigamma(double x)
+// trigamma in T arithmetic throughout, as torch's kernels and the CPU's trigamma_in! macro:
+// for float, sin(pi x) of a negative integer is about 1e-7, and the pole's height follows
+// from it. Every literal is a T so that float never widens to double.
+template <typename T> __device__ T gl_trigamma(T x)
 {
-    const double PI = 3.14159265358979323846;
-    double sign = 1.0, acc = 0.0;
-    if (x < 0.5) {
-        sign = -1.0;
-        double s = sin(PI * x);
+    const T PI = T(3.14159265358979323846);
+    T sign = T(1), acc = T(0);
+    if (x < T(0.5)) {
+        sign = T(-1);
+        T s = sin(PI * x);
         acc -= PI * PI / (s * s);
-        x = 1.0 - x;
+        x = T(1) - x;
     }
     for (int k = 0; k < 6; ++k) {
-        acc += 1.0 / (x * x);
-        x += 1.0;
+        acc += T(1) / (x * x);
+        x += T(1);
     }
-    double ixx = 1.0 / (x * x);
-    acc += (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx / 42.0))) / x;
-    return sign * acc;
-}
-
-// trigamma in float arithmetic for float, as torch's kernels and the CPU's trigamma_f32:
-// sinf(pi x) of a negative integer is about 1e-7, and the pole's height follows from it.
-__device__ float gl_trigamma_f(float x)
-{
-    const float PI = 3.14159265358979323846f;
-    float sign = 1.0f, acc = 0.0f;
-    if (x < 0.5f) {
-        sign = -1.0f;
-        float s = sinf(PI * x);
-        acc -= PI * PI / (s * s);
-        x = 1.0f - x;
-    }
-    for (int k = 0; k < 6; ++k) {
-        acc += 1.0f / (x * x);
-        x += 1.0f;
-    }
-    float ixx = 1.0f / (x * x);
-    acc += (1.0f + 1.0f / (2.0f * x) + ixx * (1.0f / 6.0f - ixx * (1.0f / 30.0f - ixx / 42.0f))) / x;
+    T ixx = T(1) / (x * x);
+    acc += (T(1) + T(1) / (T(2) * x) +
+            ixx * (T(1) / T(6) - ixx * (T(1) / T(30) - ixx / T(42)))) / x;
     return sign * acc;
 }
 
@@ -293,7 +276,7 @@ __device__ __forceinline__ float unary_apply(int op, float x)
     case 25: return atanhf(x);
     case 26: return lgammaf(x);
     case 27: return (float)gl_digamma(x);
-    case 28: return gl_trigamma_f(x);
+    case 28: return gl_trigamma<float>(x);
     case 29: return erfcf(x);
     case 30: return erfinvf(x);
     default: __trap();
@@ -332,7 +315,7 @@ __device__ __forceinline__ double unary_apply(int op, double x)
     case 25: return atanh(x);
     case 26: return lgamma(x);
     case 27: return gl_digamma(x);
-    case 28: return gl_trigamma(x);
+    case 28: return gl_trigamma<double>(x);
     case 29: return erfc(x);
     case 30: return erfinv(x);
     default: __trap();

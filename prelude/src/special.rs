@@ -118,21 +118,7 @@ pub fn logsumexp(x: &Tensor, dim: isize, keepdim: bool) -> Result<Tensor> {
 /// `x ln(1 + y)`, 0 where x is 0 (unless y is NaN), as torch's `special.xlog1py`: xlogy's
 /// twin for log-likelihoods written in `1 + y`. Broadcasts; integers give float32.
 pub fn xlog1py(x: &Tensor, y: &Tensor) -> Result<Tensor> {
-    let (x, y) = (x.float_or_self()?, y.float_or_self()?);
-    let out = autograd::no_grad(|| {
-        let prod = x.mul(&y.log1p()?)?;
-        let zero = x.eq(0)?.logical_and(&y.isnan()?.logical_not()?)?;
-        Tensor::zeros_dtype((), prod.dtype(), prod.device())?.where_(&zero, &prod)
-    })?;
-    let (xs, ys) = (Saved::new(&x), Saved::new(&y));
-    Ok(record(out, "xlog1py", &[&x, &y], move |g| {
-        // torch's: x gets xlog1py(g, y), 0 where x is 0 and y <= -1; y gets g x / (y + 1).
-        let (x, y) = (xs.get()?, ys.get()?);
-        let gx = xlog1py(g, y)?;
-        let gx = Tensor::zeros_dtype((), gx.dtype(), gx.device())?
-            .where_(&x.eq(0)?.logical_and(&y.le(-1.0)?)?, &gx)?;
-        Ok(vec![Some(gx), Some(g.mul(x)?.div(&y.add(1.0)?)?)])
-    }))
+    crate::tensor::x_times_log(x, y, crate::tensor::XLog::Log1p)
 }
 
 /// The entropy term `-x ln x` for x > 0, 0 at 0 and -inf below (torch's `special.entr`);

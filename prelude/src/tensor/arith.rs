@@ -27,6 +27,19 @@ pub enum Operand<'a> {
     Int(i64),
 }
 
+impl<'a> Operand<'a> {
+    /// The tensor, or the number as a [`Number`](super::dtype::Number) (an `Int` stays
+    /// whole, as a Python int does in torch), for ops that treat every number alike.
+    pub(crate) fn tensor_or_number(self) -> std::result::Result<&'a Tensor, super::dtype::Number> {
+        use super::dtype::Number;
+        match self {
+            Operand::Tensor(t) => Ok(t),
+            Operand::Scalar(s) => Err(Number::Float(s)),
+            Operand::Int(i) => Err(Number::Int(i)),
+        }
+    }
+}
+
 impl<'a> From<&'a Tensor> for Operand<'a> {
     fn from(t: &'a Tensor) -> Self {
         Operand::Tensor(t)

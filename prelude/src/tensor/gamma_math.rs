@@ -54,45 +54,34 @@ pub(crate) fn digamma(x: f64) -> f64 {
     acc + x.ln() - 0.5 / x - tail
 }
 
-/// ψ'(x), torch's `polygamma(1, x)`: reflection below 1/2, six recurrence steps, then
-/// the asymptotic series to 1/x⁷.
-pub(crate) fn trigamma(x: f64) -> f64 {
-    let (mut x, mut sign, mut acc) = (x, 1.0, 0.0);
-    if x < 0.5 {
-        sign = -1.0;
-        let s = (PI * x).sin();
-        acc -= PI * PI / (s * s);
-        x = 1.0 - x;
-    }
-    for _ in 0..6 {
-        acc += 1.0 / (x * x);
-        x += 1.0;
-    }
-    let ixx = 1.0 / (x * x);
-    acc += (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx / 42.0))) / x;
-    sign * acc
+/// ψ'(x), the trigamma function, in `$t` arithmetic throughout: reflected below 0.5, six
+/// recurrence steps, then the asymptotic series, as torch's `calc_trigamma`. One body for
+/// both precisions because torch evaluates float32 tensors in float32 on both devices, and
+/// that matters at and near the poles: `sin(π x)` of a float32 negative integer is about
+/// 1e-7, not 0 or 1e-16, so torch's ψ'(-1) is about 1.3e15 in float32, and so is ours.
+macro_rules! trigamma_in {
+    ($name:ident, $t:ty, $pi:expr) => {
+        pub(crate) fn $name(x: $t) -> $t {
+            let (mut x, mut sign, mut acc): ($t, $t, $t) = (x, 1.0, 0.0);
+            if x < 0.5 {
+                sign = -1.0;
+                let s = ($pi * x).sin();
+                acc -= $pi * $pi / (s * s);
+                x = 1.0 - x;
+            }
+            for _ in 0..6 {
+                acc += 1.0 / (x * x);
+                x += 1.0;
+            }
+            let ixx = 1.0 / (x * x);
+            acc +=
+                (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx / 42.0))) / x;
+            sign * acc
+        }
+    };
 }
-
-/// `trigamma` in float32 arithmetic throughout, as torch evaluates it for float32 tensors
-/// on both devices. It matters at and near the poles: `sin(π x)` of a float32 negative
-/// integer is about 1e-7, not 0 or 1e-16, so torch's ψ'(-1) is about 1.3e15, and so is this.
-pub(crate) fn trigamma_f32(x: f32) -> f32 {
-    use std::f32::consts::PI;
-    let (mut x, mut sign, mut acc) = (x, 1.0f32, 0.0f32);
-    if x < 0.5 {
-        sign = -1.0;
-        let s = (PI * x).sin();
-        acc -= PI * PI / (s * s);
-        x = 1.0 - x;
-    }
-    for _ in 0..6 {
-        acc += 1.0 / (x * x);
-        x += 1.0;
-    }
-    let ixx = 1.0 / (x * x);
-    acc += (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx / 42.0))) / x;
-    sign * acc
-}
+trigamma_in!(trigamma, f64, std::f64::consts::PI);
+trigamma_in!(trigamma_f32, f32, std::f32::consts::PI);
 
 /// The Hurwitz zeta function ζ(x, q) = Σ_k (k + q)^-x (torch's `special.zeta`): direct
 /// terms until q + k passes 9, then Euler-Maclaurin. Infinite at x = 1 and at q a

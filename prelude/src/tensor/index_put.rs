@@ -150,10 +150,9 @@ impl Tensor {
     /// [`Tensor::index_put_`], whose values must have this dtype, as in torch.
     pub fn i_set<'a>(&self, index: impl IndexArg, value: impl Into<Operand<'a>>) -> Result<()> {
         let entries = index.entries();
-        let value = match value.into() {
-            Operand::Tensor(t) => t.clone(),
-            Operand::Scalar(s) => fill_scalar("i_set", s, self.dtype(), self.device())?,
-            Operand::Int(i) => fill_scalar("i_set", i, self.dtype(), self.device())?,
+        let value = match value.into().tensor_or_number() {
+            Ok(t) => t.clone(),
+            Err(n) => fill_scalar("i_set", n, self.dtype(), self.device())?,
         };
         if !entries.iter().any(|e| matches!(e, Idx::Tensor(_))) {
             return self.i(entries)?.copy_(&value);

@@ -107,6 +107,7 @@ pub use precision::{get_float32_matmul_precision, set_float32_matmul_precision};
 pub(crate) use random::SplitMix;
 pub use random::{fork_rng, manual_seed};
 pub use shape::{IntoViewShape, Shape, ViewDim, ViewShape};
+pub(crate) use special::{x_times_log, XLog};
 
 use crate::device::Device;
 use crate::error::{Error, Result};

@@ -18,6 +18,66 @@ fn finite_max(dtype: DType) -> f64 {
     }
 }
 
+/// Which logarithm [`x_times_log`] takes: `ln y` (torch's `xlogy`) or `ln(1 + y)`
+/// (`special.xlog1py`).
+#[derive(Clone, Copy)]
+pub(crate) enum XLog {
+    Log,
+    Log1p,
+}
+
+impl XLog {
+    fn name(self) -> &'static str {
+        match self {
+            XLog::Log => "xlogy",
+            XLog::Log1p => "xlog1py",
+        }
+    }
+
+    fn apply(self, y: &Tensor) -> Result<Tensor> {
+        match self {
+            XLog::Log => y.log(),
+            XLog::Log1p => y.log1p(),
+        }
+    }
+
+    /// The shift s in `ln(y + s)`: where `y + s <= 0` the logarithm is undefined.
+    fn shift(self) -> f64 {
+        match self {
+            XLog::Log => 0.0,
+            XLog::Log1p => 1.0,
+        }
+    }
+}
+
+/// `x * log(y + s)` for [`XLog`]'s two logarithms, 0 where x is 0 (unless y is NaN), as
+/// torch's `xlogy` and `special.xlog1py`. Integers give float32; broadcasts. torch's
+/// backward for both: x gets the same function of (g, y), 0 where x is 0 and `y + s <= 0`;
+/// y gets `g x / (y + s)`.
+pub(crate) fn x_times_log(x: &Tensor, y: &Tensor, log: XLog) -> Result<Tensor> {
+    let (x, y) = (x.float_or_self()?, y.float_or_self()?);
+    let out = autograd::no_grad(|| {
+        let prod = x.mul(&log.apply(&y)?)?;
+        let zero = x.eq(0)?.logical_and(&y.isnan()?.logical_not()?)?;
+        Tensor::zeros_dtype((), prod.dtype(), prod.device())?.where_(&zero, &prod)
+    })?;
+    let (xs, ys) = (Saved::new(&x), Saved::new(&y));
+    // An integer operand was converted above; the node takes the converted tensors, whose
+    // gradients flow back through the conversion (none for integers).
+    Ok(record(out, log.name(), &[&x, &y], move |g| {
+        let (x, y) = (xs.get()?, ys.get()?);
+        let s = log.shift();
+        let gx = x_times_log(g, y, log)?;
+        let undefined = x.eq(0)?.logical_and(&y.le(-s)?)?;
+        let gx = Tensor::zeros_dtype((), gx.dtype(), gx.device())?.where_(&undefined, &gx)?;
+        let gy = match log {
+            XLog::Log => g.mul(x)?.div(y)?,
+            XLog::Log1p => g.mul(x)?.div(&y.add(s)?)?,
+        };
+        Ok(vec![Some(gx), Some(gy)])
+    }))
+}
+
 impl Tensor {
     /// NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (None: the dtype's largest
     /// and smallest finite values), as torch's `nan_to_num`. Integer and bool tensors come back
@@ -121,24 +181,7 @@ impl Tensor {
     /// `self * log(other)`, 0 where `self` is 0 (unless `other` is NaN), as torch's `xlogy`:
     /// the entropy term `p log p` without NaN at p = 0. Broadcasts; integers give float32.
     pub fn xlogy(&self, other: &Tensor) -> Result<Tensor> {
-        let (x, y) = (self.float_or_self()?, other.float_or_self()?);
-        let out = autograd::no_grad(|| {
-            let prod = x.mul(&y.log()?)?;
-            let zero = x.eq(0)?.logical_and(&y.isnan()?.logical_not()?)?;
-            Tensor::zeros_dtype((), prod.dtype(), prod.device())?.where_(&zero, &prod)
-        })?;
-        let (xs, ys) = (Saved::new(&x), Saved::new(&y));
-        // An integer operand was converted above; the node takes the converted tensors, whose
-        // gradients flow back through the conversion (none for integers).
-        Ok(record(out, "xlogy", &[&x, &y], move |g| {
-            // torch's: x gets xlogy(g, y), 0 where x is 0 and y is not positive; y gets
-            // g * x / y.
-            let (x, y) = (xs.get()?, ys.get()?);
-            let gx = g.xlogy(y)?;
-            let gx = Tensor::zeros_dtype((), gx.dtype(), gx.device())?
-                .where_(&x.eq(0)?.logical_and(&y.le(0)?)?, &gx)?;
-            Ok(vec![Some(gx), Some(g.mul(x)?.div(y)?)])
-        }))
+        x_times_log(self, other, XLog::Log)
     }
 
     /// The log-odds `log(p / (1 - p))`, the inverse of `sigmoid` (torch's `logit`); with
