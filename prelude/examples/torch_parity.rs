@@ -1263,6 +1263,77 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             linalg::cholesky(&s.matmul(&s.transpose(-2, -1)?)?, op == "cholesky_upper")
         }
         "cholesky_bad" => linalg::cholesky(&sq()?.sub(&Tensor::eye(3, dev)?.mul(5)?)?, false),
+        "qr" | "qr_tall" | "qr_sq" | "qr_complete" => {
+            let (a, mode) = match op {
+                "qr" => (x.clone(), "reduced"),
+                "qr_sq" => (sq()?, "reduced"),
+                "qr_tall" => (x.t()?, "reduced"),
+                _ => (x.t()?, "complete"),
+            };
+            let (q, r) = linalg::qr(&a, mode)?;
+            flat(vec![q, r])
+        }
+        "qr_r" => Ok(linalg::qr(&x.t()?, "r")?.1),
+        "eigh" | "eigh_upper" => {
+            let (a, uplo) = if op == "eigh" {
+                (sq()?.add(&sq()?.t()?)?, "L")
+            } else {
+                (sq()?, "U")
+            };
+            let (l, v) = linalg::eigh(&a, uplo)?;
+            flat(vec![l, v.mul(&v)?])
+        }
+        "eigvalsh" => linalg::eigvalsh(&sq()?.add(&sq()?.t()?)?, "L"),
+        "svd" | "svd_full" | "svd_sq" => {
+            let (a, full) = match op {
+                "svd" => (x.clone(), false),
+                "svd_full" => (x.t()?, true),
+                _ => (sq()?, true),
+            };
+            let (u, s, vh) = linalg::svd(&a, full)?;
+            flat(vec![u.mul(&u)?, s, vh.mul(&vh)?])
+        }
+        "svdvals" => linalg::svdvals(&x),
+        "matrix_norm2" => linalg::matrix_norm(&x, "2", false),
+        "matrix_norm_n2" => linalg::matrix_norm(&x, "-2", false),
+        "matrix_norm_nuc" => linalg::matrix_norm(&x, "nuc", true),
+        "matrix_rank" => linalg::matrix_rank(&sq()?, None, None),
+        "matrix_rank_low" => {
+            linalg::matrix_rank(&x.select(0, 0)?.outer(&y.select(0, 1)?)?, None, None)
+        }
+        "matrix_rank_rtol" => linalg::matrix_rank(&sq()?, None, Some(0.5)),
+        "pinv" => linalg::pinv(&x, None, None),
+        "pinv_sq" => linalg::pinv(&sq()?, None, None),
+        "pinv_rank1" => linalg::pinv(&x.select(0, 0)?.outer(&y.select(0, 1)?)?, None, None),
+        "cond" => linalg::cond(&sq()?, "2"),
+        "cond_fro" => linalg::cond(&sq()?, "fro"),
+        "cond_tall" => linalg::cond(&x.t()?, "2"),
+        "solve_triangular" => linalg::solve_triangular(&sq()?, &y.t()?, true, true, false),
+        "solve_triangular_right" => linalg::solve_triangular(&sq()?, &y, false, false, false),
+        "solve_triangular_unit" => linalg::solve_triangular(&sq()?, &y.t()?, false, true, true),
+        "lstsq" | "lstsq_res" | "lstsq_rank" | "lstsq_vec" => {
+            let b = if op == "lstsq_vec" {
+                y.select(0, 0)?
+            } else {
+                y.t()?
+            };
+            let (x, res, rank, _) = linalg::lstsq(&x.t()?, &b, None, None)?;
+            Ok(match op {
+                "lstsq_res" => res,
+                "lstsq_rank" => rank,
+                _ => x,
+            })
+        }
+        "lstsq_gelsd" => {
+            let (x, res, _, _) = linalg::lstsq(&x.t()?, &y.t()?, None, Some("gelsd"))?;
+            flat(vec![x, res])
+        }
+        "multi_dot" => linalg::multi_dot(&[&x, &y.t()?, &x]),
+        "multi_dot_vec" => linalg::multi_dot(&[&x.select(0, 0)?, &y.t()?, &x, &y.select(0, 1)?]),
+        "vecdot" => linalg::vecdot(&x, &y, -1),
+        "vecdot_d0" => linalg::vecdot(&x, &y, 0),
+        "vander" => linalg::vander(&x.select(0, 0)?, None),
+        "vander_n" => linalg::vander(&x, Some(4)),
         "logcumsumexp" => x.logcumsumexp(1),
         "logcumsumexp_wide" => x.mul(300)?.logcumsumexp(1),
         "logcumsumexp_d0" => x.logcumsumexp(0),

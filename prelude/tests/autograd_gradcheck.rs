@@ -1089,3 +1089,138 @@ fn linalg_and_torch_named_ops() {
         t[0].take_along_dim(&i, Some(0))
     });
 }
+
+#[test]
+fn linalg_factorisations() {
+    use gpulab::linalg;
+    let flat = |parts: &[Tensor]| -> R<Tensor> {
+        let flats = parts.iter().map(|p| p.flatten()).collect::<R<Vec<_>>>()?;
+        Tensor::cat(&flats, 0)
+    };
+    // QR: tall, square and wide, reduced; square complete. Both factors enter the loss.
+    for (shape, mode, salt) in [
+        (&[4, 3][..], "reduced", 81),
+        (&[2, 3, 3][..], "reduced", 82),
+        (&[3, 5][..], "reduced", 83),
+        (&[3, 3][..], "complete", 84),
+        (&[2, 4][..], "complete", 85),
+    ] {
+        check(
+            &format!("qr {shape:?} {mode}"),
+            vec![input(shape, salt)],
+            move |t| {
+                let (q, r) = linalg::qr(&t[0], mode)?;
+                flat(&[q, r])
+            },
+        );
+    }
+    // eigh of a symmetric x + xᵀ: eigenvalues, and eigenvectors through V², which a sign
+    // flip leaves alone (a loss on V itself would depend on LAPACK's sign choice).
+    for uplo in ["L", "U"] {
+        check(
+            &format!("eigh {uplo}"),
+            vec![input(&[2, 3, 3], 86)],
+            move |t| {
+                let a = t[0].add(&t[0].transpose(-2, -1)?)?;
+                let (l, v) = linalg::eigh(&a, uplo)?;
+                flat(&[l, v.mul(&v)?])
+            },
+        );
+    }
+    check("eigvalsh", vec![input(&[4, 4], 87)], |t| {
+        linalg::eigvalsh(&t[0].add(&t[0].t()?)?, "L")
+    });
+    // SVD: tall, wide and square; U² and Vh² for the same reason as V² above. With
+    // full_matrices the extra columns are ignored by the gradient, so the loss takes the
+    // first k only.
+    for (shape, full, salt) in [
+        (&[4, 3][..], false, 88),
+        (&[3, 5][..], false, 89),
+        (&[2, 3, 3][..], false, 90),
+        (&[4, 2][..], true, 91),
+    ] {
+        check(
+            &format!("svd {shape:?} full={full}"),
+            vec![input(shape, salt)],
+            move |t| {
+                let (u, s, vh) = linalg::svd(&t[0], full)?;
+                let k = s.shape()[s.rank() - 1];
+                let (u, vh) = (u.narrow(-1, 0, k)?, vh.narrow(-2, 0, k)?);
+                flat(&[u.mul(&u)?, s, vh.mul(&vh)?])
+            },
+        );
+    }
+    check("svdvals", vec![input(&[3, 4], 92)], |t| {
+        linalg::svdvals(&t[0])
+    });
+    check("pinv", vec![input(&[4, 3], 93)], |t| {
+        linalg::pinv(&t[0], None, None)
+    });
+    check("pinv wide", vec![input(&[2, 3], 94)], |t| {
+        linalg::pinv(&t[0], None, None)
+    });
+    // Rank one (an outer product): the rank does not change under the product's own
+    // perturbations, so the derivative exists, where the SVD's would divide 0 by 0.
+    check(
+        "pinv rank one",
+        vec![input(&[3], 97), input(&[2], 98)],
+        |t| linalg::pinv(&t[0].outer(&t[1])?, None, None),
+    );
+    for ord in ["2", "-2", "nuc"] {
+        check(
+            &format!("matrix_norm {ord}"),
+            vec![input(&[2, 3, 4], 95)],
+            move |t| linalg::matrix_norm(&t[0], ord, false),
+        );
+    }
+    for p in ["2", "fro", "1"] {
+        check(&format!("cond {p}"), vec![regular(&[2], 3, 96)], move |t| {
+            linalg::cond(&t[0], p)
+        });
+    }
+}
+
+#[test]
+fn linalg_systems_and_products() {
+    use gpulab::linalg;
+    for (upper, left, unit, salt) in [
+        (true, true, false, 100),
+        (false, false, false, 101),
+        (false, true, true, 102),
+    ] {
+        let b = if left {
+            input(&[3, 2], salt + 10)
+        } else {
+            input(&[2, 3], salt + 10)
+        };
+        check(
+            &format!("solve_triangular upper={upper} left={left} unit={unit}"),
+            vec![regular(&[], 3, salt), b],
+            move |t| linalg::solve_triangular(&t[0], &t[1], upper, left, unit),
+        );
+    }
+    // A tall full-rank A: the solution and the residuals, both inputs.
+    check(
+        "lstsq solution",
+        vec![input(&[4, 2], 103), input(&[4, 3], 104)],
+        |t| Ok(linalg::lstsq(&t[0], &t[1], None, None)?.0),
+    );
+    check(
+        "lstsq residuals",
+        vec![input(&[4, 2], 105), input(&[4], 106)],
+        |t| Ok(linalg::lstsq(&t[0], &t[1], None, Some("gelsd"))?.1),
+    );
+    check(
+        "multi_dot",
+        vec![
+            input(&[3], 107),
+            input(&[3, 4], 108),
+            input(&[4, 2], 109),
+            input(&[2, 5], 110),
+        ],
+        |t| linalg::multi_dot(&[&t[0], &t[1], &t[2], &t[3]]),
+    );
+    check("vander", vec![input(&[2, 3], 111)], |t| {
+        linalg::vander(&t[0], Some(4))
+    });
+}

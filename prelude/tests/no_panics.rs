@@ -911,7 +911,7 @@ fn call(
             let c = pool[rng.gen_range(0..pool.len())].clone();
             let dc = describe(&c);
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 34] = [
+            const NAMES: [&str; 45] = [
                 "fmax",
                 "fmin",
                 "hypot",
@@ -946,6 +946,17 @@ fn call(
                 "matrix_norm",
                 "matrix_power",
                 "cholesky",
+                "qr",
+                "eigh",
+                "svd",
+                "pinv",
+                "matrix_rank",
+                "cond",
+                "solve_triangular",
+                "lstsq",
+                "multi_dot",
+                "vander",
+                "vecdot",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             let parts = [a.clone(), b.clone()];
@@ -987,7 +998,25 @@ fn call(
                 30 => linalg::vector_norm(&a, s, Some(&[d]), n.is_multiple_of(2)),
                 31 => linalg::matrix_norm(&a, ["fro", "1", "-inf", "nuc", "bad"][n % 5], false),
                 32 => linalg::matrix_power(&a, n as i64 - 2),
-                _ => linalg::cholesky(&a, n % 2 == 1),
+                33 => linalg::cholesky(&a, n % 2 == 1),
+                34 => linalg::qr(&a, ["reduced", "complete", "r", "bad"][n % 4])
+                    .and_then(|(q, r)| Tensor::cat(&[q.flatten()?, r.flatten()?], 0)),
+                35 => linalg::eigh(&a, ["L", "U"][n % 2]).map(|(l, _)| l),
+                36 => linalg::svd(&a, n % 2 == 0).map(|(_, s, _)| s),
+                37 => linalg::pinv(&a, None, Some(s)),
+                38 => linalg::matrix_rank(&a, Some(s), None),
+                39 => linalg::cond(&a, ["2", "-2", "fro", "nuc", "x"][n % 5]),
+                40 => linalg::solve_triangular(&a, &b, n % 2 == 0, n % 3 == 0, n % 5 == 0),
+                41 => linalg::lstsq(
+                    &a,
+                    &b,
+                    Some(s),
+                    [None, Some("gelsd"), Some("gels"), Some("x")][n % 4],
+                )
+                .map(|(x, _, _, _)| x),
+                42 => linalg::multi_dot(&[&a, &b, &c]),
+                43 => linalg::vander(&a, Some(n)),
+                _ => linalg::vecdot(&a, &b, d),
             })
         }
         _ => {

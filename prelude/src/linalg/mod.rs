@@ -9,15 +9,31 @@
 //! for LAPACK or cuSOLVER at thousands of unknowns. Gradients are torch's formulas
 //! (`solve`: `gB = solve(A^T, g)`, `gA = -gB X^T`; `det`: `g det A^-T`), recorded on the
 //! result, not the elimination's steps.
+//!
+//! The factorisations whose steps are rotations or reflections (`qr`, `eigh`, `svd` and
+//! what is built on them) run on the host in float64 instead (`host.rs`): the matrices are
+//! read from their device once, factorised, and the factors uploaded as one tensor, rounded
+//! once to the input's dtype. Their gradients are torch's formulas in tensor ops, so they
+//! run on the input's device.
 
 use crate::autograd::{self, record, Saved};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor};
 
 mod cholesky;
+mod factors;
+mod host;
 mod norms;
+mod products;
+mod qr;
+mod spectral;
+mod systems;
 pub use cholesky::cholesky;
 pub use norms::{matrix_norm, vector_norm};
+pub use products::{multi_dot, vander, vecdot};
+pub use qr::qr;
+pub use spectral::{cond, eigh, eigvalsh, matrix_rank, pinv, svd, svdvals};
+pub use systems::{lstsq, solve_triangular};
 
 /// What one elimination gives: the reduced `[b, n, w]` matrix (its first `n` columns the
 /// identity when the system is regular), the product of the pivots with the sign of the row

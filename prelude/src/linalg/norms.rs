@@ -147,9 +147,9 @@ pub fn vector_norm(x: &Tensor, ord: f64, dim: Option<&[isize]>, keepdim: bool) -
 
 /// The norm of a matrix or of each in a batch over its last two dimensions (torch's
 /// `torch.linalg.matrix_norm(A, ord)`): `"fro"` (Frobenius), `"1"` / `"-1"` (the largest
-/// / smallest column sum of |A|), `"inf"` / `"-inf"` (the same over rows). The spectral
-/// and nuclear norms (`2`, `-2`, `"nuc"`) need singular values, which gpulab does not
-/// compute yet: they are refused. Float tensors only.
+/// / smallest column sum of |A|), `"inf"` / `"-inf"` (the same over rows), `"2"` / `"-2"`
+/// (the largest / smallest singular value) and `"nuc"` (their sum; the singular values come
+/// from [`svdvals`](super::svdvals), float32 and float64 only). Float tensors only.
 pub fn matrix_norm(a: &Tensor, ord: &str, keepdim: bool) -> Result<Tensor> {
     if a.rank() < 2 {
         return Err(Error::BadShape(format!(
@@ -172,10 +172,22 @@ pub fn matrix_norm(a: &Tensor, ord: &str, keepdim: bool) -> Result<Tensor> {
         "inf" => (-1, -2, true),
         "-inf" => (-1, -2, false),
         "2" | "-2" | "nuc" => {
-            return Err(Error::Invalid(format!(
-                "linalg.matrix_norm: ord {ord:?} needs the singular values (an SVD), which \
-                 gpulab does not compute yet; \"fro\", \"1\", \"-1\", \"inf\" and \"-inf\" work"
-            )))
+            let s = super::svdvals(a).map_err(|e| match e {
+                Error::Invalid(m) => {
+                    Error::Invalid(m.replace("linalg.svdvals", "linalg.matrix_norm"))
+                }
+                other => other,
+            })?;
+            let v = match ord {
+                "2" => s.amax(&[-1], false)?,
+                "-2" => s.amin(&[-1], false)?,
+                _ => s.sum_dim(-1)?,
+            };
+            return if keepdim {
+                v.unsqueeze(-1)?.unsqueeze(-1)
+            } else {
+                Ok(v)
+            };
         }
         other => {
             return Err(Error::Invalid(format!(
