@@ -93,7 +93,7 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "det det_2 det_batch slogdet inv inv_2 inv_singular solve solve_vec solve_batch solve_bad " +
         "lgamma slgamma digamma sdigamma polygamma1 spolygamma1 polygamma2 polygamma3 mvlgamma "
         "mvlgamma_3 erfc serfc erfinv serfinv zeta zeta_q zeta_number zeta_other ndtr sndtr entr "
-        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_ " + "vector_norm3 vector_norm_dim vector_norm_inf vector_norm_ninf vector_norm0 vector_norm_neg vector_norm_half svector_norm3 svector_norm_inf matrix_norm_fro matrix_norm1 matrix_norm_ninf matrix_norm_inf matrix_power0 matrix_power1 matrix_power3 matrix_power5 matrix_power_neg cholesky cholesky_upper cholesky_bad logcumsumexp logcumsumexp_wide logcumsumexp_d0 slogcumsumexp " + "qr qr_tall qr_sq qr_complete qr_r eigh eigh_upper eigvalsh svd svd_full svd_sq svdvals matrix_norm2 matrix_norm_n2 matrix_norm_nuc matrix_rank matrix_rank_low matrix_rank_rtol pinv pinv_sq pinv_rank1 cond cond_fro cond_tall " + "solve_triangular solve_triangular_right solve_triangular_unit lstsq lstsq_res lstsq_gelsd lstsq_rank lstsq_vec multi_dot multi_dot_vec vecdot vecdot_d0 vander vander_n").split()
+        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_ " + "vector_norm3 vector_norm_dim vector_norm_inf vector_norm_ninf vector_norm0 vector_norm_neg vector_norm_half svector_norm3 svector_norm_inf matrix_norm_fro matrix_norm1 matrix_norm_ninf matrix_norm_inf matrix_power0 matrix_power1 matrix_power3 matrix_power5 matrix_power_neg cholesky cholesky_upper cholesky_bad logcumsumexp logcumsumexp_wide logcumsumexp_d0 slogcumsumexp " + "qr qr_tall qr_sq qr_complete qr_r eigh eigh_upper eigvalsh svd svd_full svd_sq svdvals matrix_norm2 matrix_norm_n2 matrix_norm_nuc matrix_rank matrix_rank_low matrix_rank_rtol pinv pinv_sq pinv_rank1 cond cond_fro cond_tall " + "solve_triangular solve_triangular_right solve_triangular_unit lstsq lstsq_res lstsq_gelsd lstsq_rank lstsq_vec multi_dot multi_dot_vec vecdot vecdot_d0 vander vander_n " + "lu_factor lu_pivots lu lu_tall lu_wide lu_solve lu_solve_adj lu_solve_right").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none tril_indices triu_indices".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
@@ -1110,6 +1110,12 @@ def torch_results(lines, device):
             "multi_dot_vec": lambda: torch.linalg.multi_dot([x[0], y.mT, x, y[1]]),
             "vecdot": lambda: torch.linalg.vecdot(x, y), "vecdot_d0": lambda: torch.linalg.vecdot(x, y, dim=0),
             "vander": lambda: torch.linalg.vander(x[0]), "vander_n": lambda: torch.linalg.vander(x, N=4),
+            "lu_factor": lambda: torch.linalg.lu_factor(sq())[0], "lu_pivots": lambda: torch.linalg.lu_factor(sq())[1],
+            "lu": lambda: cat_flat(torch.linalg.lu(sq())), "lu_tall": lambda: cat_flat(torch.linalg.lu(x.mT)),
+            "lu_wide": lambda: cat_flat(torch.linalg.lu(x)),
+            "lu_solve": lambda: torch.linalg.lu_solve(*torch.linalg.lu_factor(sq()), y.mT),
+            "lu_solve_adj": lambda: torch.linalg.lu_solve(*torch.linalg.lu_factor(sq()), y.mT, adjoint=True),
+            "lu_solve_right": lambda: torch.linalg.lu_solve(*torch.linalg.lu_factor(sq()), y, left=False),
             "logcumsumexp": lambda: torch.logcumsumexp(x, 1),
             "logcumsumexp_wide": lambda: torch.logcumsumexp(x * 300, 1),
             "logcumsumexp_d0": lambda: torch.logcumsumexp(x, 0),

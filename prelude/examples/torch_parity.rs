@@ -1334,6 +1334,25 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "vecdot_d0" => linalg::vecdot(&x, &y, 0),
         "vander" => linalg::vander(&x.select(0, 0)?, None),
         "vander_n" => linalg::vander(&x, Some(4)),
+        "lu_factor" => Ok(linalg::lu_factor(&sq()?)?.0),
+        "lu_pivots" => Ok(linalg::lu_factor(&sq()?)?.1),
+        "lu" | "lu_tall" | "lu_wide" => {
+            let a = match op {
+                "lu" => sq()?,
+                "lu_tall" => x.t()?,
+                _ => x.clone(),
+            };
+            let (p, l, u) = linalg::lu(&a)?;
+            flat(vec![p, l, u])
+        }
+        "lu_solve" | "lu_solve_adj" | "lu_solve_right" => {
+            let (lu, piv) = linalg::lu_factor(&sq()?)?;
+            match op {
+                "lu_solve" => linalg::lu_solve(&lu, &piv, &y.t()?, true, false),
+                "lu_solve_adj" => linalg::lu_solve(&lu, &piv, &y.t()?, true, true),
+                _ => linalg::lu_solve(&lu, &piv, &y, false, false),
+            }
+        }
         "logcumsumexp" => x.logcumsumexp(1),
         "logcumsumexp_wide" => x.mul(300)?.logcumsumexp(1),
         "logcumsumexp_d0" => x.logcumsumexp(0),

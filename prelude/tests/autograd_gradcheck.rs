@@ -1224,3 +1224,43 @@ fn linalg_systems_and_products() {
         linalg::vander(&t[0], Some(4))
     });
 }
+
+#[test]
+fn linalg_lu() {
+    use gpulab::linalg;
+    // P L U for square, tall and wide A; L and U both enter the loss.
+    for (shape, salt) in [
+        (&[3, 3][..], 120),
+        (&[2, 4, 3][..], 121),
+        (&[3, 5][..], 122),
+    ] {
+        check(&format!("lu {shape:?}"), vec![input(shape, salt)], |t| {
+            let (_, l, u) = linalg::lu(&t[0])?;
+            Tensor::cat(&[l.flatten()?, u.flatten()?], 0)
+        });
+    }
+    check("lu_factor", vec![regular(&[2], 3, 123)], |t| {
+        Ok(linalg::lu_factor(&t[0])?.0)
+    });
+    // lu_solve in its four forms, differentiated through the factor and the right side.
+    for (left, adjoint, salt) in [
+        (true, false, 124),
+        (true, true, 125),
+        (false, false, 126),
+        (false, true, 127),
+    ] {
+        let b = if left {
+            input(&[3, 2], salt + 10)
+        } else {
+            input(&[2, 3], salt + 10)
+        };
+        check(
+            &format!("lu_solve left={left} adjoint={adjoint}"),
+            vec![regular(&[], 3, salt), b],
+            move |t| {
+                let (lu, piv) = linalg::lu_factor(&t[0])?;
+                linalg::lu_solve(&lu, &piv, &t[1], left, adjoint)
+            },
+        );
+    }
+}

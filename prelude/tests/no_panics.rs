@@ -911,7 +911,7 @@ fn call(
             let c = pool[rng.gen_range(0..pool.len())].clone();
             let dc = describe(&c);
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 45] = [
+            const NAMES: [&str; 47] = [
                 "fmax",
                 "fmin",
                 "hypot",
@@ -957,6 +957,8 @@ fn call(
                 "multi_dot",
                 "vander",
                 "vecdot",
+                "lu",
+                "lu_solve",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             let parts = [a.clone(), b.clone()];
@@ -1002,11 +1004,17 @@ fn call(
                 34 => linalg::qr(&a, ["reduced", "complete", "r", "bad"][n % 4])
                     .and_then(|(q, r)| Tensor::cat(&[q.flatten()?, r.flatten()?], 0)),
                 35 => linalg::eigh(&a, ["L", "U"][n % 2]).map(|(l, _)| l),
-                36 => linalg::svd(&a, n % 2 == 0).map(|(_, s, _)| s),
+                36 => linalg::svd(&a, n.is_multiple_of(2)).map(|(_, s, _)| s),
                 37 => linalg::pinv(&a, None, Some(s)),
                 38 => linalg::matrix_rank(&a, Some(s), None),
                 39 => linalg::cond(&a, ["2", "-2", "fro", "nuc", "x"][n % 5]),
-                40 => linalg::solve_triangular(&a, &b, n % 2 == 0, n % 3 == 0, n % 5 == 0),
+                40 => linalg::solve_triangular(
+                    &a,
+                    &b,
+                    n.is_multiple_of(2),
+                    n.is_multiple_of(3),
+                    n.is_multiple_of(5),
+                ),
                 41 => linalg::lstsq(
                     &a,
                     &b,
@@ -1016,7 +1024,11 @@ fn call(
                 .map(|(x, _, _, _)| x),
                 42 => linalg::multi_dot(&[&a, &b, &c]),
                 43 => linalg::vander(&a, Some(n)),
-                _ => linalg::vecdot(&a, &b, d),
+                44 => linalg::vecdot(&a, &b, d),
+                45 => linalg::lu(&a).map(|(p, _, _)| p),
+                _ => linalg::lu_factor(&a).and_then(|(lu, piv)| {
+                    linalg::lu_solve(&lu, &piv, &b, n.is_multiple_of(2), n.is_multiple_of(3))
+                }),
             })
         }
         _ => {

@@ -1,6 +1,6 @@
 //! Plain float64 loops for the factorisations that have no whole-tensor form worth having
 //! (each step depends on the last through a rotation or a reflection built from one column):
-//! Householder QR with LAPACK's sign convention, cyclic Jacobi for symmetric eigenproblems
+//! Householder QR with LAPACK's sign convention, LU with LAPACK's pivots, cyclic Jacobi for symmetric eigenproblems
 //! and one-sided (Hestenes) Jacobi for the SVD. Each takes one row-major matrix and gives
 //! row-major factors; the callers in `qr.rs` and `spectral.rs` loop over the batch and move
 //! the matrices between the device and the host. Jacobi is chosen because it is short and
@@ -30,6 +30,7 @@ fn rotation(app: f64, aqq: f64, apq: f64) -> (f64, f64) {
 
 /// Columns p and q of the row-major `m` (`cols` wide) rotated: p' = c p - s q, q' = s p + c q.
 fn rotate_columns(m: &mut [f64], cols: usize, p: usize, q: usize, c: f64, s: f64) {
+    // Only called with p < q < cols, so cols is never 0 here.
     for row in m.chunks_exact_mut(cols) {
         let (xp, xq) = (row[p], row[q]);
         row[p] = c * xp - s * xq;
@@ -94,6 +95,44 @@ pub(crate) fn qr(a: &[f64], m: usize, n: usize, complete: bool) -> (Vec<f64>, Ve
     (q, r)
 }
 
+/// The LU factorisation with partial pivoting of the `m x n` matrix `a`, as LAPACK's
+/// `getrf`: at step j the row holding the column's largest |value| at or below j (the first
+/// of equals) is swapped up, then the column below the pivot is divided by it and the
+/// trailing block updated. Gives the packed factor (L's strict lower part, U's upper part,
+/// row-major `m x n`) and the 0-based row swapped in at each of the `min(m, n)` steps. A
+/// zero pivot is left in place (the column below it is zero too), as LAPACK does.
+pub(crate) fn lu(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<usize>) {
+    let mut a = a.to_vec();
+    let k = m.min(n);
+    let mut pivots = Vec::with_capacity(k);
+    for j in 0..k {
+        let mut p = j;
+        for i in j + 1..m {
+            if a[i * n + j].abs() > a[p * n + j].abs() {
+                p = i;
+            }
+        }
+        pivots.push(p);
+        if p != j {
+            for c in 0..n {
+                a.swap(j * n + c, p * n + c);
+            }
+        }
+        let pivot = a[j * n + j];
+        if pivot == 0.0 {
+            continue;
+        }
+        for i in j + 1..m {
+            let f = a[i * n + j] / pivot;
+            a[i * n + j] = f;
+            for c in j + 1..n {
+                a[i * n + c] -= f * a[j * n + c];
+            }
+        }
+    }
+    (a, pivots)
+}
+
 /// The eigenvalues (ascending) and eigenvectors (the columns of the row-major `n x n`
 /// result) of the symmetric `a`, by cyclic Jacobi rotations until a sweep finds every
 /// off-diagonal term negligible beside its diagonal pair. Eigenvectors of a repeated
@@ -133,6 +172,9 @@ pub(crate) fn eigh(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
 }
 
 fn permute_columns(m: &[f64], cols: usize, order: &[usize]) -> Vec<f64> {
+    if cols == 0 {
+        return Vec::new();
+    }
     m.chunks_exact(cols)
         .flat_map(|row| order.iter().map(move |&j| row[j]))
         .collect()
@@ -270,6 +312,18 @@ mod tests {
         (0..m * n)
             .map(|i| ((i * 7 + 3) % 11) as f64 - 4.5 + 0.1 * i as f64)
             .collect()
+    }
+
+    #[test]
+    fn empty_matrices_factorise_to_empty_factors() {
+        let (u, s, vt) = svd(&[], 3, 0, false);
+        assert!(u.is_empty() && s.is_empty() && vt.is_empty());
+        let (u, _, _) = svd(&[], 2, 0, true);
+        assert_eq!(u, identity(2));
+        assert_eq!(eigh(&[], 0), (vec![], vec![]));
+        let (q, r) = qr(&[], 0, 3, false);
+        assert!(q.is_empty() && r.is_empty());
+        assert_eq!(lu(&[], 2, 0), (vec![], vec![]));
     }
 
     #[test]
