@@ -93,7 +93,7 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "det det_2 det_batch slogdet inv inv_2 inv_singular solve solve_vec solve_batch solve_bad " +
         "lgamma slgamma digamma sdigamma polygamma1 spolygamma1 polygamma2 polygamma3 mvlgamma "
         "mvlgamma_3 erfc serfc erfinv serfinv zeta zeta_q zeta_number zeta_other ndtr sndtr entr "
-        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_ " + "vector_norm3 vector_norm_dim vector_norm_inf vector_norm_ninf vector_norm0 vector_norm_neg vector_norm_half svector_norm3 svector_norm_inf matrix_norm_fro matrix_norm1 matrix_norm_ninf matrix_norm_inf matrix_power0 matrix_power1 matrix_power3 matrix_power5 matrix_power_neg cholesky cholesky_upper cholesky_bad logcumsumexp logcumsumexp_wide logcumsumexp_d0 slogcumsumexp " + "qr qr_tall qr_sq qr_complete qr_r eigh eigh_upper eigvalsh svd svd_full svd_sq svdvals matrix_norm2 matrix_norm_n2 matrix_norm_nuc matrix_rank matrix_rank_low matrix_rank_rtol pinv pinv_sq pinv_rank1 cond cond_fro cond_tall " + "solve_triangular solve_triangular_right solve_triangular_unit lstsq lstsq_res lstsq_gelsd lstsq_rank lstsq_vec multi_dot multi_dot_vec vecdot vecdot_d0 vander vander_n " + "lu_factor lu_pivots lu lu_tall lu_wide lu_solve lu_solve_adj lu_solve_right").split()
+        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_ " + "vector_norm3 vector_norm_dim vector_norm_inf vector_norm_ninf vector_norm0 vector_norm_neg vector_norm_half svector_norm3 svector_norm_inf matrix_norm_fro matrix_norm1 matrix_norm_ninf matrix_norm_inf matrix_power0 matrix_power1 matrix_power3 matrix_power5 matrix_power_neg cholesky cholesky_upper cholesky_bad logcumsumexp logcumsumexp_wide logcumsumexp_d0 slogcumsumexp " + "qr qr_tall qr_sq qr_complete qr_r eigh eigh_upper eigvalsh svd svd_full svd_sq svdvals matrix_norm2 matrix_norm_n2 matrix_norm_nuc matrix_rank matrix_rank_low matrix_rank_rtol pinv pinv_sq pinv_rank1 cond cond_fro cond_tall " + "solve_triangular solve_triangular_right solve_triangular_unit lstsq lstsq_res lstsq_gelsd lstsq_rank lstsq_vec multi_dot multi_dot_vec vecdot vecdot_d0 vander vander_n " + "lu_factor lu_pivots lu lu_tall lu_wide lu_solve lu_solve_adj lu_solve_right " + "matrix_exp matrix_exp_big matrix_exp_batch lnorm lnorm_ord lnorm_dim lnorm_mat lnorm_mat_dims logdet logdet_neg cholesky_solve cholesky_solve_upper cholesky_inverse cholesky_inverse_upper pinverse").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none tril_indices triu_indices".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
@@ -1116,6 +1116,19 @@ def torch_results(lines, device):
             "lu_solve": lambda: torch.linalg.lu_solve(*torch.linalg.lu_factor(sq()), y.mT),
             "lu_solve_adj": lambda: torch.linalg.lu_solve(*torch.linalg.lu_factor(sq()), y.mT, adjoint=True),
             "lu_solve_right": lambda: torch.linalg.lu_solve(*torch.linalg.lu_factor(sq()), y, left=False),
+            "matrix_exp": lambda: torch.linalg.matrix_exp(sq() * 0.5), "matrix_exp_big": lambda: torch.linalg.matrix_exp(sq()),
+            "matrix_exp_batch": lambda: torch.linalg.matrix_exp(torch.stack([sq() * 0.1, sq() * -0.3])),
+            "lnorm": lambda: torch.linalg.norm(x), "lnorm_ord": lambda: torch.linalg.norm(x[0], 3),
+            "lnorm_dim": lambda: torch.linalg.norm(x, dim=(1,)), "lnorm_mat": lambda: torch.linalg.norm(x, "nuc"),
+            "lnorm_mat_dims": lambda: torch.linalg.norm(x.reshape(2, 1, 3), math.inf, dim=(2, 0), keepdim=True),
+            "logdet": lambda: torch.logdet(sq()), "logdet_neg": lambda: torch.logdet(sq() - torch.eye(3, device=dev) * 5),
+            "cholesky_solve": lambda: torch.cholesky_solve(x.mT, torch.linalg.cholesky(sq() @ sq().mT)),
+            "cholesky_solve_upper": lambda: torch.cholesky_solve(x.mT, torch.linalg.cholesky(sq() @ sq().mT, upper=True),
+                                                                 upper=True),
+            "cholesky_inverse": lambda: torch.cholesky_inverse(torch.linalg.cholesky(sq() @ sq().mT)),
+            "cholesky_inverse_upper": lambda: torch.cholesky_inverse(torch.linalg.cholesky(sq() @ sq().mT, upper=True),
+                                                                     upper=True),
+            "pinverse": lambda: torch.pinverse(x),
             "logcumsumexp": lambda: torch.logcumsumexp(x, 1),
             "logcumsumexp_wide": lambda: torch.logcumsumexp(x * 300, 1),
             "logcumsumexp_d0": lambda: torch.logcumsumexp(x, 0),

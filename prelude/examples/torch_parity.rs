@@ -1345,6 +1345,32 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             let (p, l, u) = linalg::lu(&a)?;
             flat(vec![p, l, u])
         }
+        "matrix_exp" => linalg::matrix_exp(&sq()?.mul(0.5)?),
+        "matrix_exp_big" => sq()?.matrix_exp(),
+        "matrix_exp_batch" => {
+            linalg::matrix_exp(&Tensor::stack(&[sq()?.mul(0.1)?, sq()?.mul(-0.3)?], 0)?)
+        }
+        "lnorm" => linalg::norm(&x, None, None, false),
+        "lnorm_ord" => linalg::norm(&x.select(0, 0)?, Some("3"), None, false),
+        "lnorm_dim" => linalg::norm(&x, None, Some(&[1]), false),
+        "lnorm_mat" => linalg::norm(&x, Some("nuc"), None, false),
+        "lnorm_mat_dims" => linalg::norm(&x.reshape([2, 1, 3])?, Some("inf"), Some(&[2, 0]), true),
+        "logdet" => sq()?.logdet(),
+        "logdet_neg" => sq()?.sub(&Tensor::eye(3, dev)?.mul(5)?)?.logdet(),
+        "cholesky_solve"
+        | "cholesky_solve_upper"
+        | "cholesky_inverse"
+        | "cholesky_inverse_upper" => {
+            let s = sq()?;
+            let upper = op.ends_with("upper");
+            let l = linalg::cholesky(&s.matmul(&s.t()?)?, upper)?;
+            if op.starts_with("cholesky_solve") {
+                x.t()?.cholesky_solve(&l, upper)
+            } else {
+                l.cholesky_inverse(upper)
+            }
+        }
+        "pinverse" => x.pinverse(1e-15),
         "lu_solve" | "lu_solve_adj" | "lu_solve_right" => {
             let (lu, piv) = linalg::lu_factor(&sq()?)?;
             match op {

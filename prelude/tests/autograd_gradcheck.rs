@@ -1264,3 +1264,39 @@ fn linalg_lu() {
         );
     }
 }
+
+#[test]
+fn linalg_functions_of_matrices() {
+    use gpulab::linalg;
+    check("matrix_exp", vec![input(&[2, 3, 3], 130)], |t| {
+        linalg::matrix_exp(&t[0].mul(2.0)?)
+    });
+    check("norm over two dims", vec![input(&[3, 2, 4], 131)], |t| {
+        linalg::norm(&t[0], Some("inf"), Some(&[2, 0]), true)
+    });
+    check("logdet", vec![regular(&[2], 3, 132)], |t| t[0].logdet());
+    // The factor of a positive-definite x xᵀ + 3 I, lower and upper; B enters too.
+    for upper in [false, true] {
+        check(
+            &format!("cholesky_solve upper={upper}"),
+            vec![input(&[3, 3], 133), input(&[3, 2], 134)],
+            move |t| {
+                let eye = Tensor::eye(3, CPU)?.to_dtype(DType::F64)?.mul(3.0)?;
+                let a = t[0].matmul(&t[0].transpose(-2, -1)?)?.add(&eye)?;
+                t[1].cholesky_solve(&linalg::cholesky(&a, upper)?, upper)
+            },
+        );
+        check(
+            &format!("cholesky_inverse upper={upper}"),
+            vec![input(&[3, 3], 135)],
+            move |t| {
+                let eye = Tensor::eye(3, CPU)?.to_dtype(DType::F64)?.mul(3.0)?;
+                let a = t[0].matmul(&t[0].transpose(-2, -1)?)?.add(&eye)?;
+                linalg::cholesky(&a, upper)?.cholesky_inverse(upper)
+            },
+        );
+    }
+    check("pinverse", vec![input(&[2, 4], 136)], |t| {
+        t[0].pinverse(1e-15)
+    });
+}

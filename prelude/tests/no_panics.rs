@@ -911,7 +911,7 @@ fn call(
             let c = pool[rng.gen_range(0..pool.len())].clone();
             let dc = describe(&c);
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 47] = [
+            const NAMES: [&str; 52] = [
                 "fmax",
                 "fmin",
                 "hypot",
@@ -959,6 +959,11 @@ fn call(
                 "vecdot",
                 "lu",
                 "lu_solve",
+                "matrix_exp",
+                "norm",
+                "logdet",
+                "cholesky_solve",
+                "cholesky_inverse",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             let parts = [a.clone(), b.clone()];
@@ -1026,9 +1031,19 @@ fn call(
                 43 => linalg::vander(&a, Some(n)),
                 44 => linalg::vecdot(&a, &b, d),
                 45 => linalg::lu(&a).map(|(p, _, _)| p),
-                _ => linalg::lu_factor(&a).and_then(|(lu, piv)| {
+                46 => linalg::lu_factor(&a).and_then(|(lu, piv)| {
                     linalg::lu_solve(&lu, &piv, &b, n.is_multiple_of(2), n.is_multiple_of(3))
                 }),
+                47 => linalg::matrix_exp(&a),
+                48 => linalg::norm(
+                    &a,
+                    [None, Some("fro"), Some("2"), Some("inf"), Some("x")][n % 5],
+                    [None, Some(&[d][..]), Some(&[0, d][..])][n % 3],
+                    n.is_multiple_of(2),
+                ),
+                49 => a.logdet(),
+                50 => b.cholesky_solve(&a, n.is_multiple_of(2)),
+                _ => a.cholesky_inverse(n.is_multiple_of(2)),
             })
         }
         _ => {

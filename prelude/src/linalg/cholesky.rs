@@ -74,6 +74,89 @@ pub fn cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
     }
 }
 
+/// `B` solved against `A = L Lᵀ` (or `Uᵀ U` with `upper`) given A's Cholesky factor, as
+/// torch's `torch.cholesky_solve(B, L, upper)`: two triangular solves, reading only the
+/// factor's triangle. The gradients are torch's: `gB = cholesky_solve(g, L)`, and the
+/// factor gets `-(C + Cᵀ) L` (or `-U (C + Cᵀ)`) with `C = gB Xᵀ`.
+pub fn cholesky_solve(b: &Tensor, l: &Tensor, upper: bool) -> Result<Tensor> {
+    if l.dtype() != b.dtype() {
+        return Err(Error::Invalid(format!(
+            "cholesky_solve: B and the factor need one dtype, got {} and {} (shapes {:?} and \
+             {:?})",
+            b.dtype(),
+            l.dtype(),
+            b.shape(),
+            l.shape()
+        )));
+    }
+    let x = autograd::no_grad(|| -> Result<Tensor> {
+        let lt = l.transpose(-2, -1)?;
+        // A = L Lᵀ: L y = b, Lᵀ x = y. A = Uᵀ U: Uᵀ y = b, U x = y.
+        let (first, second) = if upper { (&lt, l) } else { (l, &lt) };
+        let y = super::solve_triangular(first, b, false, true, false)?;
+        super::solve_triangular(second, &y, true, true, false)
+    })
+    .map_err(|e| rename_solver(e, "cholesky_solve"))?;
+    let (ls, xs) = (Saved::new(l), Saved::new(&x));
+    Ok(record(x, "cholesky_solve", &[b, l], move |g| {
+        let (l, x) = (ls.get()?, xs.get()?);
+        let gb = cholesky_solve(g, l, upper)?;
+        let c = gb.matmul(&x.transpose(-2, -1)?)?;
+        let c = c.add(&c.transpose(-2, -1)?)?;
+        let gl = if upper { l.matmul(&c)? } else { c.matmul(l)? };
+        Ok(vec![Some(gb), Some(gl.neg()?)])
+    }))
+}
+
+/// The inverse of `A = L Lᵀ` (or `Uᵀ U`) from its Cholesky factor, as torch's
+/// `torch.cholesky_inverse(L, upper)`, with torch's gradient: the factor gets
+/// `-(S L)` (or `-(U S)`) with `S = A⁻¹ (g + gᵀ) A⁻¹`.
+pub fn cholesky_inverse(l: &Tensor, upper: bool) -> Result<Tensor> {
+    let r = l.rank();
+    if r < 2 || l.shape()[r - 1] != l.shape()[r - 2] {
+        return Err(Error::BadShape(format!(
+            "cholesky_inverse: the factor must be a square matrix or a batch of them, got shape \
+             {:?}",
+            l.shape()
+        )));
+    }
+    let n = l.shape()[r - 1];
+    let inv = autograd::no_grad(|| {
+        let eye = Tensor::eye(n, l.device())?.to_dtype(l.dtype())?;
+        cholesky_solve(&eye.broadcast_to(l.shape().to_vec())?, l, upper)
+    })
+    .map_err(|e| rename_solver(e, "cholesky_inverse"))?;
+    let (ls, is) = (Saved::new(l), Saved::new(&inv));
+    Ok(record(inv, "cholesky_inverse", &[l], move |g| {
+        let (l, inv) = (ls.get()?, is.get()?);
+        let s = inv.matmul(&g.add(&g.transpose(-2, -1)?)?)?.matmul(inv)?;
+        let gl = if upper { l.matmul(&s)? } else { s.matmul(l)? };
+        Ok(vec![Some(gl.neg()?)])
+    }))
+}
+
+fn rename_solver(e: Error, op: &str) -> Error {
+    match e {
+        Error::Invalid(s) => Error::Invalid(s.replace("linalg.solve_triangular", op)),
+        Error::BadShape(s) => Error::BadShape(s.replace("linalg.solve_triangular", op)),
+        other => other,
+    }
+}
+
+impl Tensor {
+    /// `self` (B) solved against the matrix whose Cholesky factor is `l` (torch's
+    /// `B.cholesky_solve(L, upper)`); see [`cholesky_solve`].
+    pub fn cholesky_solve(&self, l: &Tensor, upper: bool) -> Result<Tensor> {
+        cholesky_solve(self, l, upper)
+    }
+
+    /// The inverse of the matrix whose Cholesky factor is `self` (torch's
+    /// `L.cholesky_inverse(upper)`); see [`cholesky_inverse`].
+    pub fn cholesky_inverse(&self, upper: bool) -> Result<Tensor> {
+        cholesky_inverse(self, upper)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,14 +24,16 @@ mod cholesky;
 mod factors;
 mod host;
 mod lu;
+mod matrix_exp;
 mod norms;
 mod products;
 mod qr;
 mod spectral;
 mod systems;
-pub use cholesky::cholesky;
+pub use cholesky::{cholesky, cholesky_inverse, cholesky_solve};
 pub use lu::{lu, lu_factor, lu_solve};
-pub use norms::{matrix_norm, vector_norm};
+pub use matrix_exp::matrix_exp;
+pub use norms::{matrix_norm, norm, vector_norm};
 pub use products::{multi_dot, vander, vecdot};
 pub use qr::qr;
 pub use spectral::{cond, eigh, eigvalsh, matrix_rank, pinv, svd, svdvals};
@@ -297,6 +299,30 @@ impl Tensor {
     /// The matrix inverse (torch's `Tensor.inverse`, [`inv`]).
     pub fn inverse(&self) -> Result<Tensor> {
         inv(self)
+    }
+
+    /// The log of the determinant (torch's `torch.logdet`): NaN where the determinant is
+    /// negative, -inf where the matrix is singular; the gradient is `g A⁻ᵀ` where the
+    /// determinant is positive and 0 where it is negative, as torch's.
+    pub fn logdet(&self) -> Result<Tensor> {
+        let (sign, logabs) = slogdet(self).map_err(|e| match e {
+            Error::Invalid(s) => Error::Invalid(s.replace("linalg.slogdet", "logdet")),
+            Error::BadShape(s) => Error::BadShape(s.replace("linalg.slogdet", "logdet")),
+            other => other,
+        })?;
+        let nan = Tensor::full_dtype((), f64::NAN, logabs.dtype(), logabs.device())?;
+        nan.where_(&sign.lt(0)?, &logabs)
+    }
+
+    /// The matrix exponential (torch's `Tensor.matrix_exp`, [`matrix_exp`]).
+    pub fn matrix_exp(&self) -> Result<Tensor> {
+        matrix_exp(self)
+    }
+
+    /// The pseudo-inverse with singular values below `rcond` times the largest dropped
+    /// (torch's `Tensor.pinverse(rcond=1e-15)`, [`pinv`] with that `rtol`).
+    pub fn pinverse(&self, rcond: f64) -> Result<Tensor> {
+        pinv(self, None, Some(rcond))
     }
 }
 

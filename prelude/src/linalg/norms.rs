@@ -209,3 +209,64 @@ pub fn matrix_norm(a: &Tensor, ord: &str, keepdim: bool) -> Result<Tensor> {
         m.squeeze(-1)?.squeeze(-1)
     }
 }
+
+/// torch's `torch.linalg.norm(A, ord, dim, keepdim)`: with a `dim` of one dimension, a
+/// vector norm (`ord` a number, `"inf"` or `"-inf"`; 2 when `None`); of two, a matrix norm
+/// over those two (`ord` as [`matrix_norm`]'s; `"fro"` when `None`); with no `dim`, the
+/// 2-norm of everything when `ord` is `None`, else a vector norm of a 1-D `A` or a matrix
+/// norm of a 2-D one.
+pub fn norm(a: &Tensor, ord: Option<&str>, dim: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+    let vector_ord = |ord: Option<&str>| -> Result<f64> {
+        match ord {
+            None => Ok(2.0),
+            Some(o) => o.parse::<f64>().map_err(|_| {
+                Error::Invalid(format!(
+                    "linalg.norm: a vector norm's ord must be a number, \"inf\" or \"-inf\", \
+                     got {o:?}"
+                ))
+            }),
+        }
+    };
+    let dims: Vec<isize> = match (dim, ord) {
+        (Some(d), _) => d.to_vec(),
+        (None, None) => return vector_norm(a, 2.0, None, keepdim),
+        (None, Some(_)) => match a.rank() {
+            1 => vec![0],
+            2 => vec![0, 1],
+            r => {
+                return Err(Error::BadShape(format!(
+                    "linalg.norm: with ord and no dim, A must be 1-D or 2-D, got {r}-D (shape \
+                     {:?})",
+                    a.shape()
+                )))
+            }
+        },
+    };
+    match dims.len() {
+        1 => vector_norm(a, vector_ord(ord)?, Some(&dims), keepdim),
+        2 => {
+            let r = a.rank() as isize;
+            let wrap = |d: isize| if d < 0 { d + r } else { d };
+            let (d0, d1) = (wrap(dims[0]), wrap(dims[1]));
+            if d0 == d1 || !(0..r).contains(&d0) || !(0..r).contains(&d1) {
+                return Err(Error::BadShape(format!(
+                    "linalg.norm: dim {dims:?} must name two different dimensions of shape {:?}",
+                    a.shape()
+                )));
+            }
+            // The two dimensions last, in the order given (matrix_norm reads rows, columns).
+            let mut order: Vec<isize> = (0..r).filter(|&d| d != d0 && d != d1).collect();
+            order.extend([d0, d1]);
+            let moved = a.permute(&order)?;
+            let out = matrix_norm(&moved, ord.unwrap_or("fro"), false)?;
+            if !keepdim {
+                return Ok(out);
+            }
+            let (lo, hi) = (d0.min(d1), d0.max(d1));
+            out.unsqueeze(lo)?.unsqueeze(hi)
+        }
+        n => Err(Error::BadShape(format!(
+            "linalg.norm: dim must name one or two dimensions, got {n} ({dims:?})"
+        ))),
+    }
+}
