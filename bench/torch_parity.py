@@ -93,7 +93,7 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "det det_2 det_batch slogdet inv inv_2 inv_singular solve solve_vec solve_batch solve_bad " +
         "lgamma slgamma digamma sdigamma polygamma1 spolygamma1 polygamma2 polygamma3 mvlgamma "
         "mvlgamma_3 erfc serfc erfinv serfinv zeta zeta_q zeta_number zeta_other ndtr sndtr entr "
-        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_ " + "vector_norm3 vector_norm_dim vector_norm_inf vector_norm_ninf vector_norm0 vector_norm_neg vector_norm_half svector_norm3 svector_norm_inf matrix_norm_fro matrix_norm1 matrix_norm_ninf matrix_norm_inf matrix_power0 matrix_power1 matrix_power3 matrix_power5 matrix_power_neg cholesky cholesky_upper cholesky_bad logcumsumexp logcumsumexp_wide logcumsumexp_d0 slogcumsumexp " + "qr qr_tall qr_sq qr_complete qr_r eigh eigh_upper eigvalsh svd svd_full svd_sq svdvals matrix_norm2 matrix_norm_n2 matrix_norm_nuc matrix_rank matrix_rank_low matrix_rank_rtol pinv pinv_sq pinv_rank1 cond cond_fro cond_tall " + "solve_triangular solve_triangular_right solve_triangular_unit lstsq lstsq_res lstsq_gelsd lstsq_rank lstsq_vec multi_dot multi_dot_vec vecdot vecdot_d0 vander vander_n " + "lu_factor lu_pivots lu lu_tall lu_wide lu_solve lu_solve_adj lu_solve_right " + "matrix_exp matrix_exp_big matrix_exp_batch lnorm lnorm_ord lnorm_dim lnorm_mat lnorm_mat_dims logdet logdet_neg cholesky_solve cholesky_solve_upper cholesky_inverse cholesky_inverse_upper pinverse").split()
+        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_ " + "vector_norm3 vector_norm_dim vector_norm_inf vector_norm_ninf vector_norm0 vector_norm_neg vector_norm_half svector_norm3 svector_norm_inf matrix_norm_fro matrix_norm1 matrix_norm_ninf matrix_norm_inf matrix_power0 matrix_power1 matrix_power3 matrix_power5 matrix_power_neg cholesky cholesky_upper cholesky_bad logcumsumexp logcumsumexp_wide logcumsumexp_d0 slogcumsumexp " + "qr qr_tall qr_sq qr_complete qr_r eigh eigh_upper eigvalsh svd svd_full svd_sq svdvals matrix_norm2 matrix_norm_n2 matrix_norm_nuc matrix_rank matrix_rank_low matrix_rank_rtol pinv pinv_sq pinv_rank1 cond cond_fro cond_tall " + "solve_triangular solve_triangular_right solve_triangular_unit lstsq lstsq_res lstsq_gelsd lstsq_rank lstsq_vec multi_dot multi_dot_vec vecdot vecdot_d0 vander vander_n " + "lu_factor lu_pivots lu lu_tall lu_wide lu_solve lu_solve_adj lu_solve_right " + "matrix_exp matrix_exp_big matrix_exp_batch lnorm lnorm_ord lnorm_dim lnorm_mat lnorm_mat_dims logdet logdet_neg cholesky_solve cholesky_solve_upper cholesky_inverse cholesky_inverse_upper pinverse " + "tensordot tensordot_dims tensordot_0 tensordot_bcast tensorinv tensorsolve tensorsolve_dims householder_product householder_batch geqrf geqrf_tall orgqr lcross lcross_rank ldiagonal ldiagonal_off").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none tril_indices triu_indices".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
@@ -1129,6 +1129,20 @@ def torch_results(lines, device):
             "cholesky_inverse_upper": lambda: torch.cholesky_inverse(torch.linalg.cholesky(sq() @ sq().mT, upper=True),
                                                                      upper=True),
             "pinverse": lambda: torch.pinverse(x),
+            "tensordot": lambda: torch.tensordot(x, y.mT, 1), "tensordot_dims": lambda: torch.tensordot(x, y, ([0], [0])),
+            "tensordot_0": lambda: torch.tensordot(x[0], y[0], 0),
+            "tensordot_bcast": lambda: torch.tensordot(x[:, :1], y, ([1], [0])),
+            "tensorinv": lambda: torch.linalg.tensorinv(torch.kron(sq(), sq()).reshape(3, 3, 3, 3)),
+            "tensorsolve": lambda: torch.linalg.tensorsolve(torch.kron(sq(), sq()).reshape(3, 3, 3, 3), sq()),
+            "tensorsolve_dims": lambda: torch.linalg.tensorsolve(torch.kron(sq(), sq() * 0.5).reshape(3, 3, 3, 3), sq(),
+                                                                 dims=(0,)),
+            "householder_product": lambda: torch.linalg.householder_product(x.mT, y[0, :2]),
+            "householder_batch": lambda: torch.linalg.householder_product(torch.stack([x.mT, y.mT]),
+                                                                          torch.stack([x[1, :1], y[1, :1]])),
+            "geqrf": lambda: cat_flat(torch.geqrf(sq())), "geqrf_tall": lambda: cat_flat(torch.geqrf(x.mT)),
+            "orgqr": lambda: torch.orgqr(*torch.geqrf(x.mT.detach())) + x.mT,
+            "lcross": lambda: torch.linalg.cross(x, y), "lcross_rank": lambda: torch.linalg.cross(x[0], y),
+            "ldiagonal": lambda: torch.linalg.diagonal(x), "ldiagonal_off": lambda: torch.linalg.diagonal(x, offset=1),
             "logcumsumexp": lambda: torch.logcumsumexp(x, 1),
             "logcumsumexp_wide": lambda: torch.logcumsumexp(x * 300, 1),
             "logcumsumexp_d0": lambda: torch.logcumsumexp(x, 0),

@@ -1371,6 +1371,45 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             }
         }
         "pinverse" => x.pinverse(1e-15),
+        "tensordot" => x.tensordot(&y.t()?, 1),
+        "tensordot_dims" => x.tensordot_dims(&y, &[0], &[0]),
+        "tensordot_0" => x.select(0, 0)?.tensordot(&y.select(0, 0)?, 0),
+        "tensordot_bcast" => x.narrow(1, 0, 1)?.tensordot_dims(&y, &[1], &[0]),
+        "tensorinv" => linalg::tensorinv(&sq()?.kron(&sq()?)?.reshape([3, 3, 3, 3])?, 2),
+        "tensorsolve" => {
+            linalg::tensorsolve(&sq()?.kron(&sq()?)?.reshape([3, 3, 3, 3])?, &sq()?, None)
+        }
+        "tensorsolve_dims" => linalg::tensorsolve(
+            &sq()?.kron(&sq()?.mul(0.5)?)?.reshape([3, 3, 3, 3])?,
+            &sq()?,
+            Some(&[0]),
+        ),
+        "householder_product" => {
+            linalg::householder_product(&x.t()?, &y.select(0, 0)?.narrow(0, 0, 2)?)
+        }
+        "householder_batch" => linalg::householder_product(
+            &Tensor::stack(&[x.t()?, y.t()?], 0)?,
+            &Tensor::stack(
+                &[
+                    x.select(0, 1)?.narrow(0, 0, 1)?,
+                    y.select(0, 1)?.narrow(0, 0, 1)?,
+                ],
+                0,
+            )?,
+        ),
+        "geqrf" => flat(vec![sq()?.geqrf()?.0, sq()?.geqrf()?.1]),
+        "geqrf_tall" => {
+            let (a, tau) = linalg::geqrf(&x.t()?)?;
+            flat(vec![a, tau])
+        }
+        "orgqr" => {
+            let (a, tau) = x.t()?.detach().geqrf()?;
+            a.orgqr(&tau)?.add(&x.t()?)
+        }
+        "lcross" => linalg::cross(&x, &y, -1),
+        "lcross_rank" => linalg::cross(&x.select(0, 0)?, &y, -1),
+        "ldiagonal" => linalg::diagonal(&x, 0, -2, -1),
+        "ldiagonal_off" => linalg::diagonal(&x, 1, -2, -1),
         "lu_solve" | "lu_solve_adj" | "lu_solve_right" => {
             let (lu, piv) = linalg::lu_factor(&sq()?)?;
             match op {

@@ -1300,3 +1300,38 @@ fn linalg_functions_of_matrices() {
         t[0].pinverse(1e-15)
     });
 }
+
+#[test]
+fn linalg_tensor_forms_and_reflections() {
+    use gpulab::linalg;
+    check(
+        "tensordot n=1",
+        vec![input(&[2, 3], 140), input(&[3, 4], 141)],
+        |t| t[0].tensordot(&t[1], 1),
+    );
+    check(
+        "tensordot over two pairs, one of size 1",
+        vec![input(&[2, 1, 3], 142), input(&[3, 4, 2], 143)],
+        |t| t[0].tensordot_dims(&t[1], &[2, 1], &[0, 2]),
+    );
+    // A well-conditioned 4 x 4 read as [2, 2, 2, 2].
+    check("tensorinv", vec![regular(&[], 4, 144)], |t| {
+        linalg::tensorinv(&t[0].reshape([2, 2, 2, 2])?, 2)
+    });
+    check(
+        "tensorsolve with dims",
+        vec![regular(&[], 4, 145), input(&[2, 2], 146)],
+        |t| linalg::tensorsolve(&t[0].reshape([2, 2, 2, 2])?, &t[1], Some(&[0])),
+    );
+    // Both the reflectors' vectors and their scales get gradients.
+    check(
+        "householder_product",
+        vec![input(&[2, 4, 3], 147), input(&[2, 2], 148)],
+        |t| linalg::householder_product(&t[0], &t[1]),
+    );
+    check(
+        "linalg.cross",
+        vec![input(&[2, 3], 149), input(&[2, 3], 150)],
+        |t| linalg::cross(&t[0], &t[1], -1),
+    );
+}

@@ -911,7 +911,7 @@ fn call(
             let c = pool[rng.gen_range(0..pool.len())].clone();
             let dc = describe(&c);
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 52] = [
+            const NAMES: [&str; 60] = [
                 "fmax",
                 "fmin",
                 "hypot",
@@ -964,6 +964,14 @@ fn call(
                 "logdet",
                 "cholesky_solve",
                 "cholesky_inverse",
+                "tensordot",
+                "tensordot_dims",
+                "tensorinv",
+                "tensorsolve",
+                "householder_product",
+                "geqrf",
+                "linalg.cross",
+                "linalg.diagonal",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             let parts = [a.clone(), b.clone()];
@@ -1043,7 +1051,15 @@ fn call(
                 ),
                 49 => a.logdet(),
                 50 => b.cholesky_solve(&a, n.is_multiple_of(2)),
-                _ => a.cholesky_inverse(n.is_multiple_of(2)),
+                51 => a.cholesky_inverse(n.is_multiple_of(2)),
+                52 => a.tensordot(&b, n),
+                53 => a.tensordot_dims(&b, &[d, n as isize - 2][..n % 3], &[0, d][..n % 3]),
+                54 => linalg::tensorinv(&a, n),
+                55 => linalg::tensorsolve(&a, &b, [None, Some(&[d][..])][n % 2]),
+                56 => linalg::householder_product(&a, &b),
+                57 => linalg::geqrf(&a).map(|(r, _)| r),
+                58 => linalg::cross(&a, &b, d),
+                _ => linalg::diagonal(&a, n as i64 - 2, d, -1),
             })
         }
         _ => {

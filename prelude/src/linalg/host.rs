@@ -38,16 +38,17 @@ fn rotate_columns(m: &mut [f64], cols: usize, p: usize, q: usize, c: f64, s: f64
     }
 }
 
-/// The Householder QR of the `m x n` matrix `a`: `(q, r)` with `q` `m x c` (orthonormal
-/// columns) and `r` `c x n` upper triangular, where `c` is `m` when `complete`, else
-/// `min(m, n)`. The reflections follow LAPACK's `dlarfg` (`R[j][j] = -sign(x_0) |x|`, no
-/// reflection where the column below the diagonal is already zero), so the factors are the
-/// ones torch's `geqrf` gives, signs included.
-pub(crate) fn qr(a: &[f64], m: usize, n: usize, complete: bool) -> (Vec<f64>, Vec<f64>) {
+/// One reflector per column: `v` (its entries from the diagonal down, `v[0] = 1`) and its
+/// `tau` (0 where the column below the diagonal is already zero: no reflection).
+type Reflectors = Vec<(Vec<f64>, f64)>;
+
+/// The Householder reduction of the `m x n` matrix `a` to upper-triangular form, as
+/// LAPACK's `dgeqrf` computes it (`dlarfg`'s signs): R (`m x n`, zero below the diagonal)
+/// and the `min(m, n)` reflectors whose product `H_0 H_1 ...` is Q.
+fn householder(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Reflectors) {
     let k = m.min(n);
     let mut r = a.to_vec();
-    // Per column: the reflector v (rows j.., v[0] = 1) and its tau (0: no reflection).
-    let mut reflectors: Vec<(Vec<f64>, f64)> = Vec::with_capacity(k);
+    let mut reflectors: Reflectors = Vec::with_capacity(k);
     for j in 0..k {
         let alpha = r[j * n + j];
         let below = (j + 1..m).map(|i| r[i * n + j].powi(2)).sum::<f64>().sqrt();
@@ -74,6 +75,32 @@ pub(crate) fn qr(a: &[f64], m: usize, n: usize, complete: bool) -> (Vec<f64>, Ve
         }
         reflectors.push((v, tau));
     }
+    (r, reflectors)
+}
+
+/// LAPACK's `dgeqrf` packed form of the `m x n` matrix `a`: R on and above the diagonal,
+/// each reflector's `v` (without its leading 1) below it, and the `min(m, n)` taus.
+pub(crate) fn geqrf(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut r, reflectors) = householder(a, m, n);
+    let mut tau = Vec::with_capacity(reflectors.len());
+    for (j, (v, t)) in reflectors.iter().enumerate() {
+        for i in j + 1..m {
+            // An empty v is no reflection: the column below the diagonal is zero already.
+            r[i * n + j] = v.get(i - j).copied().unwrap_or(0.0);
+        }
+        tau.push(*t);
+    }
+    (r, tau)
+}
+
+/// The Householder QR of the `m x n` matrix `a`: `(q, r)` with `q` `m x c` (orthonormal
+/// columns) and `r` `c x n` upper triangular, where `c` is `m` when `complete`, else
+/// `min(m, n)`. The reflections follow LAPACK's `dlarfg` (`R[j][j] = -sign(x_0) |x|`, no
+/// reflection where the column below the diagonal is already zero), so the factors are the
+/// ones torch's `geqrf` gives, signs included.
+pub(crate) fn qr(a: &[f64], m: usize, n: usize, complete: bool) -> (Vec<f64>, Vec<f64>) {
+    let k = m.min(n);
+    let (mut r, reflectors) = householder(a, m, n);
     let c = if complete { m } else { k };
     // Q = H_0 H_1 ... H_{k-1} applied to the first c columns of the identity, last first.
     let mut q = vec![0.0; m * c];

@@ -28,14 +28,16 @@ mod matrix_exp;
 mod norms;
 mod products;
 mod qr;
+mod reshaped;
 mod spectral;
 mod systems;
 pub use cholesky::{cholesky, cholesky_inverse, cholesky_solve};
 pub use lu::{lu, lu_factor, lu_solve};
 pub use matrix_exp::matrix_exp;
 pub use norms::{matrix_norm, norm, vector_norm};
-pub use products::{multi_dot, vander, vecdot};
-pub use qr::qr;
+pub use products::{cross, multi_dot, vander, vecdot};
+pub use qr::{geqrf, householder_product, qr};
+pub use reshaped::{tensorinv, tensorsolve};
 pub use spectral::{cond, eigh, eigvalsh, matrix_rank, pinv, svd, svdvals};
 pub use systems::{lstsq, solve_triangular};
 
@@ -382,4 +384,11 @@ pub fn matrix_power(a: &Tensor, n: i64) -> Result<Tensor> {
         z = Some(next);
     }
     Ok(result.expect("n > 3 has a set bit"))
+}
+
+/// The diagonals of the last two dimensions, or of `dim1` and `dim2` (torch's
+/// `torch.linalg.diagonal(A, offset=0, dim1=-2, dim2=-1)`, [`Tensor::diagonal`] with
+/// torch.linalg's defaults).
+pub fn diagonal(a: &Tensor, offset: i64, dim1: isize, dim2: isize) -> Result<Tensor> {
+    a.diagonal(offset, dim1, dim2)
 }

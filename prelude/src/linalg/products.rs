@@ -1,5 +1,5 @@
 //! torch.linalg's products and constructors: `multi_dot` (a chain of matrix products in
-//! the cheapest order, as torch picks it), `vecdot` and `vander`, each composed of tensor
+//! the cheapest order, as torch picks it), `vecdot`, `cross` and `vander`, each composed of tensor
 //! ops, so gradients and devices come from those.
 
 use crate::error::{Error, Result};
@@ -156,6 +156,24 @@ pub fn vander(x: &Tensor, columns: Option<usize>) -> Result<Tensor> {
     *shape.last_mut().expect("at least one dimension") = 1;
     let ones = Tensor::ones_dtype(shape, powers.dtype(), powers.device())?;
     Tensor::cat(&[ones, powers], -1)
+}
+
+/// The cross product of 3-vectors along `dim` (torch's `torch.linalg.cross(a, b, dim=-1)`):
+/// as [`Tensor::cross`], except that torch.linalg requires both to have the same rank (the
+/// other dimensions broadcast).
+pub fn cross(a: &Tensor, b: &Tensor, dim: isize) -> Result<Tensor> {
+    if a.rank() != b.rank() {
+        return Err(Error::BadShape(format!(
+            "linalg.cross: both inputs must have the same number of dimensions, got shapes \
+             {:?} and {:?}",
+            a.shape(),
+            b.shape()
+        )));
+    }
+    a.cross(b, dim).map_err(|e| match e {
+        Error::BadShape(s) => Error::BadShape(format!("linalg.{s}")),
+        other => other,
+    })
 }
 
 #[cfg(test)]

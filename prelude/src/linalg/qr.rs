@@ -1,11 +1,12 @@
 //! torch.linalg's QR factorisation, `A = Q R`, by Householder reflections on the host in
 //! float64 (`host::qr`, LAPACK's signs), with torch's backward for every mode it
-//! differentiates.
+//! differentiates; LAPACK's packed form of it (`geqrf`) and the product of its reflections
+//! (`householder_product`, built from matrix products so that it has a gradient).
 
 use super::factors::{Factors, HostBatch};
 use super::host;
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 
 /// `(Q, R)` with `A = Q R`, `Q` with orthonormal columns and `R` upper triangular (torch's
 /// `torch.linalg.qr(A, mode)`), batched over leading dimensions, float32 or float64.
@@ -90,5 +91,100 @@ fn backward(
         *zeros_shape.last_mut().expect("a matrix") = n - m;
         let zeros = Tensor::zeros_dtype(zeros_shape, left.dtype(), left.device())?;
         Tensor::cat(&[&left, &zeros], -1)?.add(&q.matmul(gr)?)
+    }
+}
+
+/// LAPACK's packed QR of each matrix of `a` (torch's `torch.geqrf`): `(a2, tau)`, with R on
+/// and above `a2`'s diagonal, the Householder vectors (their leading 1 left out) below it,
+/// and their `min(m, n)` scales in `tau`, so that `householder_product(a2, tau)` is the
+/// reduced Q. Float32 or float64; as in torch, it has no derivative (use [`qr`]).
+pub fn geqrf(a: &Tensor) -> Result<(Tensor, Tensor)> {
+    let host = HostBatch::read("geqrf", a, false)?;
+    let (m, n) = (host.m, host.n);
+    let mut factors = Factors::new(vec![vec![m, n], vec![m.min(n)]]);
+    for b in 0..host.count() {
+        let (packed, tau) = host::geqrf(host.matrix(b), m, n);
+        factors.push(&[&packed, &tau]);
+    }
+    let out = factors.finish(&host, a, "geqrf", |_, _| {
+        Err(Error::Invalid(
+            "the derivative of geqrf is not implemented (nor is it in torch); differentiate \
+             through linalg.qr instead"
+                .into(),
+        ))
+    })?;
+    Ok((out[0].clone(), out[1].clone()))
+}
+
+/// The first `n` columns of the product of the Householder reflections `H_i = I - tau_i v_i
+/// v_iᵀ` stored in `a` (`[.., m, n]`, `v_i` below the diagonal of column `i` with an
+/// implicit 1 on it) and `tau` (`[.., k]`, `m >= n >= k`): torch's
+/// `torch.linalg.householder_product` (LAPACK's `orgqr`), the Q of [`geqrf`]'s output.
+/// Built from matrix products, one reflection at a time, so the gradient with respect to
+/// both `a` and `tau` comes from theirs.
+pub fn householder_product(a: &Tensor, tau: &Tensor) -> Result<Tensor> {
+    let op = "linalg.householder_product";
+    let r = a.rank();
+    if r < 2 {
+        return Err(Error::BadShape(format!(
+            "{op}: A must have at least 2 dimensions, got shape {:?}",
+            a.shape()
+        )));
+    }
+    let (m, n) = (a.shape()[r - 2], a.shape()[r - 1]);
+    let batch = &a.shape()[..r - 2];
+    if tau.rank() != r - 1 || &tau.shape()[..r - 2] != batch {
+        return Err(Error::BadShape(format!(
+            "{op}: tau's batch dimensions must be A's, got shapes {:?} and {:?}",
+            a.shape(),
+            tau.shape()
+        )));
+    }
+    let k = tau.shape()[r - 2];
+    if m < n || n < k {
+        return Err(Error::BadShape(format!(
+            "{op}: needs rows >= columns >= reflections, got A of shape {:?} and tau of shape \
+             {:?}",
+            a.shape(),
+            tau.shape()
+        )));
+    }
+    if !matches!(a.dtype(), DType::F32 | DType::F64) || a.dtype() != tau.dtype() {
+        return Err(Error::Invalid(format!(
+            "{op}: A and tau need one dtype, float32 or float64, got {} and {}",
+            a.dtype(),
+            tau.dtype()
+        )));
+    }
+    let (dev, dt) = (a.device(), a.dtype());
+    let vector = |f: &dyn Fn(usize) -> f64| -> Result<Tensor> {
+        Tensor::from_vec((0..m).map(f).collect::<Vec<f64>>(), [m, 1], dev)?.to_dtype(dt)
+    };
+    let mut scale_shape = batch.to_vec();
+    scale_shape.extend([1, 1]);
+    // Y = E (the identity's first n columns, batched), then Y <- H_i Y from the last i.
+    let eye = Tensor::eye(m, dev)?.to_dtype(dt)?.narrow(1, 0, n)?;
+    let mut y = Tensor::zeros_dtype(a.shape().to_vec(), dt, dev)?.add(&eye)?;
+    for i in (0..k).rev() {
+        let below = vector(&|row| f64::from(u8::from(row > i)))?;
+        let one = vector(&|row| f64::from(u8::from(row == i)))?;
+        let v = a.narrow(-1, i, 1)?.mul(&below)?.add(&one)?;
+        let t = tau.narrow(-1, i, 1)?.reshape(scale_shape.clone())?;
+        let vty = v.transpose(-2, -1)?.matmul(&y)?;
+        y = y.sub(&v.matmul(&vty)?.mul(&t)?)?;
+    }
+    Ok(y)
+}
+
+impl Tensor {
+    /// LAPACK's packed QR (torch's `Tensor.geqrf`, [`geqrf`]).
+    pub fn geqrf(&self) -> Result<(Tensor, Tensor)> {
+        geqrf(self)
+    }
+
+    /// Q from [`geqrf`]'s packed form (torch's `Tensor.orgqr`,
+    /// [`householder_product`]).
+    pub fn orgqr(&self, tau: &Tensor) -> Result<Tensor> {
+        householder_product(self, tau)
     }
 }

@@ -1,10 +1,11 @@
 //! torch's named products, built on `matmul` and `mul` (so each runs on every device and
-//! takes its gradient from theirs): `mm`, `bmm`, `mv`, `inner`, `vdot`, `kron`, and the
+//! takes its gradient from theirs): `mm`, `bmm`, `mv`, `inner`, `vdot`, `kron`, `tensordot`, and the
 //! scaled sums `addmm`, `addmv`, `addr`, `baddbmm`, `addbmm` (`beta * self + alpha * product`).
 
 use super::arith::Operand;
 use super::autocast::{autocast, AmpOp};
 use super::dtype::{promote, DType};
+use super::shape::resolve_dim;
 use super::Tensor;
 use crate::autograd;
 use crate::error::{Error, Result};
@@ -80,6 +81,95 @@ impl Tensor {
     /// vectors; gpulab's dtypes are real, so it is [`Tensor::dot`]).
     pub fn vdot(&self, other: &Tensor) -> Result<Tensor> {
         self.dot(other)
+    }
+
+    /// The sum of products over the last `n` dimensions of `self` and the first `n` of
+    /// `other` (torch's `tensordot(a, b, dims=n)`): shape `self.shape[..-n] +
+    /// other.shape[n..]`; `n = 0` is the outer product of the two.
+    pub fn tensordot(&self, other: &Tensor, n: usize) -> Result<Tensor> {
+        if n > self.rank() || n > other.rank() {
+            return Err(Error::BadShape(format!(
+                "tensordot: cannot contract {n} dimensions of shapes {:?} and {:?}",
+                self.shape(),
+                other.shape()
+            )));
+        }
+        let a: Vec<isize> = (self.rank() - n..self.rank()).map(|d| d as isize).collect();
+        let b: Vec<isize> = (0..n).map(|d| d as isize).collect();
+        self.tensordot_dims(other, &a, &b)
+    }
+
+    /// The sum of products over dimensions `dims_a` of `self` paired with `dims_b` of
+    /// `other` (torch's `tensordot(a, b, dims=(dims_a, dims_b))`): the result has `self`'s
+    /// other dimensions, then `other`'s, in order. A pair where one side has size 1 is
+    /// summed on the other side first, as torch's; both tensors have one dtype, as torch
+    /// requires. One matrix product of the two, each permuted and flattened to a matrix.
+    pub fn tensordot_dims(
+        &self,
+        other: &Tensor,
+        dims_a: &[isize],
+        dims_b: &[isize],
+    ) -> Result<Tensor> {
+        if dims_a.len() != dims_b.len() {
+            return Err(Error::BadShape(format!(
+                "tensordot: both dimension lists must have the same length, got {dims_a:?} and {dims_b:?}"
+            )));
+        }
+        if self.dtype() != other.dtype() {
+            return Err(Error::Invalid(format!(
+                "tensordot: both tensors must have the same dtype, got {} and {}",
+                self.dtype(),
+                other.dtype()
+            )));
+        }
+        let resolve = |t: &Tensor, dims: &[isize]| -> Result<Vec<usize>> {
+            let d = dims
+                .iter()
+                .map(|&d| resolve_dim(d, t.rank()))
+                .collect::<Result<Vec<_>>>()?;
+            if let Some(i) = (0..d.len()).find(|&i| d[..i].contains(&d[i])) {
+                return Err(Error::BadShape(format!(
+                    "tensordot: dimension {} appears twice in {dims:?} (shape {:?})",
+                    d[i],
+                    t.shape()
+                )));
+            }
+            Ok(d)
+        };
+        let (da, db) = (resolve(self, dims_a)?, resolve(other, dims_b)?);
+        let (mut a, mut b) = (self.clone(), other.clone());
+        let mut k = 1;
+        for (&i, &j) in da.iter().zip(&db) {
+            let (s1, s2) = (self.shape()[i], other.shape()[j]);
+            // A size-1 side broadcasts: the other side's sum is the whole contraction.
+            if s2 == 1 && s1 != 1 {
+                a = a.sum_keepdim(i as isize)?.to_dtype(self.dtype())?;
+            } else if s1 == 1 && s2 != 1 {
+                b = b.sum_keepdim(j as isize)?.to_dtype(other.dtype())?;
+            } else if s1 != s2 {
+                return Err(Error::BadShape(format!(
+                    "tensordot: contracted dimensions differ: size {s1} in dimension {i} of \
+                     shape {:?}, size {s2} in dimension {j} of shape {:?}",
+                    self.shape(),
+                    other.shape()
+                )));
+            } else {
+                k *= s1;
+            }
+        }
+        let free_a: Vec<usize> = (0..a.rank()).filter(|d| !da.contains(d)).collect();
+        let free_b: Vec<usize> = (0..b.rank()).filter(|d| !db.contains(d)).collect();
+        let sizes = |t: &Tensor, ds: &[usize]| ds.iter().map(|&d| t.shape()[d]).collect::<Vec<_>>();
+        let (fa, fb) = (sizes(&a, &free_a), sizes(&b, &free_b));
+        let perm = |first: &[usize], then: &[usize]| -> Vec<isize> {
+            first.iter().chain(then).map(|&d| d as isize).collect()
+        };
+        let (m, n) = (fa.iter().product::<usize>(), fb.iter().product::<usize>());
+        let a = a.permute(&perm(&free_a, &da))?.reshape([m, k])?;
+        let b = b.permute(&perm(&db, &free_b))?.reshape([k, n])?;
+        let mut shape = fa;
+        shape.extend(fb);
+        a.mm(&b)?.reshape(shape)
     }
 
     /// The Kronecker product (torch's `kron`): every element of `self` times the whole of
