@@ -93,7 +93,7 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "det det_2 det_batch slogdet inv inv_2 inv_singular solve solve_vec solve_batch solve_bad " +
         "lgamma slgamma digamma sdigamma polygamma1 spolygamma1 polygamma2 polygamma3 mvlgamma "
         "mvlgamma_3 erfc serfc erfinv serfinv zeta zeta_q zeta_number zeta_other ndtr sndtr entr "
-        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_ " + "vector_norm3 vector_norm_dim vector_norm_inf vector_norm_ninf vector_norm0 vector_norm_neg vector_norm_half svector_norm3 svector_norm_inf matrix_norm_fro matrix_norm1 matrix_norm_ninf matrix_norm_inf matrix_power0 matrix_power1 matrix_power3 matrix_power5 matrix_power_neg cholesky cholesky_upper cholesky_bad logcumsumexp logcumsumexp_wide logcumsumexp_d0 slogcumsumexp " + "qr qr_tall qr_sq qr_complete qr_r eigh eigh_upper eigvalsh svd svd_full svd_sq svdvals matrix_norm2 matrix_norm_n2 matrix_norm_nuc matrix_rank matrix_rank_low matrix_rank_rtol pinv pinv_sq pinv_rank1 cond cond_fro cond_tall " + "solve_triangular solve_triangular_right solve_triangular_unit lstsq lstsq_res lstsq_gelsd lstsq_rank lstsq_vec multi_dot multi_dot_vec vecdot vecdot_d0 vander vander_n " + "lu_factor lu_pivots lu lu_tall lu_wide lu_solve lu_solve_adj lu_solve_right " + "matrix_exp matrix_exp_big matrix_exp_batch lnorm lnorm_ord lnorm_dim lnorm_mat lnorm_mat_dims logdet logdet_neg cholesky_solve cholesky_solve_upper cholesky_inverse cholesky_inverse_upper pinverse " + "tensordot tensordot_dims tensordot_0 tensordot_bcast tensorinv tensorsolve tensorsolve_dims householder_product householder_batch geqrf geqrf_tall orgqr lcross lcross_rank ldiagonal ldiagonal_off").split()
+        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_ " + "vector_norm3 vector_norm_dim vector_norm_inf vector_norm_ninf vector_norm0 vector_norm_neg vector_norm_half svector_norm3 svector_norm_inf matrix_norm_fro matrix_norm1 matrix_norm_ninf matrix_norm_inf matrix_power0 matrix_power1 matrix_power3 matrix_power5 matrix_power_neg cholesky cholesky_upper cholesky_bad logcumsumexp logcumsumexp_wide logcumsumexp_d0 slogcumsumexp " + "qr qr_tall qr_sq qr_complete qr_r eigh eigh_upper eigvalsh svd svd_full svd_sq svdvals matrix_norm2 matrix_norm_n2 matrix_norm_nuc matrix_rank matrix_rank_low matrix_rank_rtol pinv pinv_sq pinv_rank1 cond cond_fro cond_tall " + "solve_triangular solve_triangular_right solve_triangular_unit lstsq lstsq_res lstsq_gelsd lstsq_rank lstsq_vec multi_dot multi_dot_vec vecdot vecdot_d0 vander vander_n " + "lu_factor lu_pivots lu lu_tall lu_wide lu_solve lu_solve_adj lu_solve_right " + "matrix_exp matrix_exp_big matrix_exp_batch lnorm lnorm_ord lnorm_dim lnorm_mat lnorm_mat_dims logdet logdet_neg cholesky_solve cholesky_solve_upper cholesky_inverse cholesky_inverse_upper pinverse " + "tensordot tensordot_dims tensordot_0 tensordot_bcast tensorinv tensorsolve tensorsolve_dims householder_product householder_batch geqrf geqrf_tall orgqr lcross lcross_rank ldiagonal ldiagonal_off " + "inv_ex inv_ex_singular solve_ex cholesky_ex cholesky_ex_bad lu_factor_ex lu_factor_ex_singular lu_factor_singular").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none tril_indices triu_indices".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
@@ -153,6 +153,11 @@ KNOWN = {
     # modified by an inplace operation ... output 0 of LinalgInvExBackward0". gpulab's is
     # the product rule through inv's gradient, checked against finite differences.
     **{f"more cond_fro {d} x": "torch's cond(A, 'fro') backward fails (an in-place write into inv_ex's output)"
+       for d in ("f32", "f64", "f16", "bf16")},
+    # The gradient through the LU factor of a singular matrix: torch's divides by U's zero
+    # pivot and gives NaN everywhere; gpulab's triangular solves refuse it with an error
+    # naming the singular matrix, rather than returning NaN.
+    **{f"more lu_factor_ex_singular {d} x": "torch's gradient through a singular LU is NaN; gpulab refuses it"
        for d in ("f32", "f64", "f16", "bf16")},
     # torch's logcumsumexp backward goes through exp(logcumsumexp(log g - y) + x), which
     # loses digits when the inputs span hundreds (4499.99999 for 4500 in float64, 635 for 600
@@ -756,6 +761,7 @@ def torch_results(lines, device):
         # The values, then every vector factor squared (eigh's (L, V), svd's (U, S, Vh)).
         squared_vectors = lambda fs: cat_flat([f * f if f.dim() >= 2 else f for f in fs])  # noqa: E731
         sq = lambda: torch.cat([x, y[:1]]) + torch.eye(3, device=dev) * 3  # noqa: E731
+        sing = lambda: torch.cat([sq()[:2], sq()[2:] * 0])  # noqa: E731 (a zero last row)
         pieces = lambda parts: torch.cat([p.flatten() for p in parts] +  # noqa: E731
                                          [torch.tensor([p.numel() for p in parts], device=dev)])
         nonzero = lambda: mk(d, 1).masked_fill(mk(d, 1) == 0, 5)  # noqa: E731
@@ -1129,6 +1135,15 @@ def torch_results(lines, device):
             "cholesky_inverse_upper": lambda: torch.cholesky_inverse(torch.linalg.cholesky(sq() @ sq().mT, upper=True),
                                                                      upper=True),
             "pinverse": lambda: torch.pinverse(x),
+            "inv_ex": lambda: cat_flat(torch.linalg.inv_ex(sq())),
+            "inv_ex_singular": lambda: torch.linalg.inv_ex(torch.stack([sing(), sq()])).info,
+            "solve_ex": lambda: cat_flat(torch.linalg.solve_ex(sq(), y.mT)),
+            "cholesky_ex": lambda: cat_flat(torch.linalg.cholesky_ex(sq() @ sq().mT)),
+            "cholesky_ex_bad": lambda: torch.linalg.cholesky_ex(torch.stack([
+                sq() @ sq().mT, -(sq() @ sq().mT), torch.diag(torch.tensor([1.0, -1.0, 1.0], dtype=sq().dtype))])).info,
+            "lu_factor_ex": lambda: cat_flat(torch.linalg.lu_factor_ex(sq())),
+            "lu_factor_ex_singular": lambda: cat_flat(torch.linalg.lu_factor_ex(torch.stack([sing(), sq()]))),
+            "lu_factor_singular": lambda: torch.linalg.lu_factor(sing())[0],
             "tensordot": lambda: torch.tensordot(x, y.mT, 1), "tensordot_dims": lambda: torch.tensordot(x, y, ([0], [0])),
             "tensordot_0": lambda: torch.tensordot(x[0], y[0], 0),
             "tensordot_bcast": lambda: torch.tensordot(x[:, :1], y, ([1], [0])),

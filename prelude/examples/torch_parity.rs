@@ -791,6 +791,11 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     // A regular 3 x 3 matrix holding x (as torch_parity.py's `sq`).
     let sq =
         || Tensor::cat(&[x.clone(), y.narrow(0, 0, 1)?], 0)?.add(&Tensor::eye(3, dev)?.mul(3)?);
+    // sq with its last row zeroed: singular (as torch_parity.py's `sing`).
+    let sing = || -> Result<Tensor, Error> {
+        let s = sq()?;
+        Tensor::cat(&[s.narrow(0, 0, 2)?, s.narrow(0, 2, 1)?.mul(0)?], 0)
+    };
     let both = |(v, i): (Tensor, Tensor)| -> Result<Tensor, Error> {
         Tensor::cat(
             &[
@@ -1371,6 +1376,36 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             }
         }
         "pinverse" => x.pinverse(1e-15),
+        "inv_ex" => {
+            let (inv, info) = linalg::inv_ex(&sq()?)?;
+            flat(vec![inv, info])
+        }
+        "inv_ex_singular" => Ok(linalg::inv_ex(&Tensor::stack(&[sing()?, sq()?], 0)?)?.1),
+        "solve_ex" => {
+            let (x, info) = linalg::solve_ex(&sq()?, &y.t()?)?;
+            flat(vec![x, info])
+        }
+        "cholesky_ex" => {
+            let (l, info) = linalg::cholesky_ex(&sq()?.matmul(&sq()?.t()?)?, false)?;
+            flat(vec![l, info])
+        }
+        "cholesky_ex_bad" => {
+            let spd = sq()?.matmul(&sq()?.t()?)?;
+            let d = Tensor::from_vec(vec![1.0, -1.0, 1.0], [3], dev)?
+                .to_dtype(spd.dtype())?
+                .diag(0)?;
+            Ok(linalg::cholesky_ex(&Tensor::stack(&[spd.clone(), spd.neg()?, d], 0)?, false)?.1)
+        }
+        "lu_factor_ex" | "lu_factor_ex_singular" => {
+            let a = if op == "lu_factor_ex" {
+                sq()?
+            } else {
+                Tensor::stack(&[sing()?, sq()?], 0)?
+            };
+            let (lu, piv, info) = linalg::lu_factor_ex(&a)?;
+            flat(vec![lu, piv, info])
+        }
+        "lu_factor_singular" => Ok(linalg::lu_factor(&sing()?)?.0),
         "tensordot" => x.tensordot(&y.t()?, 1),
         "tensordot_dims" => x.tensordot_dims(&y, &[0], &[0]),
         "tensordot_0" => x.select(0, 0)?.tensordot(&y.select(0, 0)?, 0),

@@ -911,7 +911,7 @@ fn call(
             let c = pool[rng.gen_range(0..pool.len())].clone();
             let dc = describe(&c);
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 60] = [
+            const NAMES: [&str; 64] = [
                 "fmax",
                 "fmin",
                 "hypot",
@@ -972,6 +972,10 @@ fn call(
                 "geqrf",
                 "linalg.cross",
                 "linalg.diagonal",
+                "inv_ex",
+                "solve_ex",
+                "cholesky_ex",
+                "lu_factor_ex",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             let parts = [a.clone(), b.clone()];
@@ -1059,7 +1063,11 @@ fn call(
                 56 => linalg::householder_product(&a, &b),
                 57 => linalg::geqrf(&a).map(|(r, _)| r),
                 58 => linalg::cross(&a, &b, d),
-                _ => linalg::diagonal(&a, n as i64 - 2, d, -1),
+                59 => linalg::diagonal(&a, n as i64 - 2, d, -1),
+                60 => linalg::inv_ex(&a).map(|(x, _)| x),
+                61 => linalg::solve_ex(&a, &b).map(|(_, info)| info),
+                62 => linalg::cholesky_ex(&a, n.is_multiple_of(2)).map(|(l, _)| l),
+                _ => linalg::lu_factor_ex(&a).map(|(_, _, info)| info),
             })
         }
         _ => {

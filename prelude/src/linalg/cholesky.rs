@@ -14,11 +14,24 @@ use crate::tensor::{DType, Tensor};
 /// read, as in torch. Batched over leading dimensions; float32 and float64. The gradient
 /// is torch's (Murray's formula, symmetrised).
 pub fn cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
+    Ok(cholesky_with(a, upper, true)?.0)
+}
+
+/// [`cholesky`] without the check (torch's `torch.linalg.cholesky_ex(A, upper)`): `(L,
+/// info)`, `info` (int32, one per matrix) 0 where the matrix is positive-definite and
+/// otherwise the order of its first leading minor that is not, as LAPACK's `potrf`. Where
+/// `info` is not 0, L's columns from that order on are not a factor (torch's are
+/// unspecified there too).
+pub fn cholesky_ex(a: &Tensor, upper: bool) -> Result<(Tensor, Tensor)> {
+    cholesky_with(a, upper, false)
+}
+
+fn cholesky_with(a: &Tensor, upper: bool, check: bool) -> Result<(Tensor, Tensor)> {
     let n = square("cholesky", a)?;
     let batch = a.shape()[..a.rank() - 2].to_vec();
     let count: usize = batch.iter().product();
     let (dt, dev) = (a.dtype(), a.device());
-    let l = autograd::no_grad(|| -> Result<Tensor> {
+    let (l, info) = autograd::no_grad(|| -> Result<(Tensor, Tensor)> {
         let m = a.reshape([count, n, n])?;
         let rows = Tensor::arange(0i64, n as i64, dev)?;
         let mut l = Tensor::zeros_dtype([count, n, n], dt, dev)?;
@@ -42,8 +55,9 @@ pub fn cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
             let is_j = rows.eq(j as i64)?.reshape([1, 1, n])?.to_dtype(dt)?;
             l = l.add(&col.mul(&is_j)?)?;
         }
-        let worst = failed.amin(&[0], false)?.to_vec::<i64>()?[0];
-        if worst <= n as i64 {
+        let worst = failed.amin(&[0], false)?.to_vec::<i64>()?.first().copied();
+        let worst = worst.unwrap_or(n as i64 + 1);
+        if check && worst <= n as i64 {
             return Err(Error::Invalid(format!(
                 "linalg.cholesky: the factorization could not be completed because the input \
                  is not positive-definite (the leading minor of order {worst} is not \
@@ -51,9 +65,14 @@ pub fn cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
                 a.shape()
             )));
         }
+        let zero_info = Tensor::zeros_dtype((), DType::I64, dev)?;
+        let info = zero_info
+            .where_(&failed.gt(n as i64)?, &failed)?
+            .to_dtype(DType::I32)?
+            .reshape(batch.clone())?;
         let mut shape = batch.clone();
         shape.extend([n, n]);
-        l.reshape(shape)
+        Ok((l.reshape(shape)?, info))
     })?;
     let ls = Saved::new(&l);
     let l = record(l, "linalg_cholesky", &[a], move |g| {
@@ -67,11 +86,8 @@ pub fn cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
         let ga = linv.transpose(-2, -1)?.matmul(&phi)?.matmul(&linv)?;
         Ok(vec![Some(ga.add(&ga.transpose(-2, -1)?)?.mul(0.5)?)])
     });
-    if upper {
-        l.transpose(-2, -1)
-    } else {
-        Ok(l)
-    }
+    let l = if upper { l.transpose(-2, -1)? } else { l };
+    Ok((l, info))
 }
 
 /// `B` solved against `A = L Lᵀ` (or `Uᵀ U` with `upper`) given A's Cholesky factor, as

@@ -17,6 +17,10 @@ struct Factored {
     lu: Tensor,
     pivots: Tensor,
     p: Tensor,
+    /// Per matrix (int32): 0, or the 1-based step whose pivot is exactly zero, as LAPACK's.
+    info: Tensor,
+    /// The first matrix (row-major batch index) and step with a zero pivot, if any.
+    first_zero: Option<(usize, usize)>,
 }
 
 fn factor(op: &str, a: &Tensor) -> Result<Factored> {
@@ -24,9 +28,15 @@ fn factor(op: &str, a: &Tensor) -> Result<Factored> {
     let (m, n) = (host.m, host.n);
     let k = m.min(n);
     let mut factors = Factors::new(vec![vec![m, n]]);
-    let (mut pivots, mut perms) = (Vec::new(), Vec::new());
+    let (mut pivots, mut perms, mut info) = (Vec::new(), Vec::new(), Vec::new());
+    let mut first_zero = None;
     for b in 0..host.count() {
         let (lu, piv) = host::lu(host.matrix(b), m, n);
+        let zero = (0..k).find(|&j| lu[j * n + j] == 0.0);
+        info.push(zero.map_or(0, |j| j as i32 + 1));
+        if let (None, Some(j)) = (first_zero, zero) {
+            first_zero = Some((b, j));
+        }
         factors.push(&[&lu]);
         perms.extend(permutation_matrix(&piv, m));
         pivots.extend(piv.iter().map(|&p| p as i32 + 1));
@@ -36,6 +46,7 @@ fn factor(op: &str, a: &Tensor) -> Result<Factored> {
     shape.push(k);
     let pivots = Tensor::from_vec(pivots, shape.clone(), Device::Cpu)?.to(dev)?;
     shape.pop();
+    let info = Tensor::from_vec(info, shape.clone(), Device::Cpu)?.to(dev)?;
     shape.extend([m, m]);
     let p = Tensor::from_vec(perms, shape, Device::Cpu)?
         .to_dtype(dt)?
@@ -48,6 +59,8 @@ fn factor(op: &str, a: &Tensor) -> Result<Factored> {
         lu: lu[0].clone(),
         pivots,
         p,
+        info,
+        first_zero,
     })
 }
 
@@ -119,11 +132,32 @@ fn backward(p: &Tensor, lu: &Tensor, g: &Tensor, m: usize, n: usize) -> Result<T
 /// `torch.linalg.lu_factor(A)`): `(LU, pivots)` with L's strict lower part and U's upper
 /// part in one `m x n` matrix and `pivots` (int32, 1-based, `min(m, n)` of them, as
 /// LAPACK's `getrf`): at step i, row i was swapped with row `pivots[i]`. Float32 or
-/// float64, batched; any shape. A singular matrix factorises too (U has a zero on its
-/// diagonal), as in torch.
+/// float64, batched; any shape. As torch's, a zero on U's diagonal is an error (lu_solve
+/// would divide by it); [`lu`] and [`lu_factor_ex`] factorise such a matrix anyway.
 pub fn lu_factor(a: &Tensor) -> Result<(Tensor, Tensor)> {
     let f = factor("lu_factor", a)?;
+    if let Some((b, j)) = f.first_zero {
+        let j1 = j + 1; // 1-based, as torch's message counts
+        let which = if a.rank() > 2 {
+            format!(" of matrix {b} of the batch")
+        } else {
+            String::new()
+        };
+        return Err(Error::Invalid(format!(
+            "linalg.lu_factor: U[{j1},{j1}]{which} is zero, so lu_solve would divide by zero \
+             (shape {:?}); linalg.lu or linalg.lu_factor_ex factorise it anyway",
+            a.shape()
+        )));
+    }
     Ok((f.lu, f.pivots))
+}
+
+/// [`lu_factor`] without the check (torch's `torch.linalg.lu_factor_ex(A)`): `(LU, pivots,
+/// info)`, `info` (int32, one per matrix) 0 or the 1-based step of the first zero pivot,
+/// as LAPACK's.
+pub fn lu_factor_ex(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    let f = factor("lu_factor_ex", a)?;
+    Ok((f.lu, f.pivots, f.info))
 }
 
 /// `(P, L, U)` with `A = P L U` (torch's `torch.linalg.lu(A)`): P a permutation matrix,

@@ -31,8 +31,8 @@ mod qr;
 mod reshaped;
 mod spectral;
 mod systems;
-pub use cholesky::{cholesky, cholesky_inverse, cholesky_solve};
-pub use lu::{lu, lu_factor, lu_solve};
+pub use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve};
+pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve};
 pub use matrix_exp::matrix_exp;
 pub use norms::{matrix_norm, norm, vector_norm};
 pub use products::{cross, multi_dot, vander, vecdot};
@@ -44,13 +44,21 @@ pub use systems::{lstsq, solve_triangular};
 /// What one elimination gives: the reduced `[b, n, w]` matrix (its first `n` columns the
 /// identity when the system is regular), the product of the pivots with the sign of the row
 /// swaps (the determinant), the sum of `log |pivot|` and the sign alone (for `slogdet`), and
-/// whether a pivot was exactly zero (a singular matrix), each `[b]`.
+/// the step (1-based) of the first pivot that was exactly zero, 0 for none (LAPACK's `info`:
+/// nonzero for a singular matrix), each `[b]`.
 struct Reduced {
     m: Tensor,
     det: Tensor,
     sign: Tensor,
     logabs: Tensor,
-    singular: Tensor,
+    info: Tensor,
+}
+
+impl Reduced {
+    /// Per matrix, whether it is singular (a pivot was exactly zero).
+    fn singular(&self) -> Result<Tensor> {
+        self.info.ne(0)
+    }
 }
 
 /// Gauss-Jordan elimination of `m` (`[b, n, w]`, `w >= n`) with partial pivoting, under
@@ -64,7 +72,7 @@ fn eliminate(m: &Tensor, n: usize) -> Result<Reduced> {
         let mut det = Tensor::ones_dtype([b], dt, dev)?;
         let mut sign = det.clone();
         let mut logabs = Tensor::zeros_dtype([b], dt, dev)?;
-        let mut singular = Tensor::zeros_dtype([b], DType::Bool, dev)?;
+        let mut info = Tensor::zeros_dtype([b], DType::I64, dev)?;
         let zero = Tensor::zeros_dtype((), dt, dev)?;
         let one = Tensor::ones_dtype((), dt, dev)?;
         for k in 0..n {
@@ -93,7 +101,9 @@ fn eliminate(m: &Tensor, n: usize) -> Result<Reduced> {
             sign = sign.mul(&pv_flat.sign()?)?.mul(&swap_sign)?;
             logabs = logabs.add(&pv_flat.abs()?.log()?)?;
             let is_zero = pv_flat.eq(0)?;
-            singular = singular.logical_or(&is_zero)?;
+            let first = is_zero.logical_and(&info.eq(0)?)?;
+            info =
+                Tensor::full_dtype((), (k + 1) as f64, DType::I64, dev)?.where_(&first, &info)?;
             let safe = one.where_(&pv.eq(0)?, &pv)?;
             let row = m.narrow(1, k, 1)?.div(&safe)?;
             let f = zero.where_(&is_k, &m.narrow(2, k, 1)?)?;
@@ -105,7 +115,7 @@ fn eliminate(m: &Tensor, n: usize) -> Result<Reduced> {
             det,
             sign,
             logabs,
-            singular,
+            info,
         })
     })
 }
@@ -151,7 +161,7 @@ fn broadcast_batch(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
 }
 
 fn refuse_singular(op: &str, red: &Reduced, a: &Tensor) -> Result<()> {
-    if red.singular.any()?.to_vec::<bool>()?[0] {
+    if red.singular()?.any()?.to_vec::<bool>()?[0] {
         return Err(Error::Invalid(format!(
             "linalg.{op}: the matrix is singular (a pivot of its elimination is exactly zero), \
              so the system has no unique solution (shape {:?})",
@@ -166,6 +176,20 @@ fn refuse_singular(op: &str, red: &Reduced, a: &Tensor) -> Result<()> {
 /// last dimension or it is 1-D; the batch dimensions broadcast. A singular `A` is an error,
 /// as in torch. Both float32 or both float64.
 pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    Ok(solve_with(a, b, true)?.0)
+}
+
+/// [`solve`] without the check for a singular `A` (torch's `torch.linalg.solve_ex(A, B)`):
+/// `(X, info)` with `info` (int32, one per matrix of the batch) 0 where `A` is regular and
+/// otherwise the step of the first zero pivot, 1-based, as LAPACK's; where `info` is not 0,
+/// `X` holds what the elimination gave with that pivot skipped, which solves nothing
+/// (torch's is unspecified there too).
+pub fn solve_ex(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    solve_with(a, b, false)
+}
+
+/// `(X, info)` for [`solve`] and [`solve_ex`]; `check` refuses a singular `A`.
+fn solve_with(a: &Tensor, b: &Tensor, check: bool) -> Result<(Tensor, Tensor)> {
     let n = square("solve", a)?;
     if a.dtype() != b.dtype() {
         return Err(Error::Invalid(format!(
@@ -200,20 +224,19 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         s.extend_from_slice(&last);
         s
     };
-    let x = autograd::no_grad(|| -> Result<Tensor> {
+    let (x, info) = autograd::no_grad(|| -> Result<(Tensor, Tensor)> {
         let aa = a.broadcast_to(with([n, n]))?.reshape([count, n, n])?;
         let bb = bm.broadcast_to(with([n, k]))?.reshape([count, n, k])?;
         let red = eliminate(&Tensor::cat(&[&aa, &bb], 2)?, n)?;
-        refuse_singular("solve", &red, a)?;
-        let x = red.m.narrow(2, n, k)?.reshape(with([n, k]))?;
-        if vector {
-            x.squeeze(-1)
-        } else {
-            Ok(x)
+        if check {
+            refuse_singular("solve", &red, a)?;
         }
+        let info = red.info.to_dtype(DType::I32)?.reshape(batch.clone())?;
+        let x = red.m.narrow(2, n, k)?.reshape(with([n, k]))?;
+        Ok((if vector { x.squeeze(-1)? } else { x }, info))
     })?;
     let (as_, xs) = (Saved::new(a), Saved::new(&x));
-    Ok(record(x, "linalg_solve", &[a, b], move |g| {
+    let x = record(x, "linalg_solve", &[a, b], move |g| {
         // torch's: gB = solve(A^T, g), gA = -gB X^T (outer products for vectors).
         let (a, x) = (as_.get()?, xs.get()?);
         let at = a.transpose(-2, -1)?;
@@ -224,7 +247,8 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             gb.matmul(&x.transpose(-2, -1)?)?.neg()?
         };
         Ok(vec![Some(ga), Some(gb)])
-    }))
+    });
+    Ok((x, info))
 }
 
 /// The inverse of a square matrix or of each in a batch (torch's `torch.linalg.inv`); a
@@ -236,6 +260,15 @@ pub fn inv(a: &Tensor) -> Result<Tensor> {
         Err(Error::Invalid(e)) => Err(Error::Invalid(e.replace("linalg.solve", "linalg.inv"))),
         r => Ok(autograd::relabel("linalg_inv", r?)),
     }
+}
+
+/// [`inv`] without the check for a singular matrix (torch's `torch.linalg.inv_ex(A)`):
+/// `(inverse, info)`, `info` as [`solve_ex`]'s.
+pub fn inv_ex(a: &Tensor) -> Result<(Tensor, Tensor)> {
+    let n = square("inv", a)?;
+    let eye = Tensor::eye(n, a.device())?.to_dtype(a.dtype())?;
+    let (x, info) = solve_ex(a, &eye)?;
+    Ok((autograd::relabel("linalg_inv_ex", x), info))
 }
 
 /// The determinant of a square matrix or of each in a batch (torch's `torch.linalg.det`),
@@ -266,7 +299,7 @@ pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
     let (red, batch) = reduce("slogdet", a)?;
     let zero = Tensor::zeros_dtype((), a.dtype(), a.device())?;
     let sign = zero
-        .where_(&red.singular, &red.sign)?
+        .where_(&red.singular()?, &red.sign)?
         .reshape(batch.clone())?;
     let logabs = red.logabs.reshape(batch)?;
     let as_ = Saved::new(a);
