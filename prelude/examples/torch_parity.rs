@@ -1432,7 +1432,10 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
                 0,
             )?,
         ),
-        "geqrf" => flat(vec![sq()?.geqrf()?.0, sq()?.geqrf()?.1]),
+        "geqrf" => {
+            let (a, tau) = sq()?.geqrf()?;
+            flat(vec![a, tau])
+        }
         "geqrf_tall" => {
             let (a, tau) = linalg::geqrf(&x.t()?)?;
             flat(vec![a, tau])

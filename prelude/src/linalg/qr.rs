@@ -157,17 +157,17 @@ pub fn householder_product(a: &Tensor, tau: &Tensor) -> Result<Tensor> {
         )));
     }
     let (dev, dt) = (a.device(), a.dtype());
-    let vector = |f: &dyn Fn(usize) -> f64| -> Result<Tensor> {
-        Tensor::from_vec((0..m).map(f).collect::<Vec<f64>>(), [m, 1], dev)?.to_dtype(dt)
-    };
+    // Row indices as a column, on A's device: each reflection's masks are comparisons with
+    // it (no upload per reflection), as the eliminations in mod.rs and cholesky.rs build theirs.
+    let rows = Tensor::arange(0i64, m as i64, dev)?.reshape([m, 1])?;
     let mut scale_shape = batch.to_vec();
     scale_shape.extend([1, 1]);
     // Y = E (the identity's first n columns, batched), then Y <- H_i Y from the last i.
     let eye = Tensor::eye(m, dev)?.to_dtype(dt)?.narrow(1, 0, n)?;
     let mut y = Tensor::zeros_dtype(a.shape().to_vec(), dt, dev)?.add(&eye)?;
     for i in (0..k).rev() {
-        let below = vector(&|row| f64::from(u8::from(row > i)))?;
-        let one = vector(&|row| f64::from(u8::from(row == i)))?;
+        let below = rows.gt(i as i64)?.to_dtype(dt)?;
+        let one = rows.eq(i as i64)?.to_dtype(dt)?;
         let v = a.narrow(-1, i, 1)?.mul(&below)?.add(&one)?;
         let t = tau.narrow(-1, i, 1)?.reshape(scale_shape.clone())?;
         let vty = v.transpose(-2, -1)?.matmul(&y)?;

@@ -4,6 +4,7 @@
 
 use super::{inv, solve};
 use crate::error::{Error, Result};
+use crate::tensor::shape::resolve_dim;
 use crate::tensor::Tensor;
 
 /// The inverse of `a` read as a matrix with rows `a.shape[..ind]` and columns
@@ -41,18 +42,13 @@ pub fn tensorinv(a: &Tensor, ind: usize) -> Result<Tensor> {
 pub fn tensorsolve(a: &Tensor, b: &Tensor, dims: Option<&[isize]>) -> Result<Tensor> {
     let a = match dims {
         Some(dims) => {
-            let rank = a.rank() as isize;
             let moved = dims
                 .iter()
-                .map(|&d| if d < 0 { d + rank } else { d })
-                .collect::<Vec<_>>();
-            if let Some(bad) = moved.iter().find(|&&d| d < 0 || d >= rank) {
-                return Err(Error::BadShape(format!(
-                    "linalg.tensorsolve: dimension {bad} is out of range for shape {:?}",
-                    a.shape()
-                )));
-            }
-            let mut perm: Vec<isize> = (0..rank).filter(|d| !moved.contains(d)).collect();
+                .map(|&d| resolve_dim(d, a.rank()).map(|d| d as isize))
+                .collect::<Result<Vec<_>>>()?;
+            let mut perm: Vec<isize> = (0..a.rank() as isize)
+                .filter(|d| !moved.contains(d))
+                .collect();
             perm.extend(&moved);
             a.permute(&perm)?
         }
