@@ -93,7 +93,7 @@ MORE = ("isnan isinf isfinite sisnan sisinf sisfinite square reciprocal rsqrt sr
         "det det_2 det_batch slogdet inv inv_2 inv_singular solve solve_vec solve_batch solve_bad " +
         "lgamma slgamma digamma sdigamma polygamma1 spolygamma1 polygamma2 polygamma3 mvlgamma "
         "mvlgamma_3 erfc serfc erfinv serfinv zeta zeta_q zeta_number zeta_other ndtr sndtr entr "
-        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_ " + "vector_norm3 vector_norm_dim vector_norm_inf vector_norm_ninf vector_norm0 vector_norm_neg vector_norm_half svector_norm3 svector_norm_inf matrix_norm_fro matrix_norm1 matrix_norm_ninf matrix_norm_inf matrix_power0 matrix_power1 matrix_power3 matrix_power5 matrix_power_neg cholesky cholesky_upper cholesky_bad logcumsumexp logcumsumexp_wide logcumsumexp_d0 slogcumsumexp " + "qr qr_tall qr_sq qr_complete qr_r eigh eigh_upper eigvalsh svd svd_full svd_sq svdvals matrix_norm2 matrix_norm_n2 matrix_norm_nuc matrix_rank matrix_rank_low matrix_rank_rtol pinv pinv_sq pinv_rank1 cond cond_fro cond_tall " + "solve_triangular solve_triangular_right solve_triangular_unit lstsq lstsq_res lstsq_gelsd lstsq_rank lstsq_vec multi_dot multi_dot_vec vecdot vecdot_d0 vander vander_n " + "lu_factor lu_pivots lu lu_tall lu_wide lu_solve lu_solve_adj lu_solve_right " + "matrix_exp matrix_exp_big matrix_exp_batch lnorm lnorm_ord lnorm_dim lnorm_mat lnorm_mat_dims logdet logdet_neg cholesky_solve cholesky_solve_upper cholesky_inverse cholesky_inverse_upper pinverse " + "tensordot tensordot_dims tensordot_0 tensordot_bcast tensorinv tensorsolve tensorsolve_dims householder_product householder_batch geqrf geqrf_tall orgqr lcross lcross_rank ldiagonal ldiagonal_off " + "inv_ex inv_ex_singular solve_ex cholesky_ex cholesky_ex_bad lu_factor_ex lu_factor_ex_singular lu_factor_singular").split()
+        "sentr xlog1py sxlog1py lgamma_ erfinv_ polygamma_ " + "vector_norm3 vector_norm_dim vector_norm_inf vector_norm_ninf vector_norm0 vector_norm_neg vector_norm_half svector_norm3 svector_norm_inf matrix_norm_fro matrix_norm1 matrix_norm_ninf matrix_norm_inf matrix_power0 matrix_power1 matrix_power3 matrix_power5 matrix_power_neg cholesky cholesky_upper cholesky_bad logcumsumexp logcumsumexp_wide logcumsumexp_d0 slogcumsumexp " + "qr qr_tall qr_sq qr_complete qr_r eigh eigh_upper eigvalsh svd svd_full svd_sq svdvals matrix_norm2 matrix_norm_n2 matrix_norm_nuc matrix_rank matrix_rank_low matrix_rank_rtol pinv pinv_sq pinv_rank1 cond cond_fro cond_tall " + "solve_triangular solve_triangular_right solve_triangular_unit lstsq lstsq_res lstsq_gelsd lstsq_rank lstsq_vec multi_dot multi_dot_vec vecdot vecdot_d0 vander vander_n " + "lu_factor lu_pivots lu lu_tall lu_wide lu_solve lu_solve_adj lu_solve_right " + "matrix_exp matrix_exp_big matrix_exp_batch lnorm lnorm_ord lnorm_dim lnorm_mat lnorm_mat_dims logdet logdet_neg cholesky_solve cholesky_solve_upper cholesky_inverse cholesky_inverse_upper pinverse " + "tensordot tensordot_dims tensordot_0 tensordot_bcast tensorinv tensorsolve tensorsolve_dims householder_product householder_batch geqrf geqrf_tall orgqr lcross lcross_rank ldiagonal ldiagonal_off " + "inv_ex inv_ex_singular solve_ex cholesky_ex cholesky_ex_bad lu_factor_ex lu_factor_ex_singular lu_factor_singular " + "margin_ranking margin_ranking_none hinge_embedding hinge_embedding_sum soft_margin soft_margin_none cosine_embedding cosine_embedding_vec cosine_embedding_none triplet triplet_swap_p1 triplet_none triplet_bad multi_margin multi_margin_p2_w multi_margin_vec multi_margin_none multi_margin_bad multilabel_margin multilabel_margin_none multilabel_margin_vec multilabel_soft multilabel_soft_w multilabel_soft_none poisson_nll poisson_nll_rate_full poisson_nll_none gaussian_nll gaussian_nll_eps gaussian_nll_var gaussian_nll_row gaussian_nll_bad gaussian_nll_none").split()
 MORE_MADE_EXTRA = "logspace logspace_base2 logspace_one".split()
 MORE_MADE = "linspace linspace_one linspace_none eye eye_none tril_indices triu_indices".split()
 # The class losses' options: class weights, ignored targets (-100 or another index), label
@@ -172,6 +172,12 @@ KNOWN = {
     # torch's CPU trace has no float16/bfloat16 kernel; gpulab sums the diagonal in the
     # tensor's dtype, as it sums anything else.
     **{f"more trace {d} {w}": "torch's CPU trace has no half-precision kernel"
+       for d in ("f16", "bf16") for w in ("out", "x")},
+    # torch's CPU multi_margin_loss and multilabel_margin_loss have no float16/bfloat16
+    # kernels (its CUDA ones do); gpulab composes them from ops every dtype has.
+    **{f"more {op} {d} {w}": "torch's CPU class-margin losses have no half-precision kernel"
+       for op in ("multi_margin", "multi_margin_p2_w", "multi_margin_vec", "multi_margin_none",
+                  "multilabel_margin", "multilabel_margin_none", "multilabel_margin_vec")
        for d in ("f16", "bf16") for w in ("out", "x")},
     # A negative float cast to uint8 is undefined behaviour in C++; torch's CPU wraps through
     # int64 (-3.0 -> 253), CUDA's conversion instruction saturates. gpulab saturates (0) on
@@ -768,6 +774,9 @@ def torch_results(lines, device):
         w1 = lambda: ramp([3, 2, 2], 5, 2.0, 0.25, d)  # noqa: E731
         b1 = lambda: ramp([3], 3, 1.0, 0.5, d)  # noqa: E731
         both = lambda p: torch.cat([p[0].double().flatten(), p[1].double().flatten()])  # noqa: E731
+        pm = lambda: (y > 0.5).long() * 2 - 1  # noqa: E731
+        cls = lambda: torch.tensor([2, 0], device=dev)  # noqa: E731
+        ml = lambda: torch.tensor([[2, -1, 0], [1, 1, -1]], device=dev)  # noqa: E731
         F = torch.nn.functional
         out = {
             "isnan": lambda: torch.isnan(x), "isinf": lambda: torch.isinf(x),
@@ -1156,6 +1165,41 @@ def torch_results(lines, device):
                                                                           torch.stack([x[1, :1], y[1, :1]])),
             "geqrf": lambda: cat_flat(torch.geqrf(sq())), "geqrf_tall": lambda: cat_flat(torch.geqrf(x.mT)),
             "orgqr": lambda: torch.orgqr(*torch.geqrf(x.mT.detach())) + x.mT,
+            # The margin, embedding and likelihood losses: pm are targets of 1 or -1 (int64),
+            # cls class indices, ml label lists ended by -1 (one listed twice).
+            "margin_ranking": lambda: F.margin_ranking_loss(x, y, pm(), 0.5),
+            "margin_ranking_none": lambda: F.margin_ranking_loss(x, y, pm(), 0.5, reduction="none"),
+            "hinge_embedding": lambda: F.hinge_embedding_loss(x, pm(), 1.5),
+            "hinge_embedding_sum": lambda: F.hinge_embedding_loss(x, pm(), reduction="sum"),
+            "soft_margin": lambda: F.soft_margin_loss(x, pm()),
+            "soft_margin_none": lambda: F.soft_margin_loss(x, pm(), reduction="none"),
+            "cosine_embedding": lambda: F.cosine_embedding_loss(x, y, pm()[:, 0], 0.25),
+            "cosine_embedding_vec": lambda: F.cosine_embedding_loss(x[0], y[0], pm()[0, 0]),
+            "cosine_embedding_none": lambda: F.cosine_embedding_loss(x, y, pm()[:, 1], reduction="none"),
+            "triplet": lambda: F.triplet_margin_loss(x, y, y.flip(0)),
+            "triplet_swap_p1": lambda: F.triplet_margin_loss(x, y, y.flip(0), margin=0.5, p=1, swap=True),
+            "triplet_none": lambda: F.triplet_margin_loss(x, y.flip(1), y, reduction="none"),
+            "triplet_bad": lambda: F.triplet_margin_loss(x, y, y, margin=0.0),
+            "multi_margin": lambda: F.multi_margin_loss(x, cls()),
+            "multi_margin_p2_w": lambda: F.multi_margin_loss(x, cls(), p=2, margin=0.5, weight=b1().detach()),
+            "multi_margin_vec": lambda: F.multi_margin_loss(x[1], cls()[:1]),
+            "multi_margin_none": lambda: F.multi_margin_loss(x, cls(), reduction="none"),
+            "multi_margin_bad": lambda: F.multi_margin_loss(x, cls() + 1),
+            "multilabel_margin": lambda: F.multilabel_margin_loss(x, ml()),
+            "multilabel_margin_none": lambda: F.multilabel_margin_loss(x, ml(), reduction="none"),
+            "multilabel_margin_vec": lambda: F.multilabel_margin_loss(x[1], ml()[1]),
+            "multilabel_soft": lambda: F.multilabel_soft_margin_loss(x, (y > 0.5).long()),
+            "multilabel_soft_w": lambda: F.multilabel_soft_margin_loss(x, (y > 0.5).long(), weight=b1().detach()),
+            "multilabel_soft_none": lambda: F.multilabel_soft_margin_loss(x, (y > 0.5).long(), reduction="none"),
+            "poisson_nll": lambda: F.poisson_nll_loss(x, y.abs()),
+            "poisson_nll_rate_full": lambda: F.poisson_nll_loss(x.abs(), y.abs() * 3, log_input=False, full=True),
+            "poisson_nll_none": lambda: F.poisson_nll_loss(x, y.abs(), reduction="none"),
+            "gaussian_nll": lambda: F.gaussian_nll_loss(x, y, y.abs() + 0.25),
+            "gaussian_nll_eps": lambda: F.gaussian_nll_loss(x, y, y.abs(), eps=0.5),
+            "gaussian_nll_var": lambda: F.gaussian_nll_loss(y, y.flip(0), x + 1.5, eps=0.5),
+            "gaussian_nll_row": lambda: F.gaussian_nll_loss(x, y, y.abs()[:, 0] + 0.5, full=True),
+            "gaussian_nll_bad": lambda: F.gaussian_nll_loss(x, y, y),
+            "gaussian_nll_none": lambda: F.gaussian_nll_loss(x, y, y.abs() + 0.25, reduction="none"),
             "lcross": lambda: torch.linalg.cross(x, y), "lcross_rank": lambda: torch.linalg.cross(x[0], y),
             "ldiagonal": lambda: torch.linalg.diagonal(x), "ldiagonal_off": lambda: torch.linalg.diagonal(x, offset=1),
             "logcumsumexp": lambda: torch.logcumsumexp(x, 1),

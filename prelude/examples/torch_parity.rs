@@ -788,6 +788,10 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         Tensor::cat(&all, 0)
     };
     let idx = |v: Vec<i64>, shape: &[usize]| Tensor::from_vec(v, shape.to_vec(), dev);
+    // Targets of 1 or -1, class indices and label lists (as torch_parity.py's pm, cls, ml).
+    let pm = || y.gt(0.5)?.to_dtype(DType::I64)?.mul(2)?.sub(1);
+    let cls = || idx(vec![2, 0], &[2]);
+    let ml = || idx(vec![2, -1, 0, 1, 1, -1], &[2, 3]);
     // A regular 3 x 3 matrix holding x (as torch_parity.py's `sq`).
     let sq =
         || Tensor::cat(&[x.clone(), y.narrow(0, 0, 1)?], 0)?.add(&Tensor::eye(3, dev)?.mul(3)?);
@@ -1444,6 +1448,90 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             let (a, tau) = x.t()?.detach().geqrf()?;
             a.orgqr(&tau)?.add(&x.t()?)
         }
+        "margin_ranking" => F::margin_ranking_loss(&x, &y, &pm()?, 0.5),
+        "margin_ranking_none" => nn::MarginRankingLoss::new()
+            .margin(0.5)
+            .reduction(nn::Reduction::None)
+            .forward(&x, &y, &pm()?),
+        "hinge_embedding" => F::hinge_embedding_loss(&x, &pm()?, 1.5),
+        "hinge_embedding_sum" => nn::HingeEmbeddingLoss::new()
+            .reduction(nn::Reduction::Sum)
+            .forward(&x, &pm()?),
+        "soft_margin" => F::soft_margin_loss(&x, &pm()?),
+        "soft_margin_none" => nn::SoftMarginLoss::new()
+            .reduction(nn::Reduction::None)
+            .forward(&x, &pm()?),
+        "cosine_embedding" => F::cosine_embedding_loss(&x, &y, &pm()?.select(1, 0)?, 0.25),
+        "cosine_embedding_vec" => F::cosine_embedding_loss(
+            &x.select(0, 0)?,
+            &y.select(0, 0)?,
+            &pm()?.select(0, 0)?.select(0, 0)?,
+            0.0,
+        ),
+        "cosine_embedding_none" => nn::CosineEmbeddingLoss::new()
+            .reduction(nn::Reduction::None)
+            .forward(&x, &y, &pm()?.select(1, 1)?),
+        "triplet" => F::triplet_margin_loss(&x, &y, &y.flip(&[0])?, F::TripletMargin::default()),
+        "triplet_swap_p1" => {
+            let how = F::TripletMargin {
+                margin: 0.5,
+                p: 1.0,
+                swap: true,
+                ..Default::default()
+            };
+            F::triplet_margin_loss(&x, &y, &y.flip(&[0])?, how)
+        }
+        "triplet_none" => nn::TripletMarginLoss::new()
+            .reduction(nn::Reduction::None)
+            .forward(&x, &y.flip(&[1])?, &y),
+        "triplet_bad" => nn::TripletMarginLoss::new().margin(0.0).forward(&x, &y, &y),
+        "multi_margin" => F::multi_margin_loss(&x, &cls()?, 1, 1.0, None),
+        "multi_margin_p2_w" => F::multi_margin_loss(&x, &cls()?, 2, 0.5, Some(&b1()?.detach())),
+        "multi_margin_vec" => {
+            F::multi_margin_loss(&x.select(0, 1)?, &cls()?.narrow(0, 0, 1)?, 1, 1.0, None)
+        }
+        "multi_margin_none" => nn::MultiMarginLoss::new()
+            .reduction(nn::Reduction::None)
+            .forward(&x, &cls()?),
+        "multi_margin_bad" => F::multi_margin_loss(&x, &cls()?.add(1)?, 1, 1.0, None),
+        "multilabel_margin" => F::multilabel_margin_loss(&x, &ml()?),
+        "multilabel_margin_none" => nn::MultiLabelMarginLoss::new()
+            .reduction(nn::Reduction::None)
+            .forward(&x, &ml()?),
+        "multilabel_margin_vec" => {
+            F::multilabel_margin_loss(&x.select(0, 1)?, &ml()?.select(0, 1)?)
+        }
+        "multilabel_soft" => {
+            F::multilabel_soft_margin_loss(&x, &y.gt(0.5)?.to_dtype(DType::I64)?, None)
+        }
+        "multilabel_soft_w" => {
+            F::multilabel_soft_margin_loss(&x, &y.gt(0.5)?.to_dtype(DType::I64)?, Some(&b1()?.detach()))
+        }
+        "multilabel_soft_none" => nn::MultiLabelSoftMarginLoss::new()
+            .reduction(nn::Reduction::None)
+            .forward(&x, &y.gt(0.5)?.to_dtype(DType::I64)?),
+        "poisson_nll" => F::poisson_nll_loss(&x, &y.abs()?, F::PoissonNll::default()),
+        "poisson_nll_rate_full" => {
+            let how = F::PoissonNll {
+                log_input: false,
+                full: true,
+                ..Default::default()
+            };
+            F::poisson_nll_loss(&x.abs()?, &y.abs()?.mul(3)?, how)
+        }
+        "poisson_nll_none" => nn::PoissonNLLLoss::new()
+            .reduction(nn::Reduction::None)
+            .forward(&x, &y.abs()?),
+        "gaussian_nll" => F::gaussian_nll_loss(&x, &y, &y.abs()?.add(0.25)?, false, 1e-6),
+        "gaussian_nll_eps" => F::gaussian_nll_loss(&x, &y, &y.abs()?, false, 0.5),
+        "gaussian_nll_var" => F::gaussian_nll_loss(&y, &y.flip(&[0])?, &x.add(1.5)?, false, 0.5),
+        "gaussian_nll_row" => {
+            F::gaussian_nll_loss(&x, &y, &y.abs()?.select(1, 0)?.add(0.5)?, true, 1e-6)
+        }
+        "gaussian_nll_bad" => F::gaussian_nll_loss(&x, &y, &y, false, 1e-6),
+        "gaussian_nll_none" => nn::GaussianNLLLoss::new()
+            .reduction(nn::Reduction::None)
+            .forward(&x, &y, &y.abs()?.add(0.25)?),
         "lcross" => linalg::cross(&x, &y, -1),
         "lcross_rank" => linalg::cross(&x.select(0, 0)?, &y, -1),
         "ldiagonal" => linalg::diagonal(&x, 0, -2, -1),

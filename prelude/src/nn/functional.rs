@@ -21,9 +21,15 @@ use super::class_loss::class_loss;
 pub use super::class_loss::ClassLossOptions;
 pub use super::conv::{conv2d, conv_transpose2d};
 pub use super::conv1d::{avg_pool1d, conv1d, max_pool1d};
+pub use super::likelihood_loss::{gaussian_nll_loss, poisson_nll_loss, PoissonNll};
 use super::loss::Reduction;
 pub use super::loss::{
     binary_cross_entropy, huber_loss, kl_div, l1_loss, nll_loss, nll_loss_with, smooth_l1_loss,
+};
+pub use super::margin_loss::{
+    cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
+    multilabel_margin_loss, multilabel_soft_margin_loss, soft_margin_loss, triplet_margin_loss,
+    TripletMargin,
 };
 pub use super::norm::{batch_norm, group_norm, instance_norm, layer_norm};
 pub use super::pad::pad;

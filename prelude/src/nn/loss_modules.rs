@@ -59,6 +59,7 @@ macro_rules! loss_module {
         }
     };
 }
+pub(super) use loss_module;
 
 loss_module!(
     /// torch's `nn.MSELoss`: squared differences (`F::mse_loss`).

@@ -23,8 +23,11 @@ mod conv_layers;
 mod embedding;
 pub mod functional;
 pub mod init;
+mod likelihood_loss;
 mod loss;
 mod loss_modules;
+mod margin_loss;
+mod margin_modules;
 mod norm;
 mod pad;
 mod pointwise;
@@ -43,10 +46,17 @@ pub use conv::{Padding, Size2};
 pub use conv1d::{AvgPool1d, Conv1d, MaxPool1d, Padding1};
 pub use conv_layers::{Conv2d, ConvTranspose2d};
 pub use embedding::Embedding;
+pub use likelihood_loss::PoissonNll;
 pub use loss::{KlReduction, Reduction};
 pub use loss_modules::{
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
     SmoothL1Loss,
+};
+pub use margin_loss::TripletMargin;
+pub use margin_modules::{
+    CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
+    MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
+    SoftMarginLoss, TripletMarginLoss,
 };
 pub use norm::{
     BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm, InstanceNorm1d, InstanceNorm2d,
