@@ -1504,9 +1504,11 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "multilabel_soft" => {
             F::multilabel_soft_margin_loss(&x, &y.gt(0.5)?.to_dtype(DType::I64)?, None)
         }
-        "multilabel_soft_w" => {
-            F::multilabel_soft_margin_loss(&x, &y.gt(0.5)?.to_dtype(DType::I64)?, Some(&b1()?.detach()))
-        }
+        "multilabel_soft_w" => F::multilabel_soft_margin_loss(
+            &x,
+            &y.gt(0.5)?.to_dtype(DType::I64)?,
+            Some(&b1()?.detach()),
+        ),
         "multilabel_soft_none" => nn::MultiLabelSoftMarginLoss::new()
             .reduction(nn::Reduction::None)
             .forward(&x, &y.gt(0.5)?.to_dtype(DType::I64)?),
