@@ -485,6 +485,103 @@ fn softmax_and_losses() {
 }
 
 #[test]
+fn margin_and_likelihood_losses() {
+    // Every input that takes a gradient in torch; the hinges' kinks are avoided by the
+    // inputs' spread (no term lands within h of zero).
+    let sign = Tensor::from_vec(vec![1.0, -1.0, -1.0, 1.0, 1.0, -1.0], (2, 3), CPU).unwrap();
+    let s = sign.clone();
+    check(
+        "margin_ranking_loss",
+        vec![input(&[2, 3], 600), input(&[2, 3], 601)],
+        move |x| F::margin_ranking_loss(&x[0], &x[1], &s, 0.3),
+    );
+    let s = sign.clone();
+    check(
+        "hinge_embedding_loss",
+        vec![input(&[2, 3], 602)],
+        move |x| F::hinge_embedding_loss(&x[0], &s, 0.8),
+    );
+    let s = sign.clone();
+    check("soft_margin_loss", vec![input(&[2, 3], 603)], move |x| {
+        F::soft_margin_loss(&x[0], &s)
+    });
+    let pairs = Tensor::from_vec(vec![1.0, -1.0, -1.0], 3, CPU).unwrap();
+    check(
+        "cosine_embedding_loss",
+        vec![input(&[3, 4], 604), input(&[3, 4], 605)],
+        move |x| F::cosine_embedding_loss(&x[0], &x[1], &pairs, -0.2),
+    );
+    for (p, swap) in [(2.0, false), (1.0, true)] {
+        let how = F::TripletMargin {
+            margin: 1.5,
+            p,
+            swap,
+            ..Default::default()
+        };
+        check(
+            &format!("triplet_margin_loss p {p} swap {swap}"),
+            vec![
+                input(&[3, 4], 606),
+                input(&[3, 4], 607),
+                input(&[3, 4], 608),
+            ],
+            move |x| F::triplet_margin_loss(&x[0], &x[1], &x[2], how),
+        );
+    }
+    let classes = Tensor::from_vec(vec![2i64, 0, 3], 3, CPU).unwrap();
+    let weight = Tensor::from_vec(vec![0.5, 1.5, 1.0, 2.0], 4, CPU).unwrap();
+    for p in [1, 2] {
+        let (c, w) = (classes.clone(), weight.clone());
+        check(
+            &format!("multi_margin_loss p {p}"),
+            vec![input(&[3, 4], 609)],
+            move |x| F::multi_margin_loss(&x[0], &c, p, 0.9, Some(&w)),
+        );
+    }
+    let labels = Tensor::from_vec(vec![3i64, 0, -1, 1, 1, 2, 2, -1, 1, -1, 0, 0], (3, 4), CPU);
+    let labels = labels.unwrap();
+    check(
+        "multilabel_margin_loss",
+        vec![input(&[3, 4], 610)],
+        move |x| F::multilabel_margin_loss(&x[0], &labels),
+    );
+    let on = Tensor::from_vec(vec![1i64, 0, 0, 1, 1, 1, 0, 0], (2, 4), CPU).unwrap();
+    let w = weight.clone();
+    check(
+        "multilabel_soft_margin_loss",
+        vec![input(&[2, 4], 611)],
+        move |x| F::multilabel_soft_margin_loss(&x[0], &on, Some(&w)),
+    );
+    check(
+        "poisson_nll_loss log input",
+        vec![input(&[2, 3], 612), positive(&[2, 3], 613)],
+        |x| F::poisson_nll_loss(&x[0], &x[1], F::PoissonNll::default()),
+    );
+    // Rates and counts above 1, so Stirling's term is taken for every target.
+    let how = F::PoissonNll {
+        log_input: false,
+        full: true,
+        ..Default::default()
+    };
+    check(
+        "poisson_nll_loss rate, full",
+        vec![positive(&[2, 3], 614), positive(&[2, 3], 615)],
+        move |x| F::poisson_nll_loss(&x[0], &x[1].add(1.0)?, how),
+    );
+    for (vshape, full) in [(&[3, 4][..], true), (&[3, 1][..], false), (&[3][..], false)] {
+        check(
+            &format!("gaussian_nll_loss var {vshape:?} full {full}"),
+            vec![
+                input(&[3, 4], 616),
+                input(&[3, 4], 617),
+                positive(vshape, 618),
+            ],
+            move |x| F::gaussian_nll_loss(&x[0], &x[1], &x[2], full, 1e-6),
+        );
+    }
+}
+
+#[test]
 fn extra_activations() {
     // Away from the kinks (finite differences there are meaningless).
     let away = |t: Tensor, kinks: &[f64]| {

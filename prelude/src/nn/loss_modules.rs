@@ -14,6 +14,25 @@ use super::loss::{
 use crate::error::Result;
 use crate::tensor::Tensor;
 
+/// `new()` and torch's `reduction=` builder for a loss module that derives `Default`; the
+/// reduction lives at `self.reduction`, or at `self.<field>.reduction` when a field is named.
+macro_rules! reduction_builder {
+    ($name:ident $(. $field:ident)?) => {
+        impl $name {
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
+            pub fn reduction(mut self, reduction: Reduction) -> Self {
+                self$(.$field)?.reduction = reduction;
+                self
+            }
+        }
+    };
+}
+pub(super) use reduction_builder;
+
 /// One loss module: a reduction to set and, for some, one threshold (`beta`, `delta`) with
 /// torch's default, passed to the function before the reduction.
 macro_rules! loss_module {
@@ -34,17 +53,9 @@ macro_rules! loss_module {
             }
         }
 
+        reduction_builder!($name);
+
         impl $name {
-            pub fn new() -> Self {
-                Self::default()
-            }
-
-            /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
-            pub fn reduction(mut self, reduction: Reduction) -> Self {
-                self.reduction = reduction;
-                self
-            }
-
             $(
                 #[doc = $pdoc]
                 pub fn $param(mut self, $param: f64) -> Self {
@@ -78,17 +89,9 @@ macro_rules! class_loss_module {
             opts: ClassLossOptions,
         }
 
+        reduction_builder!($name.opts);
+
         impl $name {
-            pub fn new() -> Self {
-                Self::default()
-            }
-
-            /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
-            pub fn reduction(mut self, reduction: Reduction) -> Self {
-                self.opts.reduction = reduction;
-                self
-            }
-
             /// torch's `weight=`: one weight per class (`[C]`, on the input's device).
             pub fn weight(mut self, weight: Tensor) -> Self {
                 self.opts.weight = Some(weight);

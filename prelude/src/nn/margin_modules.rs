@@ -5,7 +5,7 @@
 
 use super::likelihood_loss::{gaussian_nll_loss_reduced, poisson_nll_loss_reduced, PoissonNll};
 use super::loss::Reduction;
-use super::loss_modules::loss_module;
+use super::loss_modules::{loss_module, reduction_builder};
 use super::margin_loss::{
     cosine_embedding_loss_reduced, hinge_embedding_loss_reduced, margin_ranking_loss_reduced,
     multi_margin_loss_reduced, multilabel_margin_loss_reduced, multilabel_soft_margin_loss_reduced,
@@ -40,17 +40,9 @@ macro_rules! pair_loss_module {
             margin: f64,
         }
 
+        reduction_builder!($name);
+
         impl $name {
-            pub fn new() -> Self {
-                Self::default()
-            }
-
-            /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
-            pub fn reduction(mut self, reduction: Reduction) -> Self {
-                self.reduction = reduction;
-                self
-            }
-
             /// torch's `margin=` (0 unless set).
             pub fn margin(mut self, margin: f64) -> Self {
                 self.margin = margin;
@@ -83,17 +75,9 @@ pub struct TripletMarginLoss {
     how: TripletMargin,
 }
 
+reduction_builder!(TripletMarginLoss);
+
 impl TripletMarginLoss {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
-    pub fn reduction(mut self, reduction: Reduction) -> Self {
-        self.reduction = reduction;
-        self
-    }
-
     /// torch's `margin=` (1 unless set; more than 0).
     pub fn margin(mut self, margin: f64) -> Self {
         self.how.margin = margin;
@@ -131,17 +115,9 @@ pub struct PoissonNLLLoss {
     how: PoissonNll,
 }
 
+reduction_builder!(PoissonNLLLoss);
+
 impl PoissonNLLLoss {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
-    pub fn reduction(mut self, reduction: Reduction) -> Self {
-        self.reduction = reduction;
-        self
-    }
-
     /// torch's `log_input=` (true unless set): the input is the rate's log.
     pub fn log_input(mut self, log_input: bool) -> Self {
         self.how.log_input = log_input;
@@ -184,17 +160,9 @@ impl Default for GaussianNLLLoss {
     }
 }
 
+reduction_builder!(GaussianNLLLoss);
+
 impl GaussianNLLLoss {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
-    pub fn reduction(mut self, reduction: Reduction) -> Self {
-        self.reduction = reduction;
-        self
-    }
-
     /// torch's `full=`: add the constant `log(2 pi) / 2`.
     pub fn full(mut self, full: bool) -> Self {
         self.full = full;
@@ -233,17 +201,9 @@ impl Default for MultiMarginLoss {
     }
 }
 
+reduction_builder!(MultiMarginLoss);
+
 impl MultiMarginLoss {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
-    pub fn reduction(mut self, reduction: Reduction) -> Self {
-        self.reduction = reduction;
-        self
-    }
-
     /// torch's `p=`: 1 (the default) or 2, the hinge squared.
     pub fn p(mut self, p: u32) -> Self {
         self.p = p;
@@ -277,17 +237,9 @@ pub struct MultiLabelSoftMarginLoss {
     weight: Option<Tensor>,
 }
 
+reduction_builder!(MultiLabelSoftMarginLoss);
+
 impl MultiLabelSoftMarginLoss {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// torch's `reduction=`: `Reduction::None`, `Mean` (the default) or `Sum`.
-    pub fn reduction(mut self, reduction: Reduction) -> Self {
-        self.reduction = reduction;
-        self
-    }
-
     /// torch's `weight=`: one weight per class, multiplying each class's term.
     pub fn weight(mut self, weight: Tensor) -> Self {
         self.weight = Some(weight);

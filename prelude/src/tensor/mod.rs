@@ -591,13 +591,17 @@ impl Tensor {
         if T::DTYPE != self.dtype() {
             return Err(self.wrong_type::<T>("to_vec"));
         }
-        let host = self.dense()?.read().to_cpu()?;
-        Ok(T::cpu_slice(&host).expect("dtype checked above").to_vec())
+        // The Vec handed back is a new host buffer: refused, not aborted, when it cannot fit.
+        host_mem::host_room(self.numel(), T::DTYPE)?;
+        self.dense()?
+            .read()
+            .with_host(|host| T::cpu_slice(host).expect("dtype checked above").to_vec())
     }
 
     /// Every element converted to f64, whatever the dtype (for printing and checking).
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
-        Ok(self.dense()?.read().to_cpu()?.to_f64_vec())
+        host_mem::host_room(self.numel(), DType::F64)?;
+        self.dense()?.read().with_host(CpuStorage::to_f64_vec)
     }
 
     /// The rows of a 2-D tensor.

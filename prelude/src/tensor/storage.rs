@@ -194,6 +194,8 @@ pub(crate) fn duplicate(b: &CudaBuf) -> Result<CudaBuf> {
 fn download_as<T: Copy>(b: &CudaBuf) -> Result<Vec<T>> {
     debug_assert_eq!(std::mem::size_of::<T>(), b.dtype.size_in_bytes());
     let n = b.len;
+    // A download bigger than the host's free memory would abort or get the process killed.
+    host_room(n, b.dtype)?;
     // Not zero-filled first (G16): the copy writes every element, and for a multi-GB tensor
     // the fill would be a second full pass over host memory.
     let mut out: Vec<T> = super::cpu::output_vec(n);
@@ -468,11 +470,12 @@ impl Storage {
         })
     }
 
-    /// The values on the host (waits for the GPU).
-    pub fn to_cpu(&self) -> Result<CpuStorage> {
+    /// `f` of the values on the host: CPU storage lent in place (no copy, so reading a
+    /// tensor back costs one buffer, not two), CUDA storage downloaded (waits for the GPU).
+    pub fn with_host<R>(&self, f: impl FnOnce(&CpuStorage) -> R) -> Result<R> {
         match self {
-            Storage::Cpu(c) => Ok(c.clone()),
-            Storage::Cuda(b) => download(b),
+            Storage::Cpu(c) => Ok(f(c)),
+            Storage::Cuda(b) => Ok(f(&download(b)?)),
         }
     }
 
