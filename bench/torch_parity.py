@@ -179,6 +179,11 @@ KNOWN = {
        for op in ("multi_margin", "multi_margin_p2_w", "multi_margin_vec", "multi_margin_none",
                   "multilabel_margin", "multilabel_margin_none", "multilabel_margin_vec")
        for d in ("f16", "bf16") for w in ("out", "x")},
+    # torch's CPU avg_pool3d, which local_response_norm uses for inputs of 4 or more
+    # dimensions, has no float16/bfloat16 kernel (its CUDA one does); gpulab sums the windows
+    # in float32 as torch's 3-D path (avg_pool2d) does.
+    **{f"nn lrn {d} {p} {w}": "torch's CPU avg_pool3d has no half-precision kernel"
+       for d in ("f16", "bf16") for p in ("s3", "s4") for w in ("out", "x")},
     # A negative float cast to uint8 is undefined behaviour in C++; torch's CPU wraps through
     # int64 (-3.0 -> 253), CUDA's conversion instruction saturates. gpulab saturates (0) on
     # both devices, so the answer does not depend on the device.
@@ -300,6 +305,17 @@ OPTIM_STATE = [("sgd", "mom", "momentum_buffer"), ("adam", "betas", "exp_avg"),
                ("rmsprop", "mom", "momentum_buffer"), ("rmsprop", "plain", "step")]
 
 
+# The "nn" cases of pixel_shuffle .. pdist: op and parameters (see nn_more).
+NN_MORE = {
+    "pixshuf": ("r2", "r3"), "pixunshuf": ("r2", "r3"), "chshuf": ("g2", "g3"),
+    "rms": ("w", "n2", "e01"), "lrn": ("s3", "s2", "s4"),
+    "lppool": ("p2k2", "p3k3s2c", "p1k2s1", "p15k2"), "lppool1": ("p2k2", "p3k3s2c"),
+    "adamax": ("o1x1", "o2x2", "o4x3", "o3x5"), "adamaxi": ("o2x3", "o4x4"),
+    "adaavg1": ("o3", "o1"), "adamax1": ("o3", "o4"),
+    "pdist": ("p2", "p1", "pinf", "p0", "p3"),
+}
+
+
 def cases():
     floats = [d for d in DTYPES if d in FLOATS]
     out = []
@@ -372,6 +388,12 @@ def cases():
             out += [f"nn {op}_{red} {a} {a} {want}" for op in ("mse", "l1", "smoothl1", "huber", "bce", "bcep")
                     for want in ("out", "x", "y")]
             out += [f"nn {op}_{red} {a} i64 {want}" for op in ("ce", "nll") for want in ("out", "x")]
+    # Rearranging layers, the scale-only norms, power-average and adaptive pools, pdist.
+    for a in DTYPES:
+        for op, params in NN_MORE.items():
+            for p in params:
+                wants = ("out",) if op == "adamaxi" else ("out", "x", "w") if (op, p) == ("rms", "w") else ("out", "x")
+                out += [f"nn {op} {a} {p} {want}" for want in wants]
     # Gradient clipping: the norm returned and the gradients after, over two parameters.
     out += [f"clip {k} {a} {v}" for k in ("norm", "value") for a in floats for v in ("0.5", "100")]
     # Views and index ops, forward and backward.
@@ -503,6 +525,58 @@ def torch_results(lines, device):
         weights = torch.arange(1, out.numel() + 1, dtype=torch.float32).reshape(out.shape)
         (out * weights.to(out.dtype).to(dev)).sum().backward()
 
+    def nn_more(op, d, param):
+        """Mirrors `nn_more` in torch_parity.rs: (output, inputs by name)."""
+        F = torch.nn.functional
+        if op in ("pixshuf", "pixunshuf"):
+            r = int(param[1:])
+            shape = {("pixshuf", 2): [1, 8, 2, 3], ("pixshuf", 3): [2, 9, 1, 2],
+                     ("pixunshuf", 2): [1, 2, 4, 6], ("pixunshuf", 3): [2, 1, 3, 6]}[(op, r)]
+            x = ramp(shape, 7, 3.0, 0.5, d)
+            return (F.pixel_shuffle if op == "pixshuf" else F.pixel_unshuffle)(x, r), {"x": x}
+        if op == "chshuf":
+            g = int(param[1:])
+            x = ramp([1, 6, 2, 2] if g == 2 else [2, 6, 3], 7, 3.0, 0.5, d)
+            return F.channel_shuffle(x, g), {"x": x}
+        if op == "rms":
+            shape, norm, eps = {"w": ([2, 3], [3], None), "n2": ([2, 2, 3], [2, 3], None),
+                                "e01": ([3, 4], [4], 0.1)}[param]
+            x = ramp(shape, 7, 3.0, 0.5, d)
+            if param == "w":
+                wt = ramp(norm, 4, 1.0, 0.5, d)
+                return F.rms_norm(x, norm, wt, eps), {"x": x, "w": wt}
+            return F.rms_norm(x, norm, None, eps), {"x": x}
+        if op == "lrn":
+            shape, size, alpha, beta, k = {"s3": ([1, 5, 2, 3], 3, 0.1, 0.75, 1.0),
+                                           "s2": ([2, 4, 3], 2, 1e-4, 0.75, 1.0),
+                                           "s4": ([1, 6, 2, 2], 4, 0.3, 0.5, 2.0)}[param]
+            x = ramp(shape, 7, 3.0, 0.5, d)
+            return F.local_response_norm(x, size, alpha, beta, k), {"x": x}
+        if op in ("lppool", "lppool1"):
+            p, kernel, stride, ceil = {"p2k2": (2.0, 2, None, False), "p3k3s2c": (3.0, 3, 2, True),
+                                       "p1k2s1": (1.0, 2, 1, False), "p15k2": (1.5, 2, None, False)}[param]
+            # Negative values only where the power keeps them real.
+            off = 3.0 if param == "p2k2" else 0.0
+            if op == "lppool":
+                x = ramp([1, 2, 5, 5], 7, off, 0.5, d)
+                return F.lp_pool2d(x, p, kernel, stride, ceil), {"x": x}
+            x = ramp([2, 3, 7], 7, off, 0.5, d)
+            return F.lp_pool1d(x, p, kernel, stride, ceil), {"x": x}
+        if op in ("adamax", "adamaxi"):
+            x = ramp([1, 2, 5, 5], 7, 3.0, 0.5, d)
+            size = tuple(int(v) for v in param[1:].split("x"))
+            values, idx = F.adaptive_max_pool2d(x, size, return_indices=True)
+            return (values if op == "adamax" else idx), {"x": x}
+        if op in ("adaavg1", "adamax1"):
+            x = ramp([2, 3, 7] if param == "o3" else [3, 7], 5, 2.0, 0.5, d)
+            f = F.adaptive_avg_pool1d if op == "adaavg1" else F.adaptive_max_pool1d
+            return f(x, int(param[1:])), {"x": x}
+        if op == "pdist":
+            x = ramp([4, 3], 5, 2.0, 0.75, d)
+            p = {"p2": 2.0, "p1": 1.0, "pinf": math.inf, "p0": 0.0, "p3": 3.0}[param]
+            return F.pdist(x, p), {"x": x}
+        raise ValueError(f"unknown nn op {op!r}")
+
     def result_or_grad(out, want, inputs):
         """`out` itself (want "out"), or the gradient of sum(out * w) for inputs[want]."""
         if want == "out":
@@ -622,6 +696,8 @@ def torch_results(lines, device):
                         "smoothl1": lambda a, b, reduction: F.smooth_l1_loss(a, b, reduction=reduction, beta=1.0),
                         "huber": lambda a, b, reduction: F.huber_loss(a, b, reduction=reduction, delta=0.75)}[base]
                 out, inputs = loss(x, y, reduction=red), {"x": x, "y": y}
+        elif op in NN_MORE:
+            out, inputs = nn_more(op, d, param)
         else:
             raise ValueError(f"unknown nn op {op!r}")
         return result_or_grad(out, want, inputs)

@@ -481,9 +481,122 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
                 }
             }
         }
+        "pixshuf" | "pixunshuf" | "chshuf" | "rms" | "lrn" | "lppool" | "lppool1" | "adamax"
+        | "adamaxi" | "adaavg1" | "adamax1" | "pdist" => nn_more(op, d, param, dev)?,
         _ => panic!("unknown nn op {op:?}"),
     };
     result_or_grad(&out, want, &inputs)
+}
+
+/// An op's output and its inputs by name.
+type Named = (Tensor, Vec<(&'static str, Tensor)>);
+
+/// pixel_shuffle .. pdist (bench/torch_parity.py's `nn_more`): the output and the inputs by
+/// name.
+fn nn_more(
+    op: &str,
+    d: &str,
+    param: &str,
+    dev: Device,
+) -> Result<Named, Error> {
+    let num = |s: &str| s[1..].parse::<usize>().unwrap();
+    Ok(match op {
+        "pixshuf" | "pixunshuf" => {
+            let r = num(param);
+            let shape: &[usize] = match (op, r) {
+                ("pixshuf", 2) => &[1, 8, 2, 3],
+                ("pixshuf", _) => &[2, 9, 1, 2],
+                ("pixunshuf", 2) => &[1, 2, 4, 6],
+                _ => &[2, 1, 3, 6],
+            };
+            let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
+            let out = if op == "pixshuf" {
+                F::pixel_shuffle(&x, r)?
+            } else {
+                F::pixel_unshuffle(&x, r)?
+            };
+            (out, vec![("x", x)])
+        }
+        "chshuf" => {
+            let g = num(param);
+            let shape: &[usize] = if g == 2 { &[1, 6, 2, 2] } else { &[2, 6, 3] };
+            let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
+            (F::channel_shuffle(&x, g)?, vec![("x", x)])
+        }
+        "rms" => {
+            let (shape, norm, eps): (&[usize], &[usize], _) = match param {
+                "w" => (&[2, 3], &[3], None),
+                "n2" => (&[2, 2, 3], &[2, 3], None),
+                _ => (&[3, 4], &[4], Some(0.1)),
+            };
+            let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
+            if param == "w" {
+                let w = ramp(norm, 4, 1.0, 0.5, d, dev)?;
+                (
+                    F::rms_norm(&x, norm, Some(&w), eps)?,
+                    vec![("x", x), ("w", w)],
+                )
+            } else {
+                (F::rms_norm(&x, norm, None, eps)?, vec![("x", x)])
+            }
+        }
+        "lrn" => {
+            let (shape, size, alpha, beta, k): (&[usize], _, _, _, _) = match param {
+                "s3" => (&[1, 5, 2, 3], 3, 0.1, 0.75, 1.0),
+                "s2" => (&[2, 4, 3], 2, 1e-4, 0.75, 1.0),
+                _ => (&[1, 6, 2, 2], 4, 0.3, 0.5, 2.0),
+            };
+            let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
+            let out = F::local_response_norm(&x, size, alpha, beta, k)?;
+            (out, vec![("x", x)])
+        }
+        "lppool" | "lppool1" => {
+            let (p, kernel, stride, ceil) = match param {
+                "p2k2" => (2.0, 2, None, false),
+                "p3k3s2c" => (3.0, 3, Some(2), true),
+                "p1k2s1" => (1.0, 2, Some(1), false),
+                _ => (1.5, 2, None, false),
+            };
+            // Negative values only where the power keeps them real.
+            let off = if param == "p2k2" { 3.0 } else { 0.0 };
+            if op == "lppool" {
+                let x = ramp(&[1, 2, 5, 5], 7, off, 0.5, d, dev)?;
+                let s = stride.map(|s| nn::Size2(s, s));
+                (F::lp_pool2d(&x, p, kernel, s, ceil)?, vec![("x", x)])
+            } else {
+                let x = ramp(&[2, 3, 7], 7, off, 0.5, d, dev)?;
+                (F::lp_pool1d(&x, p, kernel, stride, ceil)?, vec![("x", x)])
+            }
+        }
+        "adamax" | "adamaxi" => {
+            let x = ramp(&[1, 2, 5, 5], 7, 3.0, 0.5, d, dev)?;
+            let (h, w) = param[1..].split_once('x').unwrap();
+            let size = (h.parse().unwrap(), w.parse().unwrap());
+            let (values, idx) = F::adaptive_max_pool2d_with_indices(&x, size)?;
+            (if op == "adamax" { values } else { idx }, vec![("x", x)])
+        }
+        "adaavg1" | "adamax1" => {
+            let shape: &[usize] = if param == "o3" { &[2, 3, 7] } else { &[3, 7] };
+            let x = ramp(shape, 5, 2.0, 0.5, d, dev)?;
+            let out = if op == "adaavg1" {
+                F::adaptive_avg_pool1d(&x, num(param))?
+            } else {
+                F::adaptive_max_pool1d(&x, num(param))?
+            };
+            (out, vec![("x", x)])
+        }
+        _ => {
+            let x = ramp(&[4, 3], 5, 2.0, 0.75, d, dev)?;
+            let p = match param {
+                "p2" => 2.0,
+                "p1" => 1.0,
+                "pinf" => f64::INFINITY,
+                "p0" => 0.0,
+                _ => 3.0,
+            };
+            (F::pdist(&x, p)?, vec![("x", x)])
+        }
+    })
 }
 
 /// Three optimizer steps on one parameter, the gradient of step t being ramp t.

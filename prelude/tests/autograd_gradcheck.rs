@@ -582,6 +582,66 @@ fn margin_and_likelihood_losses() {
 }
 
 #[test]
+fn rearranging_scale_norms_and_adaptive_pools() {
+    check("pixel_shuffle", vec![input(&[1, 8, 2, 3], 620)], |x| {
+        F::pixel_shuffle(&x[0], 2)
+    });
+    check("pixel_unshuffle", vec![input(&[2, 1, 4, 6], 621)], |x| {
+        F::pixel_unshuffle(&x[0], 2)
+    });
+    check("channel_shuffle", vec![input(&[2, 6, 3], 622)], |x| {
+        F::channel_shuffle(&x[0], 3)
+    });
+    check(
+        "rms_norm with weight",
+        vec![input(&[3, 4], 623), input(&[4], 624)],
+        |x| F::rms_norm(&x[0], &[4], Some(&x[1]), None),
+    );
+    check(
+        "rms_norm over two dims",
+        vec![input(&[2, 2, 3], 625)],
+        |x| F::rms_norm(&x[0], &[2, 3], None, Some(0.1)),
+    );
+    check(
+        "local_response_norm 3-D",
+        vec![input(&[2, 5, 3], 626)],
+        |x| F::local_response_norm(&x[0], 3, 0.5, 0.75, 1.0),
+    );
+    check(
+        "local_response_norm 4-D",
+        vec![input(&[1, 6, 2, 2], 627)],
+        |x| F::local_response_norm(&x[0], 4, 0.3, 0.5, 2.0),
+    );
+    check("lp_pool2d p 2", vec![input(&[1, 2, 4, 5], 628)], |x| {
+        F::lp_pool2d(&x[0], 2.0, 2, None, false)
+    });
+    check("lp_pool2d p 3", vec![positive(&[1, 2, 5, 5], 629)], |x| {
+        F::lp_pool2d(&x[0], 3.0, 3, Some(nn::Size2(2, 2)), true)
+    });
+    check("lp_pool1d p 1.5", vec![positive(&[2, 3, 7], 630)], |x| {
+        F::lp_pool1d(&x[0], 1.5, 2, Some(1), false)
+    });
+    check(
+        "adaptive_max_pool2d",
+        vec![input(&[1, 2, 5, 5], 631)],
+        |x| F::adaptive_max_pool2d(&x[0], (3, 2)),
+    );
+    check("adaptive_max_pool1d", vec![input(&[2, 3, 7], 632)], |x| {
+        F::adaptive_max_pool1d(&x[0], 3)
+    });
+    check("adaptive_avg_pool1d", vec![input(&[3, 7], 633)], |x| {
+        F::adaptive_avg_pool1d(&x[0], 4)
+    });
+    for p in [2.0, 1.0, 3.0, f64::INFINITY] {
+        check(
+            &format!("pdist p {p}"),
+            vec![input(&[4, 3], 634)],
+            move |x| F::pdist(&x[0], p),
+        );
+    }
+}
+
+#[test]
 fn extra_activations() {
     // Away from the kinks (finite differences there are meaningless).
     let away = |t: Tensor, kinks: &[f64]| {

@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..90) {
+    match rng.gen_range(0..91) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -1156,6 +1156,54 @@ fn call(
                     .label_smoothing(s)
                     .weight(c.clone())
                     .forward(&a, &b),
+            })
+        }
+        89 => {
+            // Rearranging layers, the scale-only norms, power-average and adaptive pools, pdist
+            // (rearrange.rs, scale_norm.rs, lp_pool.rs, adaptive_pool.rs, distance.rs).
+            let n = rng.gen_range(0..4usize);
+            let shape: Vec<usize> = b.shape().iter().take(2).copied().collect();
+            const NAMES: [&str; 14] = [
+                "pixel_shuffle",
+                "pixel_unshuffle",
+                "channel_shuffle",
+                "rms_norm",
+                "local_response_norm",
+                "lp_pool1d",
+                "lp_pool2d",
+                "adaptive_max_pool2d",
+                "adaptive_max_pool2d_with_indices",
+                "adaptive_avg_pool1d",
+                "adaptive_max_pool1d",
+                "pdist",
+                "RMSNorm",
+                "LPPool2d",
+            ];
+            let pick = rng.gen_range(0..NAMES.len());
+            *what = format!(
+                "{} of {da} (n {n}, shape {shape:?}, weight {db}, scalar {s})",
+                NAMES[pick]
+            );
+            some(match pick {
+                0 => F::pixel_shuffle(&a, n),
+                1 => F::pixel_unshuffle(&a, n),
+                2 => F::channel_shuffle(&a, n),
+                3 => F::rms_norm(
+                    &a,
+                    &shape,
+                    (n % 2 == 1).then_some(&b),
+                    [None, Some(s)][n / 2],
+                ),
+                4 => F::local_response_norm(&a, n, s, 0.75, 1.0),
+                5 => F::lp_pool1d(&a, s, n, [None, Some(n)][n % 2], n >= 2),
+                6 => F::lp_pool2d(&a, s, n, None, n % 2 == 1),
+                7 => F::adaptive_max_pool2d(&a, (n, 2)),
+                8 => F::adaptive_max_pool2d_with_indices(&a, (1, n)).map(|(_, i)| i),
+                9 => F::adaptive_avg_pool1d(&a, n),
+                10 => F::adaptive_max_pool1d(&a, n),
+                11 => F::pdist(&a, s),
+                12 => nn::RMSNorm::new(shape).eps(s).forward(&a),
+                _ => nn::LPPool2d::new(s, (n, 1)).ceil_mode(true).forward(&a),
             })
         }
         _ => {

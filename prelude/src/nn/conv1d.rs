@@ -27,7 +27,7 @@ impl From<&str> for Padding1 {
 }
 
 /// `x` `[N, C, L]` (or `[C, L]`) as `[N, C, 1, L]`, and whether it was unbatched.
-fn as_image(op: &str, x: &Tensor) -> Result<(Tensor, bool)> {
+pub(super) fn as_image(op: &str, x: &Tensor) -> Result<(Tensor, bool)> {
     match x.rank() {
         3 => Ok((x.unsqueeze(2)?, false)),
         2 => Ok((x.unsqueeze(0)?.unsqueeze(2)?, true)),
@@ -39,7 +39,7 @@ fn as_image(op: &str, x: &Tensor) -> Result<(Tensor, bool)> {
 }
 
 /// `[N, C, 1, L]` back to `[N, C, L]` (or `[C, L]`).
-fn as_sequence(y: Tensor, unbatched: bool) -> Result<Tensor> {
+pub(super) fn as_sequence(y: Tensor, unbatched: bool) -> Result<Tensor> {
     let y = y.squeeze(2)?;
     if unbatched {
         y.squeeze(0)

@@ -16,6 +16,10 @@ use crate::Device;
 use std::borrow::Cow;
 
 pub use super::activation::{elu, hardtanh, mish, prelu, relu6};
+pub use super::adaptive_pool::{
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
+};
 pub use super::attention::scaled_dot_product_attention;
 use super::class_loss::class_loss;
 pub use super::class_loss::ClassLossOptions;
@@ -26,6 +30,7 @@ use super::loss::Reduction;
 pub use super::loss::{
     binary_cross_entropy, huber_loss, kl_div, l1_loss, nll_loss, nll_loss_with, smooth_l1_loss,
 };
+pub use super::lp_pool::{lp_pool1d, lp_pool2d};
 pub use super::margin_loss::{
     cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
     multilabel_margin_loss, multilabel_soft_margin_loss, soft_margin_loss, triplet_margin_loss,
@@ -37,8 +42,10 @@ pub use super::pointwise::{
     celu, glu, hardshrink, hardsigmoid, hardswish, logsigmoid, selu, softmin, softshrink, softsign,
     tanhshrink,
 };
-pub use super::pool::{adaptive_avg_pool2d, avg_pool2d, max_pool2d};
+pub use super::pool::{avg_pool2d, max_pool2d};
+pub use super::rearrange::{channel_shuffle, pixel_shuffle, pixel_unshuffle};
 pub use super::resample::interpolate;
+pub use super::scale_norm::{local_response_norm, rms_norm};
 pub use super::unfold::{fold, unfold};
 
 fn resolve(dim: isize, rank: usize, op: &str) -> Result<usize> {
@@ -231,6 +238,12 @@ pub fn softmax(x: &Tensor, dim: isize) -> Result<Tensor> {
 /// `x.leaky_relu(slope)`.
 pub fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
     x.leaky_relu(slope)
+}
+
+/// `x.pdist(p)`: the p-norm distance between every pair of rows `i < j` of `[N, M]` `x`
+/// (torch's `F.pdist`; its default p is 2).
+pub fn pdist(x: &Tensor, p: f64) -> Result<Tensor> {
+    x.pdist(p)
 }
 
 /// `x1.pairwise_distance(x2, p, eps, keepdim)`: the p-norm of each row of `x1 - x2 + eps`

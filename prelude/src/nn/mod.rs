@@ -15,6 +15,7 @@
 //! generator ([`crate::manual_seed`]).
 
 mod activation;
+mod adaptive_pool;
 mod attention;
 mod class_loss;
 mod conv;
@@ -26,6 +27,7 @@ pub mod init;
 mod likelihood_loss;
 mod loss;
 mod loss_modules;
+mod lp_pool;
 mod margin_loss;
 mod margin_modules;
 mod norm;
@@ -33,9 +35,11 @@ mod pad;
 mod pointwise;
 mod pool;
 mod pool_layers;
+mod rearrange;
 mod recurrent;
 mod resample;
 pub mod safetensors;
+mod scale_norm;
 mod transformer;
 mod unfold;
 pub mod utils;
@@ -52,6 +56,7 @@ pub use loss_modules::{
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
     SmoothL1Loss,
 };
+pub use lp_pool::{LPPool1d, LPPool2d};
 pub use margin_loss::TripletMargin;
 pub use margin_modules::{
     CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
@@ -67,10 +72,15 @@ pub use pointwise::{
     Hardshrink, Hardsigmoid, Hardswish, LogSigmoid, Softmin, Softshrink, Softsign, Tanhshrink,
     CELU, GLU, SELU,
 };
-pub use pool_layers::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
+pub use pool_layers::{
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool2d,
+    MaxPool2d,
+};
+pub use rearrange::{ChannelShuffle, PixelShuffle, PixelUnshuffle};
 pub use recurrent::{Recurrent, RecurrentOutput, GRU, LSTM, RNN};
 pub use resample::{Resize, Upsample};
 pub use safetensors::{load_safetensors, save_safetensors};
+pub use scale_norm::{LocalResponseNorm, RMSNorm};
 pub use transformer::TransformerEncoderLayer;
 pub use unfold::{Fold, Unfold};
 
@@ -769,6 +779,16 @@ torch_repr!(
     pool_layers::MaxPool2d,
     pool_layers::AvgPool2d,
     pool_layers::AdaptiveAvgPool2d,
+    pool_layers::AdaptiveMaxPool2d,
+    pool_layers::AdaptiveAvgPool1d,
+    pool_layers::AdaptiveMaxPool1d,
+    lp_pool::LPPool1d,
+    lp_pool::LPPool2d,
+    rearrange::PixelShuffle,
+    rearrange::PixelUnshuffle,
+    rearrange::ChannelShuffle,
+    scale_norm::RMSNorm,
+    scale_norm::LocalResponseNorm,
     recurrent::Recurrent,
     resample::Upsample,
     transformer::TransformerEncoderLayer,

@@ -1,4 +1,4 @@
-//! Pooling as torch's `F.max_pool2d`, `F.avg_pool2d` and `F.adaptive_avg_pool2d` (re-exported
+//! Pooling as torch's `F.max_pool2d` and `F.avg_pool2d` (re-exported
 //! by `functional`), with torch's arguments: a size or an `(h, w)` pair for the kernel, stride,
 //! padding and dilation, `ceil_mode`, `count_include_pad`. The layers are in `pool_layers`.
 
@@ -10,7 +10,6 @@ use crate::tensor::autocast::unlisted;
 use crate::tensor::host_mem::{checked_numel, host_room};
 use crate::tensor::{DType, PoolGeom, Tensor};
 use crate::Device;
-use std::sync::Arc;
 
 /// One axis of a pooling: the output length (torch's `pooling_output_shape`) and how many
 /// padding values must follow the input's own padding so that the last window fits (only
@@ -237,77 +236,6 @@ pub fn avg_pool2d(
             .to_dtype(x.dtype())?
             .to(x.device())?;
         windows.sum_dim(1)?.reshape((n, c, oh, ow))?.div(&divisors)
-    };
-    // One op in torch, on no autocast list: its sums keep the input's dtype.
-    unlisted(x, || {
-        in_float32(x, &[], |x, _| pool(x)).unwrap_or_else(|| pool(x))
-    })
-}
-
-/// Mean over windows that split each `[H, W]` plane into an `output_size` grid (torch's
-/// `adaptive_avg_pool2d`): output row `i` covers input rows `floor(i*H/oh)` up to
-/// `ceil((i+1)*H/oh)`, so windows may differ in size by one and overlap; `(1, 1)` is the mean
-/// of each plane (global average pooling).
-pub fn adaptive_avg_pool2d(x: &Tensor, output_size: (usize, usize)) -> Result<Tensor> {
-    let [n, c, h, w] = nchw(x, "adaptive_avg_pool2d")?;
-    float_input(x, "adaptive_avg_pool2d")?;
-    let (oh, ow) = output_size;
-    if h == 0 || w == 0 {
-        return Err(Error::BadShape(format!(
-            "adaptive_avg_pool2d: the input's height and width must not be 0, got shape {:?}",
-            x.shape()
-        )));
-    }
-    // The output's size first: the window lists below have one entry per output row/column.
-    host_room(
-        checked_numel("adaptive_avg_pool2d", &[n, c, oh, ow])?,
-        x.dtype(),
-    )?;
-    let span = |i: usize, len: usize, out: usize| (i * len / out, ((i + 1) * len).div_ceil(out));
-    let rows: Vec<(usize, usize)> = (0..oh).map(|i| span(i, h, oh)).collect();
-    let cols: Vec<(usize, usize)> = (0..ow).map(|i| span(i, w, ow)).collect();
-    let longest = |s: &[(usize, usize)]| s.iter().map(|(a, b)| b - a).max().unwrap_or(0);
-    let (kh, kw) = (longest(&rows), longest(&cols));
-    let pool = |x: &Tensor| -> Result<Tensor> {
-        if (oh, ow) == (1, 1) {
-            return x.reshape((n, c, h * w))?.mean_dim(2)?.reshape((n, c, 1, 1));
-        }
-        host_room(
-            checked_numel("adaptive_avg_pool2d", &[n, c, oh, ow, kh, kw])?,
-            DType::I32,
-        )?;
-        // Windows padded with -1 (a 0) to the longest; each divided by its own size.
-        let mut idx = Vec::with_capacity(n * c * oh * ow * kh * kw);
-        for plane in 0..n * c {
-            for &(y0, y1) in &rows {
-                for &(x0, x1) in &cols {
-                    for i in 0..kh {
-                        for j in 0..kw {
-                            let inside = y0 + i < y1 && x0 + j < x1;
-                            idx.push(if inside {
-                                ((plane * h + y0 + i) * w + x0 + j) as i32
-                            } else {
-                                -1
-                            });
-                        }
-                    }
-                }
-            }
-        }
-        let sizes: Vec<f64> = rows
-            .iter()
-            .flat_map(|&(y0, y1)| {
-                cols.iter()
-                    .map(move |&(x0, x1)| ((y1 - y0) * (x1 - x0)) as f64)
-            })
-            .collect();
-        let sizes = Tensor::from_vec(sizes, vec![oh * ow], Device::Cpu)?
-            .to_dtype(x.dtype())?
-            .to(x.device())?;
-        let sums = x
-            .gather_flat(Arc::new(idx), vec![n * c, oh * ow, kh * kw])?
-            .sum_dim(2)?;
-        sums.div(&sizes)?.reshape((n, c, oh, ow))
     };
     // One op in torch, on no autocast list: its sums keep the input's dtype.
     unlisted(x, || {

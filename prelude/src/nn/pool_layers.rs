@@ -1,5 +1,5 @@
-//! Pooling layers (torch's `nn.MaxPool2d`, `nn.AvgPool2d` and `nn.AdaptiveAvgPool2d`), thin
-//! wrappers over the functions in `pool` with torch's defaults and reprs.
+//! Pooling layers (torch's `nn.MaxPool2d`, `nn.AvgPool2d` and the adaptive pools), thin
+//! wrappers over the functions in `pool` and `adaptive_pool` with torch's defaults and reprs.
 
 use super::conv::Size2;
 use super::{functional, Module};
@@ -177,3 +177,50 @@ impl Module for AdaptiveAvgPool2d {
         )
     }
 }
+
+/// One adaptive pooling module: the output size and the function it calls.
+macro_rules! adaptive_module {
+    ($(#[$doc:meta])* $name:ident($size:ty) => $f:ident, $show:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub struct $name {
+            output_size: $size,
+        }
+
+        impl $name {
+            pub fn new(output_size: $size) -> $name {
+                $name { output_size }
+            }
+        }
+
+        impl Module for $name {
+            fn forward(&self, x: &Tensor) -> Result<Tensor> {
+                functional::$f(x, self.output_size)
+            }
+            fn describe(&self) -> String {
+                let show: fn($size) -> String = $show;
+                format!(
+                    "{}(output_size={})",
+                    stringify!($name),
+                    show(self.output_size)
+                )
+            }
+        }
+    };
+}
+
+adaptive_module!(
+    /// Max over the cells of an `output_size` grid laid over each plane (torch's
+    /// `nn.AdaptiveMaxPool2d`).
+    AdaptiveMaxPool2d((usize, usize)) => adaptive_max_pool2d, |(h, w)| format!("({h}, {w})")
+);
+adaptive_module!(
+    /// Mean over `output_size` cells laid along each sequence (torch's
+    /// `nn.AdaptiveAvgPool1d`).
+    AdaptiveAvgPool1d(usize) => adaptive_avg_pool1d, |n| n.to_string()
+);
+adaptive_module!(
+    /// Max over `output_size` cells laid along each sequence (torch's
+    /// `nn.AdaptiveMaxPool1d`).
+    AdaptiveMaxPool1d(usize) => adaptive_max_pool1d, |n| n.to_string()
+);

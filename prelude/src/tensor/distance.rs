@@ -92,6 +92,44 @@ impl Tensor {
         p_norm_last(&diff, p, "cdist")
     }
 
+    /// The p-norm distance between every pair of rows `i < j` of this `[N, M]` tensor, pairs
+    /// in row-major order: `N (N - 1) / 2` values, the upper triangle of `cdist(x, x)` above
+    /// its diagonal (torch's `F.pdist`; `p` as `cdist`'s).
+    pub fn pdist(&self, p: f64) -> Result<Tensor> {
+        check_p("pdist", p)?;
+        self.float_only("pdist")?;
+        // As torch's, on either device (its kernels are float32 and float64 only).
+        if matches!(self.dtype(), super::DType::F16 | super::DType::BF16) {
+            return Err(Error::Invalid(format!(
+                "pdist: needs float32 or float64, got {}; convert first with \
+                 .to_dtype(DType::F32)",
+                self.dtype()
+            )));
+        }
+        if self.rank() != 2 {
+            return Err(Error::BadShape(format!(
+                "pdist: needs a 2-D tensor ([rows, features]), got shape {:?}",
+                self.shape()
+            )));
+        }
+        let n = self.shape()[0];
+        let pairs = n * n.saturating_sub(1) / 2;
+        crate::tensor::host_mem::host_room(pairs.saturating_mul(2), super::DType::I64)?;
+        let (mut first, mut second) = (Vec::with_capacity(pairs), Vec::with_capacity(pairs));
+        for i in 0..n {
+            for j in i + 1..n {
+                first.push(i as i64);
+                second.push(j as i64);
+            }
+        }
+        let rows = |v: Vec<i64>| -> Result<Tensor> {
+            let idx = Tensor::from_vec(v, pairs, crate::Device::Cpu)?.to(self.device())?;
+            self.index_select(0, &idx)
+        };
+        let diff = rows(first)?.sub(&rows(second)?)?;
+        p_norm_last(&diff, p, "pdist")
+    }
+
     /// The p-norm of `self - other` over all elements, a 0-d tensor (torch's `dist`); the two
     /// broadcast.
     pub fn dist(&self, other: &Tensor, p: f64) -> Result<Tensor> {
