@@ -493,12 +493,7 @@ type Named = (Tensor, Vec<(&'static str, Tensor)>);
 
 /// pixel_shuffle .. pdist (bench/torch_parity.py's `nn_more`): the output and the inputs by
 /// name.
-fn nn_more(
-    op: &str,
-    d: &str,
-    param: &str,
-    dev: Device,
-) -> Result<Named, Error> {
+fn nn_more(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error> {
     let num = |s: &str| s[1..].parse::<usize>().unwrap();
     Ok(match op {
         "pixshuf" | "pixunshuf" => {
