@@ -313,6 +313,8 @@ NN_MORE = {
     "adamax": ("o1x1", "o2x2", "o4x3", "o3x5"), "adamaxi": ("o2x3", "o4x4"),
     "adaavg1": ("o3", "o1"), "adamax1": ("o3", "o4"),
     "pdist": ("p2", "p1", "pinf", "p0", "p3"),
+    "pooli": ("k2s2", "k3s2p1", "k3s2p1d2c", "k23s12c"), "pool1i": ("k2s2", "k3s2p1c"),
+    "unpool": ("k2s2", "k3s2p1", "k2s2o"), "unpool1": ("k2s2", "k3s1p1"),
 }
 
 
@@ -392,7 +394,7 @@ def cases():
     for a in DTYPES:
         for op, params in NN_MORE.items():
             for p in params:
-                wants = ("out",) if op == "adamaxi" else ("out", "x", "w") if (op, p) == ("rms", "w") else ("out", "x")
+                wants = ("out",) if op in ("adamaxi", "pooli", "pool1i") else ("out", "x", "w") if (op, p) == ("rms", "w") else ("out", "x")
                 out += [f"nn {op} {a} {p} {want}" for want in wants]
     # Gradient clipping: the norm returned and the gradients after, over two parameters.
     out += [f"clip {k} {a} {v}" for k in ("norm", "value") for a in floats for v in ("0.5", "100")]
@@ -575,6 +577,30 @@ def torch_results(lines, device):
             x = ramp([4, 3], 5, 2.0, 0.75, d)
             p = {"p2": 2.0, "p1": 1.0, "pinf": math.inf, "p0": 0.0, "p3": 3.0}[param]
             return F.pdist(x, p), {"x": x}
+        if op == "pooli":
+            # The "pool" cases' input: many ties, which go to the first.
+            x = ramp([1, 2, 5, 6], 4, 0.0, 1.0, d)
+            kernel, stride, pad, dil, ceil = {
+                "k2s2": (2, 2, 0, 1, False), "k3s2p1": (3, 2, 1, 1, False),
+                "k3s2p1d2c": (3, 2, 1, 2, True), "k23s12c": ((2, 3), (1, 2), 1, (1, 2), True)}[param]
+            _, idx = F.max_pool2d(x, kernel, stride, pad, dil, ceil_mode=ceil, return_indices=True)
+            return idx, {"x": x}
+        if op == "pool1i":
+            x = ramp([2, 3, 7], 4, 0.0, 1.0, d)
+            kernel, stride, pad, ceil = {"k2s2": (2, 2, 0, False), "k3s2p1c": (3, 2, 1, True)}[param]
+            _, idx = F.max_pool1d(x, kernel, stride, pad, ceil_mode=ceil, return_indices=True)
+            return idx, {"x": x}
+        if op == "unpool":
+            x = ramp([1, 2, 5, 6], 7, 3.0, 0.5, d)
+            kernel, stride, pad, size = {"k2s2": (2, 2, 0, None), "k3s2p1": (3, 2, 1, (5, 6)),
+                                         "k2s2o": (2, 2, 0, (5, 6))}[param]
+            v, i = F.max_pool2d(x, kernel, stride, pad, return_indices=True)
+            return F.max_unpool2d(v, i, kernel, stride, pad, output_size=size), {"x": x}
+        if op == "unpool1":
+            x = ramp([2, 3, 7], 7, 3.0, 0.5, d)
+            kernel, stride, pad, size = {"k2s2": (2, 2, 0, [7]), "k3s1p1": (3, 1, 1, None)}[param]
+            v, i = F.max_pool1d(x, kernel, stride, pad, return_indices=True)
+            return F.max_unpool1d(v, i, kernel, stride, pad, output_size=size), {"x": x}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

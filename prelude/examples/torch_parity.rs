@@ -482,7 +482,8 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             }
         }
         "pixshuf" | "pixunshuf" | "chshuf" | "rms" | "lrn" | "lppool" | "lppool1" | "adamax"
-        | "adamaxi" | "adaavg1" | "adamax1" | "pdist" => nn_more(op, d, param, dev)?,
+        | "adamaxi" | "adaavg1" | "adamax1" | "pdist" | "pooli" | "pool1i" | "unpool"
+        | "unpool1" => nn_more(op, d, param, dev)?,
         _ => panic!("unknown nn op {op:?}"),
     };
     result_or_grad(&out, want, &inputs)
@@ -579,6 +580,53 @@ fn nn_more(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error> 
                 F::adaptive_max_pool1d(&x, num(param))?
             };
             (out, vec![("x", x)])
+        }
+        "pooli" => {
+            // The "pool" cases' input: many ties, which go to the first.
+            let x = ramp(&[1, 2, 5, 6], 4, 0.0, 1.0, d, dev)?;
+            let (k, s, p, dil, ceil): (nn::Size2, nn::Size2, nn::Size2, nn::Size2, _) = match param
+            {
+                "k2s2" => (2.into(), 2.into(), 0.into(), 1.into(), false),
+                "k3s2p1" => (3.into(), 2.into(), 1.into(), 1.into(), false),
+                "k3s2p1d2c" => (3.into(), 2.into(), 1.into(), 2.into(), true),
+                _ => ((2, 3).into(), (1, 2).into(), 1.into(), (1, 2).into(), true),
+            };
+            let (_, idx) = F::max_pool2d_with_indices(&x, k, s, p, dil, ceil)?;
+            (idx, vec![("x", x)])
+        }
+        "pool1i" => {
+            let x = ramp(&[2, 3, 7], 4, 0.0, 1.0, d, dev)?;
+            let (k, s, p, ceil) = if param == "k2s2" {
+                (2, 2, 0, false)
+            } else {
+                (3, 2, 1, true)
+            };
+            let (_, idx) = F::max_pool1d_with_indices(&x, k, s, p, 1, ceil)?;
+            (idx, vec![("x", x)])
+        }
+        "unpool" => {
+            let x = ramp(&[1, 2, 5, 6], 7, 3.0, 0.5, d, dev)?;
+            let (k, s, p, size) = match param {
+                "k2s2" => (2, 2, 0, None),
+                "k3s2p1" => (3, 2, 1, Some((5, 6))),
+                _ => (2, 2, 0, Some((5, 6))),
+            };
+            let (v, i) = F::max_pool2d_with_indices(&x, k, s, p, 1, false)?;
+            let out = F::max_unpool2d(&v, &i, k, Some(nn::Size2(s, s)), p, size)?;
+            (out, vec![("x", x)])
+        }
+        "unpool1" => {
+            let x = ramp(&[2, 3, 7], 7, 3.0, 0.5, d, dev)?;
+            let (k, s, p, size) = if param == "k2s2" {
+                (2, 2, 0, Some(7))
+            } else {
+                (3, 1, 1, None)
+            };
+            let (v, i) = F::max_pool1d_with_indices(&x, k, s, p, 1, false)?;
+            (
+                F::max_unpool1d(&v, &i, k, Some(s), p, size)?,
+                vec![("x", x)],
+            )
         }
         _ => {
             let x = ramp(&[4, 3], 5, 2.0, 0.75, d, dev)?;

@@ -632,6 +632,17 @@ fn rearranging_scale_norms_and_adaptive_pools() {
     check("adaptive_avg_pool1d", vec![input(&[3, 7], 633)], |x| {
         F::adaptive_avg_pool1d(&x[0], 4)
     });
+    // Windows that do not overlap: with overlapping ones an element that wins two windows
+    // is written once but, by torch's gather rule, gets its gradient twice (the parity
+    // cases hold gpulab to torch there).
+    check("max_unpool2d", vec![input(&[1, 2, 5, 6], 635)], |x| {
+        let (v, i) = F::max_pool2d_with_indices(&x[0], 2, 2, 0, 1, false)?;
+        F::max_unpool2d(&v, &i, 2, None, 0, Some((5, 6)))
+    });
+    check("max_unpool1d", vec![input(&[2, 3, 7], 636)], |x| {
+        let (v, i) = F::max_pool1d_with_indices(&x[0], 2, 2, 0, 1, false)?;
+        F::max_unpool1d(&v, &i, 2, None, 0, Some(7))
+    });
     for p in [2.0, 1.0, 3.0, f64::INFINITY] {
         check(
             &format!("pdist p {p}"),

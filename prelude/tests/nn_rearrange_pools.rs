@@ -1,5 +1,5 @@
 //! pixel_shuffle / channel_shuffle, rms_norm / local_response_norm, the power-average and
-//! adaptive pools and pdist: where their elements go, their errors and their modules' reprs.
+//! adaptive pools, max pooling's indices and unpooling, and pdist: where their elements go, their errors and their modules' reprs.
 //! (Their values and gradients in every dtype are checked against torch by
 //! tests/test_torch_parity.py, their gradients against finite differences by
 //! autograd_gradcheck.rs.)
@@ -228,4 +228,57 @@ fn pdist_lists_each_pair_once() {
     assert!(e.contains("needs float32 or float64, got float16"), "{e}");
     let e = err(F::pdist(&x, -1.0));
     assert!(e.contains("p must be a non-negative number"), "{e}");
+}
+
+#[test]
+fn max_unpool_puts_each_maximum_back_where_it_was() {
+    let x = Tensor::from_vec(
+        vec![
+            1.0f32, 9.0, 2.0, 3.0, 4.0, 8.0, 7.0, 5.0, 6.0, 0.0, 1.0, 2.0,
+        ],
+        (1, 1, 3, 4),
+        CPU,
+    )
+    .unwrap();
+    let pool = nn::MaxPool2d::new(2);
+    let (v, i) = pool.forward_with_indices(&x).unwrap();
+    assert_eq!(v.to_vec::<f32>().unwrap(), [9.0, 8.0]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [1, 6]);
+    let unpool = nn::MaxUnpool2d::new(2);
+    assert_eq!(
+        unpool.describe(),
+        "MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))"
+    );
+    // Without a size: (1 - 1) * 2 + 2 rows, (2 - 1) * 2 + 2 columns.
+    let y = unpool.forward(&v, &i).unwrap();
+    assert_eq!(y.shape(), [1, 1, 2, 4]);
+    assert_eq!(
+        y.to_vec::<f32>().unwrap(),
+        [0.0, 9.0, 0.0, 0.0, 0.0, 0.0, 8.0, 0.0]
+    );
+    // The pooled input's size, within a stride of that.
+    let y = unpool.forward_sized(&v, &i, Some((3, 4))).unwrap();
+    assert_eq!(y.shape(), [1, 1, 3, 4]);
+    let e = err(unpool.forward_sized(&v, &i, Some((4, 4))));
+    assert!(e.contains("invalid output_size (4, 4)"), "{e}");
+    assert!(e.contains("between 0 and 4"), "{e}");
+    let far = ints(&[1, 99], &[1, 1, 1, 2]);
+    let e = err(unpool.forward(&v, &far));
+    assert!(
+        e.contains("invalid max index 99 (the output planes are 2 x 4)"),
+        "{e}"
+    );
+    let e = err(unpool.forward(&v, &i.to_dtype(DType::I32).unwrap()));
+    assert!(e.contains("indices must be int64"), "{e}");
+    // 1-D: indices along the sequence.
+    let seq = x.reshape([1, 12]).unwrap();
+    let (v, i) = F::max_pool1d_with_indices(&seq, 3, 3, 0, 1, false).unwrap();
+    assert_eq!(i.to_vec::<i64>().unwrap(), [1, 5, 6, 11]);
+    let back = nn::MaxUnpool1d::new(3).forward(&v, &i).unwrap();
+    assert_eq!(back.shape(), [1, 12]);
+    assert_eq!(back.to_vec::<f32>().unwrap()[5], 8.0);
+    assert_eq!(
+        nn::MaxUnpool1d::new(3).describe(),
+        "MaxUnpool1d(kernel_size=(3,), stride=(3,), padding=(0,))"
+    );
 }

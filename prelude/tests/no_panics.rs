@@ -1163,7 +1163,10 @@ fn call(
             // (rearrange.rs, scale_norm.rs, lp_pool.rs, adaptive_pool.rs, distance.rs).
             let n = rng.gen_range(0..4usize);
             let shape: Vec<usize> = b.shape().iter().take(2).copied().collect();
-            const NAMES: [&str; 14] = [
+            const NAMES: [&str; 17] = [
+                "max_pool2d_with_indices",
+                "max_unpool2d",
+                "max_unpool1d",
                 "pixel_shuffle",
                 "pixel_unshuffle",
                 "channel_shuffle",
@@ -1184,25 +1187,31 @@ fn call(
                 "{} of {da} (n {n}, shape {shape:?}, weight {db}, scalar {s})",
                 NAMES[pick]
             );
+            let unpool_size = [None, Some((n, n + 1))][n % 2];
             some(match pick {
-                0 => F::pixel_shuffle(&a, n),
-                1 => F::pixel_unshuffle(&a, n),
-                2 => F::channel_shuffle(&a, n),
-                3 => F::rms_norm(
+                0 => F::max_pool2d_with_indices(&a, n.max(1), 1, n / 2, 1, n == 3).map(|(_, i)| i),
+                1 => F::max_pool2d_with_indices(&a, 2, 2, 0, 1, false)
+                    .and_then(|(v, i)| F::max_unpool2d(&v, &i, 2, None, 0, unpool_size))
+                    .or_else(|_| F::max_unpool2d(&a, &b, n, None, n / 2, unpool_size)),
+                2 => F::max_unpool1d(&a, &b, n, Some(n / 2 + 1), 0, [None, Some(n)][n % 2]),
+                3 => F::pixel_shuffle(&a, n),
+                4 => F::pixel_unshuffle(&a, n),
+                5 => F::channel_shuffle(&a, n),
+                6 => F::rms_norm(
                     &a,
                     &shape,
                     (n % 2 == 1).then_some(&b),
                     [None, Some(s)][n / 2],
                 ),
-                4 => F::local_response_norm(&a, n, s, 0.75, 1.0),
-                5 => F::lp_pool1d(&a, s, n, [None, Some(n)][n % 2], n >= 2),
-                6 => F::lp_pool2d(&a, s, n, None, n % 2 == 1),
-                7 => F::adaptive_max_pool2d(&a, (n, 2)),
-                8 => F::adaptive_max_pool2d_with_indices(&a, (1, n)).map(|(_, i)| i),
-                9 => F::adaptive_avg_pool1d(&a, n),
-                10 => F::adaptive_max_pool1d(&a, n),
-                11 => F::pdist(&a, s),
-                12 => nn::RMSNorm::new(shape).eps(s).forward(&a),
+                7 => F::local_response_norm(&a, n, s, 0.75, 1.0),
+                8 => F::lp_pool1d(&a, s, n, [None, Some(n)][n % 2], n >= 2),
+                9 => F::lp_pool2d(&a, s, n, None, n % 2 == 1),
+                10 => F::adaptive_max_pool2d(&a, (n, 2)),
+                11 => F::adaptive_max_pool2d_with_indices(&a, (1, n)).map(|(_, i)| i),
+                12 => F::adaptive_avg_pool1d(&a, n),
+                13 => F::adaptive_max_pool1d(&a, n),
+                14 => F::pdist(&a, s),
+                15 => nn::RMSNorm::new(shape).eps(s).forward(&a),
                 _ => nn::LPPool2d::new(s, (n, 1)).ceil_mode(true).forward(&a),
             })
         }

@@ -42,11 +42,12 @@ pub use super::pointwise::{
     celu, glu, hardshrink, hardsigmoid, hardswish, logsigmoid, selu, softmin, softshrink, softsign,
     tanhshrink,
 };
-pub use super::pool::{avg_pool2d, max_pool2d};
+pub use super::pool::{avg_pool2d, max_pool2d, max_pool2d_with_indices};
 pub use super::rearrange::{channel_shuffle, pixel_shuffle, pixel_unshuffle};
 pub use super::resample::interpolate;
 pub use super::scale_norm::{local_response_norm, rms_norm};
 pub use super::unfold::{fold, unfold};
+pub use super::unpool::{max_pool1d_with_indices, max_unpool1d, max_unpool2d};
 
 fn resolve(dim: isize, rank: usize, op: &str) -> Result<usize> {
     let d = if dim < 0 { dim + rank as isize } else { dim };

@@ -42,6 +42,7 @@ pub mod safetensors;
 mod scale_norm;
 mod transformer;
 mod unfold;
+mod unpool;
 pub mod utils;
 mod windows;
 pub use activation::{Hardtanh, Identity, LogSoftmax, Mish, PReLU, ReLU6, Unflatten, ELU};
@@ -83,6 +84,7 @@ pub use safetensors::{load_safetensors, save_safetensors};
 pub use scale_norm::{LocalResponseNorm, RMSNorm};
 pub use transformer::TransformerEncoderLayer;
 pub use unfold::{Fold, Unfold};
+pub use unpool::{MaxUnpool1d, MaxUnpool2d};
 
 use crate::autograd::no_grad;
 use crate::device::Device;

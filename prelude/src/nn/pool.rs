@@ -106,6 +106,39 @@ fn pool_windows(
     x.gather_flat(idx, vec![n * c * oh * ow, kh * kw])
 }
 
+/// `x` with borders that never win a max: `pad` on every side plus `extra` more after (the
+/// rows, then the columns), -inf or the integer dtype's lowest value, joined by `cat` (whose
+/// gradient drops them again).
+fn lowest_borders(
+    x: &Tensor,
+    [n, c, h, w]: [usize; 4],
+    p: Size2,
+    extra: [usize; 2],
+) -> Result<Tensor> {
+    let lowest = match x.dtype() {
+        DType::I32 => i32::MIN as f64,
+        DType::I64 => i64::MIN as f64,
+        DType::U8 => 0.0,
+        _ => f64::NEG_INFINITY,
+    };
+    let border = |dims: [usize; 4]| Tensor::full_dtype(dims, lowest, x.dtype(), x.device());
+    let (top, bottom) = (p.0, p.0 + extra[0]);
+    let tall = Tensor::cat(
+        &[
+            border([n, c, top, w])?,
+            x.clone(),
+            border([n, c, bottom, w])?,
+        ],
+        2,
+    )?;
+    let (left, right) = (p.1, p.1 + extra[1]);
+    let hp = h + top + bottom;
+    Tensor::cat(
+        &[border([n, c, hp, left])?, tall, border([n, c, hp, right])?],
+        3,
+    )
+}
+
 /// Max over windows of `kernel` taps spaced by `dilation`, moved by `stride` (torch's default
 /// stride is the kernel size), over the input padded by `padding` on every side (at most half
 /// the kernel, as torch; padding never wins: it is -inf, or the integer dtype's lowest
@@ -138,30 +171,8 @@ pub fn max_pool2d(
     checked_numel(OP, &[n, c, oh, ow])?;
     let padded;
     let x = if p != Size2(0, 0) || rows.extra + cols.extra > 0 {
-        // Borders that never win, joined by `cat` (whose gradient drops them again), then
-        // the unpadded pooling, which has the CPU's one-pass path.
-        let lowest = match x.dtype() {
-            DType::I32 => i32::MIN as f64,
-            DType::I64 => i64::MIN as f64,
-            DType::U8 => 0.0,
-            _ => f64::NEG_INFINITY,
-        };
-        let border = |dims: [usize; 4]| Tensor::full_dtype(dims, lowest, x.dtype(), x.device());
-        let (top, bottom) = (p.0, p.0 + rows.extra);
-        let tall = Tensor::cat(
-            &[
-                border([n, c, top, w])?,
-                x.clone(),
-                border([n, c, bottom, w])?,
-            ],
-            2,
-        )?;
-        let (left, right) = (p.1, p.1 + cols.extra);
-        let hp = h + top + bottom;
-        padded = Tensor::cat(
-            &[border([n, c, hp, left])?, tall, border([n, c, hp, right])?],
-            3,
-        )?;
+        // Then the unpadded pooling, which has the CPU's one-pass path.
+        padded = lowest_borders(x, [n, c, h, w], p, [rows.extra, cols.extra])?;
         &padded
     } else {
         x
@@ -186,6 +197,74 @@ pub fn max_pool2d(
     let zero = Size2(0, 0);
     let windows = pool_windows(x, OP, [n, c, hp, wp], [oh, ow], k, s, zero, d)?;
     windows.max_dim(1)?.reshape((n, c, oh, ow))
+}
+
+/// [`max_pool2d`] and where each maximum is: an int64 index into its `[H, W]` plane flattened
+/// (torch's `return_indices=True`, what `max_unpool2d` takes). Ties go to the first in
+/// row-major order, and a window with nothing above -inf (or the integer dtype's lowest)
+/// points at its first element inside the input, as torch's kernel starts there.
+pub fn max_pool2d_with_indices(
+    x: &Tensor,
+    kernel: impl Into<Size2>,
+    stride: impl Into<Size2>,
+    padding: impl Into<Size2>,
+    dilation: impl Into<Size2>,
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    const OP: &str = "max_pool2d_with_indices";
+    let (k, s, p, d) = (
+        kernel.into(),
+        stride.into(),
+        padding.into(),
+        dilation.into(),
+    );
+    let values = max_pool2d(x, k, s, p, d, ceil_mode)?;
+    let [n, c, h, w] = nchw(x, OP)?;
+    let rows = pool_axis(h, k.0, s.0, p.0, d.0, ceil_mode, OP)?;
+    let cols = pool_axis(w, k.1, s.1, p.1, d.1, ceil_mode, OP)?;
+    let (oh, ow) = (rows.out, cols.out);
+    let tap = crate::autograd::no_grad(|| {
+        let padded = lowest_borders(x, [n, c, h, w], p, [rows.extra, cols.extra])?;
+        let [_, _, hp, wp] = nchw(&padded, OP)?;
+        pool_windows(&padded, OP, [n, c, hp, wp], [oh, ow], k, s, Size2(0, 0), d)?.argmax_dim(1)
+    })?;
+    // Each tap's place in the input plane; a tap in the padding stands for the window's
+    // first element inside (where torch's kernel starts), which it only "wins" when
+    // nothing in the window is above the padding's value.
+    host_room(checked_numel(OP, &[oh, ow, k.0, k.1])?, DType::I64)?;
+    let first = |o: usize, s: usize, p: usize, d: usize| {
+        let mut i = (o * s) as isize - p as isize;
+        while i < 0 {
+            i += d as isize;
+        }
+        i
+    };
+    let mut table = Vec::with_capacity(oh * ow * k.0 * k.1);
+    for y in 0..oh {
+        for xo in 0..ow {
+            let (fy, fx) = (first(y, s.0, p.0, d.0), first(xo, s.1, p.1, d.1));
+            let start = (fy * w as isize + fx) as i64;
+            for i in 0..k.0 {
+                let iy = (y * s.0 + i * d.0) as isize - p.0 as isize;
+                for j in 0..k.1 {
+                    let ix = (xo * s.1 + j * d.1) as isize - p.1 as isize;
+                    let inside = iy >= 0 && iy < h as isize && ix >= 0 && ix < w as isize;
+                    table.push(if inside {
+                        (iy * w as isize + ix) as i64
+                    } else {
+                        start
+                    });
+                }
+            }
+        }
+    }
+    let table = Tensor::from_vec(table, vec![oh * ow, k.0 * k.1], Device::Cpu)?
+        .to(x.device())?
+        .repeat(&[n * c, 1])?;
+    let indices = table
+        .gather(1, &tap.unsqueeze(1)?)?
+        .reshape((n, c, oh, ow))?;
+    Ok((values, indices))
 }
 
 /// Mean over windows of `kernel` moved by `stride`, over the input zero-padded by `padding`

@@ -66,6 +66,21 @@ impl MaxPool2d {
     }
 }
 
+impl MaxPool2d {
+    /// The pooling and where each maximum is (torch's `return_indices=True`), for
+    /// `MaxUnpool2d`.
+    pub fn forward_with_indices(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        functional::max_pool2d_with_indices(
+            x,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.ceil_mode,
+        )
+    }
+}
+
 impl Module for MaxPool2d {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         functional::max_pool2d(
