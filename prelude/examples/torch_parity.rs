@@ -2232,6 +2232,68 @@ fn rnn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// A recurrent cell stepped twice by hand (see bench/torch_parity.py's `cell_case`).
+fn cell_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::nn::{GRUCell, LSTMCell, RNNCell};
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let kind = op.split('_').next().unwrap();
+    let m = match kind {
+        "rnncell" => RNNCell::new(3, 4),
+        "lstmcell" => LSTMCell::new(3, 4),
+        _ => GRUCell::new(3, 4),
+    };
+    let m = if op == "rnncell_relu" {
+        m.nonlinearity("relu")
+    } else {
+        m
+    }
+    .bias(!op.ends_with("_nobias"));
+    let params = ramped(&m, d, dev, 0.2)?;
+    let unbatched = op.ends_with("_unbatched");
+    let xs: &[usize] = if unbatched { &[2, 3] } else { &[2, 2, 3] };
+    let hs: &[usize] = if unbatched { &[4] } else { &[2, 4] };
+    let x = ramp(xs, 7, 3.0, 0.4, d, dev)?;
+    let h0 = ramp(hs, 3, 1.0, 0.3, d, dev)?;
+    let lstm = kind == "lstmcell";
+    let (mut h, mut c) = (h0.clone(), None);
+    if lstm {
+        c = Some(ramp(hs, 4, 2.0, 0.25, d, dev)?);
+    }
+    for t in 0..2 {
+        let xt = x.select(0, t)?;
+        if lstm {
+            let (h1, c1) = m.forward_lstm(&xt, Some((&h, c.as_ref().unwrap())))?;
+            (h, c) = (h1, Some(c1));
+        } else {
+            h = m.forward_with(&xt, Some(&h))?;
+        }
+    }
+    match want {
+        "out" => return Ok(h.detach()),
+        "cn" => {
+            return c
+                .map(|c| c.detach())
+                .ok_or_else(|| Error::Invalid("no c".into()))
+        }
+        _ => {}
+    }
+    weighted_backward(&h)?;
+    let param = |name: &str| {
+        params
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, p)| p.grad())
+    };
+    let g = match want {
+        "x" => x.grad(),
+        "h0" => h0.grad(),
+        "wih" => param("weight_ih"),
+        "whh" => param("weight_hh"),
+        _ => param("bias_hh"),
+    };
+    g.ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 /// Attention on ramps (see bench/torch_parity.py's `attn_case`).
 fn attn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     use gpulab::nn::{MultiheadAttention, TransformerEncoderLayer};
@@ -2517,6 +2579,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "rnn" {
         return rnn_case(w, dev);
+    }
+    if kind == "cell" {
+        return cell_case(w, dev);
     }
     if kind == "sched" {
         return sched_case(w);

@@ -653,6 +653,37 @@ fn rearranging_scale_norms_and_adaptive_pools() {
 }
 
 #[test]
+fn recurrent_cells() {
+    // The input and both states of each cell, in float64 (the weights' gradients are the
+    // parity cases').
+    let lstm = nn::LSTMCell::new(3, 4);
+    lstm.to_dtype(DType::F64).unwrap();
+    check(
+        "LSTMCell",
+        vec![
+            input(&[2, 3], 640),
+            input(&[2, 4], 641),
+            input(&[2, 4], 642),
+        ],
+        move |x| {
+            let (h, c) = lstm.forward_lstm(&x[0], Some((&x[1], &x[2])))?;
+            h.add(&c.mul(0.5)?)
+        },
+    );
+    for (name, cell) in [
+        ("GRUCell", nn::GRUCell::new(3, 4)),
+        ("RNNCell", nn::RNNCell::new(3, 4)),
+    ] {
+        cell.to_dtype(DType::F64).unwrap();
+        check(
+            name,
+            vec![input(&[2, 3], 643), input(&[2, 4], 644)],
+            move |x| cell.forward_with(&x[0], Some(&x[1])),
+        );
+    }
+}
+
+#[test]
 fn extra_activations() {
     // Away from the kinks (finite differences there are meaningless).
     let away = |t: Tensor, kinks: &[f64]| {

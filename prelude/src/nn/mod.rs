@@ -37,6 +37,7 @@ mod pool;
 mod pool_layers;
 mod rearrange;
 mod recurrent;
+mod recurrent_cell;
 mod resample;
 pub mod safetensors;
 mod scale_norm;
@@ -79,6 +80,7 @@ pub use pool_layers::{
 };
 pub use rearrange::{ChannelShuffle, PixelShuffle, PixelUnshuffle};
 pub use recurrent::{Recurrent, RecurrentOutput, GRU, LSTM, RNN};
+pub use recurrent_cell::{GRUCell, LSTMCell, RNNCell, RecurrentCell};
 pub use resample::{Resize, Upsample};
 pub use safetensors::{load_safetensors, save_safetensors};
 pub use scale_norm::{LocalResponseNorm, RMSNorm};
@@ -792,6 +794,7 @@ torch_repr!(
     scale_norm::RMSNorm,
     scale_norm::LocalResponseNorm,
     recurrent::Recurrent,
+    recurrent_cell::RecurrentCell,
     resample::Upsample,
     transformer::TransformerEncoderLayer,
 );

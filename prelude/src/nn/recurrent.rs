@@ -12,7 +12,7 @@ use crate::tensor::{DType, Tensor};
 
 /// Which recurrence a layer runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     RnnTanh,
     RnnRelu,
     Lstm,
@@ -21,7 +21,7 @@ enum Kind {
 
 impl Kind {
     /// Gates per hidden unit: the rows of each weight are `gates * hidden_size`.
-    fn gates(self) -> usize {
+    pub(super) fn gates(self) -> usize {
         match self {
             Kind::RnnTanh | Kind::RnnRelu => 1,
             Kind::Lstm => 4,
@@ -35,6 +35,40 @@ impl Kind {
             Kind::Gru => "GRU",
         }
     }
+}
+
+/// One step of `kind`'s cell, torch's formulas in torch's order, from the input's part of
+/// the gates `xt` (`x W_ihᵀ + b_ih`) and the hidden state's `hw` (`h W_hhᵀ + b_hh`): the new
+/// hidden state and, for an LSTM, the new cell state (`cell` is the old one).
+pub(super) fn cell_step(
+    kind: Kind,
+    xt: &Tensor,
+    hw: &Tensor,
+    hidden: &Tensor,
+    cell: Option<&Tensor>,
+) -> Result<(Tensor, Option<Tensor>)> {
+    Ok(match kind {
+        Kind::RnnTanh => (xt.add(hw)?.tanh()?, None),
+        Kind::RnnRelu => (xt.add(hw)?.relu()?, None),
+        Kind::Lstm => {
+            let g = xt.add(hw)?.chunk(4, 1)?;
+            let (i, f) = (g[0].sigmoid()?, g[1].sigmoid()?);
+            let (cand, o) = (g[2].tanh()?, g[3].sigmoid()?);
+            let c = f
+                .mul(cell.expect("an LSTM has a cell state"))?
+                .add(&i.mul(&cand)?)?;
+            (o.mul(&c.tanh()?)?, Some(c))
+        }
+        Kind::Gru => {
+            let gx = xt.chunk(3, 1)?;
+            let gh = hw.chunk(3, 1)?;
+            let r = gx[0].add(&gh[0])?.sigmoid()?;
+            let z = gx[1].add(&gh[1])?.sigmoid()?;
+            let cand = gx[2].add(&r.mul(&gh[2])?)?.tanh()?;
+            // (1 - z) * n + z * h, as n + z * (h - n), as torch's cell computes it.
+            (cand.add(&z.mul(&hidden.sub(&cand)?)?)?, None)
+        }
+    })
 }
 
 /// A stack of recurrent layers (what `RNN::new`, `LSTM::new` and `GRU::new` build). Input
@@ -245,30 +279,7 @@ impl Recurrent {
                 hw = hw.add(b_hh)?;
             }
             let xt = xw.select(0, t as isize)?;
-            hidden = match self.kind {
-                Kind::RnnTanh => xt.add(&hw)?.tanh()?,
-                Kind::RnnRelu => xt.add(&hw)?.relu()?,
-                Kind::Lstm => {
-                    let g = xt.add(&hw)?.chunk(4, 1)?;
-                    let (i, f) = (g[0].sigmoid()?, g[1].sigmoid()?);
-                    let (cand, o) = (g[2].tanh()?, g[3].sigmoid()?);
-                    let c = f
-                        .mul(cell.as_ref().expect("an LSTM has a cell state"))?
-                        .add(&i.mul(&cand)?)?;
-                    let out = o.mul(&c.tanh()?)?;
-                    cell = Some(c);
-                    out
-                }
-                Kind::Gru => {
-                    let gx = xt.chunk(3, 1)?;
-                    let gh = hw.chunk(3, 1)?;
-                    let r = gx[0].add(&gh[0])?.sigmoid()?;
-                    let z = gx[1].add(&gh[1])?.sigmoid()?;
-                    let cand = gx[2].add(&r.mul(&gh[2])?)?.tanh()?;
-                    // (1 - z) * n + z * h, as n + z * (h - n), as torch's cell computes it.
-                    cand.add(&z.mul(&hidden.sub(&cand)?)?)?
-                }
-            };
+            (hidden, cell) = cell_step(self.kind, &xt, &hw, &hidden, cell.as_ref())?;
             outs.push(hidden.clone());
         }
         if reverse {
