@@ -2232,6 +2232,92 @@ fn rnn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// Transformer decoder layers and stacks with a causal target mask (see
+/// bench/torch_parity.py's `tfm_case`).
+fn tfm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::nn::{
+        LayerNorm, Transformer, TransformerConfig, TransformerDecoderLayer, TransformerEncoder,
+        TransformerEncoderLayer, TransformerMasks,
+    };
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let causal = Tensor::from_vec(
+        vec![false, true, true, false, false, true, false, false, false],
+        (3, 3),
+        dev,
+    )?;
+    let tgt = ramp(&[3, 2, 8], 7, 3.0, 0.4, d, dev)?;
+    let mem = ramp(&[4, 2, 8], 5, 2.0, 0.35, d, dev)?;
+    let masks = TransformerMasks {
+        tgt_mask: Some(&causal),
+        ..Default::default()
+    };
+    let (out, params, names) = if op.starts_with("dec") {
+        let m = TransformerDecoderLayer::new(8, 2)
+            .dim_feedforward(16)
+            .dropout(0.0)
+            .activation(if op == "dec_pre" { "gelu" } else { "relu" })
+            .norm_first(op == "dec_pre");
+        let params = ramped(&m, d, dev, 0.3)?;
+        let out = m.forward_with(&tgt, &mem, &masks)?;
+        (
+            out,
+            params,
+            ["multihead_attn.in_proj_weight", "linear2.weight"],
+        )
+    } else if op == "encstack" {
+        let layer = || {
+            TransformerEncoderLayer::new(8, 2)
+                .dim_feedforward(16)
+                .dropout(0.0)
+        };
+        let m = TransformerEncoder::new(layer, 2).norm(LayerNorm::new([8]));
+        let params = ramped(&m, d, dev, 0.3)?;
+        let out = m.forward_with(&tgt, Some(&causal), None)?;
+        (
+            out,
+            params,
+            [
+                "layers.0.self_attn.in_proj_weight",
+                "layers.1.linear2.weight",
+            ],
+        )
+    } else {
+        let m = Transformer::new(TransformerConfig {
+            d_model: 8,
+            nhead: 2,
+            num_encoder_layers: 2,
+            num_decoder_layers: 1,
+            dim_feedforward: 16,
+            dropout: 0.0,
+            ..Default::default()
+        });
+        let params = ramped(&m, d, dev, 0.3)?;
+        let out = m.forward_with(&mem, &tgt, &masks)?;
+        (
+            out,
+            params,
+            [
+                "encoder.layers.0.self_attn.in_proj_weight",
+                "decoder.layers.0.linear2.weight",
+            ],
+        )
+    };
+    let param = |name: &str| {
+        params
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| p.tensor())
+            .expect("the layer has it")
+    };
+    let inputs = vec![
+        ("q", tgt.clone()),
+        ("mem", mem.clone()),
+        ("inw", param(names[0])),
+        ("outw", param(names[1])),
+    ];
+    result_or_grad(&out, want, &inputs)
+}
+
 /// A recurrent cell stepped twice by hand (see bench/torch_parity.py's `cell_case`).
 fn cell_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     use gpulab::nn::{GRUCell, LSTMCell, RNNCell};
@@ -2582,6 +2668,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "cell" {
         return cell_case(w, dev);
+    }
+    if kind == "tfm" {
+        return tfm_case(w, dev);
     }
     if kind == "sched" {
         return sched_case(w);

@@ -42,6 +42,8 @@ mod resample;
 pub mod safetensors;
 mod scale_norm;
 mod transformer;
+mod transformer_decoder;
+mod transformer_stack;
 mod unfold;
 mod unpool;
 pub mod utils;
@@ -85,6 +87,10 @@ pub use resample::{Resize, Upsample};
 pub use safetensors::{load_safetensors, save_safetensors};
 pub use scale_norm::{LocalResponseNorm, RMSNorm};
 pub use transformer::TransformerEncoderLayer;
+pub use transformer_decoder::{TransformerDecoderLayer, TransformerMasks};
+pub use transformer_stack::{
+    Transformer, TransformerConfig, TransformerDecoder, TransformerEncoder,
+};
 pub use unfold::{Fold, Unfold};
 pub use unpool::{MaxUnpool1d, MaxUnpool2d};
 
@@ -797,6 +803,10 @@ torch_repr!(
     recurrent_cell::RecurrentCell,
     resample::Upsample,
     transformer::TransformerEncoderLayer,
+    transformer_decoder::TransformerDecoderLayer,
+    transformer_stack::TransformerEncoder,
+    transformer_stack::TransformerDecoder,
+    transformer_stack::Transformer,
 );
 
 /// A model's layers, output shapes (when an input shape was given) and parameter counts.

@@ -1,7 +1,8 @@
 //! torch's `nn.TransformerEncoderLayer`: self-attention and a feed-forward block, each with a
 //! residual connection and layer norm (after, or before with `norm_first`), built from this
 //! crate's `MultiheadAttention`, `Linear`, `LayerNorm` and dropout, under torch's parameter
-//! names, so a torch `state_dict` loads. Stack several in a `Sequential` for an encoder.
+//! names, so a torch `state_dict` loads. `transformer_stack` stacks them (`TransformerEncoder`),
+//! and `transformer_decoder` holds the decoder layer.
 
 use super::{functional, py_float, LayerNorm, Linear, Module, MultiheadAttention, Parameter};
 use crate::error::{Error, Result};
@@ -84,45 +85,82 @@ impl TransformerEncoderLayer {
     }
 
     fn drop(&self, x: &Tensor) -> Result<Tensor> {
-        if self.dropout > 0.0 && self.training {
-            functional::dropout(x, self.dropout, true)
-        } else {
-            Ok(x.clone())
-        }
+        dropped(x, self.dropout, self.training)
     }
 
-    fn attention_block(&self, x: &Tensor, key_padding_mask: Option<&Tensor>) -> Result<Tensor> {
+    fn attention_block(
+        &self,
+        x: &Tensor,
+        attn_mask: Option<&Tensor>,
+        key_padding_mask: Option<&Tensor>,
+    ) -> Result<Tensor> {
         let a = self
             .self_attn
-            .attend(x, x, x, key_padding_mask, false, None)?;
+            .attend(x, x, x, key_padding_mask, false, attn_mask)?;
         self.drop(&a.output)
-    }
-
-    fn feed_forward_block(&self, x: &Tensor) -> Result<Tensor> {
-        let h = self.linear1.forward(x)?;
-        let h = if self.gelu { h.gelu()? } else { h.relu()? };
-        let h = self.linear2.forward(&self.drop(&h)?)?;
-        self.drop(&h)
     }
 
     /// torch's `layer(src, src_key_padding_mask=...)`: `key_padding_mask` `[N, L]`, true
     /// where a position is padding (no query attends to it).
     pub fn forward_masked(&self, x: &Tensor, key_padding_mask: Option<&Tensor>) -> Result<Tensor> {
-        if let Some(bad) = &self.bad_activation {
-            return Err(Error::Invalid(format!(
-                "{}: the activation must be \"relu\" or \"gelu\", got \"{bad}\"",
-                self.describe()
-            )));
-        }
+        self.forward_with_masks(x, None, key_padding_mask)
+    }
+
+    /// torch's `layer(src, src_mask, src_key_padding_mask)`: `attn_mask` `[L, L]` (bool, true
+    /// where a query may not look, or float, added to the scores, as
+    /// [`Transformer::generate_square_subsequent_mask`](super::Transformer) gives) and the
+    /// padding mask.
+    pub fn forward_with_masks(
+        &self,
+        x: &Tensor,
+        attn_mask: Option<&Tensor>,
+        key_padding_mask: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        check_activation(&self.bad_activation, || self.describe())?;
+        let ff =
+            |x: &Tensor| feed_forward(&self.linear1, &self.linear2, self.gelu, x, |t| self.drop(t));
         if self.norm_first {
-            let x = x.add(&self.attention_block(&self.norm1.forward(x)?, key_padding_mask)?)?;
-            x.add(&self.feed_forward_block(&self.norm2.forward(&x)?)?)
+            let n1 = self.norm1.forward(x)?;
+            let x = x.add(&self.attention_block(&n1, attn_mask, key_padding_mask)?)?;
+            x.add(&ff(&self.norm2.forward(&x)?)?)
         } else {
-            let x = self
-                .norm1
-                .forward(&x.add(&self.attention_block(x, key_padding_mask)?)?)?;
-            self.norm2.forward(&x.add(&self.feed_forward_block(&x)?)?)
+            let a = self.attention_block(x, attn_mask, key_padding_mask)?;
+            let x = self.norm1.forward(&x.add(&a)?)?;
+            self.norm2.forward(&x.add(&ff(&x)?)?)
         }
+    }
+}
+
+/// Dropout with probability `p` while training, else `x` itself.
+pub(super) fn dropped(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
+    if p > 0.0 && training {
+        functional::dropout(x, p, true)
+    } else {
+        Ok(x.clone())
+    }
+}
+
+/// The feed-forward block of a transformer layer: `drop(linear2(drop(act(linear1(x)))))`.
+pub(super) fn feed_forward(
+    linear1: &Linear,
+    linear2: &Linear,
+    gelu: bool,
+    x: &Tensor,
+    drop: impl Fn(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let h = linear1.forward(x)?;
+    let h = if gelu { h.gelu()? } else { h.relu()? };
+    drop(&linear2.forward(&drop(&h)?)?)
+}
+
+/// The activation a layer was asked for, refused when it is not "relu" or "gelu".
+pub(super) fn check_activation(bad: &Option<String>, who: impl Fn() -> String) -> Result<()> {
+    match bad {
+        Some(bad) => Err(Error::Invalid(format!(
+            "{}: the activation must be \"relu\" or \"gelu\", got \"{bad}\"",
+            who()
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -145,14 +183,7 @@ impl Module for TransformerEncoderLayer {
             ("norm1", &self.norm1),
             ("norm2", &self.norm2),
         ];
-        parts
-            .iter()
-            .flat_map(|(prefix, m)| {
-                m.named_parameters()
-                    .into_iter()
-                    .map(move |(n, p)| (format!("{prefix}.{n}"), p))
-            })
-            .collect()
+        prefixed(&parts)
     }
     fn set_training(&mut self, training: bool) {
         self.training = training;
@@ -174,4 +205,17 @@ impl Module for TransformerEncoderLayer {
             }
         )
     }
+}
+
+/// The children's parameters under `prefix.name`, in the children's order (torch's
+/// `state_dict` names for a module's submodules).
+pub(super) fn prefixed(parts: &[(&str, &dyn Module)]) -> Vec<(String, Parameter)> {
+    parts
+        .iter()
+        .flat_map(|(prefix, m)| {
+            m.named_parameters()
+                .into_iter()
+                .map(move |(n, p)| (format!("{prefix}.{n}"), p))
+        })
+        .collect()
 }
