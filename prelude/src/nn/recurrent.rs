@@ -28,12 +28,39 @@ impl Kind {
             Kind::Gru => 3,
         }
     }
+    /// An RNN's kind for torch's `nonlinearity=` name, and the name itself when it is
+    /// neither "tanh" nor "relu" (refused when the layer runs); `None` for an LSTM or GRU,
+    /// which have no such setting.
+    pub(super) fn with_nonlinearity(self, name: &str) -> Option<(Kind, Option<String>)> {
+        matches!(self, Kind::RnnTanh | Kind::RnnRelu).then(|| {
+            let kind = if name == "relu" {
+                Kind::RnnRelu
+            } else {
+                Kind::RnnTanh
+            };
+            (
+                kind,
+                (!matches!(name, "relu" | "tanh")).then(|| name.into()),
+            )
+        })
+    }
     fn name(self) -> &'static str {
         match self {
             Kind::RnnTanh | Kind::RnnRelu => "RNN",
             Kind::Lstm => "LSTM",
             Kind::Gru => "GRU",
         }
+    }
+}
+
+/// The error for a nonlinearity [`Kind::with_nonlinearity`] refused, naming the layer.
+pub(super) fn check_nonlinearity(bad: &Option<String>, who: impl Fn() -> String) -> Result<()> {
+    match bad {
+        Some(bad) => Err(Error::Invalid(format!(
+            "{}: the nonlinearity must be \"tanh\" or \"relu\", got \"{bad}\"",
+            who()
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -212,13 +239,8 @@ impl Recurrent {
     /// `"tanh"` (the default) or `"relu"`, for an `RNN`; anything else is an error when the
     /// layer runs.
     pub fn nonlinearity(mut self, name: &str) -> Recurrent {
-        if matches!(self.kind, Kind::RnnTanh | Kind::RnnRelu) {
-            self.kind = if name == "relu" {
-                Kind::RnnRelu
-            } else {
-                Kind::RnnTanh
-            };
-            self.bad_nonlinearity = (!matches!(name, "relu" | "tanh")).then(|| name.into());
+        if let Some((kind, bad)) = self.kind.with_nonlinearity(name) {
+            (self.kind, self.bad_nonlinearity) = (kind, bad);
         }
         self
     }
@@ -318,12 +340,7 @@ impl Recurrent {
         c0: Option<&Tensor>,
         lower: Option<DType>,
     ) -> Result<RecurrentOutput> {
-        if let Some(bad) = &self.bad_nonlinearity {
-            return Err(Error::Invalid(format!(
-                "{}: the nonlinearity must be \"tanh\" or \"relu\", got \"{bad}\"",
-                self.describe()
-            )));
-        }
+        check_nonlinearity(&self.bad_nonlinearity, || self.describe())?;
         if !(0.0..=1.0).contains(&self.dropout) {
             return Err(Error::Invalid(format!(
                 "{}: dropout must be a probability in [0, 1], got {}",

@@ -4,7 +4,7 @@
 //! the parameters have torch's names (`weight_ih`, `weight_hh`, `bias_ih`, `bias_hh`), shapes
 //! and initialisation, so a torch `state_dict` loads.
 
-use super::recurrent::{cell_step, Kind};
+use super::recurrent::{cell_step, check_nonlinearity, Kind};
 use super::{init_param, same_device, Module, Parameter};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -90,13 +90,8 @@ impl RecurrentCell {
     /// `"tanh"` (the default) or `"relu"`, for an `RNNCell`; anything else is an error when
     /// the cell runs.
     pub fn nonlinearity(mut self, name: &str) -> RecurrentCell {
-        if matches!(self.kind, Kind::RnnTanh | Kind::RnnRelu) {
-            self.kind = if name == "relu" {
-                Kind::RnnRelu
-            } else {
-                Kind::RnnTanh
-            };
-            self.bad_nonlinearity = (!matches!(name, "relu" | "tanh")).then(|| name.into());
+        if let Some((kind, bad)) = self.kind.with_nonlinearity(name) {
+            (self.kind, self.bad_nonlinearity) = (kind, bad);
         }
         self
     }
@@ -136,12 +131,7 @@ impl RecurrentCell {
         h: Option<&Tensor>,
         c: Option<Option<&Tensor>>,
     ) -> Result<(Tensor, Option<Tensor>)> {
-        if let Some(bad) = &self.bad_nonlinearity {
-            return Err(Error::Invalid(format!(
-                "{}: the nonlinearity must be \"tanh\" or \"relu\", got \"{bad}\"",
-                self.describe()
-            )));
-        }
+        check_nonlinearity(&self.bad_nonlinearity, || self.describe())?;
         same_device(self, &self.params[0].1, x)?;
         let features = x.shape().last().copied().unwrap_or(0);
         if !(x.rank() == 1 || x.rank() == 2) || features != self.input_size {
