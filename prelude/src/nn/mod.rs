@@ -89,7 +89,8 @@ pub use scale_norm::{LocalResponseNorm, RMSNorm};
 pub use transformer::TransformerEncoderLayer;
 pub use transformer_decoder::{TransformerDecoderLayer, TransformerMasks};
 pub use transformer_stack::{
-    Transformer, TransformerConfig, TransformerDecoder, TransformerEncoder,
+    StackedLayer, Transformer, TransformerConfig, TransformerDecoder, TransformerEncoder,
+    TransformerStack,
 };
 pub use unfold::{Fold, Unfold};
 pub use unpool::{MaxUnpool1d, MaxUnpool2d};

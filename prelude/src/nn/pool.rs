@@ -156,47 +156,105 @@ pub fn max_pool2d(
     dilation: impl Into<Size2>,
     ceil_mode: bool,
 ) -> Result<Tensor> {
-    const OP: &str = "max_pool2d";
     let (k, s, p, d) = (
         kernel.into(),
         stride.into(),
         padding.into(),
         dilation.into(),
     );
-    let [n, c, h, w] = nchw(x, OP)?;
-    x.refuse_bool("max_pool2d")?;
-    let rows = pool_axis(h, k.0, s.0, p.0, d.0, ceil_mode, OP)?;
-    let cols = pool_axis(w, k.1, s.1, p.1, d.1, ceil_mode, OP)?;
-    let (oh, ow) = (rows.out, cols.out);
-    checked_numel(OP, &[n, c, oh, ow])?;
-    let padded;
-    let x = if p != Size2(0, 0) || rows.extra + cols.extra > 0 {
-        // Then the unpadded pooling, which has the CPU's one-pass path.
-        padded = lowest_borders(x, [n, c, h, w], p, [rows.extra, cols.extra])?;
-        &padded
-    } else {
-        x
-    };
-    let [_, _, hp, wp] = nchw(x, OP)?;
-    let geom = PoolGeom {
-        h: hp,
-        w: wp,
-        kh: k.0,
-        kw: k.1,
-        sh: s.0,
-        sw: s.1,
-        dh: d.0,
-        dw: d.1,
-        oh,
-        ow,
-    };
-    // On the CPU one pass over the input, keeping where each maximum came from.
-    if let Some(out) = x.max_pool2d_cpu(geom)? {
-        return Ok(out);
+    let plan = MaxPlan::new(x, k, s, p, d, ceil_mode, "max_pool2d")?;
+    plan.values(&plan.bordered(x)?)
+}
+
+/// What both max poolings work out first: the arguments checked, each axis's output size
+/// and the border a ceil-mode last window needs.
+struct MaxPlan {
+    op: &'static str,
+    dims: [usize; 4],
+    rows: Axis,
+    cols: Axis,
+    k: Size2,
+    s: Size2,
+    p: Size2,
+    d: Size2,
+}
+
+impl MaxPlan {
+    fn new(
+        x: &Tensor,
+        k: Size2,
+        s: Size2,
+        p: Size2,
+        d: Size2,
+        ceil_mode: bool,
+        op: &'static str,
+    ) -> Result<MaxPlan> {
+        let [n, c, h, w] = nchw(x, op)?;
+        x.refuse_bool(op)?;
+        let rows = pool_axis(h, k.0, s.0, p.0, d.0, ceil_mode, op)?;
+        let cols = pool_axis(w, k.1, s.1, p.1, d.1, ceil_mode, op)?;
+        checked_numel(op, &[n, c, rows.out, cols.out])?;
+        Ok(MaxPlan {
+            op,
+            dims: [n, c, h, w],
+            rows,
+            cols,
+            k,
+            s,
+            p,
+            d,
+        })
     }
-    let zero = Size2(0, 0);
-    let windows = pool_windows(x, OP, [n, c, hp, wp], [oh, ow], k, s, zero, d)?;
-    windows.max_dim(1)?.reshape((n, c, oh, ow))
+
+    /// `x` with its padding as borders that never win (itself when it needs none), so the
+    /// unpadded pooling, which has the CPU's one-pass path, serves.
+    fn bordered(&self, x: &Tensor) -> Result<Tensor> {
+        if self.p != Size2(0, 0) || self.rows.extra + self.cols.extra > 0 {
+            lowest_borders(x, self.dims, self.p, [self.rows.extra, self.cols.extra])
+        } else {
+            Ok(x.clone())
+        }
+    }
+
+    /// The maxima over the windows of the bordered input.
+    fn values(&self, x: &Tensor) -> Result<Tensor> {
+        let [n, c, hp, wp] = nchw(x, self.op)?;
+        let (oh, ow) = (self.rows.out, self.cols.out);
+        let geom = PoolGeom {
+            h: hp,
+            w: wp,
+            kh: self.k.0,
+            kw: self.k.1,
+            sh: self.s.0,
+            sw: self.s.1,
+            dh: self.d.0,
+            dw: self.d.1,
+            oh,
+            ow,
+        };
+        // On the CPU one pass over the input, keeping where each maximum came from.
+        if let Some(out) = x.max_pool2d_cpu(geom)? {
+            return Ok(out);
+        }
+        self.windows(x)?.max_dim(1)?.reshape((n, c, oh, ow))
+    }
+
+    /// The windows of the bordered input, one per row.
+    fn windows(&self, x: &Tensor) -> Result<Tensor> {
+        let [n, c, hp, wp] = nchw(x, self.op)?;
+        let out = [self.rows.out, self.cols.out];
+        let zero = Size2(0, 0);
+        pool_windows(
+            x,
+            self.op,
+            [n, c, hp, wp],
+            out,
+            self.k,
+            self.s,
+            zero,
+            self.d,
+        )
+    }
 }
 
 /// [`max_pool2d`] and where each maximum is: an int64 index into its `[H, W]` plane flattened
@@ -218,16 +276,12 @@ pub fn max_pool2d_with_indices(
         padding.into(),
         dilation.into(),
     );
-    let values = max_pool2d(x, k, s, p, d, ceil_mode)?;
-    let [n, c, h, w] = nchw(x, OP)?;
-    let rows = pool_axis(h, k.0, s.0, p.0, d.0, ceil_mode, OP)?;
-    let cols = pool_axis(w, k.1, s.1, p.1, d.1, ceil_mode, OP)?;
-    let (oh, ow) = (rows.out, cols.out);
-    let tap = crate::autograd::no_grad(|| {
-        let padded = lowest_borders(x, [n, c, h, w], p, [rows.extra, cols.extra])?;
-        let [_, _, hp, wp] = nchw(&padded, OP)?;
-        pool_windows(&padded, OP, [n, c, hp, wp], [oh, ow], k, s, Size2(0, 0), d)?.argmax_dim(1)
-    })?;
+    let plan = MaxPlan::new(x, k, s, p, d, ceil_mode, OP)?;
+    let padded = plan.bordered(x)?;
+    let values = plan.values(&padded)?;
+    let [n, c, h, w] = plan.dims;
+    let (oh, ow) = (plan.rows.out, plan.cols.out);
+    let tap = crate::autograd::no_grad(|| plan.windows(&padded)?.argmax_dim(1))?;
     // Each tap's place in the input plane; a tap in the padding stands for the window's
     // first element inside (where torch's kernel starts), which it only "wins" when
     // nothing in the window is above the padding's value.

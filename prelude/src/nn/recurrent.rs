@@ -140,26 +140,21 @@ pub struct LSTM;
 /// `n = tanh(x W_inᵀ + b_in + r*(h W_hnᵀ + b_hn))`, `h' = (1-z)*n + z*h`.
 pub struct GRU;
 
-impl RNN {
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(input_size: usize, hidden_size: usize) -> Recurrent {
-        Recurrent::build(Kind::RnnTanh, input_size, hidden_size)
-    }
+/// `Name::new(input_size, hidden_size)` for each marker type, building `$built` of a
+/// `Kind` (the layers here and the cells in `recurrent_cell`).
+macro_rules! kind_constructors {
+    ($built:ident: $($name:ident => $kind:ident),+ $(,)?) => {$(
+        impl $name {
+            #[allow(clippy::new_ret_no_self)]
+            pub fn new(input_size: usize, hidden_size: usize) -> $built {
+                $built::build(Kind::$kind, input_size, hidden_size)
+            }
+        }
+    )+};
 }
+pub(super) use kind_constructors;
 
-impl LSTM {
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(input_size: usize, hidden_size: usize) -> Recurrent {
-        Recurrent::build(Kind::Lstm, input_size, hidden_size)
-    }
-}
-
-impl GRU {
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(input_size: usize, hidden_size: usize) -> Recurrent {
-        Recurrent::build(Kind::Gru, input_size, hidden_size)
-    }
-}
+kind_constructors!(Recurrent: RNN => RnnTanh, LSTM => Lstm, GRU => Gru);
 
 impl Recurrent {
     fn build(kind: Kind, input_size: usize, hidden_size: usize) -> Recurrent {

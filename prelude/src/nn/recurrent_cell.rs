@@ -4,7 +4,7 @@
 //! the parameters have torch's names (`weight_ih`, `weight_hh`, `bias_ih`, `bias_hh`), shapes
 //! and initialisation, so a torch `state_dict` loads.
 
-use super::recurrent::{cell_step, check_nonlinearity, Kind};
+use super::recurrent::{cell_step, check_nonlinearity, kind_constructors, Kind};
 use super::{init_param, same_device, Module, Parameter};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -31,26 +31,7 @@ pub struct LSTMCell;
 /// torch's `nn.GRUCell(input_size, hidden_size)`.
 pub struct GRUCell;
 
-impl RNNCell {
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(input_size: usize, hidden_size: usize) -> RecurrentCell {
-        RecurrentCell::build(Kind::RnnTanh, input_size, hidden_size)
-    }
-}
-
-impl LSTMCell {
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(input_size: usize, hidden_size: usize) -> RecurrentCell {
-        RecurrentCell::build(Kind::Lstm, input_size, hidden_size)
-    }
-}
-
-impl GRUCell {
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(input_size: usize, hidden_size: usize) -> RecurrentCell {
-        RecurrentCell::build(Kind::Gru, input_size, hidden_size)
-    }
-}
+kind_constructors!(RecurrentCell: RNNCell => RnnTanh, LSTMCell => Lstm, GRUCell => Gru);
 
 impl RecurrentCell {
     fn build(kind: Kind, input_size: usize, hidden_size: usize) -> RecurrentCell {

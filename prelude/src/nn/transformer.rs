@@ -28,21 +28,10 @@ pub struct TransformerEncoderLayer {
 impl TransformerEncoderLayer {
     /// Parameters drawn in torch's order: the attention, then `linear1`, `linear2`.
     pub fn new(d_model: usize, nhead: usize) -> TransformerEncoderLayer {
-        TransformerEncoderLayer::build(d_model, nhead, 2048, false)
-    }
-
-    fn build(
-        d_model: usize,
-        nhead: usize,
-        ff: usize,
-        batch_first: bool,
-    ) -> TransformerEncoderLayer {
         TransformerEncoderLayer {
-            self_attn: MultiheadAttention::new(d_model, nhead)
-                .batch_first(batch_first)
-                .dropout(0.1),
-            linear1: Linear::new(d_model, ff),
-            linear2: Linear::new(ff, d_model),
+            self_attn: MultiheadAttention::new(d_model, nhead).dropout(0.1),
+            linear1: Linear::new(d_model, 2048),
+            linear2: Linear::new(2048, d_model),
             norm1: LayerNorm::new([d_model]),
             norm2: LayerNorm::new([d_model]),
             d_model,
@@ -52,36 +41,6 @@ impl TransformerEncoderLayer {
             norm_first: false,
             training: true,
         }
-    }
-
-    /// The feed-forward block's width (torch's `dim_feedforward`, default 2048); draws new
-    /// feed-forward weights.
-    pub fn dim_feedforward(mut self, width: usize) -> TransformerEncoderLayer {
-        self.linear1 = Linear::new(self.d_model, width);
-        self.linear2 = Linear::new(width, self.d_model);
-        self
-    }
-    /// Dropout after attention, inside and after the feed-forward block (default 0.1).
-    pub fn dropout(mut self, p: f64) -> TransformerEncoderLayer {
-        self.dropout = p;
-        self.self_attn = self.self_attn.dropout(p);
-        self
-    }
-    /// `"relu"` (the default) or `"gelu"`; anything else is refused when the layer runs.
-    pub fn activation(mut self, name: &str) -> TransformerEncoderLayer {
-        self.gelu = name == "gelu";
-        self.bad_activation = (!matches!(name, "relu" | "gelu")).then(|| name.to_string());
-        self
-    }
-    pub fn batch_first(mut self, batch_first: bool) -> TransformerEncoderLayer {
-        self.self_attn = self.self_attn.batch_first(batch_first);
-        self
-    }
-    /// Layer norm before each block instead of after (torch's `norm_first=True`, the
-    /// pre-norm transformers train more easily with).
-    pub fn norm_first(mut self, norm_first: bool) -> TransformerEncoderLayer {
-        self.norm_first = norm_first;
-        self
     }
 
     fn drop(&self, x: &Tensor) -> Result<Tensor> {
@@ -130,6 +89,52 @@ impl TransformerEncoderLayer {
         }
     }
 }
+
+/// The builder methods the encoder and decoder layers share (`dim_feedforward`, `dropout`,
+/// `activation`, `batch_first`, `norm_first`), for a layer type with the fields both have and
+/// the attention fields named.
+macro_rules! layer_builders {
+    ($t:ident, $($attn:ident),+) => {
+        impl $t {
+            /// The feed-forward block's width (torch's `dim_feedforward`, default 2048);
+            /// draws new feed-forward weights.
+            pub fn dim_feedforward(mut self, width: usize) -> $t {
+                self.linear1 = Linear::new(self.d_model, width);
+                self.linear2 = Linear::new(width, self.d_model);
+                self
+            }
+            /// Dropout after each block's attention or feed-forward, and inside the
+            /// feed-forward (default 0.1).
+            pub fn dropout(mut self, p: f64) -> $t {
+                self.dropout = p;
+                $(self.$attn = self.$attn.dropout(p);)+
+                self
+            }
+            /// `"relu"` (the default) or `"gelu"`; anything else is refused when the layer
+            /// runs.
+            pub fn activation(mut self, name: &str) -> $t {
+                self.gelu = name == "gelu";
+                self.bad_activation =
+                    (!matches!(name, "relu" | "gelu")).then(|| name.to_string());
+                self
+            }
+            /// Inputs `[N, L, E]` instead of `[L, N, E]` (torch's `batch_first=True`).
+            pub fn batch_first(mut self, batch_first: bool) -> $t {
+                $(self.$attn = self.$attn.batch_first(batch_first);)+
+                self
+            }
+            /// Layer norm before each block instead of after (torch's `norm_first=True`, the
+            /// pre-norm transformers train more easily with).
+            pub fn norm_first(mut self, norm_first: bool) -> $t {
+                self.norm_first = norm_first;
+                self
+            }
+        }
+    };
+}
+pub(super) use layer_builders;
+
+layer_builders!(TransformerEncoderLayer, self_attn);
 
 /// Dropout with probability `p` while training, else `x` itself.
 pub(super) fn dropped(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {

@@ -4,7 +4,7 @@
 //! parameter names (`self_attn.*`, `multihead_attn.*`, `linear1.*`, `linear2.*`,
 //! `norm1..3.*`). The masks travel in one [`TransformerMasks`].
 
-use super::transformer::{check_activation, dropped, feed_forward};
+use super::transformer::{check_activation, dropped, feed_forward, layer_builders};
 use super::{py_float, LayerNorm, Linear, Module, MultiheadAttention, Parameter};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -42,6 +42,8 @@ pub struct TransformerDecoderLayer {
     training: bool,
 }
 
+layer_builders!(TransformerDecoderLayer, self_attn, multihead_attn);
+
 impl TransformerDecoderLayer {
     /// Parameters drawn in torch's order: the two attentions, then `linear1`, `linear2`.
     pub fn new(d_model: usize, nhead: usize) -> TransformerDecoderLayer {
@@ -61,38 +63,6 @@ impl TransformerDecoderLayer {
             norm_first: false,
             training: true,
         }
-    }
-
-    /// The feed-forward block's width (torch's `dim_feedforward`, default 2048); draws new
-    /// feed-forward weights.
-    pub fn dim_feedforward(mut self, width: usize) -> TransformerDecoderLayer {
-        self.linear1 = Linear::new(self.d_model, width);
-        self.linear2 = Linear::new(width, self.d_model);
-        self
-    }
-    /// Dropout after each block's attention or feed-forward, and inside the feed-forward
-    /// (default 0.1).
-    pub fn dropout(mut self, p: f64) -> TransformerDecoderLayer {
-        self.dropout = p;
-        self.self_attn = self.self_attn.dropout(p);
-        self.multihead_attn = self.multihead_attn.dropout(p);
-        self
-    }
-    /// `"relu"` (the default) or `"gelu"`; anything else is refused when the layer runs.
-    pub fn activation(mut self, name: &str) -> TransformerDecoderLayer {
-        self.gelu = name == "gelu";
-        self.bad_activation = (!matches!(name, "relu" | "gelu")).then(|| name.to_string());
-        self
-    }
-    pub fn batch_first(mut self, batch_first: bool) -> TransformerDecoderLayer {
-        self.self_attn = self.self_attn.batch_first(batch_first);
-        self.multihead_attn = self.multihead_attn.batch_first(batch_first);
-        self
-    }
-    /// Layer norm before each block instead of after (torch's `norm_first=True`).
-    pub fn norm_first(mut self, norm_first: bool) -> TransformerDecoderLayer {
-        self.norm_first = norm_first;
-        self
     }
 
     fn drop(&self, x: &Tensor) -> Result<Tensor> {

@@ -48,41 +48,50 @@ fn stack_describe(name: &str, layers: &[&dyn Module], norm: Option<&LayerNorm>) 
     s + ")"
 }
 
-/// torch's `nn.TransformerEncoder(encoder_layer, num_layers, norm)`: `make` builds one layer
-/// (`|| TransformerEncoderLayer::new(8, 2).dim_feedforward(16)`), and every layer starts as
-/// a copy of the first, as torch's.
-pub struct TransformerEncoder {
-    pub layers: Vec<TransformerEncoderLayer>,
+/// A layer a [`TransformerStack`] can hold: what the stack is called, and what
+/// `Module::forward` on the stack does (the decoder's needs a memory, so it refuses).
+pub trait StackedLayer: Module + Sized {
+    const STACK: &'static str;
+    fn forward_alone(stack: &TransformerStack<Self>, x: &Tensor) -> Result<Tensor>;
+}
+
+/// torch's `nn.TransformerEncoder` and `nn.TransformerDecoder` (`num_layers` copies of one
+/// layer, an optional final norm): one type for both, named by the aliases below.
+pub struct TransformerStack<L> {
+    pub layers: Vec<L>,
     pub norm: Option<LayerNorm>,
 }
 
-impl TransformerEncoder {
-    pub fn new(
-        make: impl Fn() -> TransformerEncoderLayer,
-        num_layers: usize,
-    ) -> TransformerEncoder {
-        let layers: Vec<TransformerEncoderLayer> = (0..num_layers).map(|_| make()).collect();
-        let refs: Vec<&dyn Module> = layers.iter().map(|l| l as &dyn Module).collect();
-        same_start(&refs).expect("CPU float32 parameters copy");
-        TransformerEncoder { layers, norm: None }
+/// torch's `nn.TransformerEncoder(encoder_layer, num_layers, norm)`: `make` builds one layer
+/// (`|| TransformerEncoderLayer::new(8, 2).dim_feedforward(16)`), and every layer starts as
+/// a copy of the first, as torch's.
+pub type TransformerEncoder = TransformerStack<TransformerEncoderLayer>;
+
+/// torch's `nn.TransformerDecoder(decoder_layer, num_layers, norm)`: as
+/// [`TransformerEncoder`], of decoder layers.
+pub type TransformerDecoder = TransformerStack<TransformerDecoderLayer>;
+
+impl<L: StackedLayer> TransformerStack<L> {
+    pub fn new(make: impl Fn() -> L, num_layers: usize) -> TransformerStack<L> {
+        let stack = TransformerStack {
+            layers: (0..num_layers).map(|_| make()).collect(),
+            norm: None,
+        };
+        same_start(&stack.refs()).expect("CPU float32 parameters copy");
+        stack
     }
 
     /// A `LayerNorm` after the last layer (torch's `norm=`).
-    pub fn norm(mut self, norm: LayerNorm) -> TransformerEncoder {
+    pub fn norm(mut self, norm: LayerNorm) -> TransformerStack<L> {
         self.norm = Some(norm);
         self
     }
 
-    /// torch's `encoder(src, mask, src_key_padding_mask)`.
-    pub fn forward_with(
-        &self,
-        src: &Tensor,
-        mask: Option<&Tensor>,
-        src_key_padding_mask: Option<&Tensor>,
-    ) -> Result<Tensor> {
-        let mut x = src.clone();
+    /// `step` through every layer, then the final norm.
+    fn run(&self, x: &Tensor, step: impl Fn(&L, &Tensor) -> Result<Tensor>) -> Result<Tensor> {
+        let mut x = x.clone();
         for layer in &self.layers {
-            x = layer.forward_with_masks(&x, mask, src_key_padding_mask)?;
+            x = step(layer, &x)?;
         }
         match &self.norm {
             Some(n) => n.forward(&x),
@@ -95,53 +104,21 @@ impl TransformerEncoder {
     }
 }
 
-impl Module for TransformerEncoder {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        self.forward_with(x, None, None)
-    }
-    fn parameters(&self) -> Vec<Parameter> {
-        self.named_parameters()
-            .into_iter()
-            .map(|(_, p)| p)
-            .collect()
-    }
-    fn named_parameters(&self) -> Vec<(String, Parameter)> {
-        stack_names(&self.refs(), self.norm.as_ref())
-    }
-    fn set_training(&mut self, training: bool) {
-        for l in &mut self.layers {
-            l.set_training(training);
-        }
-    }
-    fn describe(&self) -> String {
-        stack_describe("TransformerEncoder", &self.refs(), self.norm.as_ref())
+impl TransformerStack<TransformerEncoderLayer> {
+    /// torch's `encoder(src, mask, src_key_padding_mask)`.
+    pub fn forward_with(
+        &self,
+        src: &Tensor,
+        mask: Option<&Tensor>,
+        src_key_padding_mask: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        self.run(src, |l, x| {
+            l.forward_with_masks(x, mask, src_key_padding_mask)
+        })
     }
 }
 
-/// torch's `nn.TransformerDecoder(decoder_layer, num_layers, norm)`: as
-/// [`TransformerEncoder`], of decoder layers.
-pub struct TransformerDecoder {
-    pub layers: Vec<TransformerDecoderLayer>,
-    pub norm: Option<LayerNorm>,
-}
-
-impl TransformerDecoder {
-    pub fn new(
-        make: impl Fn() -> TransformerDecoderLayer,
-        num_layers: usize,
-    ) -> TransformerDecoder {
-        let layers: Vec<TransformerDecoderLayer> = (0..num_layers).map(|_| make()).collect();
-        let refs: Vec<&dyn Module> = layers.iter().map(|l| l as &dyn Module).collect();
-        same_start(&refs).expect("CPU float32 parameters copy");
-        TransformerDecoder { layers, norm: None }
-    }
-
-    /// A `LayerNorm` after the last layer (torch's `norm=`).
-    pub fn norm(mut self, norm: LayerNorm) -> TransformerDecoder {
-        self.norm = Some(norm);
-        self
-    }
-
+impl TransformerStack<TransformerDecoderLayer> {
     /// torch's `decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
     /// memory_key_padding_mask)`.
     pub fn forward_with(
@@ -150,27 +127,30 @@ impl TransformerDecoder {
         memory: &Tensor,
         masks: &TransformerMasks,
     ) -> Result<Tensor> {
-        let mut x = tgt.clone();
-        for layer in &self.layers {
-            x = layer.forward_with(&x, memory, masks)?;
-        }
-        match &self.norm {
-            Some(n) => n.forward(&x),
-            None => Ok(x),
-        }
-    }
-
-    fn refs(&self) -> Vec<&dyn Module> {
-        self.layers.iter().map(|l| l as &dyn Module).collect()
+        self.run(tgt, |l, x| l.forward_with(x, memory, masks))
     }
 }
 
-impl Module for TransformerDecoder {
+impl StackedLayer for TransformerEncoderLayer {
+    const STACK: &'static str = "TransformerEncoder";
+    fn forward_alone(stack: &TransformerEncoder, x: &Tensor) -> Result<Tensor> {
+        stack.forward_with(x, None, None)
+    }
+}
+
+impl StackedLayer for TransformerDecoderLayer {
+    const STACK: &'static str = "TransformerDecoder";
     /// A decoder needs the encoder's output too: this refuses, naming `forward_with`.
-    fn forward(&self, _x: &Tensor) -> Result<Tensor> {
+    fn forward_alone(_stack: &TransformerDecoder, _x: &Tensor) -> Result<Tensor> {
         Err(Error::Invalid(
             "TransformerDecoder takes (tgt, memory): use forward_with(tgt, memory, masks)".into(),
         ))
+    }
+}
+
+impl<L: StackedLayer> Module for TransformerStack<L> {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        L::forward_alone(self, x)
     }
     fn parameters(&self) -> Vec<Parameter> {
         self.named_parameters()
@@ -187,7 +167,7 @@ impl Module for TransformerDecoder {
         }
     }
     fn describe(&self) -> String {
-        stack_describe("TransformerDecoder", &self.refs(), self.norm.as_ref())
+        stack_describe(L::STACK, &self.refs(), self.norm.as_ref())
     }
 }
 
