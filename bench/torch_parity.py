@@ -147,6 +147,27 @@ AMP = ("linear matmul dot bmm conv convT sdpa ce nll mse l1 bce bcel softmax log
 SCALERS = "clean inf unscale growth".split()
 GRAD_REDUCE = "sum mean max min sum_dim sum_keepdim mean_dim max_dim min_dim var std var_dim std_dim".split()
 
+# The "nn" cases of pixel_shuffle .. pdist: op and parameters (see nn_more).
+NN_MORE = {
+    "pixshuf": ("r2", "r3"), "pixunshuf": ("r2", "r3"), "chshuf": ("g2", "g3"),
+    "rms": ("w", "n2", "e01"), "lrn": ("s3", "s2", "s4"),
+    "lppool": ("p2k2", "p3k3s2c", "p1k2s1", "p15k2"), "lppool1": ("p2k2", "p3k3s2c"),
+    "adamax": ("o1x1", "o2x2", "o4x3", "o3x5"), "adamaxi": ("o2x3", "o4x4"),
+    "adaavg1": ("o3", "o1"), "adamax1": ("o3", "o4"),
+    "pdist": ("p2", "p1", "pinf", "p0", "p3"),
+    "pooli": ("k2s2", "k3s2p1", "k3s2p1d2c", "k23s12c"), "pool1i": ("k2s2", "k3s2p1c"),
+    "unpool": ("k2s2", "k3s2p1", "k2s2o"), "unpool1": ("k2s2", "k3s1p1"),
+    # The 3-D layers (see nn_3d).
+    "conv3d": ("s1p0", "s2p1", "d2g2", "same", "unb"),
+    "pool3d": ("k2", "k3s2p1", "k3s2p1d2c", "k122s1", "unb"), "pool3di": ("k2", "k3s2p1", "k3s2p1d2c", "k122s1"),
+    "avg3d": ("k2", "k3s2p1", "k3s2p1c", "k3s2p1cx", "k2div3", "unb"),
+    "bn3d": ("train",), "in3d": ("plain",), "drop3d": ("eval",),
+}
+# What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
+NN_WANTS = {"adamaxi": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
+            "bn3d": ("x", "weight", "bias"), "drop3d": ()}
+
+
 # Cases where gpulab keeps its own answer on purpose.
 KNOWN = {
     # torch 2.9.1's linalg.cond for a p other than ±2 (the norm of A times that of inv(A))
@@ -211,6 +232,20 @@ KNOWN = {
     # refuses every integer dtype; gpulab refuses integer input on every device.
     **{f"nn avgpool i64 {p} out": "torch's CPU avg_pool2d takes int64, its CUDA one does not"
        for p in ("k2s2", "k3s1p1", "k2s1", "k3s2p1", "k3s2p1x", "k3s2p1c", "k3s2p1cx", "k23s21c")},
+    # ... and its avg_pool3d takes int64 too while the CUDA one refuses integers, and has no
+    # float16/bfloat16 kernel while the CUDA one has; gpulab refuses integers and computes
+    # halves in float32 on every device, as for the 2-D pooling.
+    **{f"nn avg3d i64 {p} out": "torch's CPU avg_pool3d takes int64, its CUDA one does not"
+       for p in NN_MORE["avg3d"]},
+    **{f"nn avg3d {d} {p} {w}": "torch's CPU avg_pool3d has no half-precision kernel"
+       for d in ("f16", "bf16") for p in NN_MORE["avg3d"] for w in ("out", "x")},
+    # conv3d with a dilation: torch's CPU has no integer kernel for that either.
+    **{f"nn conv3d {a} d2g2 out": "torch's CPU has no integer dilated convolution" for a in ("i32", "u8")},
+    # instance_norm's float32 input gradient over 18 positions per instance: gpulab's, composed
+    # by autograd from the mean and variance, is at most 4.1e-6 from float64's, torch's closed
+    # form 2.0e-6 (measured); a few units in the last place on small elements, past the
+    # relative tolerance.
+    "nn in3d f32 plain x": "composed norm gradient, float32 rounding (both near float64)",
     # torch's CPU smooth_l1_loss has no float16 backward ("not implemented for 'Half'"); its
     # CUDA one and gpulab's have one.
     **{f"nn {op} f16 f16 {w}": "torch's CPU smooth_l1_loss backward refuses float16"
@@ -323,17 +358,6 @@ OPTIM_STATE = [("sgd", "mom", "momentum_buffer"), ("adam", "betas", "exp_avg"),
                ("rmsprop", "mom", "momentum_buffer"), ("rmsprop", "plain", "step")]
 
 
-# The "nn" cases of pixel_shuffle .. pdist: op and parameters (see nn_more).
-NN_MORE = {
-    "pixshuf": ("r2", "r3"), "pixunshuf": ("r2", "r3"), "chshuf": ("g2", "g3"),
-    "rms": ("w", "n2", "e01"), "lrn": ("s3", "s2", "s4"),
-    "lppool": ("p2k2", "p3k3s2c", "p1k2s1", "p15k2"), "lppool1": ("p2k2", "p3k3s2c"),
-    "adamax": ("o1x1", "o2x2", "o4x3", "o3x5"), "adamaxi": ("o2x3", "o4x4"),
-    "adaavg1": ("o3", "o1"), "adamax1": ("o3", "o4"),
-    "pdist": ("p2", "p1", "pinf", "p0", "p3"),
-    "pooli": ("k2s2", "k3s2p1", "k3s2p1d2c", "k23s12c"), "pool1i": ("k2s2", "k3s2p1c"),
-    "unpool": ("k2s2", "k3s2p1", "k2s2o"), "unpool1": ("k2s2", "k3s1p1"),
-}
 
 
 def cases():
@@ -412,7 +436,7 @@ def cases():
     for a in DTYPES:
         for op, params in NN_MORE.items():
             for p in params:
-                wants = ("out",) if op in ("adamaxi", "pooli", "pool1i") else ("out", "x", "w") if (op, p) == ("rms", "w") else ("out", "x")
+                wants = ("out", "x", "w") if (op, p) == ("rms", "w") else ("out", *NN_WANTS.get(op, ("x",)))
                 out += [f"nn {op} {a} {p} {want}" for want in wants]
     # Gradient clipping: the norm returned and the gradients after, over two parameters.
     out += [f"clip {k} {a} {v}" for k in ("norm", "value") for a in floats for v in ("0.5", "100")]
@@ -625,6 +649,51 @@ def torch_results(lines, device):
             kernel, stride, pad, size = {"k2s2": (2, 2, 0, [7]), "k3s1p1": (3, 1, 1, None)}[param]
             v, i = F.max_pool1d(x, kernel, stride, pad, return_indices=True)
             return F.max_unpool1d(v, i, kernel, stride, pad, output_size=size), {"x": x}
+        return nn_3d(op, d, param)
+
+    def nn_3d(op, d, param):
+        """Mirrors `nn_3d` in torch_parity.rs: conv3d, the 3-D pools, BatchNorm3d, ..."""
+        F = torch.nn.functional
+        if op == "conv3d":
+            xs, ws, stride, pad, dil, groups = {
+                "s1p0": ([1, 2, 3, 4, 4], [3, 2, 2, 3, 3], 1, 0, 1, 1),
+                "s2p1": ([2, 2, 4, 5, 5], [2, 2, 3, 3, 3], 2, 1, 1, 1),
+                "d2g2": ([1, 4, 5, 5, 6], [2, 2, 2, 2, 3], (1, 1, 2), (1, 0, 1), (2, 1, 1), 2),
+                "same": ([1, 2, 4, 4, 5], [2, 2, 2, 3, 2], 1, "same", 1, 1),
+                "unb": ([2, 3, 4, 4], [2, 2, 2, 2, 2], 1, 1, 1, 1)}[param]
+            x = ramp(xs, 7, 3.0, 0.25, d)
+            w = ramp(ws, 5, 2.0, 0.5, d)
+            b = ramp([ws[0]], 3, 1.0, 0.5, d)
+            return F.conv3d(x, w, b, stride, pad, dil, groups), {"x": x, "w": w, "b": b}
+        if op in ("pool3d", "pool3di"):
+            # Ties on purpose: they go to the first maximum in depth, row, column order.
+            kernel, stride, pad, dil, ceil = {
+                "k2": (2, None, 0, 1, False), "k3s2p1": (3, 2, 1, 1, False),
+                "k3s2p1d2c": (3, 2, 1, 2, True), "k122s1": ((1, 2, 2), 1, 0, 1, False),
+                "unb": (2, 1, 1, 1, False)}[param]
+            x = ramp([2, 4, 5, 5] if param == "unb" else [1, 2, 5, 5, 6], 4, 0.0, 1.0, d)
+            v, i = F.max_pool3d(x, kernel, stride, pad, dil, ceil_mode=ceil, return_indices=True)
+            return (v if op == "pool3d" else i), {"x": x}
+        if op == "avg3d":
+            kernel, stride, pad, ceil, inc, div = {
+                "k2": (2, None, 0, False, True, None), "k3s2p1": (3, 2, 1, False, True, None),
+                "k3s2p1c": (3, 2, 1, True, True, None), "k3s2p1cx": (3, 2, 1, True, False, None),
+                "k2div3": (2, 1, 0, False, True, 3), "unb": ((2, 2, 1), 1, (1, 0, 0), False, True, None)}[param]
+            x = ramp([2, 4, 5, 5] if param == "unb" else [1, 2, 5, 5, 6], 7, 3.0, 0.5, d)
+            return F.avg_pool3d(x, kernel, stride, pad, ceil, inc, div), {"x": x}
+        if op == "bn3d":
+            m = torch.nn.BatchNorm3d(2).to(dev).to(T[d]) if T[d].is_floating_point else None
+            if m is None:
+                raise ValueError("BatchNorm3d takes floats")
+            params = set_ramps(m, 0.5, d)
+            x = ramp([2, 2, 2, 3, 3], 7, 3.0, 0.5, d)
+            return m(x), {"x": x, **params}
+        if op == "in3d":
+            x = ramp([2, 2, 2, 3, 3], 7, 3.0, 0.5, d)
+            return F.instance_norm(x), {"x": x}
+        if op == "drop3d":
+            x = ramp([2, 2, 2, 3, 3], 7, 3.0, 0.5, d)
+            return F.dropout3d(x, 0.5, training=False), {"x": x}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

@@ -484,9 +484,144 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "pixshuf" | "pixunshuf" | "chshuf" | "rms" | "lrn" | "lppool" | "lppool1" | "adamax"
         | "adamaxi" | "adaavg1" | "adamax1" | "pdist" | "pooli" | "pool1i" | "unpool"
         | "unpool1" => nn_more(op, d, param, dev)?,
+        "conv3d" | "pool3d" | "pool3di" | "avg3d" | "bn3d" | "in3d" | "drop3d" => {
+            nn_3d(op, d, param, dev)?
+        }
         _ => panic!("unknown nn op {op:?}"),
     };
     result_or_grad(&out, want, &inputs)
+}
+
+/// conv3d, the 3-D pools, BatchNorm3d, instance_norm and dropout3d over volumes
+/// (bench/torch_parity.py's `nn_3d`).
+fn nn_3d(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error> {
+    use nn::{Padding3, Size3};
+    let volume = |unbatched: bool, m: usize, off: f64, scale: f64| {
+        let shape: &[usize] = if unbatched {
+            &[2, 4, 5, 5]
+        } else {
+            &[1, 2, 5, 5, 6]
+        };
+        ramp(shape, m, off, scale, d, dev)
+    };
+    Ok(match op {
+        "conv3d" => {
+            let (xs, ws, stride, pad, dil, groups): (
+                &[usize],
+                &[usize],
+                Size3,
+                Padding3,
+                Size3,
+                _,
+            ) = match param {
+                "s1p0" => (
+                    &[1, 2, 3, 4, 4],
+                    &[3, 2, 2, 3, 3],
+                    1.into(),
+                    0.into(),
+                    1.into(),
+                    1,
+                ),
+                "s2p1" => (
+                    &[2, 2, 4, 5, 5],
+                    &[2, 2, 3, 3, 3],
+                    2.into(),
+                    1.into(),
+                    1.into(),
+                    1,
+                ),
+                "d2g2" => (
+                    &[1, 4, 5, 5, 6],
+                    &[2, 2, 2, 2, 3],
+                    (1, 1, 2).into(),
+                    (1, 0, 1).into(),
+                    (2, 1, 1).into(),
+                    2,
+                ),
+                "same" => (
+                    &[1, 2, 4, 4, 5],
+                    &[2, 2, 2, 3, 2],
+                    1.into(),
+                    "same".into(),
+                    1.into(),
+                    1,
+                ),
+                _ => (
+                    &[2, 3, 4, 4],
+                    &[2, 2, 2, 2, 2],
+                    1.into(),
+                    1.into(),
+                    1.into(),
+                    1,
+                ),
+            };
+            let x = ramp(xs, 7, 3.0, 0.25, d, dev)?;
+            let w = ramp(ws, 5, 2.0, 0.5, d, dev)?;
+            let b = ramp(&[ws[0]], 3, 1.0, 0.5, d, dev)?;
+            let out = F::conv3d(&x, &w, Some(&b), stride, pad, dil, groups)?;
+            (out, vec![("x", x), ("w", w), ("b", b)])
+        }
+        "pool3d" | "pool3di" => {
+            let (k, s, p, dil, ceil): (Size3, Size3, Size3, Size3, _) = match param {
+                "k2" => (2.into(), 2.into(), 0.into(), 1.into(), false),
+                "k3s2p1" => (3.into(), 2.into(), 1.into(), 1.into(), false),
+                "k3s2p1d2c" => (3.into(), 2.into(), 1.into(), 2.into(), true),
+                "k122s1" => ((1, 2, 2).into(), 1.into(), 0.into(), 1.into(), false),
+                _ => (2.into(), 1.into(), 1.into(), 1.into(), false),
+            };
+            let x = volume(param == "unb", 4, 0.0, 1.0)?;
+            let (v, i) = F::max_pool3d_with_indices(&x, k, s, p, dil, ceil)?;
+            let plain = F::max_pool3d(&x, k, s, p, dil, ceil)?;
+            // The two entry points must agree; the plain one is what gets the gradient.
+            assert!(
+                plain.detach().equal(&v.detach())?,
+                "max_pool3d and _with_indices differ"
+            );
+            (if op == "pool3d" { plain } else { i }, vec![("x", x)])
+        }
+        "avg3d" => {
+            let (k, s, p, ceil, inc, div): (Size3, Size3, Size3, _, _, _) = match param {
+                "k2" => (2.into(), 2.into(), 0.into(), false, true, None),
+                "k3s2p1" => (3.into(), 2.into(), 1.into(), false, true, None),
+                "k3s2p1c" => (3.into(), 2.into(), 1.into(), true, true, None),
+                "k3s2p1cx" => (3.into(), 2.into(), 1.into(), true, false, None),
+                "k2div3" => (2.into(), 1.into(), 0.into(), false, true, Some(3)),
+                _ => (
+                    (2, 2, 1).into(),
+                    1.into(),
+                    (1, 0, 0).into(),
+                    false,
+                    true,
+                    None,
+                ),
+            };
+            let x = volume(param == "unb", 7, 3.0, 0.5)?;
+            (F::avg_pool3d(&x, k, s, p, ceil, inc, div)?, vec![("x", x)])
+        }
+        "bn3d" => {
+            if !dtype(d).is_float() {
+                return Err(Error::Invalid("BatchNorm3d takes floats".into()));
+            }
+            let m = nn::BatchNorm3d::new(2);
+            let params = ramped(&m, d, dev, 0.5)?;
+            let x = ramp(&[2, 2, 2, 3, 3], 7, 3.0, 0.5, d, dev)?;
+            let out = nn::Module::forward(&m, &x)?;
+            let mut inputs = vec![("x", x)];
+            for (name, p) in params {
+                let name = if name == "weight" { "weight" } else { "bias" };
+                inputs.push((name, p.tensor()));
+            }
+            (out, inputs)
+        }
+        "in3d" => {
+            let x = ramp(&[2, 2, 2, 3, 3], 7, 3.0, 0.5, d, dev)?;
+            (F::instance_norm(&x, None, None, 1e-5)?, vec![("x", x)])
+        }
+        _ => {
+            let x = ramp(&[2, 2, 2, 3, 3], 7, 3.0, 0.5, d, dev)?;
+            (F::dropout3d(&x, 0.5, false)?, vec![("x", x)])
+        }
+    })
 }
 
 /// An op's output and its inputs by name.

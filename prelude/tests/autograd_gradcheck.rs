@@ -1534,3 +1534,47 @@ fn linalg_tensor_forms_and_reflections() {
         |t| linalg::cross(&t[0], &t[1], -1),
     );
 }
+
+#[test]
+fn three_d_convolution_and_pooling() {
+    check(
+        "conv3d stride (1, 2, 1) padding (1, 0, 1) dilation (2, 1, 1) groups 2",
+        vec![
+            input(&[1, 4, 5, 4, 4], 90),
+            input(&[2, 2, 2, 2, 3], 91),
+            input(&[2], 92),
+        ],
+        |x| {
+            F::conv3d(
+                &x[0],
+                &x[1],
+                Some(&x[2]),
+                (1, 2, 1),
+                (1, 0, 1),
+                (2, 1, 1),
+                2,
+            )
+        },
+    );
+    check(
+        "conv3d padding same, unbatched",
+        vec![input(&[2, 3, 3, 4], 93), input(&[2, 2, 2, 3, 2], 94)],
+        |x| F::conv3d(&x[0], &x[1], None, 1, "same", 1, 1),
+    );
+    // Distinct values, so no window has a tie for finite differences to straddle.
+    check(
+        "max_pool3d kernel 3 stride 2 padding 1 ceil",
+        vec![input(&[1, 2, 5, 5, 4], 95)],
+        |x| F::max_pool3d(&x[0], 3, 2, 1, 1, true),
+    );
+    check(
+        "avg_pool3d ceil, count_include_pad false",
+        vec![input(&[1, 2, 5, 4, 5], 96)],
+        |x| F::avg_pool3d(&x[0], 3, 2, 1, true, false, None),
+    );
+    check(
+        "avg_pool3d divisor_override",
+        vec![input(&[2, 3, 3, 3], 97)],
+        |x| F::avg_pool3d(&x[0], (2, 1, 2), 1, 0, false, true, Some(3)),
+    );
+}

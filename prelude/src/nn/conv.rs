@@ -232,7 +232,7 @@ pub fn conv2d(
 /// accumulate): the composed path would round the unfolded products of the gradients before
 /// summing them, a unit or two in the last place off. CUDA keeps the half-precision matmul
 /// (tensor cores). None where this does not apply.
-fn halves_in_float32(
+pub(super) fn halves_in_float32(
     x: &Tensor,
     weight: &Tensor,
     bias: Option<&Tensor>,

@@ -25,6 +25,7 @@ use super::class_loss::class_loss;
 pub use super::class_loss::ClassLossOptions;
 pub use super::conv::{conv2d, conv_transpose2d};
 pub use super::conv1d::{avg_pool1d, conv1d, max_pool1d};
+pub use super::conv3d::conv3d;
 pub use super::likelihood_loss::{gaussian_nll_loss, poisson_nll_loss, PoissonNll};
 use super::loss::Reduction;
 pub use super::loss::{
@@ -43,6 +44,7 @@ pub use super::pointwise::{
     tanhshrink,
 };
 pub use super::pool::{avg_pool2d, max_pool2d, max_pool2d_with_indices};
+pub use super::pool3d::{avg_pool3d, max_pool3d, max_pool3d_with_indices};
 pub use super::rearrange::{channel_shuffle, pixel_shuffle, pixel_unshuffle};
 pub use super::resample::interpolate;
 pub use super::scale_norm::{local_response_norm, rms_norm};
@@ -549,24 +551,42 @@ pub fn dropout(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
 /// `1 / (1 - p)` (torch's `F.dropout2d`): one draw per sample and channel of `[N, C, H, W]`
 /// (or per channel of `[C, H, W]`), so neighbouring pixels drop together.
 pub fn dropout2d(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
+    channel_dropout(x, p, training, 2)
+}
+
+/// [`dropout2d`] for sequences, torch's `F.dropout1d`: one draw per sample and channel of
+/// `[N, C, L]` (or per channel of `[C, L]`).
+pub fn dropout1d(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
+    channel_dropout(x, p, training, 1)
+}
+
+/// [`dropout2d`] for volumes, torch's `F.dropout3d`: one draw per sample and channel of
+/// `[N, C, D, H, W]` (or per channel of `[C, D, H, W]`).
+pub fn dropout3d(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
+    channel_dropout(x, p, training, 3)
+}
+
+/// Channel dropout over inputs with `spatial` dimensions after the channels, batched or not.
+fn channel_dropout(x: &Tensor, p: f64, training: bool, spatial: usize) -> Result<Tensor> {
+    let op = format!("dropout{spatial}d");
     if !(0.0..=1.0).contains(&p) {
         return Err(Error::Invalid(format!(
-            "dropout2d probability has to be between 0 and 1, got {p}"
+            "{op} probability has to be between 0 and 1, got {p}"
         )));
     }
-    let mask_shape = match *x.shape() {
-        [n, c, _, _] => vec![n, c, 1, 1],
-        [c, _, _] => vec![c, 1, 1],
-        _ => {
-            return Err(Error::BadShape(format!(
-                "dropout2d: expected input [N, C, H, W] or [C, H, W], got {:?}",
-                x.shape()
-            )))
-        }
-    };
+    let rank = x.rank();
+    if rank != spatial + 1 && rank != spatial + 2 {
+        let dims = ["L", "H, W", "D, H, W"][spatial - 1];
+        return Err(Error::BadShape(format!(
+            "{op}: expected input [N, C, {dims}] or [C, {dims}], got {:?}",
+            x.shape()
+        )));
+    }
     if !training || p == 0.0 {
         return Ok(x.clone());
     }
+    let mut mask_shape = x.shape()[..rank - spatial].to_vec();
+    mask_shape.extend(std::iter::repeat_n(1, spatial));
     let ones = Tensor::ones(mask_shape, Device::Cpu)?;
     let mask = dropout(&ones, p, true)?
         .to_dtype(x.dtype())?

@@ -20,6 +20,7 @@ mod attention;
 mod class_loss;
 mod conv;
 mod conv1d;
+mod conv3d;
 mod conv_layers;
 mod embedding;
 pub mod functional;
@@ -34,6 +35,7 @@ mod norm;
 mod pad;
 mod pointwise;
 mod pool;
+mod pool3d;
 mod pool_layers;
 mod rearrange;
 mod recurrent;
@@ -52,6 +54,7 @@ pub use activation::{Hardtanh, Identity, LogSoftmax, Mish, PReLU, ReLU6, Unflatt
 pub use attention::{Attention, MultiheadAttention};
 pub use conv::{Padding, Size2};
 pub use conv1d::{AvgPool1d, Conv1d, MaxPool1d, Padding1};
+pub use conv3d::{Conv3d, Padding3, Size3};
 pub use conv_layers::{Conv2d, ConvTranspose2d};
 pub use embedding::Embedding;
 pub use likelihood_loss::PoissonNll;
@@ -68,14 +71,15 @@ pub use margin_modules::{
     SoftMarginLoss, TripletMarginLoss,
 };
 pub use norm::{
-    BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm, InstanceNorm1d, InstanceNorm2d,
-    LayerNorm,
+    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm, InstanceNorm1d,
+    InstanceNorm2d, InstanceNorm3d, LayerNorm,
 };
 pub use pad::{CircularPad2d, ConstantPad2d, Pad4, ReflectionPad2d, ReplicationPad2d, ZeroPad2d};
 pub use pointwise::{
     Hardshrink, Hardsigmoid, Hardswish, LogSigmoid, Softmin, Softshrink, Softsign, Tanhshrink,
     CELU, GLU, SELU,
 };
+pub use pool3d::{AvgPool3d, MaxPool3d};
 pub use pool_layers::{
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool2d,
     MaxPool2d,
@@ -609,6 +613,58 @@ impl Module for Dropout2d {
     }
 }
 
+/// torch's `nn.Dropout1d(p)`: whole channels of `[N, C, L]` (or `[C, L]`) dropped while
+/// training (`F::dropout1d`), nothing in `eval()`.
+pub struct Dropout1d {
+    p: f64,
+    training: bool,
+}
+
+impl Dropout1d {
+    pub fn new(p: f64) -> Dropout1d {
+        Dropout1d { p, training: true }
+    }
+}
+
+impl Module for Dropout1d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let training = self.training && !SHAPE_PASS.with(Cell::get);
+        functional::dropout1d(x, self.p, training)
+    }
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+    }
+    fn describe(&self) -> String {
+        format!("Dropout1d(p={}, inplace=False)", py_float(self.p))
+    }
+}
+
+/// torch's `nn.Dropout3d(p)`: whole channels of `[N, C, D, H, W]` (or `[C, D, H, W]`)
+/// dropped while training (`F::dropout3d`), nothing in `eval()`.
+pub struct Dropout3d {
+    p: f64,
+    training: bool,
+}
+
+impl Dropout3d {
+    pub fn new(p: f64) -> Dropout3d {
+        Dropout3d { p, training: true }
+    }
+}
+
+impl Module for Dropout3d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let training = self.training && !SHAPE_PASS.with(Cell::get);
+        functional::dropout3d(x, self.p, training)
+    }
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+    }
+    fn describe(&self) -> String {
+        format!("Dropout3d(p={}, inplace=False)", py_float(self.p))
+    }
+}
+
 /// Layers applied in order (torch's `nn.Sequential`), built with `add`.
 #[derive(Default)]
 pub struct Sequential {
@@ -783,6 +839,11 @@ torch_repr!(
     attention::MultiheadAttention,
     conv_layers::Conv2d,
     conv_layers::ConvTranspose2d,
+    conv3d::Conv3d,
+    pool3d::MaxPool3d,
+    pool3d::AvgPool3d,
+    Dropout1d,
+    Dropout3d,
     embedding::Embedding,
     norm::BatchNorm,
     norm::LayerNorm,

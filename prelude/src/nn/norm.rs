@@ -253,6 +253,16 @@ impl BatchNorm2d {
     }
 }
 
+/// Per-channel batch normalisation of `[N, C, D, H, W]` inputs.
+pub struct BatchNorm3d;
+
+impl BatchNorm3d {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(channels: usize) -> BatchNorm {
+        BatchNorm::with("BatchNorm3d", &[5], channels)
+    }
+}
+
 impl BatchNorm {
     fn with(name: &'static str, ranks: &'static [usize], channels: usize) -> BatchNorm {
         let ones = || Tensor::ones([channels], crate::Device::Cpu).expect("ones on the CPU");
@@ -567,6 +577,8 @@ pub struct InstanceNorm {
 pub type InstanceNorm1d = InstanceNorm;
 /// torch's `nn.InstanceNorm2d`: [`InstanceNorm`] over `[N, C, H, W]`.
 pub type InstanceNorm2d = InstanceNorm;
+/// torch's `nn.InstanceNorm3d`: [`InstanceNorm`] over `[N, C, D, H, W]`.
+pub type InstanceNorm3d = InstanceNorm;
 
 impl InstanceNorm {
     fn with(name: &'static str, rank: usize, num_features: usize) -> InstanceNorm {
@@ -585,6 +597,10 @@ impl InstanceNorm {
     /// Over `[N, C, H, W]` (torch's `InstanceNorm2d(num_features)`).
     pub fn new_2d(num_features: usize) -> InstanceNorm {
         InstanceNorm::with("InstanceNorm2d", 4, num_features)
+    }
+    /// Over `[N, C, D, H, W]` (torch's `InstanceNorm3d(num_features)`).
+    pub fn new_3d(num_features: usize) -> InstanceNorm {
+        InstanceNorm::with("InstanceNorm3d", 5, num_features)
     }
     /// Added to the variance before the square root (default 1e-5).
     pub fn eps(mut self, eps: f64) -> InstanceNorm {

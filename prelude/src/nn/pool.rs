@@ -14,12 +14,12 @@ use crate::Device;
 /// One axis of a pooling: the output length (torch's `pooling_output_shape`) and how many
 /// padding values must follow the input's own padding so that the last window fits (only
 /// `ceil_mode` needs any: its last window may run past the padded input).
-struct Axis {
-    out: usize,
-    extra: usize,
+pub(super) struct Axis {
+    pub(super) out: usize,
+    pub(super) extra: usize,
 }
 
-fn pool_axis(
+pub(super) fn pool_axis(
     len: usize,
     k: usize,
     s: usize,
@@ -106,6 +106,50 @@ fn pool_windows(
     x.gather_flat(idx, vec![n * c * oh * ow, kh * kw])
 }
 
+/// What never wins a max in `dtype`: -inf, or an integer dtype's lowest value.
+pub(super) fn lowest_value(dtype: DType) -> f64 {
+    match dtype {
+        DType::I32 => i32::MIN as f64,
+        DType::I64 => i64::MIN as f64,
+        DType::U8 => 0.0,
+        _ => f64::NEG_INFINITY,
+    }
+}
+
+/// The sums over windows of `kernel` moved by `stride` over each `[H, W]` plane of `x`,
+/// zeros outside (`pad` before, and as many after as `out` needs): `[N, C, oh, ow]`.
+pub(super) fn window_sums(
+    x: &Tensor,
+    what: &str,
+    out: [usize; 2],
+    kernel: Size2,
+    stride: Size2,
+    pad: Size2,
+) -> Result<Tensor> {
+    let [n, c, h, w] = nchw(x, what)?;
+    let windows = pool_windows(x, what, [n, c, h, w], out, kernel, stride, pad, Size2(1, 1))?;
+    windows.sum_dim(1)?.reshape((n, c, out[0], out[1]))
+}
+
+/// torch's average-pooling divisor along one axis for output `o`: the window's extent within
+/// the padded input (`count_include_pad`), or within the input alone.
+pub(super) fn pool_extent(
+    o: usize,
+    len: usize,
+    k: usize,
+    s: usize,
+    p: usize,
+    count_include_pad: bool,
+) -> usize {
+    let start = (o * s) as isize - p as isize;
+    let end = (start + k as isize).min((len + p) as isize);
+    if count_include_pad {
+        (end - start) as usize
+    } else {
+        (end.min(len as isize) - start.max(0)) as usize
+    }
+}
+
 /// `x` with borders that never win a max: `pad` on every side plus `extra` more after (the
 /// rows, then the columns), -inf or the integer dtype's lowest value, joined by `cat` (whose
 /// gradient drops them again).
@@ -115,12 +159,7 @@ fn lowest_borders(
     p: Size2,
     extra: [usize; 2],
 ) -> Result<Tensor> {
-    let lowest = match x.dtype() {
-        DType::I32 => i32::MIN as f64,
-        DType::I64 => i64::MIN as f64,
-        DType::U8 => 0.0,
-        _ => f64::NEG_INFINITY,
-    };
+    let lowest = lowest_value(x.dtype());
     let border = |dims: [usize; 4]| Tensor::full_dtype(dims, lowest, x.dtype(), x.device());
     let (top, bottom) = (p.0, p.0 + extra[0]);
     let tall = Tensor::cat(
@@ -342,17 +381,8 @@ pub fn avg_pool2d(
     let oh = pool_axis(h, k.0, s.0, p.0, 1, ceil_mode, OP)?.out;
     let ow = pool_axis(w, k.1, s.1, p.1, 1, ceil_mode, OP)?.out;
     checked_numel(OP, &[n, c, oh, ow])?;
-    // torch's divisor per window, one axis at a time: the window's extent within the padded
-    // input, or within the input alone.
-    let extent = |o: usize, len: usize, k: usize, s: usize, p: usize| -> usize {
-        let start = (o * s) as isize - p as isize;
-        let end = (start + k as isize).min((len + p) as isize);
-        if count_include_pad {
-            (end - start) as usize
-        } else {
-            (end.min(len as isize) - start.max(0)) as usize
-        }
-    };
+    // torch's divisor per window, one axis at a time.
+    let extent = |o, len, k, s, p| pool_extent(o, len, k, s, p, count_include_pad);
     let rows: Vec<usize> = (0..oh).map(|o| extent(o, h, k.0, s.0, p.0)).collect();
     let cols: Vec<usize> = (0..ow).map(|o| extent(o, w, k.1, s.1, p.1)).collect();
     let uniform = rows.iter().all(|&r| r == k.0) && cols.iter().all(|&c| c == k.1);
