@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..91) {
+    match rng.gen_range(0..92) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -1213,6 +1213,50 @@ fn call(
                 14 => F::pdist(&a, s),
                 15 => nn::RMSNorm::new(shape).eps(s).forward(&a),
                 _ => nn::LPPool2d::new(s, (n, 1)).ceil_mode(true).forward(&a),
+            })
+        }
+        90 => {
+            // The 3-D layers (conv3d.rs, pool3d.rs), on the tensor as it is or with a batch
+            // dimension added, and the channel dropouts.
+            let n = rng.gen_range(0..4usize);
+            let v = if rng.gen_bool(0.5) {
+                a.unsqueeze(0)?
+            } else {
+                a.clone()
+            };
+            let w = if rng.gen_bool(0.5) {
+                b.unsqueeze(0)?
+            } else {
+                b.clone()
+            };
+            const NAMES: [&str; 9] = [
+                "conv3d",
+                "conv3d same",
+                "max_pool3d",
+                "max_pool3d_with_indices",
+                "avg_pool3d",
+                "dropout3d",
+                "dropout1d",
+                "Conv3d",
+                "BatchNorm3d",
+            ];
+            let pick = rng.gen_range(0..NAMES.len());
+            *what = format!(
+                "{} of {da} (n {n}, shape {:?}, weight {db} as {:?})",
+                NAMES[pick],
+                v.shape(),
+                w.shape()
+            );
+            some(match pick {
+                0 => F::conv3d(&v, &w, None, n.max(1), n / 2, (1, 1, n.max(1)), n.max(1)),
+                1 => F::conv3d(&v, &w, Some(&b), 1, "same", n + 1, 1),
+                2 => F::max_pool3d(&v, n, 1, n / 2, (1, n, 1), n == 3),
+                3 => F::max_pool3d_with_indices(&v, (n, 1, 2), n, 0, 1, true).map(|(_, i)| i),
+                4 => F::avg_pool3d(&v, n, 1, n / 2, n % 2 == 1, n < 2, [None, Some(n)][n % 2]),
+                5 => F::dropout3d(&v, s, true),
+                6 => F::dropout1d(&v, s, true),
+                7 => nn::Conv3d::new(n, 2, (n, 1, 1)).padding(n / 2).forward(&v),
+                _ => nn::BatchNorm3d::new(n).forward(&v),
             })
         }
         _ => {
