@@ -162,10 +162,14 @@ NN_MORE = {
     "pool3d": ("k2", "k3s2p1", "k3s2p1d2c", "k122s1", "unb"), "pool3di": ("k2", "k3s2p1", "k3s2p1d2c", "k122s1"),
     "avg3d": ("k2", "k3s2p1", "k3s2p1c", "k3s2p1cx", "k2div3", "unb"),
     "bn3d": ("train",), "in3d": ("plain",), "drop3d": ("eval",),
+    # Threshold, Softmax2d, RReLU's eval slope, bilinear, the triplet loss with a distance.
+    "thresh": ("t05v2", "t0v0"), "smax2d": ("b", "unb"), "rrelu": ("eval", "eval_wide"),
+    "bilin": ("b", "nob", "lead"), "tripletd": ("plain", "swap", "cos", "sum"),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
 NN_WANTS = {"adamaxi": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
-            "bn3d": ("x", "weight", "bias"), "drop3d": ()}
+            "bn3d": ("x", "weight", "bias"), "drop3d": (), "bilin": ("x1", "x2", "w", "b"),
+            "tripletd": ("a", "p", "n")}
 
 
 # Cases where gpulab keeps its own answer on purpose.
@@ -246,6 +250,11 @@ KNOWN = {
     # form 2.0e-6 (measured); a few units in the last place on small elements, past the
     # relative tolerance.
     "nn in3d f32 plain x": "composed norm gradient, float32 rounding (both near float64)",
+    # torch's CPU softmax backward over a dimension other than the last (Softmax2d's channels)
+    # keeps its sums in float16/bfloat16: gpulab's, in float32, is about ten times nearer
+    # float64's (measured: bf16 3.6e-3 against torch's 2.4e-2, f16 4.2e-4 against 4.5e-3).
+    **{f"nn smax2d {d} b x": "torch's CPU half softmax backward off the last dim sums in half"
+       for d in ("f16", "bf16")},
     # torch's CPU smooth_l1_loss has no float16 backward ("not implemented for 'Half'"); its
     # CUDA one and gpulab's have one.
     **{f"nn {op} f16 f16 {w}": "torch's CPU smooth_l1_loss backward refuses float16"
@@ -694,6 +703,39 @@ def torch_results(lines, device):
         if op == "drop3d":
             x = ramp([2, 2, 2, 3, 3], 7, 3.0, 0.5, d)
             return F.dropout3d(x, 0.5, training=False), {"x": x}
+        return nn_extra(op, d, param)
+
+    def nn_extra(op, d, param):
+        """Mirrors `nn_extra` in torch_parity.rs: threshold .. the triplet loss with a distance."""
+        F = torch.nn.functional
+        if op == "thresh":
+            x = ramp([2, 7], 7, 3.0, 0.5, d)
+            th, val = {"t05v2": (0.5, -2.0), "t0v0": (0.0, 0.0)}[param]
+            return F.threshold(x, th, val), {"x": x}
+        if op == "smax2d":
+            x = ramp([2, 3, 2, 2] if param == "b" else [3, 2, 2], 7, 3.0, 0.5, d)
+            return torch.nn.Softmax2d()(x), {"x": x}
+        if op == "rrelu":
+            lower, upper = {"eval": (1 / 8, 1 / 3), "eval_wide": (0.1, 0.9)}[param]
+            x = ramp([2, 7], 7, 3.0, 0.5, d)
+            return F.rrelu(x, lower, upper, training=False), {"x": x}
+        if op == "bilin":
+            lead = [2, 3] if param == "lead" else [3]
+            x1 = ramp(lead + [4], 7, 3.0, 0.5, d)
+            x2 = ramp(lead + [2], 5, 2.0, 0.5, d)
+            w = ramp([3, 4, 2], 5, 2.0, 0.25, d)
+            b = ramp([3], 3, 1.0, 0.5, d)
+            bias = None if param == "nob" else b
+            return F.bilinear(x1, x2, w, bias), {"x1": x1, "x2": x2, "w": w, "b": b}
+        if op == "tripletd":
+            a = ramp([3, 4], 7, 3.0, 0.5, d)
+            p = ramp([3, 4], 5, 2.0, 0.5, d)
+            n = ramp([3, 4], 3, 1.0, 0.75, d)
+            dist = (lambda u, v: 1.0 - F.cosine_similarity(u, v)) if param == "cos" else None
+            red = "sum" if param == "sum" else "mean"
+            out = F.triplet_margin_with_distance_loss(a, p, n, distance_function=dist, margin=1.5,
+                                                      swap=param == "swap", reduction=red)
+            return out, {"a": a, "p": p, "n": n}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

@@ -487,6 +487,7 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "conv3d" | "pool3d" | "pool3di" | "avg3d" | "bn3d" | "in3d" | "drop3d" => {
             nn_3d(op, d, param, dev)?
         }
+        "thresh" | "smax2d" | "rrelu" | "bilin" | "tripletd" => nn_extra(op, d, param, dev)?,
         _ => panic!("unknown nn op {op:?}"),
     };
     result_or_grad(&out, want, &inputs)
@@ -620,6 +621,71 @@ fn nn_3d(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error> {
         _ => {
             let x = ramp(&[2, 2, 2, 3, 3], 7, 3.0, 0.5, d, dev)?;
             (F::dropout3d(&x, 0.5, false)?, vec![("x", x)])
+        }
+    })
+}
+
+/// Threshold, Softmax2d, RReLU's eval slope, bilinear and the triplet loss with a distance
+/// (bench/torch_parity.py's `nn_extra`).
+fn nn_extra(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error> {
+    Ok(match op {
+        "thresh" => {
+            let x = ramp(&[2, 7], 7, 3.0, 0.5, d, dev)?;
+            let (th, val) = if param == "t05v2" {
+                (0.5, -2.0)
+            } else {
+                (0.0, 0.0)
+            };
+            (
+                nn::Module::forward(&nn::Threshold::new(th, val), &x)?,
+                vec![("x", x)],
+            )
+        }
+        "smax2d" => {
+            let shape: &[usize] = if param == "b" {
+                &[2, 3, 2, 2]
+            } else {
+                &[3, 2, 2]
+            };
+            let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
+            (nn::Module::forward(&nn::Softmax2d, &x)?, vec![("x", x)])
+        }
+        "rrelu" => {
+            let (lower, upper) = if param == "eval" {
+                (1.0 / 8.0, 1.0 / 3.0)
+            } else {
+                (0.1, 0.9)
+            };
+            let x = ramp(&[2, 7], 7, 3.0, 0.5, d, dev)?;
+            (F::rrelu(&x, lower, upper, false)?, vec![("x", x)])
+        }
+        "bilin" => {
+            let lead: &[usize] = if param == "lead" { &[2, 3] } else { &[3] };
+            let with = |last: usize| [lead, &[last]].concat();
+            let x1 = ramp(&with(4), 7, 3.0, 0.5, d, dev)?;
+            let x2 = ramp(&with(2), 5, 2.0, 0.5, d, dev)?;
+            let w = ramp(&[3, 4, 2], 5, 2.0, 0.25, d, dev)?;
+            let b = ramp(&[3], 3, 1.0, 0.5, d, dev)?;
+            let bias = (param != "nob").then_some(&b);
+            let out = F::bilinear(&x1, &x2, &w, bias)?;
+            (out, vec![("x1", x1), ("x2", x2), ("w", w), ("b", b)])
+        }
+        _ => {
+            let a = ramp(&[3, 4], 7, 3.0, 0.5, d, dev)?;
+            let p = ramp(&[3, 4], 5, 2.0, 0.5, d, dev)?;
+            let n = ramp(&[3, 4], 3, 1.0, 0.75, d, dev)?;
+            let mut loss = nn::TripletMarginWithDistanceLoss::new()
+                .margin(1.5)
+                .swap(param == "swap");
+            if param == "cos" {
+                loss =
+                    loss.distance_function(|u, v| F::cosine_similarity(u, v, 1)?.neg()?.add(1.0));
+            }
+            if param == "sum" {
+                loss = loss.reduction(nn::Reduction::Sum);
+            }
+            let out = loss.forward(&a, &p, &n)?;
+            (out, vec![("a", a), ("p", p), ("n", n)])
         }
     })
 }

@@ -1578,3 +1578,36 @@ fn three_d_convolution_and_pooling() {
         |x| F::avg_pool3d(&x[0], (2, 1, 2), 1, 0, false, true, Some(3)),
     );
 }
+
+#[test]
+fn bilinear_threshold_and_the_triplet_loss_with_a_distance() {
+    check(
+        "bilinear with leading dimensions",
+        vec![
+            input(&[2, 3, 4], 100),
+            input(&[2, 3, 2], 101),
+            input(&[3, 4, 2], 102),
+            input(&[3], 103),
+        ],
+        |x| F::bilinear(&x[0], &x[1], &x[2], Some(&x[3])),
+    );
+    // Inputs are at least 0.1 from 0.05, so no element straddles the threshold.
+    check("threshold", vec![input(&[3, 4], 104)], |x| {
+        F::threshold(&x[0], 0.05, -2.0)
+    });
+    check("softmax2d", vec![input(&[2, 3, 2, 2], 105)], |x| {
+        F::softmax2d(&x[0])
+    });
+    check(
+        "triplet_margin_with_distance_loss, an L1 distance, swap",
+        vec![
+            input(&[4, 3], 106),
+            input(&[4, 3], 107),
+            input(&[4, 3], 108),
+        ],
+        |x| {
+            let l1 = |u: &Tensor, v: &Tensor| u.sub(v)?.abs()?.sum_dim(1);
+            F::triplet_margin_with_distance_loss(&x[0], &x[1], &x[2], Some(&l1), 3.0, true)
+        },
+    );
+}

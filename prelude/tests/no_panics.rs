@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..92) {
+    match rng.gen_range(0..93) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -1257,6 +1257,37 @@ fn call(
                 6 => F::dropout1d(&v, s, true),
                 7 => nn::Conv3d::new(n, 2, (n, 1, 1)).padding(n / 2).forward(&v),
                 _ => nn::BatchNorm3d::new(n).forward(&v),
+            })
+        }
+        91 => {
+            // Threshold .. the triplet loss with a distance (pointwise.rs, stochastic.rs,
+            // pairwise.rs, margin_loss.rs).
+            let n = rng.gen_range(0..4usize);
+            const NAMES: [&str; 10] = [
+                "threshold",
+                "softmax2d",
+                "rrelu",
+                "alpha_dropout",
+                "feature_alpha_dropout",
+                "gumbel_softmax",
+                "bilinear",
+                "Bilinear",
+                "cosine_similarity_eps",
+                "triplet_margin_with_distance_loss",
+            ];
+            let pick = rng.gen_range(0..NAMES.len());
+            *what = format!("{} of {da} and {db} (n {n}, scalar {s})", NAMES[pick]);
+            some(match pick {
+                0 => F::threshold(&a, s, -s),
+                1 => F::softmax2d(&a),
+                2 => F::rrelu(&a, s, s.abs() + 0.5, n % 2 == 0),
+                3 => F::alpha_dropout(&a, s, true),
+                4 => F::feature_alpha_dropout(&a, s, n > 1),
+                5 => F::gumbel_softmax(&a, s, n % 2 == 1, n as isize - 2),
+                6 => F::bilinear(&a, &b, &b.unsqueeze(0)?, None),
+                7 => nn::Bilinear::new(n, n + 1, 2).forward_with(&a, &b),
+                8 => F::cosine_similarity_eps(&a, &b, n as isize - 1, s),
+                _ => F::triplet_margin_with_distance_loss(&a, &b, &a, None, s, n == 1),
             })
         }
         _ => {

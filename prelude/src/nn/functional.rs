@@ -35,19 +35,21 @@ pub use super::lp_pool::{lp_pool1d, lp_pool2d};
 pub use super::margin_loss::{
     cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
     multilabel_margin_loss, multilabel_soft_margin_loss, soft_margin_loss, triplet_margin_loss,
-    TripletMargin,
+    triplet_margin_with_distance_loss, Distance, TripletMargin,
 };
 pub use super::norm::{batch_norm, group_norm, instance_norm, layer_norm};
 pub use super::pad::pad;
+pub use super::pairwise::bilinear;
 pub use super::pointwise::{
-    celu, glu, hardshrink, hardsigmoid, hardswish, logsigmoid, selu, softmin, softshrink, softsign,
-    tanhshrink,
+    celu, glu, hardshrink, hardsigmoid, hardswish, logsigmoid, selu, softmax2d, softmin,
+    softshrink, softsign, tanhshrink, threshold,
 };
 pub use super::pool::{avg_pool2d, max_pool2d, max_pool2d_with_indices};
 pub use super::pool3d::{avg_pool3d, max_pool3d, max_pool3d_with_indices};
 pub use super::rearrange::{channel_shuffle, pixel_shuffle, pixel_unshuffle};
 pub use super::resample::interpolate;
 pub use super::scale_norm::{local_response_norm, rms_norm};
+pub use super::stochastic::{alpha_dropout, feature_alpha_dropout, gumbel_softmax, rrelu};
 pub use super::unfold::{fold, unfold};
 pub use super::unpool::{max_pool1d_with_indices, max_unpool1d, max_unpool2d};
 
@@ -483,19 +485,24 @@ pub fn normalize(x: &Tensor, dim: isize) -> Result<Tensor> {
 /// broadcast against each other first, so `a.unsqueeze(1)` against `b.unsqueeze(0)` gives
 /// every pair.
 pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: isize) -> Result<Tensor> {
+    cosine_similarity_eps(x1, x2, dim, 1e-8)
+}
+
+/// [`cosine_similarity`] with torch's `eps=` (each norm held at least `eps`).
+pub fn cosine_similarity_eps(x1: &Tensor, x2: &Tensor, dim: isize, eps: f64) -> Result<Tensor> {
     if let Some(r) = autocast2(
         AmpOp::CosineSimilarity,
         "cosine_similarity",
         x1,
         x2,
-        |a, b| cosine_similarity(a, b, dim),
+        |a, b| cosine_similarity_eps(a, b, dim, eps),
     ) {
         return r;
     }
     float_input(x1, "cosine_similarity")?;
     float_input(x2, "cosine_similarity")?;
     let (a, b) = broadcast_pair(x1, x2, "cosine_similarity")?;
-    let unit = |t: &Tensor| t.div(&t.norm_keepdim(dim)?.clamp_min(1e-8)?);
+    let unit = |t: &Tensor| t.div(&t.norm_keepdim(dim)?.clamp_min(eps)?);
     unit(&a)?.mul(&unit(&b)?)?.sum_dim(dim)
 }
 

@@ -204,17 +204,84 @@ pub(crate) fn triplet_margin_loss_reduced(
         )));
     }
     let dist = |a: &Tensor, b: &Tensor| a.pairwise_distance(b, how.p, how.eps, false);
+    triplet_terms(anchor, positive, negative, how.margin, how.swap, &dist, r)
+}
+
+/// `max(0, margin + d(a, p) - d(a, n))`, `d(a, n)` the nearer of it and `d(p, n)` with
+/// `swap`, reduced.
+fn triplet_terms(
+    anchor: &Tensor,
+    positive: &Tensor,
+    negative: &Tensor,
+    margin: f64,
+    swap: bool,
+    dist: &dyn Fn(&Tensor, &Tensor) -> Result<Tensor>,
+    r: Reduction,
+) -> Result<Tensor> {
     let to_positive = dist(anchor, positive)?;
     let mut to_negative = dist(anchor, negative)?;
-    if how.swap {
+    if swap {
         to_negative = to_negative.minimum(&dist(positive, negative)?)?;
     }
-    r.apply(
-        to_positive
-            .add(how.margin)?
-            .sub(&to_negative)?
-            .clamp_min(0.0)?,
+    r.apply(to_positive.add(margin)?.sub(&to_negative)?.clamp_min(0.0)?)
+}
+
+/// A distance between two batches of embeddings, one value per pair
+/// (`triplet_margin_with_distance_loss`'s `distance_function`).
+pub type Distance<'a> = &'a dyn Fn(&Tensor, &Tensor) -> Result<Tensor>;
+
+/// [`triplet_margin_loss`] with any distance (torch's `triplet_margin_with_distance_loss(
+/// anchor, positive, negative, distance_function, margin, swap)`): `distance` `None` is
+/// `pairwise_distance` (p 2, eps 1e-6), as torch's; e.g.
+/// `Some(&|a, b| Ok(F::cosine_similarity(a, b, 1)?.neg()?.add(1.0)?))`. The three inputs
+/// need one rank.
+pub fn triplet_margin_with_distance_loss(
+    anchor: &Tensor,
+    positive: &Tensor,
+    negative: &Tensor,
+    distance: Option<Distance>,
+    margin: f64,
+    swap: bool,
+) -> Result<Tensor> {
+    triplet_margin_with_distance_loss_reduced(
+        anchor,
+        positive,
+        negative,
+        distance,
+        margin,
+        swap,
+        Reduction::Mean,
     )
+}
+
+pub(crate) fn triplet_margin_with_distance_loss_reduced(
+    anchor: &Tensor,
+    positive: &Tensor,
+    negative: &Tensor,
+    distance: Option<Distance>,
+    margin: f64,
+    swap: bool,
+    r: Reduction,
+) -> Result<Tensor> {
+    const OP: &str = "triplet_margin_with_distance_loss";
+    if margin.is_nan() || margin <= 0.0 {
+        return Err(Error::Invalid(format!(
+            "{OP}: the margin must be greater than 0, got {margin}"
+        )));
+    }
+    let rank = anchor.rank();
+    if positive.rank() != rank || negative.rank() != rank {
+        return Err(Error::Invalid(format!(
+            "{OP}: the anchor, positive and negative need one number of dimensions, got \
+             {:?}, {:?} and {:?}",
+            anchor.shape(),
+            positive.shape(),
+            negative.shape()
+        )));
+    }
+    let pairwise = |a: &Tensor, b: &Tensor| a.pairwise_distance(b, 2.0, 1e-6, false);
+    let dist: Distance = distance.unwrap_or(&pairwise);
+    triplet_terms(anchor, positive, negative, margin, swap, dist, r)
 }
 
 /// `input` as `[N, C]` (a `[C]` vector as one row) and `target` as `[N]` class indices

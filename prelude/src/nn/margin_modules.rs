@@ -9,10 +9,12 @@ use super::loss_modules::{loss_module, reduction_builder};
 use super::margin_loss::{
     cosine_embedding_loss_reduced, hinge_embedding_loss_reduced, margin_ranking_loss_reduced,
     multi_margin_loss_reduced, multilabel_margin_loss_reduced, multilabel_soft_margin_loss_reduced,
-    soft_margin_loss_reduced, triplet_margin_loss_reduced, TripletMargin,
+    soft_margin_loss_reduced, triplet_margin_loss_reduced,
+    triplet_margin_with_distance_loss_reduced, TripletMargin,
 };
 use crate::error::Result;
 use crate::tensor::Tensor;
+use std::sync::Arc;
 
 loss_module!(
     /// torch's `nn.SoftMarginLoss`: scores against targets of 1 or -1
@@ -104,6 +106,71 @@ impl TripletMarginLoss {
 
     pub fn forward(&self, anchor: &Tensor, positive: &Tensor, negative: &Tensor) -> Result<Tensor> {
         triplet_margin_loss_reduced(anchor, positive, negative, self.how, self.reduction)
+    }
+}
+
+/// torch's `nn.TripletMarginWithDistanceLoss` (`F::triplet_margin_with_distance_loss`):
+/// `pairwise_distance` unless `.distance_function(..)` is set, margin 1 and no swap.
+#[derive(Clone)]
+pub struct TripletMarginWithDistanceLoss {
+    reduction: Reduction,
+    distance: Option<Arc<DistanceFn>>,
+    margin: f64,
+    swap: bool,
+}
+
+/// A distance a loss module can keep.
+type DistanceFn = dyn Fn(&Tensor, &Tensor) -> Result<Tensor> + Send + Sync;
+
+impl Default for TripletMarginWithDistanceLoss {
+    fn default() -> Self {
+        TripletMarginWithDistanceLoss {
+            reduction: Reduction::Mean,
+            distance: None,
+            margin: 1.0,
+            swap: false,
+        }
+    }
+}
+
+reduction_builder!(TripletMarginWithDistanceLoss);
+
+impl TripletMarginWithDistanceLoss {
+    /// torch's `distance_function=`: one distance per pair of rows.
+    pub fn distance_function(
+        mut self,
+        f: impl Fn(&Tensor, &Tensor) -> Result<Tensor> + Send + Sync + 'static,
+    ) -> Self {
+        self.distance = Some(Arc::new(f));
+        self
+    }
+
+    /// torch's `margin=` (1 unless set; more than 0).
+    pub fn margin(mut self, margin: f64) -> Self {
+        self.margin = margin;
+        self
+    }
+
+    /// torch's `swap=`: use the nearer of anchor-negative and positive-negative.
+    pub fn swap(mut self, swap: bool) -> Self {
+        self.swap = swap;
+        self
+    }
+
+    pub fn forward(&self, anchor: &Tensor, positive: &Tensor, negative: &Tensor) -> Result<Tensor> {
+        let distance = self
+            .distance
+            .as_deref()
+            .map(|f| f as &dyn Fn(&Tensor, &Tensor) -> Result<Tensor>);
+        triplet_margin_with_distance_loss_reduced(
+            anchor,
+            positive,
+            negative,
+            distance,
+            self.margin,
+            self.swap,
+            self.reduction,
+        )
     }
 }
 

@@ -33,6 +33,7 @@ mod margin_loss;
 mod margin_modules;
 mod norm;
 mod pad;
+mod pairwise;
 mod pointwise;
 mod pool;
 mod pool3d;
@@ -43,6 +44,7 @@ mod recurrent_cell;
 mod resample;
 pub mod safetensors;
 mod scale_norm;
+mod stochastic;
 mod transformer;
 mod transformer_decoder;
 mod transformer_stack;
@@ -68,16 +70,17 @@ pub use margin_loss::TripletMargin;
 pub use margin_modules::{
     CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
     MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
-    SoftMarginLoss, TripletMarginLoss,
+    SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss,
 };
 pub use norm::{
     BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm, InstanceNorm1d,
     InstanceNorm2d, InstanceNorm3d, LayerNorm,
 };
 pub use pad::{CircularPad2d, ConstantPad2d, Pad4, ReflectionPad2d, ReplicationPad2d, ZeroPad2d};
+pub use pairwise::{Bilinear, CosineSimilarity, PairwiseDistance};
 pub use pointwise::{
-    Hardshrink, Hardsigmoid, Hardswish, LogSigmoid, Softmin, Softshrink, Softsign, Tanhshrink,
-    CELU, GLU, SELU,
+    Hardshrink, Hardsigmoid, Hardswish, LogSigmoid, Softmax2d, Softmin, Softshrink, Softsign,
+    Tanhshrink, Threshold, CELU, GLU, SELU,
 };
 pub use pool3d::{AvgPool3d, MaxPool3d};
 pub use pool_layers::{
@@ -90,6 +93,7 @@ pub use recurrent_cell::{GRUCell, LSTMCell, RNNCell, RecurrentCell};
 pub use resample::{Resize, Upsample};
 pub use safetensors::{load_safetensors, save_safetensors};
 pub use scale_norm::{LocalResponseNorm, RMSNorm};
+pub use stochastic::{AlphaDropout, FeatureAlphaDropout, RReLU};
 pub use transformer::TransformerEncoderLayer;
 pub use transformer_decoder::{TransformerDecoderLayer, TransformerMasks};
 pub use transformer_stack::{
@@ -842,6 +846,10 @@ torch_repr!(
     conv3d::Conv3d,
     pool3d::MaxPool3d,
     pool3d::AvgPool3d,
+    pairwise::Bilinear,
+    stochastic::RReLU,
+    stochastic::AlphaDropout,
+    stochastic::FeatureAlphaDropout,
     Dropout1d,
     Dropout3d,
     embedding::Embedding,

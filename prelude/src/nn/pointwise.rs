@@ -130,6 +130,27 @@ pub fn softmin(x: &Tensor, dim: isize) -> Result<Tensor> {
     x.neg()?.softmax(dim)
 }
 
+/// `x` where it is above `threshold`, `value` elsewhere (torch's `F.threshold`; every dtype
+/// but bool, `value` converted to it as torch's fill). The gradient passes where `x` is
+/// above the threshold, and is 0 elsewhere.
+pub fn threshold(x: &Tensor, threshold: f64, value: f64) -> Result<Tensor> {
+    x.refuse_bool("threshold")?;
+    let fill = x.full_like(value)?;
+    Ok(relabel("threshold", x.where_(&x.gt(threshold)?, &fill)?))
+}
+
+/// Softmax over the channels of each position (torch's `F.softmax(x, dim=-3)`, what
+/// `nn.Softmax2d` does) of `[N, C, H, W]` or `[C, H, W]`.
+pub fn softmax2d(x: &Tensor) -> Result<Tensor> {
+    if !(3..=4).contains(&x.rank()) {
+        return Err(crate::error::Error::BadShape(format!(
+            "Softmax2d: expected input [N, C, H, W] or [C, H, W], got {:?}",
+            x.shape()
+        )));
+    }
+    x.softmax(-3)
+}
+
 /// A layer with no settings over one of the functions above.
 macro_rules! plain_layer {
     ($(#[$doc:meta])* $name:ident, $f:ident) => {
@@ -264,5 +285,37 @@ impl Module for Softmin {
     }
     fn describe(&self) -> String {
         format!("Softmin(dim={})", self.0)
+    }
+}
+
+plain_layer!(
+    /// torch's `nn.Softmax2d`: softmax over the channels at each position.
+    Softmax2d,
+    softmax2d
+);
+
+/// torch's `nn.Threshold(threshold, value)`: `x` above `threshold`, else `value`.
+#[derive(Clone, Copy)]
+pub struct Threshold {
+    pub threshold: f64,
+    pub value: f64,
+}
+
+impl Threshold {
+    pub fn new(threshold: f64, value: f64) -> Threshold {
+        Threshold { threshold, value }
+    }
+}
+
+impl Module for Threshold {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        threshold(x, self.threshold, self.value)
+    }
+    fn describe(&self) -> String {
+        format!(
+            "Threshold(threshold={}, value={})",
+            py_float(self.threshold),
+            py_float(self.value)
+        )
     }
 }
