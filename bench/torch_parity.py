@@ -165,6 +165,9 @@ NN_MORE = {
     # Threshold, Softmax2d, RReLU's eval slope, bilinear, the triplet loss with a distance.
     "thresh": ("t05v2", "t0v0"), "smax2d": ("b", "unb"), "rrelu": ("eval", "eval_wide"),
     "bilin": ("b", "nob", "lead"), "tripletd": ("plain", "swap", "cos", "sum"),
+    # interpolate's other modes and ranks (see nn_resize).
+    "resize": ("lin2", "lin7a", "lin15", "bic2", "bic57a", "bic23", "bic15", "tri2", "tri345a",
+               "area1d", "area2d", "area3d", "areaup", "n1d", "n3d", "ne3d"),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
 NN_WANTS = {"adamaxi": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
@@ -255,6 +258,15 @@ KNOWN = {
     # float64's (measured: bf16 3.6e-3 against torch's 2.4e-2, f16 4.2e-4 against 4.5e-3).
     **{f"nn smax2d {d} b x": "torch's CPU half softmax backward off the last dim sums in half"
        for d in ("f16", "bf16")},
+    # interpolate's new modes and ranks: the same as the 4-D nearest and bilinear above (torch's
+    # nearest refuses int32/int64/bool, its CPU bicubic takes uint8) ...
+    **{f"nn resize {a} {p} out": "torch's nearest interpolate refuses int32/int64/bool"
+       for a in ("i32", "i64", "bool") for p in ("n1d", "n3d", "ne3d")},
+    **{f"nn resize u8 {p} out": "torch's CPU bicubic interpolate takes uint8"
+       for p in ("bic2", "bic57a", "bic23", "bic15")},
+    # ... and torch's float32 CPU bicubic backward at scale factors (1.5, 2.5) is 2.3e-4 from
+    # float64's, gpulab's 3.5e-5 (measured): torch keeps the scale and its sums in float32.
+    "nn resize f32 bic15 x": "torch's float32 bicubic backward rounds more (gpulab nearer float64)",
     # torch's CPU smooth_l1_loss has no float16 backward ("not implemented for 'Half'"); its
     # CUDA one and gpulab's have one.
     **{f"nn {op} f16 f16 {w}": "torch's CPU smooth_l1_loss backward refuses float16"
@@ -736,6 +748,25 @@ def torch_results(lines, device):
             out = F.triplet_margin_with_distance_loss(a, p, n, distance_function=dist, margin=1.5,
                                                       swap=param == "swap", reduction=red)
             return out, {"a": a, "p": p, "n": n}
+        if op == "resize":
+            size, mode, align = {
+                "lin2": (2.0, "linear", False), "lin7a": (7, "linear", True),
+                "lin15": (1.5, "linear", False), "bic2": (2.0, "bicubic", False),
+                "bic57a": ((5, 7), "bicubic", True), "bic23": ((2, 3), "bicubic", False),
+                "bic15": ((1.5, 2.5), "bicubic", False), "tri2": (2.0, "trilinear", False),
+                "tri345a": ((3, 4, 5), "trilinear", True), "area1d": (3, "area", None),
+                "area2d": ((2, 3), "area", None), "area3d": ((2, 2, 3), "area", None),
+                "areaup": ((5, 7), "area", None), "n1d": (2.0, "nearest", None),
+                "n3d": ((3, 4, 5), "nearest", None), "ne3d": (1.5, "nearest-exact", None)}[param]
+            rank = 3 if mode == "linear" or param in ("area1d", "n1d") else \
+                5 if mode == "trilinear" or param in ("area3d", "n3d", "ne3d") else 4
+            x = ramp({3: [1, 2, 5], 4: [1, 2, 3, 4], 5: [1, 2, 2, 3, 4]}[rank], 7, 3.0, 0.5, d)
+            factor = isinstance(size, float) or (isinstance(size, tuple) and isinstance(size[0], float))
+            if factor:
+                out = F.interpolate(x, scale_factor=size, mode=mode, align_corners=align)
+            else:
+                out = F.interpolate(x, size=size, mode=mode, align_corners=align)
+            return out, {"x": x}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

@@ -487,7 +487,9 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "conv3d" | "pool3d" | "pool3di" | "avg3d" | "bn3d" | "in3d" | "drop3d" => {
             nn_3d(op, d, param, dev)?
         }
-        "thresh" | "smax2d" | "rrelu" | "bilin" | "tripletd" => nn_extra(op, d, param, dev)?,
+        "thresh" | "smax2d" | "rrelu" | "bilin" | "tripletd" | "resize" => {
+            nn_extra(op, d, param, dev)?
+        }
         _ => panic!("unknown nn op {op:?}"),
     };
     result_or_grad(&out, want, &inputs)
@@ -669,6 +671,40 @@ fn nn_extra(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error>
             let bias = (param != "nob").then_some(&b);
             let out = F::bilinear(&x1, &x2, &w, bias)?;
             (out, vec![("x1", x1), ("x2", x2), ("w", w), ("b", b)])
+        }
+        "resize" => {
+            let (size, mode, align): (nn::Resize, _, _) = match param {
+                "lin2" => (2.0.into(), "linear", false),
+                "lin7a" => (7.into(), "linear", true),
+                "lin15" => (1.5.into(), "linear", false),
+                "bic2" => (2.0.into(), "bicubic", false),
+                "bic57a" => ((5, 7).into(), "bicubic", true),
+                "bic23" => ((2, 3).into(), "bicubic", false),
+                "bic15" => ((1.5, 2.5).into(), "bicubic", false),
+                "tri2" => (2.0.into(), "trilinear", false),
+                "tri345a" => ((3, 4, 5).into(), "trilinear", true),
+                "area1d" => (3.into(), "area", false),
+                "area2d" => ((2, 3).into(), "area", false),
+                "area3d" => ((2, 2, 3).into(), "area", false),
+                "areaup" => ((5, 7).into(), "area", false),
+                "n1d" => (2.0.into(), "nearest", false),
+                "n3d" => ((3, 4, 5).into(), "nearest", false),
+                _ => (1.5.into(), "nearest-exact", false),
+            };
+            let rank = if mode == "linear" || matches!(param, "area1d" | "n1d") {
+                3
+            } else if mode == "trilinear" || matches!(param, "area3d" | "n3d" | "ne3d") {
+                5
+            } else {
+                4
+            };
+            let shape: &[usize] = match rank {
+                3 => &[1, 2, 5],
+                4 => &[1, 2, 3, 4],
+                _ => &[1, 2, 2, 3, 4],
+            };
+            let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
+            (F::interpolate(&x, size, mode, align)?, vec![("x", x)])
         }
         _ => {
             let a = ramp(&[3, 4], 7, 3.0, 0.5, d, dev)?;

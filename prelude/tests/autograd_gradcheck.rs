@@ -1611,3 +1611,23 @@ fn bilinear_threshold_and_the_triplet_loss_with_a_distance() {
         },
     );
 }
+
+#[test]
+fn interpolate_modes() {
+    check("interpolate linear", vec![input(&[1, 2, 5], 110)], |x| {
+        F::interpolate(&x[0], 1.7, "linear", false)
+    });
+    check(
+        "interpolate bicubic align_corners",
+        vec![input(&[1, 2, 3, 4], 111)],
+        |x| F::interpolate(&x[0], (5, 7), "bicubic", true),
+    );
+    check(
+        "interpolate trilinear",
+        vec![input(&[1, 1, 2, 3, 3], 112)],
+        |x| F::interpolate(&x[0], (3, 4, 2), "trilinear", false),
+    );
+    check("interpolate area", vec![input(&[1, 2, 5, 7], 113)], |x| {
+        F::interpolate(&x[0], (2, 3), "area", false)
+    });
+}

@@ -119,17 +119,19 @@ fn upsample_prints_like_torch_and_runs_as_a_layer() {
 fn bad_arguments_are_named() {
     let x = Tensor::ones((1, 1, 4, 4), CPU).unwrap();
     let err = |r: Result<Tensor, gpulab::Error>| r.unwrap_err().to_string();
-    let e = err(F::interpolate(&x, 2.0, "bicubic", false));
-    assert!(e.contains("got \"bicubic\""), "{e}");
+    let e = err(F::interpolate(&x, 2.0, "cubic", false));
+    assert!(e.contains("got \"cubic\""), "{e}");
     let e = err(F::interpolate(&x, 2.0, "nearest", true));
     assert!(
         e.contains("align_corners") && e.contains("\"nearest\""),
         "{e}"
     );
+    let e = err(F::interpolate(&x, 2.0, "area", true));
+    assert!(e.contains("align_corners") && e.contains("\"area\""), "{e}");
     let e = err(F::interpolate(&x, 0.0, "nearest", false));
     assert!(e.contains("scale factors must be positive"), "{e}");
     let e = err(F::interpolate(&x, 0.1, "nearest", false));
-    assert!(e.contains("output (0, 0)"), "{e}");
+    assert!(e.contains("output [0, 0]"), "{e}");
     let e = err(F::interpolate(&x, (0, 3), "nearest", false));
     assert!(e.contains("sizes must be positive"), "{e}");
     let ints = Tensor::from_vec(vec![1i64; 4], [1, 1, 2, 2], CPU).unwrap();
@@ -140,5 +142,116 @@ fn bad_arguments_are_named() {
     );
     let flat = Tensor::ones((4, 4), CPU).unwrap();
     let e = err(F::interpolate(&flat, 2.0, "nearest", false));
-    assert!(e.contains("4-D") && e.contains("[4, 4]"), "{e}");
+    assert!(
+        e.contains("[N, C, L], [N, C, H, W] or [N, C, D, H, W]") && e.contains("[4, 4]"),
+        "{e}"
+    );
+    // Each interpolating mode has its rank, as torch's.
+    let e = err(F::interpolate(&x, 2.0, "linear", false));
+    assert!(
+        e.contains("got 4D input, but linear mode needs 3D input"),
+        "{e}"
+    );
+    let e = err(F::interpolate(&x, 2.0, "trilinear", false));
+    assert!(e.contains("trilinear mode needs 5D input"), "{e}");
+    // One size per axis, or one for all.
+    let e = err(F::interpolate(&x, (2, 3, 4), "nearest", false));
+    assert!(
+        e.contains("gives 3 sizes") && e.contains("2 spatial"),
+        "{e}"
+    );
+}
+
+#[test]
+fn linear_bicubic_and_trilinear_keep_ramps_and_constants() {
+    // A ramp stays a ramp under linear resizing with align_corners.
+    let x = ramp(&[1, 1, 4]);
+    let y = F::interpolate(&x, 7, "linear", true).unwrap();
+    assert_eq!(
+        y.to_vec::<f64>().unwrap(),
+        [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+    );
+    // Cubic convolution reproduces constants everywhere and straight lines away from the
+    // borders (torch's A = -0.75 weights sum to 1 and have first moment 0).
+    let ones = Tensor::ones((1, 2, 5, 6), CPU)
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap();
+    let y = F::interpolate(&ones, (9, 11), "bicubic", false).unwrap();
+    assert!(y
+        .to_vec::<f64>()
+        .unwrap()
+        .iter()
+        .all(|v| (v - 1.0).abs() < 1e-12));
+    let cols = Tensor::arange(0.0, 8.0, CPU)
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap()
+        .reshape([1, 1, 1, 8])
+        .unwrap()
+        .expand([1, 1, 4, 8])
+        .unwrap()
+        .contiguous()
+        .unwrap();
+    let y = F::interpolate(&cols, (4, 15), "bicubic", true).unwrap();
+    let row = y.to_vec::<f64>().unwrap()[..15].to_vec();
+    for (i, v) in row.iter().enumerate().skip(2).take(11) {
+        assert!((v - i as f64 * 0.5).abs() < 1e-12, "column {i}: {v}");
+    }
+    // Bicubic overshoots at a step, as torch's does.
+    let step = Tensor::from_vec(vec![0.0f64, 0.0, 1.0, 1.0], [1, 1, 1, 4], CPU).unwrap();
+    let y = F::interpolate(&step, (1, 8), "bicubic", false).unwrap();
+    let v = y.to_vec::<f64>().unwrap();
+    assert!(
+        v.iter().any(|&e| e < 0.0) && v.iter().any(|&e| e > 1.0),
+        "{v:?}"
+    );
+    // Trilinear of a constant volume is constant; its gradient sums to the output's count.
+    let vol = Tensor::full([1, 1, 2, 3, 3], 2.5, CPU)
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let y = F::interpolate(&vol, 2.0, "trilinear", false).unwrap();
+    assert_eq!(y.shape(), [1, 1, 4, 6, 6]);
+    assert!(y
+        .to_vec::<f64>()
+        .unwrap()
+        .iter()
+        .all(|v| (v - 2.5).abs() < 1e-12));
+    y.sum().unwrap().backward().unwrap();
+    let g = vol.grad().unwrap().sum().unwrap().item::<f64>().unwrap();
+    assert!((g - 144.0).abs() < 1e-9, "{g}");
+}
+
+#[test]
+fn area_is_adaptive_average_pooling_and_nearest_takes_every_rank() {
+    let x = Tensor::randn((2, 3, 7, 9), CPU).unwrap();
+    let area = F::interpolate(&x, (3, 4), "area", false).unwrap();
+    let pooled = F::adaptive_avg_pool2d(&x, (3, 4)).unwrap();
+    assert!(area.allclose(&pooled, 1e-5, 1e-6).unwrap());
+    let seq = Tensor::randn((2, 3, 10), CPU).unwrap();
+    let area = F::interpolate(&seq, 4, "area", false).unwrap();
+    assert!(area
+        .allclose(&F::adaptive_avg_pool1d(&seq, 4).unwrap(), 1e-5, 1e-6)
+        .unwrap());
+    // Nearest on a sequence and a volume; integers too.
+    let ints = Tensor::from_vec(vec![1i64, 2, 3], [1, 1, 3], CPU).unwrap();
+    let y = F::interpolate(&ints, 2.0, "nearest", false).unwrap();
+    assert_eq!(y.to_vec::<i64>().unwrap(), [1, 1, 2, 2, 3, 3]);
+    let vol = ramp(&[1, 1, 2, 2, 2]);
+    let y = F::interpolate(&vol, (4, 2, 2), "nearest", false).unwrap();
+    assert_eq!(
+        y.to_vec::<f64>().unwrap(),
+        [0., 1., 2., 3., 0., 1., 2., 3., 4., 5., 6., 7., 4., 5., 6., 7.]
+    );
+    assert_eq!(
+        Upsample::new(4).mode("trilinear").describe(),
+        "Upsample(size=4, mode='trilinear')"
+    );
+    assert_eq!(
+        Upsample::new((2.0, 1.0, 3.0)).describe(),
+        "Upsample(scale_factor=(2.0, 1.0, 3.0), mode='nearest')"
+    );
 }

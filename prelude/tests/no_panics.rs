@@ -1280,7 +1280,7 @@ fn call(
             some(match pick {
                 0 => F::threshold(&a, s, -s),
                 1 => F::softmax2d(&a),
-                2 => F::rrelu(&a, s, s.abs() + 0.5, n % 2 == 0),
+                2 => F::rrelu(&a, s, s.abs() + 0.5, n.is_multiple_of(2)),
                 3 => F::alpha_dropout(&a, s, true),
                 4 => F::feature_alpha_dropout(&a, s, n > 1),
                 5 => F::gumbel_softmax(&a, s, n % 2 == 1, n as isize - 2),
