@@ -679,15 +679,41 @@ fn call(
             some(a.gelu())
         }
         76 => {
-            let mode = ["nearest", "nearest-exact", "bilinear", "area"][rng.gen_range(0..4)];
+            const MODES: [&str; 8] = [
+                "nearest",
+                "nearest-exact",
+                "linear",
+                "bilinear",
+                "bicubic",
+                "trilinear",
+                "area",
+                "cubic",
+            ];
+            let mode = MODES[rng.gen_range(0..MODES.len())];
             let align = rng.gen_bool(0.3);
-            let size: nn::Resize = match rng.gen_range(0..3) {
+            let size: nn::Resize = match rng.gen_range(0..5) {
                 0 => (rng.gen_range(0..6), rng.gen_range(0..6)).into(),
                 1 => [0.0, 0.5, 1.0, 1.7, 2.0, -1.0, f64::NAN][rng.gen_range(0..7)].into(),
+                2 => rng.gen_range(0..6usize).into(),
+                3 => (
+                    rng.gen_range(0..4),
+                    rng.gen_range(0..4),
+                    rng.gen_range(0..4),
+                )
+                    .into(),
                 _ => (rng.gen_range(0.0..3.0), rng.gen_range(0.0..3.0)).into(),
             };
-            *what = format!("interpolate({da}, {size:?}, {mode}, align_corners {align})");
-            some(F::interpolate(&a, size, mode, align))
+            // Sequences and volumes too: the pool's tensors with a leading axis added.
+            let x = if rng.gen_bool(0.3) {
+                a.unsqueeze(0)?
+            } else {
+                a.clone()
+            };
+            *what = format!(
+                "interpolate({da} as {:?}, {size:?}, {mode}, align_corners {align})",
+                x.shape()
+            );
+            some(F::interpolate(&x, size, mode, align))
         }
         77 => {
             let (stride, pad, opad) = (
