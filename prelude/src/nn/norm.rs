@@ -1,11 +1,11 @@
-//! Normalisation layers: `BatchNorm1d`/`BatchNorm2d` (per channel over the batch, with
-//! running statistics for eval mode) and `LayerNorm` (per sample over its last dimensions),
-//! torch's definitions, built from the tensor ops so they run on every device and take their
-//! gradients from them.
+//! Normalisation layers: `BatchNorm1d`/`2d`/`3d` (per channel over the batch, with running
+//! statistics for eval mode), `LayerNorm` (per sample over its last dimensions), `GroupNorm`
+//! and `InstanceNorm*`, torch's definitions, built from the tensor ops so they run on every
+//! device; the normalisation itself carries torch's closed-form gradient (`standardized`).
 
 use super::functional::{float_input, in_float32};
 use super::{py_float, same_device, weight_and_bias, Module, Parameter};
-use crate::autograd::no_grad;
+use crate::autograd::{no_grad, record, Saved};
 use crate::error::{Error, Result};
 use crate::tensor::autocast::{autocast3, unlisted, AmpOp};
 use crate::tensor::{DType, Shape, Tensor};
@@ -24,6 +24,36 @@ fn moments(x: &Tensor, dims: &[usize]) -> Result<(Tensor, Tensor, usize)> {
     let centred = x.sub(&mean)?;
     let var = sum_keep(&centred.square()?, dims)?.div(n as f64)?;
     Ok((mean, var, n))
+}
+
+/// `(x - mean) / sqrt(var + eps)` over `dims` (mean and biased variance of `x` there), with
+/// torch's closed-form gradient, `(g - mean(g) - x̂ mean(g x̂)) / sqrt(var + eps)`, instead of
+/// autograd's through the mean and variance: the same value, but rounded the way torch's
+/// norm kernels round it (the composed chain cancels large terms, several units in the last
+/// place off on small elements). Also gives the mean, variance and count behind them.
+fn standardized(
+    x: &Tensor,
+    dims: &[usize],
+    eps: f64,
+    name: &'static str,
+) -> Result<(Tensor, Tensor, Tensor, usize)> {
+    let (mean, var, n) = no_grad(|| moments(x, dims))?;
+    let (xhat, std) = no_grad(|| -> Result<(Tensor, Tensor)> {
+        let std = var.add(eps)?.sqrt()?;
+        Ok((x.sub(&mean)?.div(&std)?, std))
+    })?;
+    let (saved, std_saved) = (Saved::new(&xhat), Saved::new(&std));
+    let dims = dims.to_vec();
+    let out = record(xhat, name, &[x], move |g| {
+        let (xhat, std) = (saved.get()?, std_saved.get()?);
+        let mean_of = |t: &Tensor| sum_keep(t, &dims)?.div(n as f64);
+        let gx = g
+            .sub(&mean_of(g)?)?
+            .sub(&xhat.mul(&mean_of(&g.mul(xhat)?)?)?)?
+            .div(std)?;
+        Ok(vec![Some(gx)])
+    });
+    Ok((out, mean, var, n))
 }
 
 /// `[1, C, 1, ..]` for a channel vector against an input of `rank` dimensions.
@@ -109,8 +139,8 @@ fn batch_norm_body(
     }
     let dims: Vec<usize> = (0..x.rank()).filter(|&d| d != 1).collect();
     let rank = x.rank();
-    let (mean, var) = if training {
-        let (mean, var, n) = moments(x, &dims)?;
+    let (standard, mean, var) = if training {
+        let (standard, mean, var, n) = standardized(x, &dims, eps, "native_batch_norm")?;
         if n <= 1 {
             return Err(Error::Invalid(format!(
                 "batch_norm: expected more than 1 value per channel when training, got input \
@@ -131,10 +161,10 @@ fn batch_norm_body(
                 rv.copy_(&new_var.to_dtype(rv.dtype())?)
             })?;
         }
-        (mean, var)
+        (Some(standard), mean, var)
     } else {
         match (running_mean, running_var) {
-            (Some(rm), Some(rv)) => (per_channel(rm, rank)?, per_channel(rv, rank)?),
+            (Some(rm), Some(rv)) => (None, per_channel(rm, rank)?, per_channel(rv, rank)?),
             _ => {
                 return Err(Error::Invalid(
                     "batch_norm: eval mode needs the running mean and variance".into(),
@@ -142,7 +172,11 @@ fn batch_norm_body(
             }
         }
     };
-    let mut y = x.sub(&mean)?.div(&var.add(eps)?.sqrt()?)?;
+    // Eval mode's statistics are constants: the composed chain's gradient is exact there.
+    let mut y = match standard {
+        Some(s) => s,
+        None => x.sub(&mean)?.div(&var.add(eps)?.sqrt()?)?,
+    };
     if let Some(w) = weight {
         y = y.mul(&per_channel(w, rank)?)?;
     }
@@ -193,8 +227,7 @@ pub fn layer_norm(
         return y;
     }
     let dims: Vec<usize> = (x.rank() - k..x.rank()).collect();
-    let (mean, var, _) = moments(x, &dims)?;
-    let mut y = x.sub(&mean)?.div(&var.add(eps)?.sqrt()?)?;
+    let (mut y, ..) = standardized(x, &dims, eps, "native_layer_norm")?;
     if let Some(w) = weight {
         y = y.mul(w)?;
     }
@@ -466,11 +499,8 @@ pub fn group_norm(
     }
     let per_group = x.numel() / (n * num_groups).max(1);
     let grouped = x.reshape(vec![n, num_groups, per_group])?;
-    let (mean, var, _) = moments(&grouped, &[2])?;
-    let mut y = grouped
-        .sub(&mean)?
-        .div(&var.add(eps)?.sqrt()?)?
-        .reshape(x.shape().to_vec())?;
+    let (standard, ..) = standardized(&grouped, &[2], eps, "native_group_norm")?;
+    let mut y = standard.reshape(x.shape().to_vec())?;
     if let Some(w) = weight {
         y = y.mul(&per_channel(w, x.rank())?)?;
     }
