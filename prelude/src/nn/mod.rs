@@ -18,6 +18,7 @@ mod activation;
 mod adaptive_pool;
 mod attention;
 mod class_loss;
+mod containers;
 mod conv;
 mod conv1d;
 mod conv3d;
@@ -54,6 +55,7 @@ pub mod utils;
 mod windows;
 pub use activation::{Hardtanh, Identity, LogSoftmax, Mish, PReLU, ReLU6, Unflatten, ELU};
 pub use attention::{Attention, MultiheadAttention};
+pub use containers::{ModuleDict, ModuleList, ParameterDict, ParameterList};
 pub use conv::{Padding, Size2};
 pub use conv1d::{AvgPool1d, Conv1d, MaxPool1d, Padding1};
 pub use conv3d::{Conv3d, Padding3, Size3};
@@ -817,6 +819,10 @@ macro_rules! torch_repr {
 
 torch_repr!(
     Sequential,
+    containers::ModuleList,
+    containers::ModuleDict,
+    containers::ParameterList,
+    containers::ParameterDict,
     pad::ZeroPad2d,
     pad::ConstantPad2d,
     pad::ReflectionPad2d,
