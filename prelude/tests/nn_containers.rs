@@ -3,7 +3,7 @@
 //! every member, a model built on them that trains and reloads, and refusals.
 
 use gpulab::nn::{self, Module, ModuleDict, ModuleList, Parameter, ParameterDict, ParameterList};
-use gpulab::optim::{Optimizer, SGD};
+use gpulab::optim::SGD;
 use gpulab::{DType, Device, Tensor, F};
 
 const CPU: Device = Device::Cpu;

@@ -68,6 +68,17 @@ fn every_layer_prints_as_torch_does() {
         r(nn::ReflectionPad2d::new(2), "ReflectionPad2d((2, 2, 2, 2))"),
         r(nn::ReplicationPad2d::new((1, 0, 1, 0)), "ReplicationPad2d((1, 0, 1, 0))"),
         r(nn::CircularPad2d::new(1), "CircularPad2d((1, 1, 1, 1))"),
+        // The 1-D and 3-D padding layers, as torch 2.9 prints them.
+        r(nn::ZeroPad1d::new(2), "ZeroPad1d((2, 2))"),
+        r(nn::ZeroPad3d::new(1), "ZeroPad3d((1, 1, 1, 1, 1, 1))"),
+        r(nn::ConstantPad1d::new(2, 3.5), "ConstantPad1d(padding=(2, 2), value=3.5)"),
+        r(
+            nn::ConstantPad3d::new((1, 2, 3, 4, 5, 6), 0.0),
+            "ConstantPad3d(padding=(1, 2, 3, 4, 5, 6), value=0.0)",
+        ),
+        r(nn::ReflectionPad1d::new((1, 2)), "ReflectionPad1d((1, 2))"),
+        r(nn::ReplicationPad3d::new(1), "ReplicationPad3d((1, 1, 1, 1, 1, 1))"),
+        r(nn::CircularPad1d::new(2), "CircularPad1d((2, 2))"),
         r(
             nn::Sequential::new()
                 .add(nn::Linear::new(3, 2))
@@ -119,4 +130,24 @@ fn padding_layers_pad_the_last_two_dimensions() {
         e.contains("smaller than the size") && e.contains("size 2"),
         "{e}"
     );
+}
+
+#[test]
+fn one_and_three_dimensional_padding_layers_pad_their_axes() {
+    let seq = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], vec![1, 1, 3], Device::Cpu).unwrap();
+    let r = nn::ReflectionPad1d::new((2, 1)).forward(&seq).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), [3., 2., 1., 2., 3., 2.]);
+    let c = nn::CircularPad1d::new(1).forward(&seq).unwrap();
+    assert_eq!(c.to_vec::<f32>().unwrap(), [3., 1., 2., 3., 1.]);
+    let k = nn::ConstantPad1d::new((0, 2), -1.0).forward(&seq).unwrap();
+    assert_eq!(k.to_vec::<f32>().unwrap(), [1., 2., 3., -1., -1.]);
+    let vol = Tensor::ones([1, 1, 2, 2, 2], Device::Cpu).unwrap();
+    let z = nn::ZeroPad3d::new((1, 0, 0, 1, 1, 1))
+        .forward(&vol)
+        .unwrap();
+    assert_eq!(z.shape(), &[1, 1, 4, 3, 3]);
+    assert_eq!(z.sum().unwrap().item::<f32>().unwrap(), 8.0);
+    let rep = nn::ReplicationPad3d::new(1).forward(&vol).unwrap();
+    assert_eq!(rep.shape(), &[1, 1, 4, 4, 4]);
+    assert_eq!(rep.sum().unwrap().item::<f32>().unwrap(), 64.0);
 }

@@ -78,7 +78,11 @@ pub use norm::{
     BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm, InstanceNorm1d,
     InstanceNorm2d, InstanceNorm3d, LayerNorm,
 };
-pub use pad::{CircularPad2d, ConstantPad2d, Pad4, ReflectionPad2d, ReplicationPad2d, ZeroPad2d};
+pub use pad::{
+    CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d, Pad2,
+    Pad4, Pad6, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d,
+    ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d,
+};
 pub use pairwise::{Bilinear, CosineSimilarity, PairwiseDistance};
 pub use pointwise::{
     Hardshrink, Hardsigmoid, Hardswish, LogSigmoid, Softmax2d, Softmin, Softshrink, Softsign,
@@ -823,11 +827,21 @@ torch_repr!(
     containers::ModuleDict,
     containers::ParameterList,
     containers::ParameterDict,
+    pad::ZeroPad1d,
     pad::ZeroPad2d,
+    pad::ZeroPad3d,
+    pad::ConstantPad1d,
     pad::ConstantPad2d,
+    pad::ConstantPad3d,
+    pad::ReflectionPad1d,
     pad::ReflectionPad2d,
+    pad::ReflectionPad3d,
+    pad::ReplicationPad1d,
     pad::ReplicationPad2d,
+    pad::ReplicationPad3d,
+    pad::CircularPad1d,
     pad::CircularPad2d,
+    pad::CircularPad3d,
     Linear,
     ReLU,
     Sigmoid,

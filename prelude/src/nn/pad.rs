@@ -135,62 +135,92 @@ fn constant(x: &Tensor, d: usize, l: isize, r: isize, value: f64) -> Result<Tens
     Tensor::cat(&parts, d as isize)
 }
 
-/// The four amounts of a 2-D padding layer, `(left, right, top, bottom)`: one number for
-/// all four, or the four, as torch's padding layers take them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pad4(pub isize, pub isize, pub isize, pub isize);
-
-impl From<isize> for Pad4 {
-    fn from(p: isize) -> Pad4 {
-        Pad4(p, p, p, p)
-    }
-}
-
-impl From<i32> for Pad4 {
-    fn from(p: i32) -> Pad4 {
-        Pad4::from(p as isize)
-    }
-}
-
-impl From<usize> for Pad4 {
-    fn from(p: usize) -> Pad4 {
-        Pad4::from(p as isize)
-    }
-}
-
-impl From<(isize, isize, isize, isize)> for Pad4 {
-    fn from((l, r, t, b): (isize, isize, isize, isize)) -> Pad4 {
-        Pad4(l, r, t, b)
-    }
-}
-
-impl From<(i32, i32, i32, i32)> for Pad4 {
-    fn from((l, r, t, b): (i32, i32, i32, i32)) -> Pad4 {
-        Pad4(l as isize, r as isize, t as isize, b as isize)
-    }
-}
-
-impl Pad4 {
-    fn amounts(self) -> [isize; 4] {
-        [self.0, self.1, self.2, self.3]
-    }
-    fn tuple(self) -> String {
-        format!("({}, {}, {}, {})", self.0, self.1, self.2, self.3)
-    }
-}
-
-/// torch's 2-D padding layers: each pads the last two dimensions of its input with
-/// [`pad`] in one mode.
-macro_rules! pad_layer {
-    ($(#[$doc:meta])* $name:ident, $mode:literal) => {
+/// The amounts of a padding layer, as torch's padding layers take them: one number for every
+/// side, or one per side, last dimension first (`(left, right)`, then `(top, bottom)`, then
+/// `(front, back)`).
+macro_rules! pad_amounts {
+    ($(#[$doc:meta])* $name:ident, $n:literal, ($($f:ident),+)) => {
         $(#[$doc])*
-        #[derive(Clone, Copy)]
-        pub struct $name {
-            padding: Pad4,
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name($(pub pad_amounts!(@isize $f)),+);
+
+        impl From<isize> for $name {
+            fn from(p: isize) -> $name {
+                $name($(pad_amounts!(@same p $f)),+)
+            }
+        }
+
+        impl From<i32> for $name {
+            fn from(p: i32) -> $name {
+                $name::from(p as isize)
+            }
+        }
+
+        impl From<usize> for $name {
+            fn from(p: usize) -> $name {
+                $name::from(p as isize)
+            }
+        }
+
+        impl From<($(pad_amounts!(@isize $f)),+)> for $name {
+            fn from(($($f),+): ($(pad_amounts!(@isize $f)),+)) -> $name {
+                $name($($f),+)
+            }
+        }
+
+        impl From<($(pad_amounts!(@i32 $f)),+)> for $name {
+            fn from(($($f),+): ($(pad_amounts!(@i32 $f)),+)) -> $name {
+                $name($($f as isize),+)
+            }
         }
 
         impl $name {
-            pub fn new(padding: impl Into<Pad4>) -> $name {
+            fn amounts(self) -> [isize; $n] {
+                let $name($($f),+) = self;
+                [$($f),+]
+            }
+            fn tuple(self) -> String {
+                let parts: Vec<String> = self.amounts().iter().map(|v| v.to_string()).collect();
+                format!("({})", parts.join(", "))
+            }
+        }
+    };
+    (@isize $f:ident) => { isize };
+    (@i32 $f:ident) => { i32 };
+    (@same $p:ident $f:ident) => { $p };
+}
+
+pad_amounts!(
+    /// A 1-D padding layer's `(left, right)`.
+    Pad2,
+    2,
+    (l, r)
+);
+pad_amounts!(
+    /// A 2-D padding layer's `(left, right, top, bottom)`.
+    Pad4,
+    4,
+    (l, r, t, b)
+);
+pad_amounts!(
+    /// A 3-D padding layer's `(left, right, top, bottom, front, back)`.
+    Pad6,
+    6,
+    (l, r, t, b, f, k)
+);
+
+/// torch's padding layers: each pads the last one, two or three dimensions of its input
+/// with [`pad`] in one mode.
+macro_rules! pad_layer {
+    ($(#[$doc:meta])* $name:ident, $amounts:ident, $mode:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub struct $name {
+            padding: $amounts,
+        }
+
+        impl $name {
+            pub fn new(padding: impl Into<$amounts>) -> $name {
                 $name { padding: padding.into() }
             }
         }
@@ -206,52 +236,125 @@ macro_rules! pad_layer {
     };
 }
 
+/// torch's constant padding layers: `value` around the last one, two or three dimensions.
+macro_rules! constant_pad_layer {
+    ($(#[$doc:meta])* $name:ident, $amounts:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub struct $name {
+            padding: $amounts,
+            value: f64,
+        }
+
+        impl $name {
+            pub fn new(padding: impl Into<$amounts>, value: f64) -> $name {
+                $name {
+                    padding: padding.into(),
+                    value,
+                }
+            }
+        }
+
+        impl super::Module for $name {
+            fn forward(&self, x: &Tensor) -> Result<Tensor> {
+                pad(x, &self.padding.amounts(), "constant", self.value)
+            }
+            fn describe(&self) -> String {
+                format!(
+                    "{}(padding={}, value={})",
+                    stringify!($name),
+                    self.padding.tuple(),
+                    super::py_float(self.value)
+                )
+            }
+        }
+    };
+}
+
+pad_layer!(
+    /// Zeros around the last dimension (torch's `nn.ZeroPad1d`).
+    ZeroPad1d,
+    Pad2,
+    "constant"
+);
 pad_layer!(
     /// Zeros around the last two dimensions (torch's `nn.ZeroPad2d`).
     ZeroPad2d,
+    Pad4,
     "constant"
+);
+pad_layer!(
+    /// Zeros around the last three dimensions (torch's `nn.ZeroPad3d`).
+    ZeroPad3d,
+    Pad6,
+    "constant"
+);
+pad_layer!(
+    /// The edges mirrored (torch's `nn.ReflectionPad1d`).
+    ReflectionPad1d,
+    Pad2,
+    "reflect"
 );
 pad_layer!(
     /// The edges mirrored (torch's `nn.ReflectionPad2d`).
     ReflectionPad2d,
+    Pad4,
     "reflect"
+);
+pad_layer!(
+    /// The faces mirrored (torch's `nn.ReflectionPad3d`).
+    ReflectionPad3d,
+    Pad6,
+    "reflect"
+);
+pad_layer!(
+    /// The edge elements repeated (torch's `nn.ReplicationPad1d`).
+    ReplicationPad1d,
+    Pad2,
+    "replicate"
 );
 pad_layer!(
     /// The edge elements repeated (torch's `nn.ReplicationPad2d`).
     ReplicationPad2d,
+    Pad4,
     "replicate"
+);
+pad_layer!(
+    /// The face elements repeated (torch's `nn.ReplicationPad3d`).
+    ReplicationPad3d,
+    Pad6,
+    "replicate"
+);
+pad_layer!(
+    /// The opposite ends wrapped round (torch's `nn.CircularPad1d`).
+    CircularPad1d,
+    Pad2,
+    "circular"
 );
 pad_layer!(
     /// The opposite edges wrapped round (torch's `nn.CircularPad2d`).
     CircularPad2d,
+    Pad4,
     "circular"
 );
-
-/// `value` around the last two dimensions (torch's `nn.ConstantPad2d`).
-#[derive(Clone, Copy)]
-pub struct ConstantPad2d {
-    padding: Pad4,
-    value: f64,
-}
-
-impl ConstantPad2d {
-    pub fn new(padding: impl Into<Pad4>, value: f64) -> ConstantPad2d {
-        ConstantPad2d {
-            padding: padding.into(),
-            value,
-        }
-    }
-}
-
-impl super::Module for ConstantPad2d {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        pad(x, &self.padding.amounts(), "constant", self.value)
-    }
-    fn describe(&self) -> String {
-        format!(
-            "ConstantPad2d(padding={}, value={})",
-            self.padding.tuple(),
-            super::py_float(self.value)
-        )
-    }
-}
+pad_layer!(
+    /// The opposite faces wrapped round (torch's `nn.CircularPad3d`).
+    CircularPad3d,
+    Pad6,
+    "circular"
+);
+constant_pad_layer!(
+    /// `value` around the last dimension (torch's `nn.ConstantPad1d`).
+    ConstantPad1d,
+    Pad2
+);
+constant_pad_layer!(
+    /// `value` around the last two dimensions (torch's `nn.ConstantPad2d`).
+    ConstantPad2d,
+    Pad4
+);
+constant_pad_layer!(
+    /// `value` around the last three dimensions (torch's `nn.ConstantPad3d`).
+    ConstantPad3d,
+    Pad6
+);
