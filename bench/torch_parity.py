@@ -168,6 +168,7 @@ NN_MORE = {
     # interpolate's other modes and ranks (see nn_resize).
     "resize": ("lin2", "lin7a", "lin15", "bic2", "bic57a", "bic23", "bic15", "tri2", "tri345a",
                "area1d", "area2d", "area3d", "areaup", "n1d", "n3d", "ne3d"),
+    "adaavg3": ("o111", "o234", "o322", "unb"), "adamax3": ("o111", "o234", "o322", "unb"),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
 NN_WANTS = {"adamaxi": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
@@ -762,6 +763,12 @@ def torch_results(lines, device):
             else:
                 out = F.interpolate(x, size=size, mode=mode, align_corners=align)
             return out, {"x": x}
+        if op in ("adaavg3", "adamax3"):
+            size = (2, 3, 4) if param == "unb" else tuple(int(c) for c in param[1:])
+            # Ties on purpose for the max: the first in depth, row, column order wins.
+            x = ramp([2, 4, 5, 6] if param == "unb" else [1, 2, 4, 5, 6], 5, 2.0, 0.5, d)
+            f = F.adaptive_avg_pool3d if op == "adaavg3" else F.adaptive_max_pool3d
+            return f(x, size), {"x": x}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

@@ -487,7 +487,7 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "conv3d" | "pool3d" | "pool3di" | "avg3d" | "bn3d" | "in3d" | "drop3d" => {
             nn_3d(op, d, param, dev)?
         }
-        "thresh" | "smax2d" | "rrelu" | "bilin" | "tripletd" | "resize" => {
+        "thresh" | "smax2d" | "rrelu" | "bilin" | "tripletd" | "resize" | "adaavg3" | "adamax3" => {
             nn_extra(op, d, param, dev)?
         }
         _ => panic!("unknown nn op {op:?}"),
@@ -705,6 +705,25 @@ fn nn_extra(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error>
             };
             let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
             (F::interpolate(&x, size, mode, align)?, vec![("x", x)])
+        }
+        "adaavg3" | "adamax3" => {
+            let size = match param {
+                "o111" => (1, 1, 1),
+                "o234" | "unb" => (2, 3, 4),
+                _ => (3, 2, 2),
+            };
+            let shape: &[usize] = if param == "unb" {
+                &[2, 4, 5, 6]
+            } else {
+                &[1, 2, 4, 5, 6]
+            };
+            let x = ramp(shape, 5, 2.0, 0.5, d, dev)?;
+            let out = if op == "adaavg3" {
+                F::adaptive_avg_pool3d(&x, size)?
+            } else {
+                F::adaptive_max_pool3d(&x, size)?
+            };
+            (out, vec![("x", x)])
         }
         _ => {
             let a = ramp(&[3, 4], 7, 3.0, 0.5, d, dev)?;

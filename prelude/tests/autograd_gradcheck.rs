@@ -1631,3 +1631,17 @@ fn interpolate_modes() {
         F::interpolate(&x[0], (2, 3), "area", false)
     });
 }
+
+#[test]
+fn adaptive_3d_pools() {
+    check(
+        "adaptive_avg_pool3d",
+        vec![input(&[1, 2, 3, 5, 4], 120)],
+        |x| F::adaptive_avg_pool3d(&x[0], (2, 3, 3)),
+    );
+    check(
+        "adaptive_max_pool3d",
+        vec![input(&[1, 2, 3, 5, 4], 121)],
+        |x| F::adaptive_max_pool3d(&x[0], (2, 3, 3)),
+    );
+}

@@ -467,3 +467,67 @@ fn a_small_video_network_trains_through_the_3d_layers() {
     model.set_training(false);
     assert_eq!(model.forward(&x).unwrap().shape(), [4, 2]);
 }
+
+#[test]
+fn adaptive_3d_pools_give_global_pooling_and_torchs_windows() {
+    let x = ramp(&[2, 3, 4, 5, 6], 23, 0.1);
+    let mean = F::adaptive_avg_pool3d(&x, (1, 1, 1)).unwrap();
+    assert_eq!(mean.shape(), [2, 3, 1, 1, 1]);
+    let want = x.reshape([6, 120]).unwrap().mean_dim(1).unwrap();
+    assert!(mean
+        .reshape([6])
+        .unwrap()
+        .allclose(&want, 1e-12, 1e-12)
+        .unwrap());
+    // The global max's gradient goes to the first maximum only.
+    let v = Tensor::from_vec(
+        vec![1.0f64, 3.0, 3.0, 2.0, 3.0, 0.0, 1.0, 2.0],
+        vec![1, 1, 2, 2, 2],
+        CPU,
+    )
+    .unwrap()
+    .requires_grad_(true)
+    .unwrap();
+    let m = F::adaptive_max_pool3d(&v, (1, 1, 1)).unwrap();
+    assert_eq!(m.item::<f64>().unwrap(), 3.0);
+    m.sum().unwrap().backward().unwrap();
+    assert_eq!(
+        v.grad().unwrap().to_vec::<f64>().unwrap(),
+        [0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    );
+    // Overlapping windows: 5 rows into 3 are [0, 2), [1, 4), [3, 5).
+    let rows = Tensor::arange(0.0, 5.0, CPU)
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap()
+        .reshape([1, 1, 1, 5, 1])
+        .unwrap();
+    let y = F::adaptive_max_pool3d(&rows, (1, 3, 1)).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), [1.0, 3.0, 4.0]);
+    let y = nn::AdaptiveAvgPool3d::new((1, 3, 1))
+        .forward(&rows)
+        .unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), [0.5, 2.0, 3.5]);
+    assert_eq!(
+        nn::AdaptiveMaxPool3d::new((1, 1, 1)).describe(),
+        "AdaptiveMaxPool3d(output_size=(1, 1, 1))"
+    );
+    let e = err(F::adaptive_avg_pool3d(&x, (0, 1, 1)));
+    assert!(
+        e.contains("adaptive_avg_pool3d") && e.contains("must not be 0"),
+        "{e}"
+    );
+    let e = err(F::adaptive_max_pool3d(
+        &x.to_dtype(DType::I64).unwrap(),
+        (1, 1, 1),
+    ));
+    assert!(
+        e.contains("adaptive_max_pool3d") && e.contains("floating-point"),
+        "{e}"
+    );
+    let e = err(F::adaptive_max_pool3d(
+        &x.select(0, 0).unwrap().select(0, 0).unwrap(),
+        (1, 1, 1),
+    ));
+    assert!(e.contains("expected input [N, C, D, H, W]"), "{e}");
+}

@@ -20,6 +20,7 @@ pub use super::adaptive_pool::{
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
     adaptive_max_pool2d_with_indices,
 };
+pub use super::adaptive_pool3d::{adaptive_avg_pool3d, adaptive_max_pool3d};
 pub use super::attention::scaled_dot_product_attention;
 use super::class_loss::class_loss;
 pub use super::class_loss::ClassLossOptions;

@@ -16,6 +16,7 @@
 
 mod activation;
 mod adaptive_pool;
+mod adaptive_pool3d;
 mod attention;
 mod class_loss;
 mod containers;
@@ -54,6 +55,7 @@ mod unpool;
 pub mod utils;
 mod windows;
 pub use activation::{Hardtanh, Identity, LogSoftmax, Mish, PReLU, ReLU6, Unflatten, ELU};
+pub use adaptive_pool3d::{AdaptiveAvgPool3d, AdaptiveMaxPool3d};
 pub use attention::{Attention, MultiheadAttention};
 pub use containers::{ModuleDict, ModuleList, ParameterDict, ParameterList};
 pub use conv::{Padding, Size2};
@@ -866,6 +868,8 @@ torch_repr!(
     conv3d::Conv3d,
     pool3d::MaxPool3d,
     pool3d::AvgPool3d,
+    adaptive_pool3d::AdaptiveAvgPool3d,
+    adaptive_pool3d::AdaptiveMaxPool3d,
     pairwise::Bilinear,
     stochastic::RReLU,
     stochastic::AlphaDropout,

@@ -15,6 +15,11 @@ pub(super) fn show(s: Size2) -> String {
     }
 }
 
+/// A `(d, h, w)` output size as torch prints it.
+pub(super) fn show_triple((d, h, w): (usize, usize, usize)) -> String {
+    format!("({d}, {h}, {w})")
+}
+
 pub(super) fn py_bool(b: bool) -> &'static str {
     if b {
         "True"

@@ -275,6 +275,21 @@ fn along(x: &Tensor, dim: usize, taps: &Taps) -> Result<Tensor> {
     Ok(sum.expect("at least one tap"))
 }
 
+/// `x` resized to `outs` along its last `outs.len()` axes in `mode`, without interpolate's
+/// checks or autocast (for the ops built on it, which have their own): halves in float32.
+pub(super) fn resize_axes(x: &Tensor, outs: &[usize], mode: &str) -> Result<Tensor> {
+    if let Some(y) = in_float32(x, &[], |x, _| resize_axes(x, outs, mode)) {
+        return y;
+    }
+    let first = x.rank() - outs.len();
+    let mut y = x.clone();
+    for (a, &out) in outs.iter().enumerate() {
+        let len = y.shape()[first + a];
+        y = along(&y, first + a, &taps(mode, len, out, None, false))?;
+    }
+    Ok(y)
+}
+
 /// Resizes `x` (torch's `F.interpolate`): `[N, C, L]`, `[N, C, H, W]` or `[N, C, D, H, W]`,
 /// to `size`, an output size (`(h, w)`, `(d, h, w)`, or one for every axis) or a scale
 /// factor (`2.0`, or one per axis; the output is `floor(len · factor)` and the factor itself

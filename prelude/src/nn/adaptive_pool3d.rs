@@ -1,0 +1,137 @@
+//! Adaptive pooling over volumes, torch's `F.adaptive_avg_pool3d` / `F.adaptive_max_pool3d`
+//! and `nn.AdaptiveAvgPool3d` / `nn.AdaptiveMaxPool3d` (`[N, C, D, H, W]` or `[C, D, H, W]`),
+//! with torch's windows (output `i` of `o` covers `floor(i len / o)` up to
+//! `ceil((i + 1) len / o)`). A box's mean and its maximum both split by axis, so each axis is
+//! pooled in turn: the mean by `resample`'s area taps, the maximum by the window's taps
+//! stacked and `max_dim` (first maximum, so the winner is the first in depth, row, column
+//! order, as torch's scan).
+
+use super::conv3d::{as_volume, unvolume};
+use super::functional::float_input;
+use super::pool_layers::show_triple;
+use super::resample::resize_axes;
+use super::Module;
+use crate::error::{Error, Result};
+use crate::tensor::autocast::unlisted;
+use crate::tensor::host_mem::checked_numel;
+use crate::tensor::Tensor;
+
+type Size3 = (usize, usize, usize);
+
+/// The volume, whether it was unbatched, after the checks both poolings share.
+fn volume(x: &Tensor, op: &str, (od, oh, ow): Size3) -> Result<(Tensor, bool)> {
+    let (v, unbatched) = as_volume(op, x)?;
+    float_input(&v, op)?;
+    if v.shape()[2..].contains(&0) || [od, oh, ow].contains(&0) {
+        return Err(Error::BadShape(format!(
+            "{op}: the input's depth, height and width and the output size must not be 0, got \
+             input {:?} and output_size ({od}, {oh}, {ow})",
+            x.shape()
+        )));
+    }
+    checked_numel(op, &[v.shape()[0], v.shape()[1], od, oh, ow])?;
+    Ok((v, unbatched))
+}
+
+/// Mean over the `output_size` grid of windows laid over each volume (torch's
+/// `adaptive_avg_pool3d`); `(1, 1, 1)` is global average pooling. Halves in float32.
+pub fn adaptive_avg_pool3d(x: &Tensor, output_size: Size3) -> Result<Tensor> {
+    const OP: &str = "adaptive_avg_pool3d";
+    let (v, unbatched) = volume(x, OP, output_size)?;
+    let (od, oh, ow) = output_size;
+    // One op in torch, on no autocast list: it keeps its input's dtype.
+    let y = unlisted(&v, || resize_axes(&v, &[od, oh, ow], "area"))?;
+    unvolume(y, unbatched)
+}
+
+/// Max over the `output_size` grid of windows laid over each volume (torch's
+/// `adaptive_max_pool3d`); the gradient goes to each window's first maximum in depth, row,
+/// column order.
+pub fn adaptive_max_pool3d(x: &Tensor, output_size: Size3) -> Result<Tensor> {
+    const OP: &str = "adaptive_max_pool3d";
+    let (v, unbatched) = volume(x, OP, output_size)?;
+    let (od, oh, ow) = output_size;
+    // The last axis first: each stage's first maximum then keeps the earlier axes' order.
+    let mut y = v;
+    for (dim, out) in [(4usize, ow), (3, oh), (2, od)] {
+        y = window_max(&y, dim, out)?;
+    }
+    unvolume(y, unbatched)
+}
+
+/// The maximum over each adaptive window along `dim`: the windows' taps gathered (a short
+/// window repeats its first element, which cannot change its first maximum), stacked in
+/// front and reduced by `max_dim`.
+fn window_max(x: &Tensor, dim: usize, out: usize) -> Result<Tensor> {
+    let len = x.shape()[dim];
+    let window = |o: usize| (o * len / out, ((o + 1) * len).div_ceil(out));
+    let k = (0..out)
+        .map(|o| window(o).1 - window(o).0)
+        .max()
+        .unwrap_or(1);
+    let taps = (0..k)
+        .map(|t| {
+            let idx: Vec<i64> = (0..out)
+                .map(|o| {
+                    let (a, b) = window(o);
+                    if a + t < b {
+                        (a + t) as i64
+                    } else {
+                        a as i64
+                    }
+                })
+                .collect();
+            let idx = Tensor::from_vec(idx, vec![out], x.device())?;
+            x.index_select(dim as isize, &idx)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Tensor::stack(&taps, 0)?.max_dim(0)
+}
+
+/// torch's `nn.AdaptiveAvgPool3d(output_size)`.
+#[derive(Clone, Copy)]
+pub struct AdaptiveAvgPool3d {
+    output_size: Size3,
+}
+
+impl AdaptiveAvgPool3d {
+    pub fn new(output_size: Size3) -> AdaptiveAvgPool3d {
+        AdaptiveAvgPool3d { output_size }
+    }
+}
+
+impl Module for AdaptiveAvgPool3d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        adaptive_avg_pool3d(x, self.output_size)
+    }
+    fn describe(&self) -> String {
+        format!(
+            "AdaptiveAvgPool3d(output_size={})",
+            show_triple(self.output_size)
+        )
+    }
+}
+
+/// torch's `nn.AdaptiveMaxPool3d(output_size)`.
+#[derive(Clone, Copy)]
+pub struct AdaptiveMaxPool3d {
+    output_size: Size3,
+}
+
+impl AdaptiveMaxPool3d {
+    pub fn new(output_size: Size3) -> AdaptiveMaxPool3d {
+        AdaptiveMaxPool3d { output_size }
+    }
+}
+
+impl Module for AdaptiveMaxPool3d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        adaptive_max_pool3d(x, self.output_size)
+    }
+    fn describe(&self) -> String {
+        format!(
+            "AdaptiveMaxPool3d(output_size={})",
+            show_triple(self.output_size)
+        )
+    }
+}
