@@ -169,9 +169,11 @@ NN_MORE = {
     "resize": ("lin2", "lin7a", "lin15", "bic2", "bic57a", "bic23", "bic15", "tri2", "tri345a",
                "area1d", "area2d", "area3d", "areaup", "n1d", "n3d", "ne3d"),
     "adaavg3": ("o111", "o234", "o322", "unb"), "adamax3": ("o111", "o234", "o322", "unb"),
+    "convT3d": ("k2s2", "s2p1o1", "g2d2", "unb"),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
 NN_WANTS = {"adamaxi": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
+            "convT3d": ("x", "w", "b"),
             "bn3d": ("x", "weight", "bias"), "drop3d": (), "bilin": ("x1", "x2", "w", "b"),
             "tripletd": ("a", "p", "n")}
 
@@ -275,6 +277,8 @@ KNOWN = {
     # ... nor transposes convolutions of int32 or uint8 ("slow_conv_transpose2d").
     **{f"nn convT {a} {p} out": "torch's CPU has no int32/uint8 transposed convolution"
        for a in ("i32", "u8") for p in ("k2s2", "s2p1o1", "g2d2")},
+    **{f"nn convT3d {a} {p} out": "torch's CPU has no int32/uint8 transposed convolution"
+       for a in ("i32", "u8") for p in ("k2s2", "s2p1o1", "g2d2", "unb")},
     # gpulab's nearest resize is an index_select, for every dtype; torch's CPU kernel
     # takes uint8 and floats only.
     **{f"nn interp {a} {p} out": "torch's nearest interpolate refuses int32/int64/bool"
@@ -769,6 +773,17 @@ def torch_results(lines, device):
             x = ramp([2, 4, 5, 6] if param == "unb" else [1, 2, 4, 5, 6], 5, 2.0, 0.5, d)
             f = F.adaptive_avg_pool3d if op == "adaavg3" else F.adaptive_max_pool3d
             return f(x, size), {"x": x}
+        if op == "convT3d":
+            xs, ws, stride, pad, opad, groups, dil = {
+                "k2s2": ([1, 2, 2, 3, 2], [2, 3, 2, 2, 2], 2, 0, 0, 1, 1),
+                "s2p1o1": ([1, 2, 2, 2, 3], [2, 2, 3, 3, 3], 2, 1, 1, 1, 1),
+                "g2d2": ([1, 4, 2, 3, 3], [4, 1, 2, 2, 2], (1, 2, 1), (0, 1, 0), 0, 2, (2, 1, 1)),
+                "unb": ([2, 2, 2, 2], [2, 1, 2, 3, 2], 1, 0, 0, 1, 1)}[param]
+            x = ramp(xs, 7, 3.0, 0.25, d)
+            w = ramp(ws, 5, 2.0, 0.5, d)
+            b = ramp([ws[1] * groups], 3, 1.0, 0.5, d)
+            out = F.conv_transpose3d(x, w, b, stride, pad, opad, groups, dil)
+            return out, {"x": x, "w": w, "b": b}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

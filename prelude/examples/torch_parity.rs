@@ -487,9 +487,8 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "conv3d" | "pool3d" | "pool3di" | "avg3d" | "bn3d" | "in3d" | "drop3d" => {
             nn_3d(op, d, param, dev)?
         }
-        "thresh" | "smax2d" | "rrelu" | "bilin" | "tripletd" | "resize" | "adaavg3" | "adamax3" => {
-            nn_extra(op, d, param, dev)?
-        }
+        "thresh" | "smax2d" | "rrelu" | "bilin" | "tripletd" | "resize" | "adaavg3" | "adamax3"
+        | "convT3d" => nn_extra(op, d, param, dev)?,
         _ => panic!("unknown nn op {op:?}"),
     };
     result_or_grad(&out, want, &inputs)
@@ -705,6 +704,60 @@ fn nn_extra(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error>
             };
             let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
             (F::interpolate(&x, size, mode, align)?, vec![("x", x)])
+        }
+        "convT3d" => {
+            type Case = (
+                &'static [usize],
+                &'static [usize],
+                nn::Size3,
+                nn::Size3,
+                nn::Size3,
+                usize,
+                nn::Size3,
+            );
+            let (xs, ws, stride, pad, opad, groups, dil): Case = match param {
+                "k2s2" => (
+                    &[1, 2, 2, 3, 2],
+                    &[2, 3, 2, 2, 2],
+                    2.into(),
+                    0.into(),
+                    0.into(),
+                    1,
+                    1.into(),
+                ),
+                "s2p1o1" => (
+                    &[1, 2, 2, 2, 3],
+                    &[2, 2, 3, 3, 3],
+                    2.into(),
+                    1.into(),
+                    1.into(),
+                    1,
+                    1.into(),
+                ),
+                "g2d2" => (
+                    &[1, 4, 2, 3, 3],
+                    &[4, 1, 2, 2, 2],
+                    (1, 2, 1).into(),
+                    (0, 1, 0).into(),
+                    0.into(),
+                    2,
+                    (2, 1, 1).into(),
+                ),
+                _ => (
+                    &[2, 2, 2, 2],
+                    &[2, 1, 2, 3, 2],
+                    1.into(),
+                    0.into(),
+                    0.into(),
+                    1,
+                    1.into(),
+                ),
+            };
+            let x = ramp(xs, 7, 3.0, 0.25, d, dev)?;
+            let w = ramp(ws, 5, 2.0, 0.5, d, dev)?;
+            let b = ramp(&[ws[1] * groups], 3, 1.0, 0.5, d, dev)?;
+            let out = F::conv_transpose3d(&x, &w, Some(&b), stride, pad, opad, groups, dil)?;
+            (out, vec![("x", x), ("w", w), ("b", b)])
         }
         "adaavg3" | "adamax3" => {
             let size = match param {

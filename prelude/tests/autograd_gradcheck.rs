@@ -1645,3 +1645,27 @@ fn adaptive_3d_pools() {
         |x| F::adaptive_max_pool3d(&x[0], (2, 3, 3)),
     );
 }
+
+#[test]
+fn conv_transpose3d() {
+    check(
+        "conv_transpose3d stride (2, 1, 2) padding (1, 0, 0) output_padding (1, 0, 0) groups 2",
+        vec![
+            input(&[1, 4, 2, 3, 2], 130),
+            input(&[4, 1, 3, 2, 2], 131),
+            input(&[2], 132),
+        ],
+        |x| {
+            F::conv_transpose3d(
+                &x[0],
+                &x[1],
+                Some(&x[2]),
+                (2, 1, 2),
+                (1, 0, 0),
+                (1, 0, 0),
+                2,
+                1,
+            )
+        },
+    );
+}

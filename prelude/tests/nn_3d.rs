@@ -531,3 +531,77 @@ fn adaptive_3d_pools_give_global_pooling_and_torchs_windows() {
     ));
     assert!(e.contains("expected input [N, C, D, H, W]"), "{e}");
 }
+
+#[test]
+fn conv_transpose3d_is_the_adjoint_of_conv3d() {
+    // <conv3d(x, w), y> = <x, conv_transpose3d(y, w)> for the same stride, padding and
+    // dilation: the transposed convolution is the convolution's adjoint.
+    for (xs, ws, s, p, dl, g) in [
+        (
+            [1, 2, 5, 6, 5],
+            [3, 2, 3, 2, 3],
+            [2, 1, 2],
+            [1, 0, 1],
+            [1, 1, 1],
+            1,
+        ),
+        (
+            [2, 4, 6, 5, 5],
+            [4, 2, 2, 3, 2],
+            [1, 2, 1],
+            [0, 1, 1],
+            [2, 1, 1],
+            2,
+        ),
+    ] {
+        let x = ramp(&xs, 11, 0.25);
+        let w = ramp(&ws, 7, 0.5);
+        let y = F::conv3d(&x, &w, None, s, p, dl, g).unwrap();
+        let probe = ramp(y.shape(), 5, 0.3);
+        // Output padding restores the input's size where the stride rounded it down.
+        let want: Vec<usize> = (0..3)
+            .map(|a| {
+                let full = (y.shape()[2 + a] - 1) * s[a] + dl[a] * (ws[2 + a] - 1) + 1 - 2 * p[a];
+                xs[2 + a] - full
+            })
+            .collect();
+        let back = F::conv_transpose3d(&probe, &w, None, s, p, [want[0], want[1], want[2]], g, dl)
+            .unwrap();
+        assert_eq!(back.shape(), x.shape());
+        let lhs = y.mul(&probe).unwrap().sum().unwrap().item::<f64>().unwrap();
+        let rhs = x.mul(&back).unwrap().sum().unwrap().item::<f64>().unwrap();
+        assert!(
+            (lhs - rhs).abs() < 1e-9 * lhs.abs().max(1.0),
+            "{lhs} vs {rhs}"
+        );
+    }
+    let layer = nn::ConvTranspose3d::new(4, 2, 2)
+        .stride(2)
+        .padding(1)
+        .dilation(2)
+        .bias(false);
+    assert_eq!(layer.weight.shape(), [4, 2, 2, 2, 2]);
+    assert_eq!(
+        layer.describe(),
+        "ConvTranspose3d(4, 2, kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(1, 1, 1), \
+         dilation=(2, 2, 2), bias=False)"
+    );
+    let up = nn::ConvTranspose3d::new(3, 2, 2).stride(2);
+    let y = up
+        .forward(&Tensor::zeros([1, 3, 2, 3, 4], CPU).unwrap())
+        .unwrap();
+    assert_eq!(y.shape(), [1, 2, 4, 6, 8]);
+    let e = err(up.forward(&Tensor::zeros([1, 2, 2, 3, 4], CPU).unwrap()));
+    assert!(e.contains("expected input of shape [N, 3, D, H, W]"), "{e}");
+    let e = err(F::conv_transpose3d(
+        &Tensor::zeros([1, 3, 2, 2, 2], CPU).unwrap(),
+        &up.weight.tensor(),
+        None,
+        2,
+        0,
+        2,
+        1,
+        1,
+    ));
+    assert!(e.contains("output_padding"), "{e}");
+}

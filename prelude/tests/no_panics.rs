@@ -1255,7 +1255,7 @@ fn call(
             } else {
                 b.clone()
             };
-            const NAMES: [&str; 9] = [
+            const NAMES: [&str; 10] = [
                 "conv3d",
                 "conv3d same",
                 "max_pool3d",
@@ -1264,6 +1264,7 @@ fn call(
                 "dropout3d",
                 "dropout1d",
                 "Conv3d",
+                "conv_transpose3d or an adaptive 3-D pool",
                 "BatchNorm3d",
             ];
             let pick = rng.gen_range(0..NAMES.len());
@@ -1282,6 +1283,9 @@ fn call(
                 5 => F::dropout3d(&v, s, true),
                 6 => F::dropout1d(&v, s, true),
                 7 => nn::Conv3d::new(n, 2, (n, 1, 1)).padding(n / 2).forward(&v),
+                8 if n % 2 == 0 => F::conv_transpose3d(&v, &w, None, n.max(1), n / 2, n / 3, 1, 1),
+                8 => F::adaptive_max_pool3d(&v, (n, 1, n + 1))
+                    .or_else(|_| F::adaptive_avg_pool3d(&v, (1, n, 2))),
                 _ => nn::BatchNorm3d::new(n).forward(&v),
             })
         }

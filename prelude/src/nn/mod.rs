@@ -24,6 +24,7 @@ mod conv;
 mod conv1d;
 mod conv3d;
 mod conv_layers;
+mod conv_transpose3d;
 mod embedding;
 pub mod functional;
 pub mod init;
@@ -62,6 +63,7 @@ pub use conv::{Padding, Size2};
 pub use conv1d::{AvgPool1d, Conv1d, MaxPool1d, Padding1};
 pub use conv3d::{Conv3d, Padding3, Size3};
 pub use conv_layers::{Conv2d, ConvTranspose2d};
+pub use conv_transpose3d::ConvTranspose3d;
 pub use embedding::Embedding;
 pub use likelihood_loss::PoissonNll;
 pub use loss::{KlReduction, Reduction};
@@ -866,6 +868,7 @@ torch_repr!(
     conv_layers::Conv2d,
     conv_layers::ConvTranspose2d,
     conv3d::Conv3d,
+    conv_transpose3d::ConvTranspose3d,
     pool3d::MaxPool3d,
     pool3d::AvgPool3d,
     adaptive_pool3d::AdaptiveAvgPool3d,

@@ -29,6 +29,7 @@ pub(crate) enum AmpOp {
     Conv2d,
     Conv3d,
     ConvTranspose2d,
+    ConvTranspose3d,
     Attention,
     Recurrent,
     // float32 on the CPU and CUDA.
@@ -82,9 +83,8 @@ pub(crate) fn policy(op: AmpOp, cuda: bool) -> Option<Cast> {
     use AmpOp::*;
     let cuda = cuda || cuda_lists();
     match op {
-        Matmul | Linear | Conv2d | Conv3d | ConvTranspose2d | Attention | Recurrent => {
-            Some(Cast::Lower)
-        }
+        Matmul | Linear | Conv2d | Conv3d | ConvTranspose2d | ConvTranspose3d | Attention
+        | Recurrent => Some(Cast::Lower),
         MseLoss | L1Loss | SmoothL1Loss | HuberLoss | NllLoss | CrossEntropy | BceWithLogits
         | Prod => Some(Cast::Float32),
         Softmax | LogSoftmax | LayerNorm | GroupNorm | CosineSimilarity | Softplus
