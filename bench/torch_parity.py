@@ -170,10 +170,13 @@ NN_MORE = {
                "area1d", "area2d", "area3d", "areaup", "n1d", "n3d", "ne3d"),
     "adaavg3": ("o111", "o234", "o322", "unb"), "adamax3": ("o111", "o234", "o322", "unb"),
     "convT3d": ("k2s2", "s2p1o1", "g2d2", "unb"),
+    # grid_sample: mode (b, n, c) x padding (z, b, r), a for align_corners; affine_grid.
+    "gsamp": ("bz", "bb", "br", "nz", "nb", "nr", "cz", "cb", "cr", "bza", "bra", "nra", "cba"),
+    "affine": ("plain", "align"),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
 NN_WANTS = {"adamaxi": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
-            "convT3d": ("x", "w", "b"),
+            "convT3d": ("x", "w", "b"), "gsamp": ("x", "g"),
             "bn3d": ("x", "weight", "bias"), "drop3d": (), "bilin": ("x1", "x2", "w", "b"),
             "tripletd": ("a", "p", "n")}
 
@@ -265,6 +268,16 @@ KNOWN = {
     # ... and torch's float32 CPU bicubic backward at scale factors (1.5, 2.5) is 2.3e-4 from
     # float64's, gpulab's 3.5e-5 (measured): torch keeps the scale and its sums in float32.
     "nn resize f32 bic15 x": "torch's float32 bicubic backward rounds more (gpulab nearer float64)",
+    # grid_sample: torch's CPU kernel computes float16/bfloat16 in their own precision; gpulab
+    # computes them in float32 and rounds once, several times nearer float64 (measured, e.g.
+    # bicubic bf16 grid gradient 0.68 against torch's 5.0, bilinear f16 input gradient 5.2e-3
+    # against 3.1e-2). torch's float32 bicubic grid gradient sums sixteen taps in its own
+    # order: both sides within 7.5e-5 of float64 (gpulab 6.7e-5), past the per-element
+    # tolerance on small elements.
+    **{f"nn gsamp {d} {p} {w}": "torch's CPU half grid_sample rounds in half (gpulab nearer float64)"
+       for d in ("f16", "bf16") for p in NN_MORE["gsamp"] for w in ("out", "x", "g")},
+    **{f"nn gsamp f32 {p} g": "bicubic grid gradient: float32 rounding, both near float64"
+       for p in ("cz", "cb", "cr", "cba")},
     # torch's CPU smooth_l1_loss has no float16 backward ("not implemented for 'Half'"); its
     # CUDA one and gpulab's have one.
     **{f"nn {op} f16 f16 {w}": "torch's CPU smooth_l1_loss backward refuses float16"
@@ -784,6 +797,18 @@ def torch_results(lines, device):
             b = ramp([ws[1] * groups], 3, 1.0, 0.5, d)
             out = F.conv_transpose3d(x, w, b, stride, pad, opad, groups, dil)
             return out, {"x": x, "w": w, "b": b}
+        if op == "gsamp":
+            mode = {"b": "bilinear", "n": "nearest", "c": "bicubic"}[param[0]]
+            pad = {"z": "zeros", "b": "border", "r": "reflection"}[param[1]]
+            x = ramp([1, 2, 4, 5], 7, 3.0, 0.5, d)
+            # Points inside and outside [-1, 1], none on a pixel boundary that would make the
+            # nearest or the floor ambiguous.
+            g = ramp([1, 3, 4, 2], 11, 5.0, 0.27, d)
+            return F.grid_sample(x, g, mode=mode, padding_mode=pad, align_corners=param.endswith("a")), \
+                {"x": x, "g": g}
+        if op == "affine":
+            theta = ramp([2, 2, 3], 5, 2.0, 0.4, d)
+            return F.affine_grid(theta, [2, 1, 3, 4], align_corners=param == "align"), {"x": theta}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

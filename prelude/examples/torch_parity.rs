@@ -487,9 +487,8 @@ fn nn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         "conv3d" | "pool3d" | "pool3di" | "avg3d" | "bn3d" | "in3d" | "drop3d" => {
             nn_3d(op, d, param, dev)?
         }
-        "thresh" | "smax2d" | "rrelu" | "bilin" | "tripletd" | "resize" | "adaavg3" | "adamax3"
-        | "convT3d" => nn_extra(op, d, param, dev)?,
-        _ => panic!("unknown nn op {op:?}"),
+        // threshold .. grid_sample: nn_extra, which names an op it does not know.
+        _ => nn_extra(op, d, param, dev)?,
     };
     result_or_grad(&out, want, &inputs)
 }
@@ -759,6 +758,27 @@ fn nn_extra(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error>
             let out = F::conv_transpose3d(&x, &w, Some(&b), stride, pad, opad, groups, dil)?;
             (out, vec![("x", x), ("w", w), ("b", b)])
         }
+        "gsamp" => {
+            let mode = match &param[..1] {
+                "b" => "bilinear",
+                "n" => "nearest",
+                _ => "bicubic",
+            };
+            let pad = match &param[1..2] {
+                "z" => "zeros",
+                "b" => "border",
+                _ => "reflection",
+            };
+            let x = ramp(&[1, 2, 4, 5], 7, 3.0, 0.5, d, dev)?;
+            let g = ramp(&[1, 3, 4, 2], 11, 5.0, 0.27, d, dev)?;
+            let out = F::grid_sample(&x, &g, mode, pad, param.ends_with('a'))?;
+            (out, vec![("x", x), ("g", g)])
+        }
+        "affine" => {
+            let theta = ramp(&[2, 2, 3], 5, 2.0, 0.4, d, dev)?;
+            let out = F::affine_grid(&theta, [2, 1, 3, 4], param == "align")?;
+            (out, vec![("x", theta)])
+        }
         "adaavg3" | "adamax3" => {
             let size = match param {
                 "o111" => (1, 1, 1),
@@ -778,7 +798,7 @@ fn nn_extra(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error>
             };
             (out, vec![("x", x)])
         }
-        _ => {
+        "tripletd" => {
             let a = ramp(&[3, 4], 7, 3.0, 0.5, d, dev)?;
             let p = ramp(&[3, 4], 5, 2.0, 0.5, d, dev)?;
             let n = ramp(&[3, 4], 3, 1.0, 0.75, d, dev)?;
@@ -795,6 +815,7 @@ fn nn_extra(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error>
             let out = loss.forward(&a, &p, &n)?;
             (out, vec![("a", a), ("p", p), ("n", n)])
         }
+        _ => panic!("unknown nn op {op:?}"),
     })
 }
 

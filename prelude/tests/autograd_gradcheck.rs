@@ -1669,3 +1669,21 @@ fn conv_transpose3d() {
         },
     );
 }
+
+#[test]
+fn grid_sample_and_affine_grid() {
+    for (mode, pad, align) in [
+        ("bilinear", "zeros", false),
+        ("bilinear", "reflection", true),
+        ("bicubic", "border", false),
+    ] {
+        check(
+            &format!("grid_sample {mode} {pad} align {align}"),
+            vec![input(&[1, 2, 3, 4], 140), input(&[1, 2, 3, 2], 141)],
+            |x| F::grid_sample(&x[0], &x[1], mode, pad, align),
+        );
+    }
+    check("affine_grid", vec![input(&[2, 2, 3], 142)], |x| {
+        F::affine_grid(&x[0], [2, 1, 3, 4], false)
+    });
+}

@@ -313,3 +313,97 @@ fn the_distance_modules_and_the_triplet_loss_with_a_distance() {
     assert!(e.contains("one number of dimensions"), "{e}");
     assert_eq!(a.dtype(), DType::F32);
 }
+
+#[test]
+fn grid_sample_of_the_identity_grid_is_the_image() {
+    let x = Tensor::randn([2, 3, 5, 7], CPU).unwrap();
+    let eye = Tensor::from_vec(
+        vec![
+            1.0f32, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0,
+        ],
+        vec![2, 2, 3],
+        CPU,
+    )
+    .unwrap();
+    for align in [false, true] {
+        let grid = F::affine_grid(&eye, [2, 3, 5, 7], align).unwrap();
+        assert_eq!(grid.shape(), [2, 5, 7, 2]);
+        for mode in ["bilinear", "nearest", "bicubic"] {
+            let y = F::grid_sample(&x, &grid, mode, "zeros", align).unwrap();
+            assert!(y.allclose(&x, 1e-5, 1e-5).unwrap(), "{mode}, align {align}");
+        }
+    }
+    // Far outside the image: zeros, the border's value, or the reflection.
+    let img = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], vec![1, 1, 2, 2], CPU).unwrap();
+    let far = Tensor::from_vec(vec![5.0f32, -5.0], vec![1, 1, 1, 2], CPU).unwrap();
+    let at = |pad: &str| {
+        F::grid_sample(&img, &far, "bilinear", pad, false)
+            .unwrap()
+            .item::<f32>()
+            .unwrap()
+    };
+    assert_eq!(at("zeros"), 0.0);
+    assert_eq!(at("border"), 2.0);
+    let e = F::grid_sample(&img, &far, "bilinear", "mirror", false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("padding_mode") && e.contains("\"mirror\""),
+        "{e}"
+    );
+    let e = F::grid_sample(&img, &far, "area", "zeros", false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("mode") && e.contains("\"area\""), "{e}");
+    let e = F::grid_sample(
+        &img,
+        &far.reshape([1, 2, 1]).unwrap(),
+        "bilinear",
+        "zeros",
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("expected a grid [1, H_out, W_out, 2]"), "{e}");
+    let e = F::affine_grid(&eye, [1, 3, 5, 7], false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("expected theta [1, 2, 3]"), "{e}");
+}
+
+#[test]
+fn a_spatial_transformer_learns_the_shift_between_two_images() {
+    // A blob, and the same blob moved right: gradient descent on theta through affine_grid
+    // and grid_sample finds the translation.
+    let blob = |cx: f32| {
+        let v: Vec<f32> = (0..16 * 16)
+            .map(|i| {
+                let (y, x) = ((i / 16) as f32, (i % 16) as f32);
+                (-((x - cx).powi(2) + (y - 7.5).powi(2)) / 8.0).exp()
+            })
+            .collect();
+        Tensor::from_vec(v, vec![1, 1, 16, 16], CPU).unwrap()
+    };
+    let (source, target) = (blob(6.0), blob(9.0));
+    let theta = nn::Parameter::new(
+        Tensor::from_vec(vec![1.0f32, 0.0, 0.0, 0.0, 1.0, 0.0], vec![1, 2, 3], CPU).unwrap(),
+    )
+    .unwrap();
+    let mut opt = gpulab::optim::Adam::new(vec![theta.clone()], 0.02);
+    let loss = || {
+        let grid = F::affine_grid(&theta.tensor(), [1, 1, 16, 16], false).unwrap();
+        let warped = F::grid_sample(&source, &grid, "bilinear", "zeros", false).unwrap();
+        F::mse_loss(&warped, &target).unwrap()
+    };
+    let first = loss().item::<f32>().unwrap();
+    for _ in 0..150 {
+        opt.zero_grad();
+        loss().backward().unwrap();
+        opt.step().unwrap();
+    }
+    let last = loss().item::<f32>().unwrap();
+    assert!(last < first * 0.05, "loss {first} -> {last}");
+    // Reading the source 3 pixels to the left: x shifted by -3 / 8 in normalised units.
+    let tx = theta.tensor().to_vec::<f32>().unwrap()[2];
+    assert!((tx + 3.0 / 8.0).abs() < 0.05, "tx {tx}");
+}

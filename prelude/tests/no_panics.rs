@@ -1283,7 +1283,9 @@ fn call(
                 5 => F::dropout3d(&v, s, true),
                 6 => F::dropout1d(&v, s, true),
                 7 => nn::Conv3d::new(n, 2, (n, 1, 1)).padding(n / 2).forward(&v),
-                8 if n % 2 == 0 => F::conv_transpose3d(&v, &w, None, n.max(1), n / 2, n / 3, 1, 1),
+                8 if n.is_multiple_of(2) => {
+                    F::conv_transpose3d(&v, &w, None, n.max(1), n / 2, n / 3, 1, 1)
+                }
                 8 => F::adaptive_max_pool3d(&v, (n, 1, n + 1))
                     .or_else(|_| F::adaptive_avg_pool3d(&v, (1, n, 2))),
                 _ => nn::BatchNorm3d::new(n).forward(&v),
@@ -1302,7 +1304,7 @@ fn call(
                 "gumbel_softmax",
                 "bilinear",
                 "Bilinear",
-                "cosine_similarity_eps",
+                "cosine_similarity_eps (n 0: grid_sample, affine_grid)",
                 "triplet_margin_with_distance_loss",
             ];
             let pick = rng.gen_range(0..NAMES.len());
@@ -1316,6 +1318,12 @@ fn call(
                 5 => F::gumbel_softmax(&a, s, n % 2 == 1, n as isize - 2),
                 6 => F::bilinear(&a, &b, &b.unsqueeze(0)?, None),
                 7 => nn::Bilinear::new(n, n + 1, 2).forward_with(&a, &b),
+                8 if n == 0 => {
+                    let modes = ["bilinear", "nearest", "bicubic", "area"];
+                    let pads = ["zeros", "border", "reflection"];
+                    F::grid_sample(&a, &b, modes[(s.abs() as usize) % 4], pads[n % 3], s > 0.0)
+                        .or_else(|_| F::affine_grid(&a, [n, 1, 2, 3], s > 0.0))
+                }
                 8 => F::cosine_similarity_eps(&a, &b, n as isize - 1, s),
                 _ => F::triplet_margin_with_distance_loss(&a, &b, &a, None, s, n == 1),
             })

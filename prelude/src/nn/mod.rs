@@ -27,6 +27,7 @@ mod conv_layers;
 mod conv_transpose3d;
 mod embedding;
 pub mod functional;
+mod grid_sample;
 pub mod init;
 mod likelihood_loss;
 mod loss;
