@@ -173,10 +173,11 @@ NN_MORE = {
     # grid_sample: mode (b, n, c) x padding (z, b, r), a for align_corners; affine_grid.
     "gsamp": ("bz", "bb", "br", "nz", "nb", "nr", "cz", "cb", "cr", "bza", "bra", "nra", "cba"),
     "affine": ("plain", "align"),
+    "ebag": ("mean2d", "max2d", "sum_off", "max_off", "mean_pad", "sum_psw", "sum_last"),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
 NN_WANTS = {"adamaxi": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
-            "convT3d": ("x", "w", "b"), "gsamp": ("x", "g"),
+            "convT3d": ("x", "w", "b"), "gsamp": ("x", "g"), "ebag": ("w", "p"),
             "bn3d": ("x", "weight", "bias"), "drop3d": (), "bilin": ("x1", "x2", "w", "b"),
             "tripletd": ("a", "p", "n")}
 
@@ -809,6 +810,22 @@ def torch_results(lines, device):
         if op == "affine":
             theta = ramp([2, 2, 3], 5, 2.0, 0.4, d)
             return F.affine_grid(theta, [2, 1, 3, 4], align_corners=param == "align"), {"x": theta}
+        if op == "ebag":
+            w = ramp([6, 3], 5, 2.0, 0.5, d)
+            mode = param.split("_")[0].replace("2d", "")
+            kw = {"mode": mode}
+            if param.endswith("2d"):
+                idx, off = torch.tensor([[1, 2, 2, 5], [0, 3, 4, 1], [5, 5, 0, 2]]).to(dev), None
+            else:
+                idx = torch.tensor([1, 2, 4, 0, 3, 5, 1, 0]).to(dev)
+                off = torch.tensor([0, 3, 3, 6] if param != "sum_last" else [0, 3, 3, 8]).to(dev)
+            if param == "mean_pad":
+                kw["padding_idx"] = 0
+            if param == "sum_last":
+                kw["include_last_offset"] = True
+            p = ramp([8], 4, 1.0, 0.75, d) if param == "sum_psw" else None
+            out = F.embedding_bag(idx, w, off, per_sample_weights=p, **kw)
+            return out, ({"w": w, "p": p} if p is not None else {"w": w})
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

@@ -774,6 +774,42 @@ fn nn_extra(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error>
             let out = F::grid_sample(&x, &g, mode, pad, param.ends_with('a'))?;
             (out, vec![("x", x), ("g", g)])
         }
+        "ebag" => {
+            let w = ramp(&[6, 3], 5, 2.0, 0.5, d, dev)?;
+            let mode = param.split('_').next().unwrap().replace("2d", "");
+            let ints = |v: &[i64], shape: &[usize]| {
+                Tensor::from_vec(v.to_vec(), shape.to_vec(), Device::Cpu)?.to(dev)
+            };
+            let (idx, off) = if param.ends_with("2d") {
+                (ints(&[1, 2, 2, 5, 0, 3, 4, 1, 5, 5, 0, 2], &[3, 4])?, None)
+            } else {
+                let end = if param == "sum_last" { 8 } else { 6 };
+                (
+                    ints(&[1, 2, 4, 0, 3, 5, 1, 0], &[8])?,
+                    Some(ints(&[0, 3, 3, end], &[4])?),
+                )
+            };
+            let p = if param == "sum_psw" {
+                Some(ramp(&[8], 4, 1.0, 0.75, d, dev)?)
+            } else {
+                None
+            };
+            let pad = (param == "mean_pad").then_some(0);
+            let out = F::embedding_bag(
+                &idx,
+                &w,
+                off.as_ref(),
+                &mode,
+                p.as_ref(),
+                param == "sum_last",
+                pad,
+            )?;
+            let mut inputs = vec![("w", w)];
+            if let Some(p) = p {
+                inputs.push(("p", p));
+            }
+            (out, inputs)
+        }
         "affine" => {
             let theta = ramp(&[2, 2, 3], 5, 2.0, 0.4, d, dev)?;
             let out = F::affine_grid(&theta, [2, 1, 3, 4], param == "align")?;

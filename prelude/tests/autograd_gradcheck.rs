@@ -1687,3 +1687,21 @@ fn grid_sample_and_affine_grid() {
         F::affine_grid(&x[0], [2, 1, 3, 4], false)
     });
 }
+
+#[test]
+fn embedding_bag_modes() {
+    let idx = Tensor::from_vec(vec![1i64, 2, 4, 0, 3, 4, 1], vec![7], CPU).unwrap();
+    let off = Tensor::from_vec(vec![0i64, 3, 3, 5], vec![4], CPU).unwrap();
+    for mode in ["sum", "mean", "max"] {
+        check(
+            &format!("embedding_bag {mode}"),
+            vec![input(&[5, 3], 150)],
+            |x| F::embedding_bag(&idx, &x[0], Some(&off), mode, None, false, Some(3)),
+        );
+    }
+    check(
+        "embedding_bag per_sample_weights",
+        vec![input(&[5, 3], 151), input(&[7], 152)],
+        |x| F::embedding_bag(&idx, &x[0], Some(&off), "sum", Some(&x[1]), false, None),
+    );
+}

@@ -664,3 +664,29 @@ fn one_dimensional_layers_and_unfold_print_and_shape_as_torch() {
     let e = F::fold(&cols, 5, 3, 1, 1, 1).unwrap_err().to_string();
     assert!(e.contains("25 windows") && e.contains("16"), "{e}");
 }
+
+#[test]
+fn an_empty_image_is_refused_even_when_padding_would_give_an_output() {
+    // Found by the no_panics sweep: the CPU's fused convolution sent zero-sized chunks to
+    // rayon in its backward. torch 2.9 refuses such an input ("Only zero batch or zero
+    // channel inputs are supported"), and so does gpulab, naming the shape.
+    let x = Tensor::zeros([1, 1, 0, 3], Device::Cpu).unwrap();
+    let w = Tensor::ones([2, 1, 1, 1], Device::Cpu).unwrap();
+    let e = F::conv2d(&x, &w, None, 1, 1, 1, 1).unwrap_err().to_string();
+    assert!(
+        e.contains("only an empty batch or no channels") && e.contains("[1, 1, 0, 3]"),
+        "{e}"
+    );
+    // An empty batch is fine.
+    let y = F::conv2d(
+        &Tensor::zeros([0, 1, 4, 3], Device::Cpu).unwrap(),
+        &w,
+        None,
+        1,
+        1,
+        1,
+        1,
+    )
+    .unwrap();
+    assert_eq!(y.shape(), [0, 2, 6, 5]);
+}

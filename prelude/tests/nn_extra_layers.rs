@@ -407,3 +407,91 @@ fn a_spatial_transformer_learns_the_shift_between_two_images() {
     let tx = theta.tensor().to_vec::<f32>().unwrap()[2];
     assert!((tx + 3.0 / 8.0).abs() < 0.05, "tx {tx}");
 }
+
+#[test]
+fn embedding_bag_reduces_each_bag_as_torch() {
+    let w = Tensor::arange(0.0, 12.0, CPU)
+        .unwrap()
+        .reshape([4, 3])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let idx = Tensor::from_vec(vec![1i64, 2, 0, 3], vec![4], CPU).unwrap();
+    let off = Tensor::from_vec(vec![0i64, 2, 2], vec![3], CPU).unwrap();
+    let bag = |mode: &str, pad: Option<i64>| {
+        F::embedding_bag(&idx, &w, Some(&off), mode, None, false, pad).unwrap()
+    };
+    // torch 2.9's answers: the second bag is empty (zeros).
+    assert_eq!(
+        bag("max", None).to_vec::<f32>().unwrap(),
+        [6., 7., 8., 0., 0., 0., 9., 10., 11.]
+    );
+    assert_eq!(
+        bag("mean", Some(0)).to_vec::<f32>().unwrap(),
+        [4.5, 5.5, 6.5, 0., 0., 0., 9., 10., 11.]
+    );
+    // The sum's gradient counts each row once per time it was read.
+    bag("sum", None).sum().unwrap().backward().unwrap();
+    assert_eq!(
+        w.grad()
+            .unwrap()
+            .sum_dim(1)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [3., 3., 3., 3.]
+    );
+    let layer = nn::EmbeddingBag::new(10, 3).mode("max").padding_idx(0);
+    assert_eq!(
+        layer.describe(),
+        "EmbeddingBag(10, 3, mode='max', padding_idx=0)"
+    );
+    let row0 = layer.weight.tensor().narrow(0, 0, 1).unwrap();
+    assert_eq!(
+        row0.abs().unwrap().sum().unwrap().item::<f32>().unwrap(),
+        0.0
+    );
+    let y = layer
+        .forward(&Tensor::from_vec(vec![1i64, 2, 3, 4], vec![2, 2], CPU).unwrap())
+        .unwrap();
+    assert_eq!(y.shape(), [2, 3]);
+    let err = |r: gpulab::error::Result<Tensor>| r.unwrap_err().to_string();
+    let e = err(F::embedding_bag(&idx, &w, None, "sum", None, false, None));
+    assert!(e.contains("needs offsets"), "{e}");
+    let bad = Tensor::from_vec(vec![1i64, 0], vec![2], CPU).unwrap();
+    let e = err(F::embedding_bag(
+        &idx,
+        &w,
+        Some(&bad),
+        "sum",
+        None,
+        false,
+        None,
+    ));
+    assert!(e.contains("offsets[0] has to be 0"), "{e}");
+    let e = err(F::embedding_bag(
+        &idx,
+        &w,
+        Some(&off),
+        "mean",
+        Some(&w),
+        false,
+        None,
+    ));
+    assert!(e.contains("only supported for mode \"sum\""), "{e}");
+    let far = Tensor::from_vec(vec![9i64], vec![1], CPU).unwrap();
+    let zero = Tensor::from_vec(vec![0i64], vec![1], CPU).unwrap();
+    let e = err(F::embedding_bag(
+        &far,
+        &w,
+        Some(&zero),
+        "sum",
+        None,
+        false,
+        None,
+    ));
+    assert!(
+        e.contains("index 9 is out of range for a table of 4 rows"),
+        "{e}"
+    );
+}

@@ -1304,7 +1304,7 @@ fn call(
                 "gumbel_softmax",
                 "bilinear",
                 "Bilinear",
-                "cosine_similarity_eps (n 0: grid_sample, affine_grid)",
+                "cosine_similarity_eps (n 0: grid_sample, affine_grid; n 1: embedding_bag)",
                 "triplet_margin_with_distance_loss",
             ];
             let pick = rng.gen_range(0..NAMES.len());
@@ -1323,6 +1323,30 @@ fn call(
                     let pads = ["zeros", "border", "reflection"];
                     F::grid_sample(&a, &b, modes[(s.abs() as usize) % 4], pads[n % 3], s > 0.0)
                         .or_else(|_| F::affine_grid(&a, [n, 1, 2, 3], s > 0.0))
+                }
+                8 if n == 1 => {
+                    let modes = ["sum", "mean", "max", "min"];
+                    let pad = [None, Some(0), Some(-1)][(s.abs() as usize) % 3];
+                    F::embedding_bag(
+                        &a,
+                        &b,
+                        None,
+                        modes[(s.abs() as usize) % 4],
+                        None,
+                        false,
+                        pad,
+                    )
+                    .or_else(|_| {
+                        F::embedding_bag(
+                            &a.reshape([a.numel()])?,
+                            &b,
+                            Some(&a),
+                            "sum",
+                            Some(&b),
+                            true,
+                            pad,
+                        )
+                    })
                 }
                 8 => F::cosine_similarity_eps(&a, &b, n as isize - 1, s),
                 _ => F::triplet_margin_with_distance_loss(&a, &b, &a, None, s, n == 1),

@@ -186,6 +186,13 @@ pub fn conv2d(
             )));
         }
     }
+    if n > 0 && c > 0 && (h == 0 || w == 0) {
+        return Err(Error::BadShape(format!(
+            "conv2d: only an empty batch or no channels may be empty (as in torch), got input \
+             {:?}",
+            x.shape()
+        )));
+    }
     let [pt, pb, pl, pr] = padding.resolve(Size2(kh, kw), stride, dilation, "conv2d")?;
     let oh = window_count(h, kh, stride.0, [pt, pb], dilation.0, "conv2d")?;
     let ow = window_count(w, kw, stride.1, [pl, pr], dilation.1, "conv2d")?;

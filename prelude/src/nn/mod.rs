@@ -26,6 +26,7 @@ mod conv3d;
 mod conv_layers;
 mod conv_transpose3d;
 mod embedding;
+mod embedding_bag;
 pub mod functional;
 mod grid_sample;
 pub mod init;
@@ -66,6 +67,7 @@ pub use conv3d::{Conv3d, Padding3, Size3};
 pub use conv_layers::{Conv2d, ConvTranspose2d};
 pub use conv_transpose3d::ConvTranspose3d;
 pub use embedding::Embedding;
+pub use embedding_bag::EmbeddingBag;
 pub use likelihood_loss::PoissonNll;
 pub use loss::{KlReduction, Reduction};
 pub use loss_modules::{
@@ -881,6 +883,7 @@ torch_repr!(
     Dropout1d,
     Dropout3d,
     embedding::Embedding,
+    embedding_bag::EmbeddingBag,
     norm::BatchNorm,
     norm::LayerNorm,
     norm::GroupNorm,

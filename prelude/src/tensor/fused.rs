@@ -599,8 +599,9 @@ impl Tensor {
             .any(|t| t.device() != Device::Cpu || t.dtype() != x.dtype())
             || bias.is_some_and(|b| b.shape() != [g.o])
             || !matches!(x.dtype(), super::DType::F32 | super::DType::F64)
-            // Empty tensors: nothing to parallelise over (and no zero-sized chunks).
-            || g.n * g.o * g.p() * g.ckk() == 0
+            // Empty tensors (an empty input padded to a non-empty output too): nothing to
+            // parallelise over, and no zero-sized chunks.
+            || g.n * g.o * g.p() * g.ckk() * g.chw() == 0
         {
             return Ok(None);
         }

@@ -207,7 +207,7 @@ pub(crate) struct PoolGeom {
 /// gets its flat index in `x`. Parallel over planes.
 fn pool_planes<T: PoolElem>(x: &[T], g: PoolGeom) -> (Vec<T>, Vec<i32>) {
     let PoolGeom { h, w, oh, ow, .. } = g;
-    if oh == 0 || ow == 0 {
+    if oh == 0 || ow == 0 || h == 0 || w == 0 {
         return (Vec::new(), Vec::new());
     }
     // Every tap of every window inside its plane: the bound `pool_row` reads within.
@@ -348,6 +348,10 @@ fn unpool_planes<T: Copy + Default + std::ops::AddAssign + Send + Sync>(
     len: usize,
 ) -> Vec<T> {
     let mut dx = vec![T::default(); len];
+    // No windows (an output of no rows or columns) or no input: nothing to send back.
+    if plane_in == 0 || plane_out == 0 {
+        return dx;
+    }
     dx.par_chunks_mut(plane_in)
         .zip(g.par_chunks(plane_out).zip(arg.par_chunks(plane_out)))
         .enumerate()
