@@ -174,10 +174,13 @@ NN_MORE = {
     "gsamp": ("bz", "bb", "br", "nz", "nb", "nr", "cz", "cb", "cr", "bza", "bra", "nra", "cba"),
     "affine": ("plain", "align"),
     "ebag": ("mean2d", "max2d", "sum_off", "max_off", "mean_pad", "sum_psw", "sum_last"),
+    # The 2-D ops on an unbatched [C, H, W] image, conv_transpose1d, divisor_override.
+    "unb2d": ("conv", "convT", "pool", "avg", "adaavg", "adamax", "unpool", "lppool"),
+    "convT1d": ("k3s2", "p1o1", "g2d2", "unb"), "avgdiv": ("k2d3", "k3s2p1cd5", "unb"),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
 NN_WANTS = {"adamaxi": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
-            "convT3d": ("x", "w", "b"), "gsamp": ("x", "g"), "ebag": ("w", "p"),
+            "convT3d": ("x", "w", "b"), "convT1d": ("x", "w", "b"), "gsamp": ("x", "g"), "ebag": ("w", "p"),
             "bn3d": ("x", "weight", "bias"), "drop3d": (), "bilin": ("x1", "x2", "w", "b"),
             "tripletd": ("a", "p", "n")}
 
@@ -293,6 +296,13 @@ KNOWN = {
        for a in ("i32", "u8") for p in ("k2s2", "s2p1o1", "g2d2")},
     **{f"nn convT3d {a} {p} out": "torch's CPU has no int32/uint8 transposed convolution"
        for a in ("i32", "u8") for p in ("k2s2", "s2p1o1", "g2d2", "unb")},
+    **{f"nn convT1d {a} {p} out": "torch's CPU has no int32/uint8 transposed convolution"
+       for a in ("i32", "u8") for p in ("k3s2", "p1o1", "g2d2", "unb")},
+    **{f"nn unb2d {a} convT out": "torch's CPU has no int32/uint8 transposed convolution"
+       for a in ("i32", "u8")},
+    # (torch's CPU avg_pool2d takes int64, its CUDA one does not, as above.)
+    **{f"nn {op} i64 {p} out": "torch's CPU avg_pool2d takes int64, its CUDA one does not"
+       for op, p in (("unb2d", "avg"), ("avgdiv", "k2d3"), ("avgdiv", "k3s2p1cd5"), ("avgdiv", "unb"))},
     # gpulab's nearest resize is an index_select, for every dtype; torch's CPU kernel
     # takes uint8 and floats only.
     **{f"nn interp {a} {p} out": "torch's nearest interpolate refuses int32/int64/bool"
@@ -826,6 +836,45 @@ def torch_results(lines, device):
             p = ramp([8], 4, 1.0, 0.75, d) if param == "sum_psw" else None
             out = F.embedding_bag(idx, w, off, per_sample_weights=p, **kw)
             return out, ({"w": w, "p": p} if p is not None else {"w": w})
+        return nn_unbatched(op, d, param)
+
+    def nn_unbatched(op, d, param):
+        """Mirrors `nn_unbatched` in torch_parity.rs: the 2-D ops on an unbatched image,
+        conv_transpose1d, AvgPool2d's divisor_override."""
+        F = torch.nn.functional
+        if op == "unb2d":
+            x = ramp([2, 5, 6], 7, 3.0, 0.5, d)
+            if param == "conv":
+                w, b = ramp([3, 2, 3, 3], 5, 2.0, 0.5, d), ramp([3], 3, 1.0, 0.5, d)
+                return F.conv2d(x, w, b, 1, 1), {"x": x}
+            if param == "convT":
+                return F.conv_transpose2d(x, ramp([2, 3, 2, 2], 5, 2.0, 0.5, d), None, 2), {"x": x}
+            if param == "unpool":
+                v, i = F.max_pool2d(x, 2, 2, return_indices=True)
+                return F.max_unpool2d(v, i, 2, 2), {"x": x}
+            out = {"pool": lambda: F.max_pool2d(x, 3, 2, 1),
+                   "avg": lambda: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                   "adaavg": lambda: F.adaptive_avg_pool2d(x, (2, 3)),
+                   "adamax": lambda: F.adaptive_max_pool2d(x, (2, 3)),
+                   "lppool": lambda: F.lp_pool2d(x, 2.0, 2)}[param]()
+            return out, {"x": x}
+        if op == "convT1d":
+            xs, ws, stride, pad, opad, groups, dil = {
+                "k3s2": ([2, 4, 5], [4, 3, 3], 2, 0, 0, 1, 1),
+                "p1o1": ([2, 4, 5], [4, 3, 3], 2, 1, 1, 1, 1),
+                "g2d2": ([1, 4, 6], [4, 1, 2], 1, 1, 1, 2, 2),
+                "unb": ([4, 5], [4, 2, 3], 1, 0, 0, 1, 1)}[param]
+            x = ramp(xs, 7, 3.0, 0.25, d)
+            w = ramp(ws, 5, 2.0, 0.5, d)
+            b = ramp([ws[1] * groups], 3, 1.0, 0.5, d)
+            return F.conv_transpose1d(x, w, b, stride, pad, opad, groups, dil), {"x": x, "w": w, "b": b}
+        if op == "avgdiv":
+            kernel, stride, pad, ceil, div = {"k2d3": (2, None, 0, False, 3),
+                                              "k3s2p1cd5": (3, 2, 1, True, 5),
+                                              "unb": (2, 1, 0, False, 2)}[param]
+            x = ramp([2, 5, 6] if param == "unb" else [1, 2, 5, 6], 7, 3.0, 0.5, d)
+            m = torch.nn.AvgPool2d(kernel, stride, pad, ceil_mode=ceil, divisor_override=div)
+            return m(x), {"x": x}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

@@ -851,6 +851,73 @@ fn nn_extra(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error>
             let out = loss.forward(&a, &p, &n)?;
             (out, vec![("a", a), ("p", p), ("n", n)])
         }
+        _ => nn_unbatched(op, d, param, dev)?,
+    })
+}
+
+/// The 2-D ops on an unbatched `[C, H, W]` image, conv_transpose1d and AvgPool2d's
+/// divisor_override (bench/torch_parity.py's `nn_unbatched`).
+fn nn_unbatched(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error> {
+    use nn::Module;
+    Ok(match op {
+        "unb2d" => {
+            let x = ramp(&[2, 5, 6], 7, 3.0, 0.5, d, dev)?;
+            let out = match param {
+                "conv" => {
+                    let w = ramp(&[3, 2, 3, 3], 5, 2.0, 0.5, d, dev)?;
+                    let b = ramp(&[3], 3, 1.0, 0.5, d, dev)?;
+                    F::conv2d(&x, &w, Some(&b), 1, 1, 1, 1)?
+                }
+                "convT" => {
+                    let w = ramp(&[2, 3, 2, 2], 5, 2.0, 0.5, d, dev)?;
+                    F::conv_transpose2d(&x, &w, None, 2, 0, 0, 1, 1)?
+                }
+                "unpool" => {
+                    let (v, i) = F::max_pool2d_with_indices(&x, 2, 2, 0, 1, false)?;
+                    F::max_unpool2d(&v, &i, 2, None, 0, None)?
+                }
+                "pool" => F::max_pool2d(&x, 3, 2, 1, 1, false)?,
+                "avg" => F::avg_pool2d(&x, 3, 2, 1, true, false)?,
+                "adaavg" => F::adaptive_avg_pool2d(&x, (2, 3))?,
+                "adamax" => F::adaptive_max_pool2d(&x, (2, 3))?,
+                "lppool" => F::lp_pool2d(&x, 2.0, 2, None, false)?,
+                _ => panic!("unknown unb2d case {param:?}"),
+            };
+            (out, vec![("x", x)])
+        }
+        "convT1d" => {
+            type Case = (&'static [usize], &'static [usize], [usize; 5]);
+            let (xs, ws, [stride, pad, opad, groups, dil]): Case = match param {
+                "k3s2" => (&[2, 4, 5], &[4, 3, 3], [2, 0, 0, 1, 1]),
+                "p1o1" => (&[2, 4, 5], &[4, 3, 3], [2, 1, 1, 1, 1]),
+                "g2d2" => (&[1, 4, 6], &[4, 1, 2], [1, 1, 1, 2, 2]),
+                _ => (&[4, 5], &[4, 2, 3], [1, 0, 0, 1, 1]),
+            };
+            let x = ramp(xs, 7, 3.0, 0.25, d, dev)?;
+            let w = ramp(ws, 5, 2.0, 0.5, d, dev)?;
+            let b = ramp(&[ws[1] * groups], 3, 1.0, 0.5, d, dev)?;
+            let out = F::conv_transpose1d(&x, &w, Some(&b), stride, pad, opad, groups, dil)?;
+            (out, vec![("x", x), ("w", w), ("b", b)])
+        }
+        "avgdiv" => {
+            let (k, s, p, ceil, div) = match param {
+                "k2d3" => (2, 2, 0, false, 3),
+                "k3s2p1cd5" => (3, 2, 1, true, 5),
+                _ => (2, 1, 0, false, 2),
+            };
+            let shape: &[usize] = if param == "unb" {
+                &[2, 5, 6]
+            } else {
+                &[1, 2, 5, 6]
+            };
+            let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
+            let m = nn::AvgPool2d::new(k)
+                .stride(s)
+                .padding(p)
+                .ceil_mode(ceil)
+                .divisor_override(div);
+            (m.forward(&x)?, vec![("x", x)])
+        }
         _ => panic!("unknown nn op {op:?}"),
     })
 }

@@ -362,11 +362,18 @@ fn conv2d_names_expected_and_got_shapes() {
         err.contains("Conv2d(3, 8") && err.contains("[N, 3, H, W]") && err.contains("[2, 1, 8, 8]"),
         "{err}"
     );
+    // An unbatched image [3, 8, 8] is torch's [C, H, W]; a plane alone is not.
     let err = c
-        .forward(&Tensor::zeros((3, 8, 8), CPU).unwrap())
+        .forward(&Tensor::zeros((8, 8), CPU).unwrap())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("[3, 8, 8]"), "{err}");
+    assert!(err.contains("[8, 8]"), "{err}");
+    assert_eq!(
+        c.forward(&Tensor::zeros((3, 8, 8), CPU).unwrap())
+            .unwrap()
+            .shape(),
+        [8, 6, 6]
+    );
     let small = Tensor::zeros((1, 3, 2, 2), CPU).unwrap();
     let err = c.forward(&small).unwrap_err().to_string();
     assert!(err.contains("smaller than the kernel"), "{err}");

@@ -6,7 +6,7 @@
 
 use super::conv1d::{as_image, as_sequence};
 use super::functional::{float_input, in_float32};
-use super::windows::nchw;
+use super::windows::{nchw, per_image};
 use crate::error::{Error, Result};
 use crate::tensor::autocast::unlisted;
 use crate::tensor::host_mem::{checked_numel, host_room};
@@ -86,6 +86,11 @@ impl Grid {
 /// `output_size` grid (torch's `adaptive_avg_pool2d`); `(1, 1)` is the mean of each plane
 /// (global average pooling). Half types are summed in float32 and rounded once, as torch's.
 pub fn adaptive_avg_pool2d(x: &Tensor, output_size: (usize, usize)) -> Result<Tensor> {
+    if x.rank() != 4 {
+        return per_image(x, "adaptive_avg_pool2d", |x| {
+            adaptive_avg_pool2d(x, output_size)
+        });
+    }
     let ([n, c, h, w], g) = grid(x, "adaptive_avg_pool2d", output_size)?;
     let (oh, ow) = output_size;
     let pool = |x: &Tensor| -> Result<Tensor> {
@@ -131,6 +136,11 @@ pub fn adaptive_max_pool2d_with_indices(
     x: &Tensor,
     output_size: (usize, usize),
 ) -> Result<(Tensor, Tensor)> {
+    if x.rank() != 4 {
+        return per_image(x, "adaptive_max_pool2d", |x| {
+            adaptive_max_pool2d_with_indices(x, output_size)
+        });
+    }
     let ([n, c, h, w], g) = grid(x, "adaptive_max_pool2d", output_size)?;
     let (oh, ow) = output_size;
     let planes = n * c;

@@ -3,12 +3,31 @@
 //! are in `conv_layers`.
 
 use super::functional::in_float32;
-use super::windows::{four_d, nchw, window_count, window_indices, WindowKey, WindowKind};
+use super::windows::{
+    four_d, nchw, per_image, window_count, window_indices, WindowKey, WindowKind,
+};
 use crate::error::{Error, Result};
 use crate::tensor::autocast::{autocast3, AmpOp};
 use crate::tensor::host_mem::{checked_numel, host_room};
 use crate::tensor::{ConvGeom, DType, Tensor};
 use crate::Device;
+
+/// The size of a 1-D layer's one axis (kernel, stride, padding, dilation): `Conv1d::new(16, 32,
+/// 5)`, `MaxPool1d::new(2)`. A type of its own, so an integer literal converts into it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size1(pub usize);
+
+impl From<usize> for Size1 {
+    fn from(v: usize) -> Size1 {
+        Size1(v)
+    }
+}
+
+impl From<[usize; 1]> for Size1 {
+    fn from([v]: [usize; 1]) -> Size1 {
+        Size1(v)
+    }
+}
 
 /// A size per spatial axis, `(height, width)`: `3` means `(3, 3)`, as torch's int-or-tuple
 /// arguments (kernel size, stride, dilation).
@@ -141,6 +160,11 @@ pub fn conv2d(
     groups: usize,
 ) -> Result<Tensor> {
     let (stride, dilation, padding) = (stride.into(), dilation.into(), padding.into());
+    if x.rank() != 4 {
+        return per_image(x, "conv2d", |x| {
+            conv2d(x, weight, bias, stride, padding.clone(), dilation, groups)
+        });
+    }
     let lowered = autocast3(AmpOp::Conv2d, "conv2d", x, Some(weight), bias, |x, w, b| {
         let w = w.expect("the weight");
         conv2d(x, w, b, stride, padding.clone(), dilation, groups)
@@ -153,39 +177,13 @@ pub fn conv2d(
     }) {
         return y;
     }
-    let [o, wc, kh, kw] = four_d(
+    let [o, _, kh, kw] = four_d(
         weight,
         "conv2d",
         "weight [out_channels, in_channels / groups, kH, kW]",
     )?;
     let [n, c, h, w] = nchw(x, "conv2d")?;
-    if groups == 0 || o % groups != 0 {
-        return Err(Error::Invalid(format!(
-            "conv2d: groups must be positive and divide the weight's {o} output channels, got \
-             groups {groups}"
-        )));
-    }
-    if Some(c) != wc.checked_mul(groups) {
-        let per = if groups > 1 {
-            format!(" times {groups} groups")
-        } else {
-            String::new()
-        };
-        return Err(Error::BadShape(format!(
-            "conv2d: expected input [N, {}, H, W] ({wc} channels{per}, as the weight \
-             [{o}, {wc}, {kh}, {kw}] says), got {:?}",
-            wc.saturating_mul(groups),
-            x.shape()
-        )));
-    }
-    if let Some(b) = bias {
-        if b.shape() != [o] {
-            return Err(Error::BadShape(format!(
-                "conv2d: expected a bias of shape [{o}] (one per output channel), got {:?}",
-                b.shape()
-            )));
-        }
-    }
+    check_channels("conv2d", x, c, weight, bias, groups, "H, W")?;
     if n > 0 && c > 0 && (h == 0 || w == 0) {
         return Err(Error::BadShape(format!(
             "conv2d: only an empty batch or no channels may be empty (as in torch), got input \
@@ -232,6 +230,139 @@ pub fn conv2d(
         })
         .collect::<Result<Vec<_>>>()?;
     Tensor::cat(&outs, 1)
+}
+
+/// What conv2d and conv3d check of the channels: `groups` divides the weight's output
+/// channels `[O, C / groups, k..]`, the input (`x`, with `c` channels) has `C`, and the bias
+/// (if any) one value per output channel. `axes` names the input's spatial axes.
+pub(super) fn check_channels(
+    op: &str,
+    x: &Tensor,
+    c: usize,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    groups: usize,
+    axes: &str,
+) -> Result<()> {
+    let (o, wc) = (weight.shape()[0], weight.shape()[1]);
+    if groups == 0 || o % groups != 0 {
+        return Err(Error::Invalid(format!(
+            "{op}: groups must be positive and divide the weight's {o} output channels, got \
+             groups {groups}"
+        )));
+    }
+    if Some(c) != wc.checked_mul(groups) {
+        let per = if groups > 1 {
+            format!(" times {groups} groups")
+        } else {
+            String::new()
+        };
+        return Err(Error::BadShape(format!(
+            "{op}: expected input [N, {}, {axes}] ({wc} channels{per}, as the weight {:?} \
+             says), got {:?}",
+            wc.saturating_mul(groups),
+            weight.shape(),
+            x.shape()
+        )));
+    }
+    check_bias(op, bias, o)
+}
+
+/// The bias (if any) holds one value per output channel, `[out]`.
+fn check_bias(op: &str, bias: Option<&Tensor>, out: usize) -> Result<()> {
+    match bias {
+        Some(b) if b.shape() != [out] => Err(Error::BadShape(format!(
+            "{op}: expected a bias of shape [{out}] (one per output channel), got {:?}",
+            b.shape()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// What the transposed convolutions check before they spread the input: `groups` divides the
+/// weight's input channels `[C_in, C_out / groups, k..]`, the input (`x`, its spatial
+/// lengths `lens`) has `C_in`, the bias has `C_out` values, every size is positive, and each
+/// axis's `output_padding` is smaller than its stride or dilation. Returns `C_out`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check_transposed(
+    op: &str,
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    groups: usize,
+    axes: &str,
+    [stride, dilation, output_padding]: [&[usize]; 3],
+    lens: &[usize],
+) -> Result<usize> {
+    let (cin, og) = (weight.shape()[0], weight.shape()[1]);
+    let c = x.shape()[1];
+    let k = &weight.shape()[2..];
+    if groups == 0 || cin % groups != 0 {
+        return Err(Error::Invalid(format!(
+            "{op}: groups must be positive and divide the weight's {cin} input channels, got \
+             groups {groups}"
+        )));
+    }
+    if c != cin {
+        return Err(Error::BadShape(format!(
+            "{op}: expected input [N, {cin}, {axes}] (as the weight {:?} says), got {:?}",
+            weight.shape(),
+            x.shape()
+        )));
+    }
+    let cout = og * groups;
+    check_bias(op, bias, cout)?;
+    let all = [stride, dilation, k, lens];
+    // As torch prints sizes: (2, 2).
+    let show = |v: &[usize]| {
+        let items: Vec<String> = v.iter().map(usize::to_string).collect();
+        format!("({})", items.join(", "))
+    };
+    if all.iter().any(|v| v.contains(&0)) {
+        return Err(Error::Invalid(format!(
+            "{op}: kernel size, stride, dilation and the input's {axes} must be positive, got \
+             kernel {}, stride {}, dilation {}, input {:?}",
+            show(k),
+            show(stride),
+            show(dilation),
+            x.shape()
+        )));
+    }
+    if (0..k.len()).any(|a| output_padding[a] >= stride[a].max(dilation[a])) {
+        return Err(Error::Invalid(format!(
+            "{op}: output_padding {} must be smaller than the stride {} or the dilation {}, as \
+             in torch",
+            show(output_padding),
+            show(stride),
+            show(dilation)
+        )));
+    }
+    Ok(cout)
+}
+
+/// One axis of a transposed convolution: the output length `(len - 1)·s - 2·p + d·(k - 1) +
+/// op + 1`, and the zeros before the spread input (negative: that many of its first rows are
+/// cut off, when the padding exceeds the dilated kernel's reach). Sizes checked positive.
+pub(super) fn transposed_axis(
+    what: &str,
+    name: &str,
+    len: usize,
+    [k, s, p, d, op]: [usize; 5],
+) -> Result<(usize, isize)> {
+    let reach = d.checked_mul(k - 1).and_then(|r| r.checked_add(op + 1));
+    let out = (len - 1)
+        .checked_mul(s)
+        .zip(reach)
+        .and_then(|(a, b)| a.checked_add(b))
+        .and_then(|full| full.checked_sub(p.saturating_mul(2)))
+        .filter(|&o| o > 0)
+        .ok_or_else(|| {
+            Error::BadShape(format!(
+                "{what}: the padding {p} leaves no output {name} (input {name} {len}, stride \
+                 {s}, kernel {k}, dilation {d}, output_padding {op})"
+            ))
+        })?;
+    Ok((out, (d * (k - 1)) as isize - p as isize))
 }
 
 /// On the CPU, a float16/bfloat16 convolution (input and weight of that dtype) is computed
@@ -360,6 +491,20 @@ pub fn conv_transpose2d(
     const OP: &str = "conv_transpose2d";
     let (stride, padding, dilation) = (stride.into(), padding.into(), dilation.into());
     let output_padding = output_padding.into();
+    if x.rank() != 4 {
+        return per_image(x, OP, |x| {
+            conv_transpose2d(
+                x,
+                weight,
+                bias,
+                stride,
+                padding,
+                output_padding,
+                groups,
+                dilation,
+            )
+        });
+    }
     let lowered = autocast3(
         AmpOp::ConvTranspose2d,
         OP,
@@ -385,82 +530,29 @@ pub fn conv_transpose2d(
         "weight [in_channels, out_channels / groups, kH, kW]",
     )?;
     let [n, c, h, w] = nchw(x, OP)?;
-    if groups == 0 || cin % groups != 0 {
-        return Err(Error::Invalid(format!(
-            "{OP}: groups must be positive and divide the weight's {cin} input channels, got \
-             groups {groups}"
-        )));
-    }
-    if c != cin {
-        return Err(Error::BadShape(format!(
-            "{OP}: expected input [N, {cin}, H, W] (as the weight [{cin}, {og}, {kh}, {kw}] \
-             says), got {:?}",
-            x.shape()
-        )));
-    }
-    let cout = og * groups;
-    if let Some(b) = bias {
-        if b.shape() != [cout] {
-            return Err(Error::BadShape(format!(
-                "{OP}: expected a bias of shape [{cout}] (one per output channel), got {:?}",
-                b.shape()
-            )));
-        }
-    }
-    if [stride.0, stride.1, dilation.0, dilation.1, kh, kw].contains(&0) || h == 0 || w == 0 {
-        return Err(Error::Invalid(format!(
-            "{OP}: kernel size, stride, dilation and the input's height and width must be \
-             positive, got kernel ({kh}, {kw}), stride {}, dilation {}, input {:?}",
-            stride.show(),
-            dilation.show(),
-            x.shape()
-        )));
-    }
-    if output_padding.0 >= stride.0.max(dilation.0) || output_padding.1 >= stride.1.max(dilation.1)
-    {
-        return Err(Error::Invalid(format!(
-            "{OP}: output_padding {} must be smaller than the stride {} or the dilation {}, \
-             as in torch",
-            output_padding.show(),
-            stride.show(),
-            dilation.show()
-        )));
-    }
-    // Per axis: the output length, and the zeros before the spread input (negative: that many
-    // of its first rows are cut off, when the padding exceeds the dilated kernel's reach).
-    let axis = |len: usize, k: usize, s: usize, p: usize, d: usize, op: usize, name: &str| {
-        let reach = d.checked_mul(k - 1).and_then(|r| r.checked_add(op + 1));
-        let out = (len - 1)
-            .checked_mul(s)
-            .zip(reach)
-            .and_then(|(a, b)| a.checked_add(b))
-            .and_then(|full| full.checked_sub(p.saturating_mul(2)))
-            .filter(|&o| o > 0)
-            .ok_or_else(|| {
-                Error::BadShape(format!(
-                    "{OP}: the padding {p} leaves no output {name} (input {name} {len}, stride \
-                     {s}, kernel {k}, dilation {d}, output_padding {op})"
-                ))
-            })?;
-        Ok::<_, Error>((out, (d * (k - 1)) as isize - p as isize))
-    };
-    let (oh, before_h) = axis(
-        h,
-        kh,
-        stride.0,
-        padding.0,
-        dilation.0,
-        output_padding.0,
-        "height",
+    let pair = |s: Size2| [s.0, s.1];
+    let sizes = [pair(stride), pair(dilation), pair(output_padding)];
+    let cout = check_transposed(
+        OP,
+        x,
+        weight,
+        bias,
+        groups,
+        "H, W",
+        sizes.each_ref().map(|s| &s[..]),
+        &[h, w],
     )?;
-    let (ow, before_w) = axis(
-        w,
-        kw,
-        stride.1,
-        padding.1,
-        dilation.1,
-        output_padding.1,
+    let (oh, before_h) = transposed_axis(
+        OP,
+        "height",
+        h,
+        [kh, stride.0, padding.0, dilation.0, output_padding.0],
+    )?;
+    let (ow, before_w) = transposed_axis(
+        OP,
         "width",
+        w,
+        [kw, stride.1, padding.1, dilation.1, output_padding.1],
     )?;
     let (hz, wz) = (oh + dilation.0 * (kh - 1), ow + dilation.1 * (kw - 1));
     checked_numel(OP, &[n, cout, oh, ow])?;

@@ -4,9 +4,9 @@
 //! output depth a batch row, the weight's depth axis moved next to its channels. It runs on
 //! every device with conv2d's kernels, matmul and gradients.
 
-use super::conv::{halves_in_float32, Padding, Size2};
+use super::conv::{check_channels, halves_in_float32, Padding, Size2};
+use super::functional;
 use super::windows::window_count;
-use super::{functional, init_param, same_device, weight_and_bias, Module, Parameter};
 use crate::autograd::relabel;
 use crate::error::{Error, Result};
 use crate::tensor::autocast::{autocast3, AmpOp};
@@ -110,7 +110,7 @@ impl Padding3 {
     }
 
     /// As torch's repr prints it; None for no padding.
-    fn show(&self) -> Option<String> {
+    pub(super) fn show(&self) -> Option<String> {
         match self {
             Padding3::Zeros(0, 0, 0) => None,
             Padding3::Zeros(d, h, w) => Some(Size3(*d, *h, *w).show()),
@@ -200,8 +200,8 @@ pub fn conv3d(
     }) {
         return y;
     }
-    let [o, wc, kd, kh, kw] = match weight.shape()[..] {
-        [o, wc, kd, kh, kw] => [o, wc, kd, kh, kw],
+    let [o, kd, kh, kw] = match weight.shape()[..] {
+        [o, _, kd, kh, kw] => [o, kd, kh, kw],
         _ => {
             return Err(Error::BadShape(format!(
                 "{OP}: expected a 5-D weight [out_channels, in_channels / groups, kD, kH, kW], \
@@ -212,33 +212,7 @@ pub fn conv3d(
     };
     let (v, unbatched) = as_volume(OP, x)?;
     let [n, c, d, h, w] = [0, 1, 2, 3, 4].map(|i| v.shape()[i]);
-    if groups == 0 || o % groups != 0 {
-        return Err(Error::Invalid(format!(
-            "{OP}: groups must be positive and divide the weight's {o} output channels, got \
-             groups {groups}"
-        )));
-    }
-    if Some(c) != wc.checked_mul(groups) {
-        let per = if groups > 1 {
-            format!(" times {groups} groups")
-        } else {
-            String::new()
-        };
-        return Err(Error::BadShape(format!(
-            "{OP}: expected input [N, {}, D, H, W] ({wc} channels{per}, as the weight \
-             [{o}, {wc}, {kd}, {kh}, {kw}] says), got {:?}",
-            wc.saturating_mul(groups),
-            x.shape()
-        )));
-    }
-    if let Some(b) = bias {
-        if b.shape() != [o] {
-            return Err(Error::BadShape(format!(
-                "{OP}: expected a bias of shape [{o}] (one per output channel), got {:?}",
-                b.shape()
-            )));
-        }
-    }
+    check_channels(OP, x, c, weight, bias, groups, "D, H, W")?;
     let (depth_pad, hw_pad) = padding.split(kd, stride.0, dilation.0)?;
     let od = window_count(d, kd, stride.0, depth_pad, dilation.0, OP)?;
     // The height and width are conv2d's to check; the output's size is checked here first.
@@ -276,151 +250,4 @@ pub fn conv3d(
         .permute(&[0, 2, 1, 3, 4])?
         .contiguous()?;
     Ok(relabel(OP, unvolume(y, unbatched)?))
-}
-
-/// 3-D convolution layer (torch's `nn.Conv3d`): weight `[out, in / groups, kd, kh, kw]` and a
-/// bias of `out`, Kaiming-uniform as torch draws them; `Conv3d::new(1, 8, 3).padding(1)`,
-/// `.stride(2)`, `.dilation(2)`, `.groups(2)`, `.padding("same")`, `.bias(false)`,
-/// `Conv3d::new(3, 8, (1, 3, 3))` for a kernel that does not look across frames.
-pub struct Conv3d {
-    pub weight: Parameter,
-    pub bias: Option<Parameter>,
-    in_channels: usize,
-    out_channels: usize,
-    kernel_size: Size3,
-    stride: Size3,
-    padding: Padding3,
-    dilation: Size3,
-    groups: usize,
-}
-
-impl Conv3d {
-    pub fn new(in_channels: usize, out_channels: usize, kernel_size: impl Into<Size3>) -> Conv3d {
-        let mut c = Conv3d {
-            weight: init_param(vec![0], 1),
-            bias: None,
-            in_channels,
-            out_channels,
-            kernel_size: kernel_size.into(),
-            stride: Size3(1, 1, 1),
-            padding: Padding3::Zeros(0, 0, 0),
-            dilation: Size3(1, 1, 1),
-            groups: 1,
-        };
-        c.draw(true);
-        c
-    }
-    /// Weight and (if `bias`) bias drawn anew for the current groups.
-    fn draw(&mut self, bias: bool) {
-        let per_group = self.in_channels / self.groups.max(1);
-        let Size3(kd, kh, kw) = self.kernel_size;
-        self.weight = init_param(
-            vec![self.out_channels, per_group, kd, kh, kw],
-            self.fan_in(),
-        );
-        self.bias = bias.then(|| init_param(vec![self.out_channels], self.fan_in()));
-    }
-    /// torch's fan-in for both parameters, `in / groups * kd * kh * kw`.
-    fn fan_in(&self) -> usize {
-        let Size3(kd, kh, kw) = self.kernel_size;
-        (self.in_channels / self.groups.max(1) * kd * kh * kw).max(1)
-    }
-    pub fn stride(mut self, stride: impl Into<Size3>) -> Conv3d {
-        self.stride = stride.into();
-        self
-    }
-    /// Zeros around the input: an int, a `(d, h, w)` triple, `"same"` or `"valid"`.
-    pub fn padding(mut self, padding: impl Into<Padding3>) -> Conv3d {
-        self.padding = padding.into();
-        self
-    }
-    pub fn dilation(mut self, dilation: impl Into<Size3>) -> Conv3d {
-        self.dilation = dilation.into();
-        self
-    }
-    /// Independent convolutions over `groups` slices of the channels. Draws a new weight.
-    pub fn groups(mut self, groups: usize) -> Conv3d {
-        self.groups = groups;
-        let bias = self.bias.is_some();
-        self.draw(bias);
-        self
-    }
-    /// `bias(false)` drops the bias (torch's `bias=False`); `bias(true)` draws one.
-    pub fn bias(mut self, bias: bool) -> Conv3d {
-        if !bias {
-            self.bias = None;
-        } else if self.bias.is_none() {
-            self.bias = Some(init_param(vec![self.out_channels], self.fan_in()));
-        }
-        self
-    }
-}
-
-impl Module for Conv3d {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let g = self.groups;
-        if g == 0 || !self.in_channels.is_multiple_of(g) || !self.out_channels.is_multiple_of(g) {
-            return Err(Error::Invalid(format!(
-                "{}: in_channels ({}) and out_channels ({}) must both be divisible by \
-                 groups ({g}), as torch requires",
-                self.describe(),
-                self.in_channels,
-                self.out_channels
-            )));
-        }
-        let channels = match x.rank() {
-            5 => Some(x.shape()[1]),
-            4 => Some(x.shape()[0]),
-            _ => None,
-        };
-        if channels != Some(self.in_channels) {
-            return Err(Error::BadShape(format!(
-                "{}: expected input of shape [N, {c}, D, H, W] or [{c}, D, H, W], got {:?}",
-                self.describe(),
-                x.shape(),
-                c = self.in_channels
-            )));
-        }
-        same_device(self, &self.weight, x)?;
-        functional::conv3d(
-            x,
-            &self.weight.tensor(),
-            self.bias.as_ref().map(|b| b.tensor()).as_ref(),
-            self.stride,
-            self.padding.clone(),
-            self.dilation,
-            self.groups,
-        )
-    }
-    fn parameters(&self) -> Vec<Parameter> {
-        weight_and_bias(&self.weight, &self.bias)
-            .into_iter()
-            .map(|(_, p)| p)
-            .collect()
-    }
-    fn named_parameters(&self) -> Vec<(String, Parameter)> {
-        weight_and_bias(&self.weight, &self.bias)
-    }
-    fn describe(&self) -> String {
-        let mut s = format!(
-            "Conv3d({}, {}, kernel_size={}, stride={}",
-            self.in_channels,
-            self.out_channels,
-            self.kernel_size.show(),
-            self.stride.show()
-        );
-        if let Some(p) = self.padding.show() {
-            s += &format!(", padding={p}");
-        }
-        if self.dilation != Size3(1, 1, 1) {
-            s += &format!(", dilation={}", self.dilation.show());
-        }
-        if self.groups != 1 {
-            s += &format!(", groups={}", self.groups);
-        }
-        if self.bias.is_none() {
-            s += ", bias=False";
-        }
-        s + ")"
-    }
 }

@@ -25,7 +25,7 @@ pub use super::attention::scaled_dot_product_attention;
 use super::class_loss::class_loss;
 pub use super::class_loss::ClassLossOptions;
 pub use super::conv::{conv2d, conv_transpose2d};
-pub use super::conv1d::{avg_pool1d, conv1d, max_pool1d};
+pub use super::conv1d::{avg_pool1d, conv1d, conv_transpose1d, max_pool1d};
 pub use super::conv3d::conv3d;
 pub use super::conv_transpose3d::conv_transpose3d;
 pub use super::embedding_bag::embedding_bag;

@@ -61,11 +61,13 @@ pub use activation::{Hardtanh, Identity, LogSoftmax, Mish, PReLU, ReLU6, Unflatt
 pub use adaptive_pool3d::{AdaptiveAvgPool3d, AdaptiveMaxPool3d};
 pub use attention::{Attention, MultiheadAttention};
 pub use containers::{ModuleDict, ModuleList, ParameterDict, ParameterList};
-pub use conv::{Padding, Size2};
-pub use conv1d::{AvgPool1d, Conv1d, MaxPool1d, Padding1};
-pub use conv3d::{Conv3d, Padding3, Size3};
-pub use conv_layers::{Conv2d, ConvTranspose2d};
-pub use conv_transpose3d::ConvTranspose3d;
+pub use conv::{Padding, Size1, Size2};
+pub use conv1d::Padding1;
+pub use conv3d::{Padding3, Size3};
+pub use conv_layers::{
+    Conv, Conv1d, Conv2d, Conv3d, ConvArgs, ConvSize, ConvTranspose, ConvTranspose1d,
+    ConvTranspose2d, ConvTranspose3d, PaddingArg,
+};
 pub use embedding::Embedding;
 pub use embedding_bag::EmbeddingBag;
 pub use likelihood_loss::PoissonNll;
@@ -95,10 +97,9 @@ pub use pointwise::{
     Hardshrink, Hardsigmoid, Hardswish, LogSigmoid, Softmax2d, Softmin, Softshrink, Softsign,
     Tanhshrink, Threshold, CELU, GLU, SELU,
 };
-pub use pool3d::{AvgPool3d, MaxPool3d};
 pub use pool_layers::{
-    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool2d,
-    MaxPool2d,
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool, AvgPool1d,
+    AvgPool2d, AvgPool3d, MaxPool, MaxPool1d, MaxPool2d, MaxPool3d, PoolSize,
 };
 pub use rearrange::{ChannelShuffle, PixelShuffle, PixelUnshuffle};
 pub use recurrent::{Recurrent, RecurrentOutput, GRU, LSTM, RNN};
@@ -868,12 +869,6 @@ torch_repr!(
     activation::Identity,
     activation::Unflatten,
     attention::MultiheadAttention,
-    conv_layers::Conv2d,
-    conv_layers::ConvTranspose2d,
-    conv3d::Conv3d,
-    conv_transpose3d::ConvTranspose3d,
-    pool3d::MaxPool3d,
-    pool3d::AvgPool3d,
     adaptive_pool3d::AdaptiveAvgPool3d,
     adaptive_pool3d::AdaptiveMaxPool3d,
     pairwise::Bilinear,
@@ -887,8 +882,6 @@ torch_repr!(
     norm::BatchNorm,
     norm::LayerNorm,
     norm::GroupNorm,
-    pool_layers::MaxPool2d,
-    pool_layers::AvgPool2d,
     pool_layers::AdaptiveAvgPool2d,
     pool_layers::AdaptiveMaxPool2d,
     pool_layers::AdaptiveAvgPool1d,

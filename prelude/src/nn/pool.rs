@@ -4,7 +4,7 @@
 
 use super::conv::Size2;
 use super::functional::{float_input, in_float32};
-use super::windows::{nchw, window_count, window_indices, WindowKey, WindowKind};
+use super::windows::{nchw, per_image, window_count, window_indices, WindowKey, WindowKind};
 use crate::error::{Error, Result};
 use crate::tensor::autocast::unlisted;
 use crate::tensor::host_mem::{checked_numel, host_room};
@@ -201,6 +201,9 @@ pub fn max_pool2d(
         padding.into(),
         dilation.into(),
     );
+    if x.rank() != 4 {
+        return per_image(x, "max_pool2d", |x| max_pool2d(x, k, s, p, d, ceil_mode));
+    }
     let plan = MaxPlan::new(x, k, s, p, d, ceil_mode, "max_pool2d")?;
     plan.values(&plan.bordered(x)?)
 }
@@ -315,6 +318,9 @@ pub fn max_pool2d_with_indices(
         padding.into(),
         dilation.into(),
     );
+    if x.rank() != 4 {
+        return per_image(x, OP, |x| max_pool2d_with_indices(x, k, s, p, d, ceil_mode));
+    }
     let plan = MaxPlan::new(x, k, s, p, d, ceil_mode, OP)?;
     let padded = plan.bordered(x)?;
     let values = plan.values(&padded)?;
@@ -374,10 +380,34 @@ pub fn avg_pool2d(
     ceil_mode: bool,
     count_include_pad: bool,
 ) -> Result<Tensor> {
-    const OP: &str = "avg_pool2d";
     let (k, s, p) = (kernel.into(), stride.into(), padding.into());
+    avg_pool2d_divided(x, k, s, p, ceil_mode, count_include_pad, None)
+}
+
+/// [`avg_pool2d`] with torch's `divisor_override`: every window's sum divided by `divisor`
+/// (positive) instead of its size (`AvgPool2d::divisor_override`).
+pub(super) fn avg_pool2d_divided(
+    x: &Tensor,
+    k: Size2,
+    s: Size2,
+    p: Size2,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor: Option<usize>,
+) -> Result<Tensor> {
+    const OP: &str = "avg_pool2d";
+    if x.rank() != 4 {
+        return per_image(x, OP, |x| {
+            avg_pool2d_divided(x, k, s, p, ceil_mode, count_include_pad, divisor)
+        });
+    }
     let [n, c, h, w] = nchw(x, OP)?;
     float_input(x, OP)?;
+    if divisor == Some(0) {
+        return Err(Error::Invalid(format!(
+            "{OP}: divisor_override must be positive, got 0"
+        )));
+    }
     let oh = pool_axis(h, k.0, s.0, p.0, 1, ceil_mode, OP)?.out;
     let ow = pool_axis(w, k.1, s.1, p.1, 1, ceil_mode, OP)?.out;
     checked_numel(OP, &[n, c, oh, ow])?;
@@ -385,17 +415,23 @@ pub fn avg_pool2d(
     let extent = |o, len, k, s, p| pool_extent(o, len, k, s, p, count_include_pad);
     let rows: Vec<usize> = (0..oh).map(|o| extent(o, h, k.0, s.0, p.0)).collect();
     let cols: Vec<usize> = (0..ow).map(|o| extent(o, w, k.1, s.1, p.1)).collect();
-    let uniform = rows.iter().all(|&r| r == k.0) && cols.iter().all(|&c| c == k.1);
+    let uniform =
+        divisor.is_none() && rows.iter().all(|&r| r == k.0) && cols.iter().all(|&c| c == k.1);
     let pool = |x: &Tensor| -> Result<Tensor> {
         let windows = pool_windows(x, OP, [n, c, h, w], [oh, ow], k, s, p, Size2(1, 1))?;
         if uniform {
             return windows.mean_dim(1)?.reshape((n, c, oh, ow));
         }
-        let divisors: Vec<f64> = rows
-            .iter()
-            .flat_map(|&r| cols.iter().map(move |&c| (r * c) as f64))
-            .collect();
-        let divisors = Tensor::from_vec(divisors, vec![oh, ow], Device::Cpu)?
+        let (divisors, shape): (Vec<f64>, _) = match divisor {
+            Some(d) => (vec![d as f64], vec![1]),
+            None => (
+                rows.iter()
+                    .flat_map(|&r| cols.iter().map(move |&c| (r * c) as f64))
+                    .collect(),
+                vec![oh, ow],
+            ),
+        };
+        let divisors = Tensor::from_vec(divisors, shape, Device::Cpu)?
             .to_dtype(x.dtype())?
             .to(x.device())?;
         windows.sum_dim(1)?.reshape((n, c, oh, ow))?.div(&divisors)

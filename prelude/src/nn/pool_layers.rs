@@ -1,7 +1,9 @@
 //! Pooling layers (torch's `nn.MaxPool2d`, `nn.AvgPool2d` and the adaptive pools), thin
 //! wrappers over the functions in `pool` and `adaptive_pool` with torch's defaults and reprs.
 
-use super::conv::Size2;
+use super::conv::{Size1, Size2};
+use super::conv3d::Size3;
+use super::pool::avg_pool2d_divided;
 use super::{functional, Module};
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -28,150 +30,326 @@ pub(super) fn py_bool(b: bool) -> &'static str {
     }
 }
 
-/// Max pooling (torch's `nn.MaxPool2d`); the stride defaults to the kernel size, the padding
-/// to 0 (`MaxPool2d::new(3).stride(2).padding(1)` is a ResNet stem's); `.dilation(d)` and
-/// `.ceil_mode(true)` as torch's. Sizes are an int or an `(h, w)` pair.
+/// The sizes a pooling layer takes, one per spatial axis: [`Size1`] (an int) for 1-D, [`Size2`] for 2-D,
+/// [`Size3`] for 3-D. It names the layer (`MaxPool2d`), prints sizes as torch's repr does and
+/// calls the function of its rank, so [`MaxPool`] and [`AvgPool`] are written once.
+pub trait PoolSize: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static {
+    /// 1, 2 or 3.
+    const RANK: usize;
+    const ZERO: Self;
+    const ONE: Self;
+    /// As torch's `MaxPool` repr prints a size: an int when every axis agrees, else a tuple.
+    fn show(self) -> String;
+    /// As torch's `AvgPool` repr prints it (its 1-D layer keeps a one-tuple, `(2,)`).
+    fn show_avg(self) -> String {
+        self.show()
+    }
+    fn max_pool(x: &Tensor, k: Self, s: Self, p: Self, d: Self, ceil: bool) -> Result<Tensor>;
+    fn max_pool_with_indices(
+        x: &Tensor,
+        k: Self,
+        s: Self,
+        p: Self,
+        d: Self,
+        ceil: bool,
+    ) -> Result<(Tensor, Tensor)>;
+    /// `divisor` is torch's `divisor_override` (only the 2-D and 3-D layers take one).
+    fn avg_pool(
+        x: &Tensor,
+        k: Self,
+        s: Self,
+        p: Self,
+        ceil: bool,
+        count_include_pad: bool,
+        divisor: Option<usize>,
+    ) -> Result<Tensor>;
+}
+
+impl PoolSize for Size1 {
+    const RANK: usize = 1;
+    const ZERO: Size1 = Size1(0);
+    const ONE: Size1 = Size1(1);
+    fn show(self) -> String {
+        self.0.to_string()
+    }
+    fn show_avg(self) -> String {
+        format!("({},)", self.0)
+    }
+    fn max_pool(x: &Tensor, k: Size1, s: Size1, p: Size1, d: Size1, ceil: bool) -> Result<Tensor> {
+        functional::max_pool1d(x, k.0, s.0, p.0, d.0, ceil)
+    }
+    fn max_pool_with_indices(
+        x: &Tensor,
+        k: Size1,
+        s: Size1,
+        p: Size1,
+        d: Size1,
+        ceil: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        functional::max_pool1d_with_indices(x, k.0, s.0, p.0, d.0, ceil)
+    }
+    fn avg_pool(
+        x: &Tensor,
+        k: Size1,
+        s: Size1,
+        p: Size1,
+        ceil: bool,
+        include: bool,
+        _divisor: Option<usize>,
+    ) -> Result<Tensor> {
+        functional::avg_pool1d(x, k.0, s.0, p.0, ceil, include)
+    }
+}
+
+impl PoolSize for Size2 {
+    const RANK: usize = 2;
+    const ZERO: Size2 = Size2(0, 0);
+    const ONE: Size2 = Size2(1, 1);
+    fn show(self) -> String {
+        show(self)
+    }
+    fn max_pool(x: &Tensor, k: Size2, s: Size2, p: Size2, d: Size2, ceil: bool) -> Result<Tensor> {
+        functional::max_pool2d(x, k, s, p, d, ceil)
+    }
+    fn max_pool_with_indices(
+        x: &Tensor,
+        k: Size2,
+        s: Size2,
+        p: Size2,
+        d: Size2,
+        ceil: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        functional::max_pool2d_with_indices(x, k, s, p, d, ceil)
+    }
+    fn avg_pool(
+        x: &Tensor,
+        k: Size2,
+        s: Size2,
+        p: Size2,
+        ceil: bool,
+        include: bool,
+        divisor: Option<usize>,
+    ) -> Result<Tensor> {
+        avg_pool2d_divided(x, k, s, p, ceil, include, divisor)
+    }
+}
+
+impl PoolSize for Size3 {
+    const RANK: usize = 3;
+    const ZERO: Size3 = Size3(0, 0, 0);
+    const ONE: Size3 = Size3(1, 1, 1);
+    fn show(self) -> String {
+        if self.0 == self.1 && self.1 == self.2 {
+            self.0.to_string()
+        } else {
+            Size3::show(self)
+        }
+    }
+    fn max_pool(x: &Tensor, k: Size3, s: Size3, p: Size3, d: Size3, ceil: bool) -> Result<Tensor> {
+        functional::max_pool3d(x, k, s, p, d, ceil)
+    }
+    fn max_pool_with_indices(
+        x: &Tensor,
+        k: Size3,
+        s: Size3,
+        p: Size3,
+        d: Size3,
+        ceil: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        functional::max_pool3d_with_indices(x, k, s, p, d, ceil)
+    }
+    fn avg_pool(
+        x: &Tensor,
+        k: Size3,
+        s: Size3,
+        p: Size3,
+        ceil: bool,
+        include: bool,
+        divisor: Option<usize>,
+    ) -> Result<Tensor> {
+        functional::avg_pool3d(x, k, s, p, ceil, include, divisor)
+    }
+}
+
+/// Max pooling (torch's `nn.MaxPool1d`, `nn.MaxPool2d`, `nn.MaxPool3d`); the stride defaults
+/// to the kernel size, the padding to 0 (`MaxPool2d::new(3).stride(2).padding(1)` is a ResNet
+/// stem's); `.dilation(d)` and `.ceil_mode(true)` as torch's. Sizes are an int, or a pair
+/// (2-D) or triple (3-D) per axis.
 #[derive(Clone, Copy)]
-pub struct MaxPool2d {
-    kernel_size: Size2,
-    stride: Size2,
-    padding: Size2,
-    dilation: Size2,
+pub struct MaxPool<S> {
+    kernel_size: S,
+    stride: S,
+    padding: S,
+    dilation: S,
     ceil_mode: bool,
 }
 
-impl MaxPool2d {
-    pub fn new(kernel_size: impl Into<Size2>) -> MaxPool2d {
+/// torch's `nn.MaxPool1d`, over `[N, C, L]` or `[C, L]`.
+pub type MaxPool1d = MaxPool<Size1>;
+/// torch's `nn.MaxPool2d`, over `[N, C, H, W]`.
+pub type MaxPool2d = MaxPool<Size2>;
+/// torch's `nn.MaxPool3d`, over `[N, C, D, H, W]` or `[C, D, H, W]`.
+pub type MaxPool3d = MaxPool<Size3>;
+
+impl<S: PoolSize> MaxPool<S> {
+    pub fn new(kernel_size: impl Into<S>) -> MaxPool<S> {
         let k = kernel_size.into();
-        MaxPool2d {
+        MaxPool {
             kernel_size: k,
             stride: k,
-            padding: Size2(0, 0),
-            dilation: Size2(1, 1),
+            padding: S::ZERO,
+            dilation: S::ONE,
             ceil_mode: false,
         }
     }
-    pub fn stride(mut self, stride: impl Into<Size2>) -> MaxPool2d {
+    pub fn stride(mut self, stride: impl Into<S>) -> MaxPool<S> {
         self.stride = stride.into();
         self
     }
     /// Padding on every side, at most half the kernel size (torch's rule).
-    pub fn padding(mut self, padding: impl Into<Size2>) -> MaxPool2d {
+    pub fn padding(mut self, padding: impl Into<S>) -> MaxPool<S> {
         self.padding = padding.into();
         self
     }
-    pub fn dilation(mut self, dilation: impl Into<Size2>) -> MaxPool2d {
+    pub fn dilation(mut self, dilation: impl Into<S>) -> MaxPool<S> {
         self.dilation = dilation.into();
         self
     }
     /// Rounds the output size up (a last, partial window), as torch's `ceil_mode=True`.
-    pub fn ceil_mode(mut self, ceil: bool) -> MaxPool2d {
+    pub fn ceil_mode(mut self, ceil: bool) -> MaxPool<S> {
         self.ceil_mode = ceil;
         self
     }
-}
-
-impl MaxPool2d {
-    /// The pooling and where each maximum is (torch's `return_indices=True`), for
-    /// `MaxUnpool2d`.
+    /// The pooling and where each maximum is (torch's `return_indices=True`), for the
+    /// `MaxUnpool` layers.
     pub fn forward_with_indices(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
-        functional::max_pool2d_with_indices(
-            x,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.dilation,
-            self.ceil_mode,
-        )
+        let (k, s, p, d) = (self.kernel_size, self.stride, self.padding, self.dilation);
+        S::max_pool_with_indices(x, k, s, p, d, self.ceil_mode)
     }
 }
 
-impl Module for MaxPool2d {
+impl<S: PoolSize> Module for MaxPool<S> {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        functional::max_pool2d(
-            x,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.dilation,
-            self.ceil_mode,
-        )
+        let (k, s, p, d) = (self.kernel_size, self.stride, self.padding, self.dilation);
+        S::max_pool(x, k, s, p, d, self.ceil_mode)
     }
     fn describe(&self) -> String {
         format!(
-            "MaxPool2d(kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={})",
-            show(self.kernel_size),
-            show(self.stride),
-            show(self.padding),
-            show(self.dilation),
+            "MaxPool{}d(kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={})",
+            S::RANK,
+            self.kernel_size.show(),
+            self.stride.show(),
+            self.padding.show(),
+            self.dilation.show(),
             py_bool(self.ceil_mode)
         )
     }
 }
 
-/// Mean over windows (torch's `nn.AvgPool2d`): stride defaults to the kernel size, padding
-/// to 0, and padded zeros count in each window's mean, as torch's defaults;
-/// `.count_include_pad(false)` and `.ceil_mode(true)` as torch's.
+/// Mean over windows (torch's `nn.AvgPool1d`, `nn.AvgPool2d`, `nn.AvgPool3d`): the stride
+/// defaults to the kernel size, the padding to 0, and padded zeros count in each window's
+/// mean, as torch's defaults; `.count_include_pad(false)` and `.ceil_mode(true)` as torch's,
+/// and for 2-D and 3-D `.divisor_override(n)`.
 #[derive(Clone, Copy)]
-pub struct AvgPool2d {
-    kernel_size: Size2,
-    stride: Size2,
-    padding: Size2,
+pub struct AvgPool<S> {
+    kernel_size: S,
+    stride: S,
+    padding: S,
     ceil_mode: bool,
     count_include_pad: bool,
+    divisor_override: Option<usize>,
 }
 
-impl AvgPool2d {
-    pub fn new(kernel_size: impl Into<Size2>) -> AvgPool2d {
+/// torch's `nn.AvgPool1d`, over `[N, C, L]` or `[C, L]`.
+pub type AvgPool1d = AvgPool<Size1>;
+/// torch's `nn.AvgPool2d`, over `[N, C, H, W]`.
+pub type AvgPool2d = AvgPool<Size2>;
+/// torch's `nn.AvgPool3d`, over `[N, C, D, H, W]` or `[C, D, H, W]`.
+pub type AvgPool3d = AvgPool<Size3>;
+
+impl<S: PoolSize> AvgPool<S> {
+    pub fn new(kernel_size: impl Into<S>) -> AvgPool<S> {
         let k = kernel_size.into();
-        AvgPool2d {
+        AvgPool {
             kernel_size: k,
             stride: k,
-            padding: Size2(0, 0),
+            padding: S::ZERO,
             ceil_mode: false,
             count_include_pad: true,
+            divisor_override: None,
         }
     }
-    pub fn stride(mut self, stride: impl Into<Size2>) -> AvgPool2d {
+    pub fn stride(mut self, stride: impl Into<S>) -> AvgPool<S> {
         self.stride = stride.into();
         self
     }
-    pub fn padding(mut self, padding: impl Into<Size2>) -> AvgPool2d {
+    /// Zeros on every side, at most half the kernel size (torch's rule).
+    pub fn padding(mut self, padding: impl Into<S>) -> AvgPool<S> {
         self.padding = padding.into();
         self
     }
-    pub fn ceil_mode(mut self, ceil: bool) -> AvgPool2d {
+    pub fn ceil_mode(mut self, ceil: bool) -> AvgPool<S> {
         self.ceil_mode = ceil;
         self
     }
     /// Whether padded zeros count in a window's divisor (torch's default: they do).
-    pub fn count_include_pad(mut self, include: bool) -> AvgPool2d {
+    pub fn count_include_pad(mut self, include: bool) -> AvgPool<S> {
         self.count_include_pad = include;
         self
     }
 }
 
-impl Module for AvgPool2d {
+/// torch's `divisor_override`, which its 2-D and 3-D layers take (its 1-D one does not).
+macro_rules! divisor_override {
+    ($($size:ty),*) => {$(
+        impl AvgPool<$size> {
+            /// Every window's sum divided by `divisor` instead of its size (torch's
+            /// `divisor_override`; 0 is refused when the layer runs).
+            pub fn divisor_override(mut self, divisor: usize) -> AvgPool<$size> {
+                self.divisor_override = Some(divisor);
+                self
+            }
+        }
+    )*};
+}
+
+divisor_override!(Size2, Size3);
+
+impl<S: PoolSize> Module for AvgPool<S> {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        functional::avg_pool2d(
-            x,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.ceil_mode,
-            self.count_include_pad,
-        )
+        let (k, s, p) = (self.kernel_size, self.stride, self.padding);
+        let (ceil, include) = (self.ceil_mode, self.count_include_pad);
+        S::avg_pool(x, k, s, p, ceil, include, self.divisor_override)
     }
-    /// torch's repr (which leaves out `ceil_mode` and `count_include_pad`).
+    /// torch's repr (which leaves out the other options).
     fn describe(&self) -> String {
         format!(
-            "AvgPool2d(kernel_size={}, stride={}, padding={})",
-            show(self.kernel_size),
-            show(self.stride),
-            show(self.padding)
+            "AvgPool{}d(kernel_size={}, stride={}, padding={})",
+            S::RANK,
+            self.kernel_size.show_avg(),
+            self.stride.show_avg(),
+            self.padding.show_avg()
         )
     }
 }
+
+/// torch's repr with `{:?}` and `{}`, as every layer's.
+macro_rules! generic_repr {
+    ($($t:ident),*) => {$(
+        impl<S: PoolSize> std::fmt::Debug for $t<S> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.describe())
+            }
+        }
+        impl<S: PoolSize> std::fmt::Display for $t<S> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.describe())
+            }
+        }
+    )*};
+}
+
+generic_repr!(MaxPool, AvgPool);
 
 /// Mean over the cells of an `output_size` grid laid over each plane, whatever the input's
 /// height and width (torch's `nn.AdaptiveAvgPool2d`); `(1, 1)` is global average pooling.

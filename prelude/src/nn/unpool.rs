@@ -99,6 +99,11 @@ pub fn max_unpool2d(
     const OP: &str = "max_unpool2d";
     let (k, p) = (kernel.into(), padding.into());
     let s = stride.unwrap_or(k);
+    if x.rank() == 3 && indices.rank() == 3 {
+        // Unbatched, as torch takes it: a batch of one.
+        let (x1, i1) = (x.unsqueeze(0)?, indices.unsqueeze(0)?);
+        return max_unpool2d(&x1, &i1, k, Some(s), p, output_size)?.squeeze(0);
+    }
     let [n, c, h, w] = nchw(x, OP)?;
     float_input(x, OP)?;
     if indices.shape() != x.shape() || indices.dtype() != DType::I64 {

@@ -65,6 +65,42 @@ pub(super) fn nchw(x: &Tensor, what: &str) -> Result<[usize; 4]> {
     four_d(x, what, "input [N, C, H, W]")
 }
 
+/// What a 2-D op gives back, without the batch of one [`per_image`] added.
+pub(super) trait Unbatch: Sized {
+    fn unbatch(self) -> Result<Self>;
+}
+
+impl Unbatch for Tensor {
+    fn unbatch(self) -> Result<Tensor> {
+        self.squeeze(0)
+    }
+}
+
+impl Unbatch for (Tensor, Tensor) {
+    fn unbatch(self) -> Result<(Tensor, Tensor)> {
+        Ok((self.0.squeeze(0)?, self.1.squeeze(0)?))
+    }
+}
+
+/// `f` on `x`, where an unbatched image `[C, H, W]` goes in as a batch of one and its
+/// result(s) come back without it, as torch's 2-D convolutions and pools take both (the
+/// gradient flows through the squeeze, as in torch); a rank other than 3 or 4 is refused
+/// here with both layouts named.
+pub(super) fn per_image<T: Unbatch>(
+    x: &Tensor,
+    what: &str,
+    f: impl FnOnce(&Tensor) -> Result<T>,
+) -> Result<T> {
+    match x.rank() {
+        4 => f(x),
+        3 => f(&x.unsqueeze(0)?)?.unbatch(),
+        _ => Err(Error::BadShape(format!(
+            "{what}: expected input [N, C, H, W] or [C, H, W], got shape {:?}",
+            x.shape()
+        ))),
+    }
+}
+
 /// How many positions a `k`-tap window dilated by `dilation` (spanning `dilation*(k-1)+1`
 /// inputs) takes, moved by `stride` over `len` inputs padded by `pad` before and after.
 pub(super) fn window_count(
