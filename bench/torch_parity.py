@@ -177,6 +177,22 @@ NN_MORE = {
     # The 2-D ops on an unbatched [C, H, W] image, conv_transpose1d, divisor_override.
     "unb2d": ("conv", "convT", "pool", "avg", "adaavg", "adamax", "unpool", "lppool"),
     "convT1d": ("k3s2", "p1o1", "g2d2", "unb"), "avgdiv": ("k2d3", "k3s2p1cd5", "unb"),
+    # ctc_loss of log_softmax(x) (see CTC_CASES).
+    "ctc": ("none", "mean", "sum", "concat", "blank2", "rep", "short", "zinf", "noframes", "unb"),
+}
+# ctc_loss cases: frames, targets, input lengths, target lengths, blank, reduction,
+# zero_infinity (mirrored in torch_parity.rs's nn_unbatched).
+CTC_CASES = {
+    "none": (5, [[1, 2], [3, 3]], [5, 4], [2, 2], 0, "none", False),
+    "mean": (5, [[1, 2], [3, 3]], [5, 4], [2, 2], 0, "mean", False),
+    "sum": (5, [[1, 2], [3, 3]], [5, 4], [2, 1], 0, "sum", False),
+    "concat": (5, [1, 2, 3], [5, 5], [2, 1], 0, "none", False),
+    "blank2": (6, [[1, 3], [0, 0]], [6, 5], [2, 1], 2, "mean", False),
+    "rep": (7, [[2, 2, 2], [1, 2, 1]], [7, 7], [3, 3], 0, "none", False),
+    "short": (5, [[1, 2], [3, 3]], [1, 5], [2, 2], 0, "none", False),
+    "zinf": (5, [[1, 2], [3, 3]], [1, 5], [2, 2], 0, "mean", True),
+    "noframes": (4, [[1, 2], [3, 3]], [4, 0], [2, 0], 0, "none", False),
+    "unb": (5, [1, 3], [5], [2], 0, "sum", False),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
 NN_WANTS = {"adamaxi": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
@@ -303,6 +319,13 @@ KNOWN = {
     # (torch's CPU avg_pool2d takes int64, its CUDA one does not, as above.)
     **{f"nn {op} i64 {p} out": "torch's CPU avg_pool2d takes int64, its CUDA one does not"
        for op, p in (("unb2d", "avg"), ("avgdiv", "k2d3"), ("avgdiv", "k3s2p1cd5"), ("avgdiv", "unb"))},
+    # torch's CPU ctc_loss has no half kernels; gpulab computes halves in float32.
+    **{f"nn ctc {d} {p} {w}": "torch's CPU ctc_loss has no float16/bfloat16 kernel"
+       for d in ("f16", "bf16") for p in NN_MORE["ctc"] for w in ("out", "x")},
+    # A target the frames cannot reach: torch's gradient is NaN for that sample, gpulab's 0
+    # (the loss is infinite and constant there).
+    **{f"nn ctc {d} short x": "an unreachable target: torch's gradient is NaN, gpulab's 0"
+       for d in ("f32", "f64")},
     # gpulab's nearest resize is an index_select, for every dtype; torch's CPU kernel
     # takes uint8 and floats only.
     **{f"nn interp {a} {p} out": "torch's nearest interpolate refuses int32/int64/bool"
@@ -875,6 +898,13 @@ def torch_results(lines, device):
             x = ramp([2, 5, 6] if param == "unb" else [1, 2, 5, 6], 7, 3.0, 0.5, d)
             m = torch.nn.AvgPool2d(kernel, stride, pad, ceil_mode=ceil, divisor_override=div)
             return m(x), {"x": x}
+        if op == "ctc":
+            t, targets, il, tl, blank, red, zinf = CTC_CASES[param]
+            shape = [t, 4] if param == "unb" else [t, len(il), 4]
+            x = ramp(shape, 7, 3.0, 0.5, d)
+            tg = torch.tensor(targets).to(dev)
+            out = F.ctc_loss(F.log_softmax(x, -1), tg, il, tl, blank, red, zinf)
+            return out, {"x": x}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

@@ -918,6 +918,48 @@ fn nn_unbatched(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Er
                 .divisor_override(div);
             (m.forward(&x)?, vec![("x", x)])
         }
+        "ctc" => {
+            type Case = (
+                usize,
+                Vec<i64>,
+                Vec<usize>,
+                &'static [usize],
+                &'static [usize],
+            );
+            // frames, targets (flat), targets' shape, input lengths, target lengths.
+            let (t, targets, tshape, il, tl): Case = match param {
+                "none" | "mean" | "short" | "zinf" => {
+                    (5, vec![1, 2, 3, 3], vec![2, 2], &[5, 4], &[2, 2])
+                }
+                "sum" => (5, vec![1, 2, 3, 3], vec![2, 2], &[5, 4], &[2, 1]),
+                "concat" => (5, vec![1, 2, 3], vec![3], &[5, 5], &[2, 1]),
+                "blank2" => (6, vec![1, 3, 0, 0], vec![2, 2], &[6, 5], &[2, 1]),
+                "rep" => (7, vec![2, 2, 2, 1, 2, 1], vec![2, 3], &[7, 7], &[3, 3]),
+                "noframes" => (4, vec![1, 2, 3, 3], vec![2, 2], &[4, 0], &[2, 0]),
+                _ => (5, vec![1, 3], vec![2], &[5], &[2]),
+            };
+            let il: &[usize] = if matches!(param, "short" | "zinf") {
+                &[1, 5]
+            } else {
+                il
+            };
+            let (blank, red, zinf) = match param {
+                "mean" | "zinf" => (0, nn::Reduction::Mean, param == "zinf"),
+                "blank2" => (2, nn::Reduction::Mean, false),
+                "sum" | "unb" => (0, nn::Reduction::Sum, false),
+                _ => (0, nn::Reduction::None, false),
+            };
+            let shape: Vec<usize> = if param == "unb" {
+                vec![t, 4]
+            } else {
+                vec![t, il.len(), 4]
+            };
+            let x = ramp(&shape, 7, 3.0, 0.5, d, dev)?;
+            let targets = Tensor::from_vec(targets, tshape, Device::Cpu)?.to(dev)?;
+            let lp = F::log_softmax(&x, -1)?;
+            let out = F::ctc_loss(&lp, &targets, il, tl, blank, red, zinf)?;
+            (out, vec![("x", x)])
+        }
         _ => panic!("unknown nn op {op:?}"),
     })
 }

@@ -1671,6 +1671,67 @@ fn conv_transpose3d() {
 }
 
 #[test]
+fn conv_transpose1d_and_unbatched_images() {
+    check(
+        "conv_transpose1d stride 2 padding 1 output_padding 1 groups 2 dilation 2",
+        vec![
+            input(&[2, 4, 3], 140),
+            input(&[4, 1, 2], 141),
+            input(&[2], 142),
+        ],
+        |x| F::conv_transpose1d(&x[0], &x[1], Some(&x[2]), 2, 1, 1, 2, 2),
+    );
+    check(
+        "conv2d on an unbatched image",
+        vec![input(&[2, 4, 5], 143), input(&[3, 2, 2, 3], 144)],
+        |x| F::conv2d(&x[0], &x[1], None, (1, 2), 1, 1, 1),
+    );
+    check(
+        "avg_pool2d with divisor_override, unbatched",
+        vec![input(&[2, 4, 5], 145)],
+        |x| {
+            nn::AvgPool2d::new(3)
+                .stride(2)
+                .padding(1)
+                .ceil_mode(true)
+                .divisor_override(4)
+                .forward(&x[0])
+        },
+    );
+}
+
+#[test]
+fn ctc_loss() {
+    // Through log_softmax (as it is used), and straight on the log-probabilities (the loss's
+    // own derivative; torch's backward there is exp(log_probs) minus it, see ctc_loss's doc).
+    let targets = Tensor::from_vec(vec![1i64, 2, 1, 3, 3, 0], vec![2, 3], CPU).unwrap();
+    for (name, red) in [
+        ("ctc_loss mean", nn::Reduction::Mean),
+        ("ctc_loss none", nn::Reduction::None),
+    ] {
+        check(name, vec![input(&[6, 2, 4], 150)], |x| {
+            let lp = F::log_softmax(&x[0], -1)?;
+            F::ctc_loss(&lp, &targets, &[6, 5], &[3, 2], 0, red, false)
+        });
+    }
+    check(
+        "ctc_loss on raw log-probabilities, blank 3",
+        vec![input(&[5, 2, 4], 151)],
+        |x| {
+            F::ctc_loss(
+                &x[0],
+                &targets,
+                &[5, 4],
+                &[3, 1],
+                3,
+                nn::Reduction::Sum,
+                false,
+            )
+        },
+    );
+}
+
+#[test]
 fn grid_sample_and_affine_grid() {
     for (mode, pad, align) in [
         ("bilinear", "zeros", false),

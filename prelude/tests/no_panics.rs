@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..93) {
+    match rng.gen_range(0..94) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -1350,6 +1350,58 @@ fn call(
                 }
                 8 => F::cosine_similarity_eps(&a, &b, n as isize - 1, s),
                 _ => F::triplet_margin_with_distance_loss(&a, &b, &a, None, s, n == 1),
+            })
+        }
+        92 => {
+            // The generic layers (conv_layers.rs, pool_layers.rs), conv_transpose1d and the
+            // 2-D ops on an unbatched image (windows.rs's per_image).
+            let n = rng.gen_range(0..4usize);
+            const NAMES: [&str; 11] = [
+                "ctc_loss",
+                "conv_transpose1d",
+                "ConvTranspose1d",
+                "conv2d unbatched",
+                "conv_transpose2d unbatched",
+                "max_pool2d_with_indices unbatched",
+                "AvgPool2d divisor_override",
+                "MaxPool1d forward_with_indices",
+                "max_unpool2d unbatched",
+                "Conv1d",
+                "AvgPool3d divisor_override",
+            ];
+            let pick = rng.gen_range(0..NAMES.len());
+            *what = format!("{} of {da} and {db} (n {n})", NAMES[pick]);
+            some(match pick {
+                0 => {
+                    let lens = [n, n + 1, 3];
+                    let red = [nn::Reduction::Mean, nn::Reduction::None][n % 2];
+                    let (il, tl) = (&lens[..n.min(2)], &lens[1..(n + 1).min(3)]);
+                    F::ctc_loss(&a, &b, il, tl, n, red, n == 2)
+                }
+                1 => F::conv_transpose1d(&a, &b, None, n.max(1), n / 2, n / 3, 1, 1 + n % 2),
+                2 => nn::ConvTranspose1d::new(n, 2, n + 1)
+                    .stride(n)
+                    .output_padding(n / 2)
+                    .forward(&a),
+                3 => F::conv2d(&a, &b, None, n.max(1), n, 1, 1),
+                4 => F::conv_transpose2d(&a, &b, None, n, 0, n / 2, 1, 1),
+                5 => F::max_pool2d_with_indices(&a, n, 1, n / 2, 1, n == 3).map(|(_, i)| i),
+                6 => nn::AvgPool2d::new(n.max(1))
+                    .ceil_mode(n == 2)
+                    .divisor_override(n)
+                    .forward(&a),
+                7 => nn::MaxPool1d::new(n)
+                    .forward_with_indices(&a)
+                    .map(|(_, i)| i),
+                8 => {
+                    let (v, i) = F::max_pool2d_with_indices(&a, 2, 2, 0, 1, false)?;
+                    F::max_unpool2d(&v, &i, 2, None, 0, Some((n, n + 1)))
+                }
+                9 => nn::Conv1d::new(n, 2, n)
+                    .padding("same")
+                    .groups(n)
+                    .forward(&a),
+                _ => nn::AvgPool3d::new(n).divisor_override(n).forward(&a),
             })
         }
         _ => {

@@ -28,6 +28,7 @@ pub use super::conv::{conv2d, conv_transpose2d};
 pub use super::conv1d::{avg_pool1d, conv1d, conv_transpose1d, max_pool1d};
 pub use super::conv3d::conv3d;
 pub use super::conv_transpose3d::conv_transpose3d;
+pub use super::ctc::ctc_loss;
 pub use super::embedding_bag::embedding_bag;
 pub use super::grid_sample::{affine_grid, grid_sample};
 pub use super::likelihood_loss::{gaussian_nll_loss, poisson_nll_loss, PoissonNll};

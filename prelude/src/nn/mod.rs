@@ -25,6 +25,7 @@ mod conv1d;
 mod conv3d;
 mod conv_layers;
 mod conv_transpose3d;
+mod ctc;
 mod embedding;
 mod embedding_bag;
 pub mod functional;
@@ -68,6 +69,7 @@ pub use conv_layers::{
     Conv, Conv1d, Conv2d, Conv3d, ConvArgs, ConvSize, ConvTranspose, ConvTranspose1d,
     ConvTranspose2d, ConvTranspose3d, PaddingArg,
 };
+pub use ctc::CTCLoss;
 pub use embedding::Embedding;
 pub use embedding_bag::EmbeddingBag;
 pub use likelihood_loss::PoissonNll;
