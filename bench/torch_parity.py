@@ -178,6 +178,7 @@ NN_MORE = {
     "unb2d": ("conv", "convT", "pool", "avg", "adaavg", "adamax", "unpool", "lppool"),
     "convT1d": ("k3s2", "p1o1", "g2d2", "unb"), "avgdiv": ("k2d3", "k3s2p1cd5", "unb"),
     # ctc_loss of log_softmax(x) (see CTC_CASES).
+    "adamax3i": ("o111", "o234", "o322", "unb"), "unpool3d": ("k2", "k3s2p1", "unb"),
     "ctc": ("none", "mean", "sum", "concat", "blank2", "rep", "short", "zinf", "noframes", "unb"),
 }
 # ctc_loss cases: frames, targets, input lengths, target lengths, blank, reduction,
@@ -195,7 +196,7 @@ CTC_CASES = {
     "unb": (5, [1, 3], [5], [2], 0, "sum", False),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
-NN_WANTS = {"adamaxi": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
+NN_WANTS = {"adamaxi": (), "adamax3i": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
             "convT3d": ("x", "w", "b"), "convT1d": ("x", "w", "b"), "gsamp": ("x", "g"), "ebag": ("w", "p"),
             "bn3d": ("x", "weight", "bias"), "drop3d": (), "bilin": ("x1", "x2", "w", "b"),
             "tripletd": ("a", "p", "n")}
@@ -898,6 +899,17 @@ def torch_results(lines, device):
             x = ramp([2, 5, 6] if param == "unb" else [1, 2, 5, 6], 7, 3.0, 0.5, d)
             m = torch.nn.AvgPool2d(kernel, stride, pad, ceil_mode=ceil, divisor_override=div)
             return m(x), {"x": x}
+        if op == "adamax3i":
+            size = {"o111": (1, 1, 1), "o234": (2, 3, 4), "o322": (3, 2, 2), "unb": (2, 3, 4)}[param]
+            # Ties on purpose: the index is the first maximum in depth, row, column order.
+            x = ramp([2, 4, 5, 6] if param == "unb" else [1, 2, 4, 5, 6], 4, 0.0, 1.0, d)
+            return F.adaptive_max_pool3d(x, size, return_indices=True)[1], {"x": x}
+        if op == "unpool3d":
+            kernel, stride, pad, size = {"k2": (2, None, 0, None), "k3s2p1": (3, 2, 1, (5, 5, 6)),
+                                         "unb": (2, 1, 0, None)}[param]
+            x = ramp([2, 5, 5, 6] if param == "unb" else [1, 2, 5, 5, 6], 7, 3.0, 0.5, d)
+            v, i = F.max_pool3d(x, kernel, stride, pad, return_indices=True)
+            return F.max_unpool3d(v, i, kernel, stride, pad, output_size=size), {"x": x}
         if op == "ctc":
             t, targets, il, tl, blank, red, zinf = CTC_CASES[param]
             shape = [t, 4] if param == "unb" else [t, len(il), 4]

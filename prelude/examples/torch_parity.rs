@@ -918,6 +918,47 @@ fn nn_unbatched(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Er
                 .divisor_override(div);
             (m.forward(&x)?, vec![("x", x)])
         }
+        "adamax3i" => {
+            let size = match param {
+                "o111" => (1, 1, 1),
+                "o322" => (3, 2, 2),
+                _ => (2, 3, 4),
+            };
+            let shape: &[usize] = if param == "unb" {
+                &[2, 4, 5, 6]
+            } else {
+                &[1, 2, 4, 5, 6]
+            };
+            let x = ramp(shape, 4, 0.0, 1.0, d, dev)?;
+            let (v, i) = F::adaptive_max_pool3d_with_indices(&x, size)?;
+            assert!(
+                v.equal(&F::adaptive_max_pool3d(&x, size)?)?,
+                "adaptive_max_pool3d and _with_indices differ"
+            );
+            (i, vec![("x", x)])
+        }
+        "unpool3d" => {
+            type Case = (
+                nn::Size3,
+                Option<nn::Size3>,
+                nn::Size3,
+                Option<(usize, usize, usize)>,
+            );
+            let (k, s, p, size): Case = match param {
+                "k2" => (2.into(), None, 0.into(), None),
+                "k3s2p1" => (3.into(), Some(2.into()), 1.into(), Some((5, 5, 6))),
+                _ => (2.into(), Some(1.into()), 0.into(), None),
+            };
+            let shape: &[usize] = if param == "unb" {
+                &[2, 5, 5, 6]
+            } else {
+                &[1, 2, 5, 5, 6]
+            };
+            let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
+            let (v, i) = F::max_pool3d_with_indices(&x, k, s.unwrap_or(k), p, 1, false)?;
+            let unpool = nn::MaxUnpool3d::new(k).stride(s.unwrap_or(k)).padding(p);
+            (unpool.forward_sized(&v, &i, size)?, vec![("x", x)])
+        }
         "ctc" => {
             type Case = (
                 usize,

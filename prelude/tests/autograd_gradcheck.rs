@@ -1701,6 +1701,16 @@ fn conv_transpose1d_and_unbatched_images() {
 }
 
 #[test]
+fn max_unpool3d() {
+    // Windows that do not overlap: each element wins at most once (torch's gradient rule
+    // differs from finite differences only where one wins twice).
+    check("max_unpool3d", vec![input(&[1, 2, 4, 4, 4], 160)], |x| {
+        let (v, i) = F::max_pool3d_with_indices(&x[0], 2, 2, 0, 1, false)?;
+        F::max_unpool3d(&v, &i, 2, None, 0, None)
+    });
+}
+
+#[test]
 fn ctc_loss() {
     // Through log_softmax (as it is used), and straight on the log-probabilities (the loss's
     // own derivative; torch's backward there is exp(log_probs) minus it, see ctc_loss's doc).

@@ -53,10 +53,12 @@ fn brute_force(lp: &[f64], t: usize, c: usize, target: &[usize], blank: usize) -
     -total.ln()
 }
 
+/// Frames, classes, targets per sample, frames per sample, blank.
+type Case = (usize, usize, Vec<Vec<usize>>, Vec<usize>, usize);
+
 #[test]
 fn ctc_loss_equals_the_sum_over_alignments() {
-    // (frames, classes, targets per sample, frames per sample, blank)
-    let cases: Vec<(usize, usize, Vec<Vec<usize>>, Vec<usize>, usize)> = vec![
+    let cases: Vec<Case> = vec![
         (4, 3, vec![vec![1, 2], vec![1, 1]], vec![4, 4], 0),
         (5, 3, vec![vec![2], vec![]], vec![5, 3], 0),
         (5, 4, vec![vec![1, 2, 1], vec![3, 3]], vec![5, 5], 0),

@@ -332,3 +332,47 @@ fn max_pool1d_layer_gives_indices() {
     let unpooled = nn::MaxUnpool1d::new(2).forward(&v, &i).unwrap();
     assert_eq!(unpooled.shape(), [1, 2, 6]);
 }
+
+/// MaxUnpool3d puts max_pool3d's maxima back where they were, and the 3-D adaptive max pool
+/// gives indices the unpooling takes; torch's reprs for all three ranks.
+#[test]
+fn max_unpool3d_and_adaptive_indices() {
+    let x = ramp(&[1, 2, 4, 4, 6], 11, 5.0, 0.5);
+    let (v, i) = F::max_pool3d_with_indices(&x, 2, 2, 0, 1, false).unwrap();
+    let back = nn::MaxUnpool3d::new(2).forward(&v, &i).unwrap();
+    assert_eq!(back.shape(), x.shape());
+    // Every nonzero of the unpooled volume is the input's value at that place, and pooling
+    // it again gives the same maxima.
+    let (b, xs) = (back.to_vec::<f32>().unwrap(), x.to_vec::<f32>().unwrap());
+    assert!(b.iter().zip(&xs).all(|(u, w)| *u == 0.0 || u == w));
+    let again = F::max_pool3d(&back, 2, 2, 0, 1, false).unwrap();
+    let positive = v.gt(0.0).unwrap();
+    assert!(again.where_(&positive, &v).unwrap().equal(&v).unwrap());
+    // Adaptive indices point at the maxima they report.
+    let (av, ai) = F::adaptive_max_pool3d_with_indices(&x, (2, 3, 2)).unwrap();
+    let flat = x.reshape(vec![1, 2, 96]).unwrap();
+    let picked = flat
+        .gather(2, &ai.reshape(vec![1, 2, 12]).unwrap())
+        .unwrap()
+        .reshape(av.shape().to_vec())
+        .unwrap();
+    assert!(picked.equal(&av).unwrap());
+    let e = err(F::max_unpool3d(&v, &i, 2, None, 0, Some((9, 4, 6))));
+    assert!(e.contains("invalid output_size (9, 4, 6)"), "{e}");
+    for (got, want) in [
+        (
+            format!("{:?}", nn::MaxUnpool3d::new(2)),
+            "MaxUnpool3d(kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0))",
+        ),
+        (
+            format!("{}", nn::MaxUnpool2d::new(2).stride(1).padding(1)),
+            "MaxUnpool2d(kernel_size=(2, 2), stride=(1, 1), padding=(1, 1))",
+        ),
+        (
+            format!("{:?}", nn::MaxUnpool1d::new(2)),
+            "MaxUnpool1d(kernel_size=(2,), stride=(2,), padding=(0,))",
+        ),
+    ] {
+        assert_eq!(got, want);
+    }
+}

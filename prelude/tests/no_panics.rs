@@ -1367,7 +1367,7 @@ fn call(
                 "MaxPool1d forward_with_indices",
                 "max_unpool2d unbatched",
                 "Conv1d",
-                "AvgPool3d divisor_override",
+                "AvgPool3d divisor_override (n 1: adaptive_max_pool3d_with_indices, max_unpool3d)",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             *what = format!("{} of {da} and {db} (n {n})", NAMES[pick]);
@@ -1401,6 +1401,8 @@ fn call(
                     .padding("same")
                     .groups(n)
                     .forward(&a),
+                _ if n == 1 => F::adaptive_max_pool3d_with_indices(&a, (1, n, 2))
+                    .and_then(|(v, i)| F::max_unpool3d(&v, &i, (1, 2, 1), None, 0, None)),
                 _ => nn::AvgPool3d::new(n).divisor_override(n).forward(&a),
             })
         }

@@ -11,6 +11,7 @@ use super::functional::float_input;
 use super::pool_layers::show_triple;
 use super::resample::resize_axes;
 use super::Module;
+use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::tensor::autocast::unlisted;
 use crate::tensor::host_mem::checked_numel;
@@ -54,22 +55,53 @@ pub fn adaptive_max_pool3d(x: &Tensor, output_size: Size3) -> Result<Tensor> {
     // The last axis first: each stage's first maximum then keeps the earlier axes' order.
     let mut y = v;
     for (dim, out) in [(4usize, ow), (3, oh), (2, od)] {
-        y = window_max(&y, dim, out)?;
+        y = Tensor::stack(&window_taps(&y, dim, out)?, 0)?.max_dim(0)?;
     }
     unvolume(y, unbatched)
 }
 
-/// The maximum over each adaptive window along `dim`: the windows' taps gathered (a short
-/// window repeats its first element, which cannot change its first maximum), stacked in
-/// front and reduced by `max_dim`.
-fn window_max(x: &Tensor, dim: usize, out: usize) -> Result<Tensor> {
+/// [`adaptive_max_pool3d`] and where each maximum is: an int64 index into its `[D, H, W]`
+/// volume flattened (torch's `return_indices=True`, what `max_unpool3d` takes). Each stage
+/// carries the winners' positions beside their values, so the index is the first maximum in
+/// depth, row, column order, the value's own.
+pub fn adaptive_max_pool3d_with_indices(
+    x: &Tensor,
+    output_size: Size3,
+) -> Result<(Tensor, Tensor)> {
+    const OP: &str = "adaptive_max_pool3d";
+    let values = adaptive_max_pool3d(x, output_size)?;
+    let (v, unbatched) = volume(x, OP, output_size)?;
+    let (od, oh, ow) = output_size;
+    let s = v.shape().to_vec();
+    let at = no_grad(|| {
+        let volume = s[2] * s[3] * s[4];
+        let mut at = Tensor::arange(0i64, volume as i64, v.device())?
+            .reshape(vec![1, 1, s[2], s[3], s[4]])?
+            .expand(s.clone())?
+            .contiguous()?;
+        let mut y = v.clone();
+        for (dim, out) in [(4usize, ow), (3, oh), (2, od)] {
+            let taps = Tensor::stack(&window_taps(&y, dim, out)?, 0)?;
+            let place = Tensor::stack(&window_taps(&at, dim, out)?, 0)?;
+            let first = taps.argmax_dim(0)?.unsqueeze(0)?;
+            y = taps.max_dim(0)?;
+            at = place.gather(0, &first)?.squeeze(0)?;
+        }
+        Ok::<_, Error>(at)
+    })?;
+    Ok((values, unvolume(at, unbatched)?))
+}
+
+/// The taps of each adaptive window along `dim`, one tensor per tap (a short window repeats
+/// its first element, which cannot change its first maximum), for `max_dim` over them.
+fn window_taps(x: &Tensor, dim: usize, out: usize) -> Result<Vec<Tensor>> {
     let len = x.shape()[dim];
     let window = |o: usize| (o * len / out, ((o + 1) * len).div_ceil(out));
     let k = (0..out)
         .map(|o| window(o).1 - window(o).0)
         .max()
         .unwrap_or(1);
-    let taps = (0..k)
+    (0..k)
         .map(|t| {
             let idx: Vec<i64> = (0..out)
                 .map(|o| {
@@ -84,8 +116,7 @@ fn window_max(x: &Tensor, dim: usize, out: usize) -> Result<Tensor> {
             let idx = Tensor::from_vec(idx, vec![out], x.device())?;
             x.index_select(dim as isize, &idx)
         })
-        .collect::<Result<Vec<_>>>()?;
-    Tensor::stack(&taps, 0)?.max_dim(0)
+        .collect()
 }
 
 /// torch's `nn.AdaptiveAvgPool3d(output_size)`.
@@ -121,6 +152,10 @@ pub struct AdaptiveMaxPool3d {
 impl AdaptiveMaxPool3d {
     pub fn new(output_size: Size3) -> AdaptiveMaxPool3d {
         AdaptiveMaxPool3d { output_size }
+    }
+    /// The pooling and where each maximum is (torch's `return_indices=True`).
+    pub fn forward_with_indices(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        adaptive_max_pool3d_with_indices(x, self.output_size)
     }
 }
 

@@ -213,7 +213,7 @@ pub fn ctc_loss(
     }
     let ext_idx = Tensor::from_vec(ext, vec![1, n, l], Device::Cpu)?
         .to(dev)?
-        .expand(&[t_max, n, l])?
+        .expand([t_max, n, l])?
         .contiguous()?;
     // Each frame's log-probability of each extended label: [T, N, L].
     let emit = lp.gather(2, &ext_idx)?;

@@ -20,7 +20,9 @@ pub use super::adaptive_pool::{
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
     adaptive_max_pool2d_with_indices,
 };
-pub use super::adaptive_pool3d::{adaptive_avg_pool3d, adaptive_max_pool3d};
+pub use super::adaptive_pool3d::{
+    adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices,
+};
 pub use super::attention::scaled_dot_product_attention;
 use super::class_loss::class_loss;
 pub use super::class_loss::ClassLossOptions;
@@ -56,7 +58,7 @@ pub use super::resample::interpolate;
 pub use super::scale_norm::{local_response_norm, rms_norm};
 pub use super::stochastic::{alpha_dropout, feature_alpha_dropout, gumbel_softmax, rrelu};
 pub use super::unfold::{fold, unfold};
-pub use super::unpool::{max_pool1d_with_indices, max_unpool1d, max_unpool2d};
+pub use super::unpool::{max_pool1d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d};
 
 fn resolve(dim: isize, rank: usize, op: &str) -> Result<usize> {
     let d = if dim < 0 { dim + rank as isize } else { dim };

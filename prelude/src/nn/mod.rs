@@ -117,7 +117,7 @@ pub use transformer_stack::{
     TransformerStack,
 };
 pub use unfold::{Fold, Unfold};
-pub use unpool::{MaxUnpool1d, MaxUnpool2d};
+pub use unpool::{MaxUnpool, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d};
 
 use crate::autograd::no_grad;
 use crate::device::Device;

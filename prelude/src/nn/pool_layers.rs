@@ -53,6 +53,18 @@ pub trait PoolSize: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static {
         d: Self,
         ceil: bool,
     ) -> Result<(Tensor, Tensor)>;
+    /// The output size `forward_sized` of the `MaxUnpool` of this rank takes.
+    type Unpooled: Copy + Send + Sync + 'static;
+    /// As torch's `MaxUnpool` repr prints a size: always a tuple.
+    fn show_tuple(self) -> String;
+    fn max_unpool(
+        x: &Tensor,
+        indices: &Tensor,
+        k: Self,
+        s: Self,
+        p: Self,
+        output_size: Option<Self::Unpooled>,
+    ) -> Result<Tensor>;
     /// `divisor` is torch's `divisor_override` (only the 2-D and 3-D layers take one).
     fn avg_pool(
         x: &Tensor,
@@ -66,6 +78,20 @@ pub trait PoolSize: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static {
 }
 
 impl PoolSize for Size1 {
+    type Unpooled = usize;
+    fn show_tuple(self) -> String {
+        format!("({},)", self.0)
+    }
+    fn max_unpool(
+        x: &Tensor,
+        indices: &Tensor,
+        k: Size1,
+        s: Size1,
+        p: Size1,
+        output_size: Option<usize>,
+    ) -> Result<Tensor> {
+        functional::max_unpool1d(x, indices, k.0, Some(s.0), p.0, output_size)
+    }
     const RANK: usize = 1;
     const ZERO: Size1 = Size1(0);
     const ONE: Size1 = Size1(1);
@@ -102,6 +128,20 @@ impl PoolSize for Size1 {
 }
 
 impl PoolSize for Size2 {
+    type Unpooled = (usize, usize);
+    fn show_tuple(self) -> String {
+        Size2::show(self)
+    }
+    fn max_unpool(
+        x: &Tensor,
+        indices: &Tensor,
+        k: Size2,
+        s: Size2,
+        p: Size2,
+        output_size: Option<(usize, usize)>,
+    ) -> Result<Tensor> {
+        functional::max_unpool2d(x, indices, k, Some(s), p, output_size)
+    }
     const RANK: usize = 2;
     const ZERO: Size2 = Size2(0, 0);
     const ONE: Size2 = Size2(1, 1);
@@ -135,6 +175,20 @@ impl PoolSize for Size2 {
 }
 
 impl PoolSize for Size3 {
+    type Unpooled = (usize, usize, usize);
+    fn show_tuple(self) -> String {
+        Size3::show(self)
+    }
+    fn max_unpool(
+        x: &Tensor,
+        indices: &Tensor,
+        k: Size3,
+        s: Size3,
+        p: Size3,
+        output_size: Option<(usize, usize, usize)>,
+    ) -> Result<Tensor> {
+        functional::max_unpool3d(x, indices, k, Some(s), p, output_size)
+    }
     const RANK: usize = 3;
     const ZERO: Size3 = Size3(0, 0, 0);
     const ONE: Size3 = Size3(1, 1, 1);

@@ -1,12 +1,14 @@
-//! Max unpooling as torch's `F.max_unpool1d` and `F.max_unpool2d` (SegNet's decoder): each
+//! Max unpooling as torch's `F.max_unpool1d`, `F.max_unpool2d` and `F.max_unpool3d` (SegNet's decoder): each
 //! value put back where `max_pool*_with_indices` found it, zeros elsewhere, by one `scatter`
 //! (whose gradient gathers from the same places); and `F.max_pool1d_with_indices`, the 1-D
-//! form of the pooling that gives those indices. The modules are `nn::MaxUnpool1d`/`2d`.
+//! form of the pooling that gives those indices. The modules are `nn::MaxUnpool1d`/`2d`/`3d`, one `MaxUnpool<S>`.
 
-use super::conv::Size2;
+use super::conv::{Size1, Size2};
 use super::conv1d::{as_image, as_sequence};
+use super::conv3d::{as_volume, unvolume, Size3};
 use super::functional::float_input;
 use super::pool::max_pool2d_with_indices;
+use super::pool_layers::PoolSize;
 use super::windows::nchw;
 use crate::autograd::{no_grad, record};
 use crate::error::{Error, Result};
@@ -39,20 +41,17 @@ pub fn max_pool1d_with_indices(
 /// the size asked for, which must lie strictly within `stride` of it.
 fn unpooled_size(
     op: &str,
-    input: [usize; 2],
-    k: Size2,
-    s: Size2,
-    p: Size2,
-    asked: Option<(usize, usize)>,
-) -> Result<[usize; 2]> {
-    let mut out = [0; 2];
-    for (a, (((len, k), s), p)) in input
-        .into_iter()
-        .zip([k.0, k.1])
-        .zip([s.0, s.1])
-        .zip([p.0, p.1])
-        .enumerate()
-    {
+    input: &[usize],
+    [k, s, p]: [&[usize]; 3],
+    asked: Option<&[usize]>,
+) -> Result<Vec<usize>> {
+    let show = |v: &[usize]| {
+        let items: Vec<String> = v.iter().map(usize::to_string).collect();
+        format!("({})", items.join(", "))
+    };
+    let mut out = vec![0; input.len()];
+    for a in 0..input.len() {
+        let (len, k, s, p) = (input[a], k[a], s[a], p[a]);
         if s == 0 || k == 0 {
             return Err(Error::Invalid(format!(
                 "{op}: kernel size and stride must be positive, got kernel {k}, stride {s}"
@@ -68,12 +67,13 @@ fn unpooled_size(
         out[a] = match asked {
             None => default as usize,
             Some(size) => {
-                let want = [size.0, size.1][a] as i64;
+                let want = size[a] as i64;
                 let (lo, hi) = (default - s as i64, default + s as i64);
                 if !(lo < want && want < hi) {
                     return Err(Error::BadShape(format!(
-                        "{op}: invalid output_size {size:?} (dimension {a} must be between \
-                         {lo} and {hi}, exclusive)"
+                        "{op}: invalid output_size {} (dimension {a} must be between {lo} and \
+                         {hi}, exclusive)",
+                        show(size)
                     )));
                 }
                 want as usize
@@ -81,6 +81,49 @@ fn unpooled_size(
         };
     }
     Ok(out)
+}
+
+/// Each value of `x` (`[N, C, spatial..]`) written at its flat position `indices` (int64, the
+/// shape of `x`) in an output of zeros `[N, C, out..]`, after `indices` is checked to lie
+/// inside it.
+fn unpool(op: &'static str, x: &Tensor, indices: &Tensor, out: &[usize]) -> Result<Tensor> {
+    float_input(x, op)?;
+    if indices.shape() != x.shape() || indices.dtype() != DType::I64 {
+        return Err(Error::BadShape(format!(
+            "{op}: indices must be int64 of the input's shape {:?}, got {} of shape {:?}",
+            x.shape(),
+            indices.dtype(),
+            indices.shape()
+        )));
+    }
+    let (n, c) = (x.shape()[0], x.shape()[1]);
+    let inside: usize = x.shape()[2..].iter().product();
+    let plane = checked_numel(op, out)?;
+    checked_numel(op, &[n, c, plane])?;
+    if indices.numel() > 0 {
+        let (lo, hi) = (
+            indices.amin(&[], false)?.item::<i64>()?,
+            indices.amax(&[], false)?.item::<i64>()?,
+        );
+        if lo < 0 || hi >= plane as i64 {
+            let bad = if lo < 0 { lo } else { hi };
+            let sizes: Vec<String> = out.iter().map(usize::to_string).collect();
+            return Err(Error::Invalid(format!(
+                "{op}: found an invalid max index {bad} (the output planes are {})",
+                sizes.join(" x ")
+            )));
+        }
+    }
+    let (idx, src) = (indices.reshape([n, c, inside])?, x.reshape([n, c, inside])?);
+    let y = no_grad(|| {
+        Tensor::zeros_dtype([n, c, plane], x.dtype(), x.device())?.scatter(2, &idx, &src)
+    })?;
+    // torch's backward is a gather from the same places. With overlapping windows an element
+    // that wins two of them is written once, yet both pooled copies get the gradient at its
+    // place, so it receives it twice (finite differences see it once): torch's rule, kept so
+    // that a network trains as it does in torch. A scatter's gradient would give it once.
+    let y = record(y, op, &[&src], move |g| Ok(vec![Some(g.gather(2, &idx)?)]));
+    y.reshape([vec![n, c], out.to_vec()].concat())
 }
 
 /// Each value of `x` (`[N, C, H, W]`) written at its plane position `indices` (int64, the
@@ -104,42 +147,44 @@ pub fn max_unpool2d(
         let (x1, i1) = (x.unsqueeze(0)?, indices.unsqueeze(0)?);
         return max_unpool2d(&x1, &i1, k, Some(s), p, output_size)?.squeeze(0);
     }
-    let [n, c, h, w] = nchw(x, OP)?;
-    float_input(x, OP)?;
-    if indices.shape() != x.shape() || indices.dtype() != DType::I64 {
-        return Err(Error::BadShape(format!(
-            "{OP}: indices must be int64 of the input's shape {:?}, got {} of shape {:?}",
-            x.shape(),
-            indices.dtype(),
-            indices.shape()
-        )));
-    }
-    let [oh, ow] = unpooled_size(OP, [h, w], k, s, p, output_size)?;
-    let plane = checked_numel(OP, &[oh, ow])?;
-    if indices.numel() > 0 {
-        let (lo, hi) = (
-            indices.amin(&[], false)?.item::<i64>()?,
-            indices.amax(&[], false)?.item::<i64>()?,
-        );
-        if lo < 0 || hi >= plane as i64 {
-            let bad = if lo < 0 { lo } else { hi };
-            return Err(Error::Invalid(format!(
-                "{OP}: found an invalid max index {bad} (the output planes are {oh} x {ow})"
-            )));
-        }
-    }
-    let (idx, src) = (indices.reshape([n, c, h * w])?, x.reshape([n, c, h * w])?);
-    let out = no_grad(|| {
-        Tensor::zeros_dtype([n, c, plane], x.dtype(), x.device())?.scatter(2, &idx, &src)
-    })?;
-    // torch's backward is a gather from the same places. With overlapping windows an element
-    // that wins two of them is written once, yet both pooled copies get the gradient at its
-    // place, so it receives it twice (finite differences see it once): torch's rule, kept so
-    // that a network trains as it does in torch. A scatter's gradient would give it once.
-    let out = record(out, "max_unpool2d", &[&src], move |g| {
-        Ok(vec![Some(g.gather(2, &idx)?)])
-    });
-    out.reshape([n, c, oh, ow])
+    let [_, _, h, w] = nchw(x, OP)?;
+    let sizes = [[k.0, k.1], [s.0, s.1], [p.0, p.1]];
+    let asked = output_size.map(|(a, b)| [a, b]);
+    let out = unpooled_size(
+        OP,
+        &[h, w],
+        sizes.each_ref().map(|v| &v[..]),
+        asked.as_ref().map(|v| &v[..]),
+    )?;
+    unpool(OP, x, indices, &out)
+}
+
+/// Each value of `x` (`[N, C, D, H, W]` or `[C, D, H, W]`) written at its volume position
+/// `indices` (int64, as `max_pool3d_with_indices` gives) of an output of zeros (torch's
+/// `F.max_unpool3d`); the output size per axis as [`max_unpool2d`]'s.
+pub fn max_unpool3d(
+    x: &Tensor,
+    indices: &Tensor,
+    kernel: impl Into<Size3>,
+    stride: Option<Size3>,
+    padding: impl Into<Size3>,
+    output_size: Option<(usize, usize, usize)>,
+) -> Result<Tensor> {
+    const OP: &str = "max_unpool3d";
+    let (k, p) = (kernel.into(), padding.into());
+    let s = stride.unwrap_or(k);
+    let (v, unbatched) = as_volume(OP, x)?;
+    let (i, _) = as_volume(OP, indices)?;
+    let spatial = [v.shape()[2], v.shape()[3], v.shape()[4]];
+    let sizes = [[k.0, k.1, k.2], [s.0, s.1, s.2], [p.0, p.1, p.2]];
+    let asked = output_size.map(|(a, b, c)| [a, b, c]);
+    let out = unpooled_size(
+        OP,
+        &spatial,
+        sizes.each_ref().map(|v| &v[..]),
+        asked.as_ref().map(|v| &v[..]),
+    )?;
+    unvolume(unpool(OP, &v, &i, &out)?, unbatched)
 }
 
 /// [`max_unpool2d`] along the last dimension of `[N, C, L]` or `[C, L]` (torch's
@@ -170,31 +215,39 @@ pub fn max_unpool1d(
     as_sequence(y, unbatched)
 }
 
-/// torch's `nn.MaxUnpool2d(kernel_size)` ([`max_unpool2d`]): stride the kernel size and
-/// padding 0 unless set; `forward(x, indices)` or `forward_sized(x, indices, output_size)`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MaxUnpool2d {
-    kernel: Size2,
-    stride: Size2,
-    padding: Size2,
+/// torch's `nn.MaxUnpool1d`, `nn.MaxUnpool2d` and `nn.MaxUnpool3d` ([`max_unpool2d`]):
+/// stride the kernel size and padding 0 unless set; `forward(x, indices)`, or
+/// `forward_sized(x, indices, output_size)` with the size the pooling's input had.
+#[derive(Clone, Copy, PartialEq)]
+pub struct MaxUnpool<S> {
+    kernel: S,
+    stride: S,
+    padding: S,
 }
 
-impl MaxUnpool2d {
-    pub fn new(kernel_size: impl Into<Size2>) -> MaxUnpool2d {
+/// torch's `nn.MaxUnpool1d`, for `MaxPool1d`'s indices.
+pub type MaxUnpool1d = MaxUnpool<Size1>;
+/// torch's `nn.MaxUnpool2d`, for `MaxPool2d`'s indices.
+pub type MaxUnpool2d = MaxUnpool<Size2>;
+/// torch's `nn.MaxUnpool3d`, for `MaxPool3d`'s indices.
+pub type MaxUnpool3d = MaxUnpool<Size3>;
+
+impl<S: PoolSize> MaxUnpool<S> {
+    pub fn new(kernel_size: impl Into<S>) -> MaxUnpool<S> {
         let k = kernel_size.into();
-        MaxUnpool2d {
+        MaxUnpool {
             kernel: k,
             stride: k,
-            padding: Size2(0, 0),
+            padding: S::ZERO,
         }
     }
 
-    pub fn stride(mut self, stride: impl Into<Size2>) -> MaxUnpool2d {
+    pub fn stride(mut self, stride: impl Into<S>) -> MaxUnpool<S> {
         self.stride = stride.into();
         self
     }
 
-    pub fn padding(mut self, padding: impl Into<Size2>) -> MaxUnpool2d {
+    pub fn padding(mut self, padding: impl Into<S>) -> MaxUnpool<S> {
         self.padding = padding.into();
         self
     }
@@ -208,72 +261,32 @@ impl MaxUnpool2d {
         &self,
         x: &Tensor,
         indices: &Tensor,
-        output_size: Option<(usize, usize)>,
+        output_size: Option<S::Unpooled>,
     ) -> Result<Tensor> {
         let (k, s, p) = (self.kernel, self.stride, self.padding);
-        max_unpool2d(x, indices, k, Some(s), p, output_size)
+        S::max_unpool(x, indices, k, s, p, output_size)
     }
 
     /// As torch prints it: `MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))`.
     pub fn describe(&self) -> String {
-        let pair = |s: Size2| format!("({}, {})", s.0, s.1);
         format!(
-            "MaxUnpool2d(kernel_size={}, stride={}, padding={})",
-            pair(self.kernel),
-            pair(self.stride),
-            pair(self.padding)
+            "MaxUnpool{}d(kernel_size={}, stride={}, padding={})",
+            S::RANK,
+            self.kernel.show_tuple(),
+            self.stride.show_tuple(),
+            self.padding.show_tuple()
         )
     }
 }
 
-/// torch's `nn.MaxUnpool1d(kernel_size)` ([`max_unpool1d`]): stride the kernel size and
-/// padding 0 unless set.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MaxUnpool1d {
-    kernel: usize,
-    stride: usize,
-    padding: usize,
+impl<S: PoolSize> std::fmt::Debug for MaxUnpool<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
 }
 
-impl MaxUnpool1d {
-    pub fn new(kernel_size: usize) -> MaxUnpool1d {
-        MaxUnpool1d {
-            kernel: kernel_size,
-            stride: kernel_size,
-            padding: 0,
-        }
-    }
-
-    pub fn stride(mut self, stride: usize) -> MaxUnpool1d {
-        self.stride = stride;
-        self
-    }
-
-    pub fn padding(mut self, padding: usize) -> MaxUnpool1d {
-        self.padding = padding;
-        self
-    }
-
-    pub fn forward(&self, x: &Tensor, indices: &Tensor) -> Result<Tensor> {
-        self.forward_sized(x, indices, None)
-    }
-
-    /// torch's `unpool(x, indices, output_size=...)`: the length the pooling's input had.
-    pub fn forward_sized(
-        &self,
-        x: &Tensor,
-        indices: &Tensor,
-        output_size: Option<usize>,
-    ) -> Result<Tensor> {
-        let (k, s, p) = (self.kernel, self.stride, self.padding);
-        max_unpool1d(x, indices, k, Some(s), p, output_size)
-    }
-
-    /// As torch prints it: `MaxUnpool1d(kernel_size=(2,), stride=(2,), padding=(0,))`.
-    pub fn describe(&self) -> String {
-        format!(
-            "MaxUnpool1d(kernel_size=({},), stride=({},), padding=({},))",
-            self.kernel, self.stride, self.padding
-        )
+impl<S: PoolSize> std::fmt::Display for MaxUnpool<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
     }
 }
