@@ -435,20 +435,9 @@ macro_rules! conv_layer {
                 self.args.describe($name, self.bias.is_some())
             }
         }
-
-        /// torch's repr with `{:?}` and `{}`, as every layer's.
-        impl<S: ConvSize> std::fmt::Debug for $layer<S> {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(&self.describe())
-            }
-        }
-        impl<S: ConvSize> std::fmt::Display for $layer<S> {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(&self.describe())
-            }
-        }
     };
 }
 
 conv_layer!(Conv, "Conv", conv);
 conv_layer!(ConvTranspose, "ConvTranspose", conv_transpose);
+generic_repr!(ConvSize: Conv, ConvTranspose);

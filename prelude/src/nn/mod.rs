@@ -14,6 +14,24 @@
 //! (a = sqrt(5)), i.e. uniform in ±1/sqrt(fan_in), and so do biases; drawn from the seeded
 //! generator ([`crate::manual_seed`]).
 
+/// torch's repr with `{:?}` and `{}` for generic layers (`Conv<S>`, `MaxPool<S>`, ...), one
+/// impl for every rank: `generic_repr!(ConvSize: Conv, ConvTranspose)` prints each through
+/// its `describe()`. (The plain layers get theirs from `torch_repr!` below.)
+macro_rules! generic_repr {
+    ($bound:ident: $($t:ident),*) => {$(
+        impl<S: $bound> std::fmt::Debug for $t<S> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.describe())
+            }
+        }
+        impl<S: $bound> std::fmt::Display for $t<S> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.describe())
+            }
+        }
+    )*};
+}
+
 mod activation;
 mod adaptive_pool;
 mod adaptive_pool3d;

@@ -387,23 +387,7 @@ impl<S: PoolSize> Module for AvgPool<S> {
     }
 }
 
-/// torch's repr with `{:?}` and `{}`, as every layer's.
-macro_rules! generic_repr {
-    ($($t:ident),*) => {$(
-        impl<S: PoolSize> std::fmt::Debug for $t<S> {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(&self.describe())
-            }
-        }
-        impl<S: PoolSize> std::fmt::Display for $t<S> {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(&self.describe())
-            }
-        }
-    )*};
-}
-
-generic_repr!(MaxPool, AvgPool);
+generic_repr!(PoolSize: MaxPool, AvgPool);
 
 /// Mean over the cells of an `output_size` grid laid over each plane, whatever the input's
 /// height and width (torch's `nn.AdaptiveAvgPool2d`); `(1, 1)` is global average pooling.

@@ -279,14 +279,4 @@ impl<S: PoolSize> MaxUnpool<S> {
     }
 }
 
-impl<S: PoolSize> std::fmt::Debug for MaxUnpool<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.describe())
-    }
-}
-
-impl<S: PoolSize> std::fmt::Display for MaxUnpool<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.describe())
-    }
-}
+generic_repr!(PoolSize: MaxUnpool);
