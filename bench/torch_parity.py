@@ -178,6 +178,8 @@ NN_MORE = {
     "unb2d": ("conv", "convT", "pool", "avg", "adaavg", "adamax", "unpool", "lppool"),
     "convT1d": ("k3s2", "p1o1", "g2d2", "unb"), "avgdiv": ("k2d3", "k3s2p1cd5", "unb"),
     # ctc_loss of log_softmax(x) (see CTC_CASES).
+    # grid_sample on volumes: mode (b, n) x padding (z, b, r), a for align_corners.
+    "gsamp3": ("bz", "bb", "br", "nz", "nb", "nr", "bza", "bra", "nza"), "affine3": ("plain", "align"),
     "adamax3i": ("o111", "o234", "o322", "unb"), "unpool3d": ("k2", "k3s2p1", "unb"),
     "ctc": ("none", "mean", "sum", "concat", "blank2", "rep", "short", "zinf", "noframes", "unb"),
 }
@@ -197,7 +199,7 @@ CTC_CASES = {
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
 NN_WANTS = {"adamaxi": (), "adamax3i": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
-            "convT3d": ("x", "w", "b"), "convT1d": ("x", "w", "b"), "gsamp": ("x", "g"), "ebag": ("w", "p"),
+            "convT3d": ("x", "w", "b"), "convT1d": ("x", "w", "b"), "gsamp": ("x", "g"), "gsamp3": ("x", "g"), "ebag": ("w", "p"),
             "bn3d": ("x", "weight", "bias"), "drop3d": (), "bilin": ("x1", "x2", "w", "b"),
             "tripletd": ("a", "p", "n")}
 
@@ -297,6 +299,8 @@ KNOWN = {
     # tolerance on small elements.
     **{f"nn gsamp {d} {p} {w}": "torch's CPU half grid_sample rounds in half (gpulab nearer float64)"
        for d in ("f16", "bf16") for p in NN_MORE["gsamp"] for w in ("out", "x", "g")},
+    **{f"nn gsamp3 {d} {p} {w}": "torch's CPU half grid_sample rounds in half (gpulab nearer float64)"
+       for d in ("f16", "bf16") for p in NN_MORE["gsamp3"] for w in ("out", "x", "g")},
     **{f"nn gsamp f32 {p} g": "bicubic grid gradient: float32 rounding, both near float64"
        for p in ("cz", "cb", "cr", "cba")},
     # torch's CPU smooth_l1_loss has no float16 backward ("not implemented for 'Half'"); its
@@ -910,6 +914,16 @@ def torch_results(lines, device):
             x = ramp([2, 5, 5, 6] if param == "unb" else [1, 2, 5, 5, 6], 7, 3.0, 0.5, d)
             v, i = F.max_pool3d(x, kernel, stride, pad, return_indices=True)
             return F.max_unpool3d(v, i, kernel, stride, pad, output_size=size), {"x": x}
+        if op == "gsamp3":
+            mode = {"b": "bilinear", "n": "nearest"}[param[0]]
+            pad = {"z": "zeros", "b": "border", "r": "reflection"}[param[1]]
+            x = ramp([1, 2, 3, 4, 5], 7, 3.0, 0.5, d)
+            g = ramp([1, 2, 3, 2, 3], 11, 5.0, 0.27, d)
+            return F.grid_sample(x, g, mode=mode, padding_mode=pad, align_corners=param.endswith("a")), \
+                {"x": x, "g": g}
+        if op == "affine3":
+            theta = ramp([2, 3, 4], 5, 2.0, 0.4, d)
+            return F.affine_grid(theta, [2, 1, 2, 3, 4], align_corners=param == "align"), {"x": theta}
         if op == "ctc":
             t, targets, il, tl, blank, red, zinf = CTC_CASES[param]
             shape = [t, 4] if param == "unb" else [t, len(il), 4]

@@ -918,6 +918,27 @@ fn nn_unbatched(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Er
                 .divisor_override(div);
             (m.forward(&x)?, vec![("x", x)])
         }
+        "gsamp3" => {
+            let mode = if param.starts_with('b') {
+                "bilinear"
+            } else {
+                "nearest"
+            };
+            let pad = match &param[1..2] {
+                "z" => "zeros",
+                "b" => "border",
+                _ => "reflection",
+            };
+            let x = ramp(&[1, 2, 3, 4, 5], 7, 3.0, 0.5, d, dev)?;
+            let g = ramp(&[1, 2, 3, 2, 3], 11, 5.0, 0.27, d, dev)?;
+            let out = F::grid_sample(&x, &g, mode, pad, param.ends_with('a'))?;
+            (out, vec![("x", x), ("g", g)])
+        }
+        "affine3" => {
+            let theta = ramp(&[2, 3, 4], 5, 2.0, 0.4, d, dev)?;
+            let out = F::affine_grid(&theta, [2, 1, 2, 3, 4], param == "align")?;
+            (out, vec![("x", theta)])
+        }
         "adamax3i" => {
             let size = match param {
                 "o111" => (1, 1, 1),

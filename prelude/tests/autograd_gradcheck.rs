@@ -1701,6 +1701,20 @@ fn conv_transpose1d_and_unbatched_images() {
 }
 
 #[test]
+fn grid_sample_volumes_and_affine_grid_3d() {
+    for pad in ["zeros", "reflection"] {
+        check(
+            &format!("grid_sample trilinear, {pad}"),
+            vec![input(&[1, 2, 3, 3, 4], 170), input(&[1, 2, 2, 2, 3], 171)],
+            |x| F::grid_sample(&x[0], &x[1], "bilinear", pad, false),
+        );
+    }
+    check("affine_grid 3-D", vec![input(&[2, 3, 4], 172)], |x| {
+        F::affine_grid(&x[0], [2, 1, 2, 3, 2], true)
+    });
+}
+
+#[test]
 fn max_unpool3d() {
     // Windows that do not overlap: each element wins at most once (torch's gradient rule
     // differs from finite differences only where one wins twice).

@@ -371,6 +371,89 @@ fn grid_sample_of_the_identity_grid_is_the_image() {
     assert!(e.contains("expected theta [1, 2, 3]"), "{e}");
 }
 
+/// Volumes: the identity affine grid samples a volume back, and trilinear sampling at any
+/// point is the eight corners weighted by their opposite boxes (a direct loop in float64).
+#[test]
+fn grid_sample_samples_volumes_trilinearly() {
+    let x = Tensor::randn([1, 2, 3, 4, 5], CPU).unwrap();
+    let mut eye = vec![0.0f32; 12];
+    for i in 0..3 {
+        eye[i * 4 + i] = 1.0;
+    }
+    let eye = Tensor::from_vec(eye, vec![1, 3, 4], CPU).unwrap();
+    for align in [false, true] {
+        let grid = F::affine_grid(&eye, [1, 2, 3, 4, 5], align).unwrap();
+        assert_eq!(grid.shape(), [1, 3, 4, 5, 3]);
+        for mode in ["bilinear", "nearest"] {
+            let y = F::grid_sample(&x, &grid, mode, "zeros", align).unwrap();
+            assert!(y.allclose(&x, 1e-5, 1e-5).unwrap(), "{mode}, align {align}");
+        }
+    }
+    let xs = x.to_dtype(DType::F64).unwrap();
+    let v = xs.to_vec::<f64>().unwrap();
+    let (d, h, w) = (3usize, 4usize, 5usize);
+    // Points (x, y, z) in [-1, 1], some near the edges; align_corners: pixel = (g + 1) / 2 * (len - 1).
+    let pts = [
+        [0.3, -0.7, 0.1],
+        [-0.95, 0.55, 0.9],
+        [0.0, 0.0, -1.0],
+        [0.81, 0.99, 0.35],
+    ];
+    let grid: Vec<f64> = pts.iter().flatten().copied().collect();
+    let grid = Tensor::from_vec(grid, vec![1, 1, 1, 4, 3], CPU).unwrap();
+    let y = F::grid_sample(&xs, &grid, "bilinear", "zeros", true).unwrap();
+    assert_eq!(y.shape(), [1, 2, 1, 1, 4]);
+    let got = y.to_vec::<f64>().unwrap();
+    for c in 0..2 {
+        for (k, p) in pts.iter().enumerate() {
+            let at = |g: f64, len: usize| (g + 1.0) / 2.0 * (len - 1) as f64;
+            let (px, py, pz) = (at(p[0], w), at(p[1], h), at(p[2], d));
+            let mut want = 0.0;
+            for (zi, wz) in [
+                (pz.floor(), 1.0 - pz.fract()),
+                (pz.floor() + 1.0, pz.fract()),
+            ] {
+                for (yi, wy) in [
+                    (py.floor(), 1.0 - py.fract()),
+                    (py.floor() + 1.0, py.fract()),
+                ] {
+                    for (xi, wx) in [
+                        (px.floor(), 1.0 - px.fract()),
+                        (px.floor() + 1.0, px.fract()),
+                    ] {
+                        let inside = zi < d as f64 && yi < h as f64 && xi < w as f64;
+                        if inside {
+                            let idx = ((c * d + zi as usize) * h + yi as usize) * w + xi as usize;
+                            want += wx * wy * wz * v[idx];
+                        }
+                    }
+                }
+            }
+            let g = got[c * 4 + k];
+            assert!(
+                (g - want).abs() < 1e-12,
+                "channel {c} point {p:?}: {g} vs {want}"
+            );
+        }
+    }
+    let e = F::grid_sample(&xs, &grid, "bicubic", "zeros", true)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bicubic") && e.contains("images"), "{e}");
+    let flat_grid = grid.reshape([1, 1, 4, 3]).unwrap();
+    let e = F::grid_sample(&xs, &flat_grid, "bilinear", "zeros", true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("expected a grid [1, D_out, H_out, W_out, 3]"),
+        "{e}"
+    );
+    let e = F::affine_grid(&eye, [1, 1, 4, 5], false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("expected theta [1, 2, 3]"), "{e}");
+}
+
 #[test]
 fn a_spatial_transformer_learns_the_shift_between_two_images() {
     // A blob, and the same blob moved right: gradient descent on theta through affine_grid
