@@ -180,9 +180,20 @@ NN_MORE = {
     # ctc_loss of log_softmax(x) (see CTC_CASES).
     # grid_sample on volumes: mode (b, n) x padding (z, b, r), a for align_corners.
     "gsamp3": ("bz", "bb", "br", "nz", "nb", "nr", "bza", "bra", "nza"), "affine3": ("plain", "align"),
+    # Fractional max pooling with fixed random samples (FMP_CASES), values and indices.
+    "fmp2": ("k2o3", "k3r05", "k23o34", "unb"), "fmp2i": ("k2o3", "k3r05", "k23o34", "unb"),
+    "fmp3": ("k2o233", "k2r06", "unb"), "fmp3i": ("k2o233", "k2r06", "unb"),
     "adamax3i": ("o111", "o234", "o322", "unb"), "unpool3d": ("k2", "k3s2p1", "unb"),
     "ctc": ("none", "mean", "sum", "concat", "blank2", "rep", "short", "zinf", "noframes", "unb"),
 }
+# fractional_max_pool cases: kernel, output_size, output_ratio (mirrored in torch_parity.rs);
+# the samples, one per plane and axis, in FMP_SAMPLES.
+FMP_CASES = {
+    2: {"k2o3": (2, (3, 3), None), "k3r05": (3, None, (0.5, 0.5)), "k23o34": ((2, 3), (3, 4), None),
+        "unb": (2, (4, 4), None)},
+    3: {"k2o233": (2, (2, 3, 3), None), "k2r06": (2, None, (0.6, 0.6, 0.6)), "unb": ((1, 2, 2), (3, 3, 4), None)},
+}
+FMP_SAMPLES = [0.1, 0.7, 0.45, 0.9, 0.3, 0.55]
 # ctc_loss cases: frames, targets, input lengths, target lengths, blank, reduction,
 # zero_infinity (mirrored in torch_parity.rs's nn_unbatched).
 CTC_CASES = {
@@ -198,7 +209,7 @@ CTC_CASES = {
     "unb": (5, [1, 3], [5], [2], 0, "sum", False),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
-NN_WANTS = {"adamaxi": (), "adamax3i": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
+NN_WANTS = {"adamaxi": (), "adamax3i": (), "fmp2i": (), "fmp3i": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
             "convT3d": ("x", "w", "b"), "convT1d": ("x", "w", "b"), "gsamp": ("x", "g"), "gsamp3": ("x", "g"), "ebag": ("w", "p"),
             "bn3d": ("x", "weight", "bias"), "drop3d": (), "bilin": ("x1", "x2", "w", "b"),
             "tripletd": ("a", "p", "n")}
@@ -924,6 +935,19 @@ def torch_results(lines, device):
         if op == "affine3":
             theta = ramp([2, 3, 4], 5, 2.0, 0.4, d)
             return F.affine_grid(theta, [2, 1, 2, 3, 4], align_corners=param == "align"), {"x": theta}
+        if op in ("fmp2", "fmp2i", "fmp3", "fmp3i"):
+            r = 2 if op.startswith("fmp2") else 3
+            kernel, size, ratio = FMP_CASES[r][param]
+            shape = ([1, 2, 5, 6] if r == 2 else [1, 2, 4, 5, 6])
+            if param == "unb":
+                shape = shape[1:]
+            # Ties on purpose: the first maximum of each window wins.
+            x = ramp(shape, 4 if op.endswith("i") else 7, 0.0 if op.endswith("i") else 3.0, 1.0, d)
+            u = torch.tensor(FMP_SAMPLES[: 2 * r], dtype=torch.float64).reshape(1, 2, r)
+            u = u.to(x.dtype).to(dev) if x.is_floating_point() else u.to(dev)
+            f = F.fractional_max_pool2d if r == 2 else F.fractional_max_pool3d
+            v, i = f(x, kernel, output_size=size, output_ratio=ratio, return_indices=True, _random_samples=u)
+            return (i if op.endswith("i") else v), {"x": x}
         if op == "ctc":
             t, targets, il, tl, blank, red, zinf = CTC_CASES[param]
             shape = [t, 4] if param == "unb" else [t, len(il), 4]

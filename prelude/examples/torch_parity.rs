@@ -918,6 +918,45 @@ fn nn_unbatched(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Er
                 .divisor_override(div);
             (m.forward(&x)?, vec![("x", x)])
         }
+        "fmp2" | "fmp2i" | "fmp3" | "fmp3i" => {
+            let r = if op.starts_with("fmp2") { 2 } else { 3 };
+            let mut shape = if r == 2 {
+                vec![1, 2, 5, 6]
+            } else {
+                vec![1, 2, 4, 5, 6]
+            };
+            if param == "unb" {
+                shape.remove(0);
+            }
+            let indices = op.ends_with('i');
+            let (m, off) = if indices { (4, 0.0) } else { (7, 3.0) };
+            let x = ramp(&shape, m, off, 1.0, d, dev)?;
+            let u = [0.1, 0.7, 0.45, 0.9, 0.3, 0.55][..2 * r].to_vec();
+            let u = Tensor::from_vec(u, vec![1, 2, r], Device::Cpu)?;
+            let u = if dtype(d).is_float() {
+                u.to_dtype(dtype(d))?
+            } else {
+                u
+            }
+            .to(dev)?;
+            let (v, i) = if r == 2 {
+                let (k, out): (nn::Size2, nn::FractionalOutput) = match param {
+                    "k2o3" => (2.into(), (3, 3).into()),
+                    "k3r05" => (3.into(), 0.5.into()),
+                    "k23o34" => ((2, 3).into(), (3, 4).into()),
+                    _ => (2.into(), (4, 4).into()),
+                };
+                F::fractional_max_pool2d_with_indices(&x, k, out, Some(&u))?
+            } else {
+                let (k, out): (nn::Size3, nn::FractionalOutput) = match param {
+                    "k2o233" => (2.into(), (2, 3, 3).into()),
+                    "k2r06" => (2.into(), 0.6.into()),
+                    _ => ((1, 2, 2).into(), (3, 3, 4).into()),
+                };
+                F::fractional_max_pool3d_with_indices(&x, k, out, Some(&u))?
+            };
+            (if indices { i } else { v }, vec![("x", x)])
+        }
         "gsamp3" => {
             let mode = if param.starts_with('b') {
                 "bilinear"

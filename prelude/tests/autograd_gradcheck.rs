@@ -1715,6 +1715,22 @@ fn grid_sample_volumes_and_affine_grid_3d() {
 }
 
 #[test]
+fn fractional_max_pool() {
+    let u2 = Tensor::from_vec(vec![0.3f64, 0.8, 0.6, 0.1], vec![1, 2, 2], CPU).unwrap();
+    check(
+        "fractional_max_pool2d",
+        vec![input(&[1, 2, 6, 7], 180)],
+        |x| F::fractional_max_pool2d(&x[0], (2, 3), (3, 4), Some(&u2)),
+    );
+    let u3 = Tensor::from_vec(vec![0.3f64, 0.8, 0.6], vec![1, 1, 3], CPU).unwrap();
+    check(
+        "fractional_max_pool3d",
+        vec![input(&[1, 1, 5, 5, 6], 181)],
+        |x| F::fractional_max_pool3d(&x[0], 2, (3, 3, 4), Some(&u3)),
+    );
+}
+
+#[test]
 fn max_unpool3d() {
     // Windows that do not overlap: each element wins at most once (torch's gradient rule
     // differs from finite differences only where one wins twice).

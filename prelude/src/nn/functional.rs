@@ -32,6 +32,10 @@ pub use super::conv3d::conv3d;
 pub use super::conv_transpose3d::conv_transpose3d;
 pub use super::ctc::ctc_loss;
 pub use super::embedding_bag::embedding_bag;
+pub use super::fractional_pool::{
+    fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+};
 pub use super::grid_sample::{affine_grid, grid_sample};
 pub use super::likelihood_loss::{gaussian_nll_loss, poisson_nll_loss, PoissonNll};
 use super::loss::Reduction;

@@ -46,6 +46,7 @@ mod conv_transpose3d;
 mod ctc;
 mod embedding;
 mod embedding_bag;
+mod fractional_pool;
 pub mod functional;
 mod grid_sample;
 pub mod init;
@@ -90,6 +91,7 @@ pub use conv_layers::{
 pub use ctc::CTCLoss;
 pub use embedding::Embedding;
 pub use embedding_bag::EmbeddingBag;
+pub use fractional_pool::{FractionalMaxPool2d, FractionalMaxPool3d, FractionalOutput};
 pub use likelihood_loss::PoissonNll;
 pub use loss::{KlReduction, Reduction};
 pub use loss_modules::{
@@ -899,6 +901,8 @@ torch_repr!(
     Dropout3d,
     embedding::Embedding,
     embedding_bag::EmbeddingBag,
+    fractional_pool::FractionalMaxPool2d,
+    fractional_pool::FractionalMaxPool3d,
     norm::BatchNorm,
     norm::LayerNorm,
     norm::GroupNorm,
