@@ -1367,7 +1367,7 @@ fn call(
                 "MaxPool1d forward_with_indices",
                 "max_unpool2d unbatched",
                 "Conv1d",
-                "AvgPool3d divisor_override (n 1: adaptive_max_pool3d_with_indices, max_unpool3d; n 2: grid_sample on volumes, affine_grid 3-D; n 3: fractional max pooling)",
+                "AvgPool3d divisor_override (n 1: adaptive_max_pool3d_with_indices, max_unpool3d; n 2: grid_sample on volumes, affine_grid 3-D; n 3: fractional max pooling; n 0: lazy layers)",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             *what = format!("{} of {da} and {db} (n {n})", NAMES[pick]);
@@ -1403,6 +1403,10 @@ fn call(
                     .forward(&a),
                 _ if n == 1 => F::adaptive_max_pool3d_with_indices(&a, (1, n, 2))
                     .and_then(|(v, i)| F::max_unpool3d(&v, &i, (1, 2, 1), None, 0, None)),
+                _ if n == 0 => nn::LazyConv2d::new(2, 1)
+                    .padding("same")
+                    .forward(&a)
+                    .or_else(|_| nn::LazyLinear::new(3).forward(&b)),
                 _ if n == 3 => F::fractional_max_pool2d(&a, (1, 2), 0.5, None)
                     .or_else(|_| F::fractional_max_pool3d(&a, 1, (1, 2, 1), Some(&b)))
                     .or_else(|_| F::fractional_max_pool2d(&a, 2, (n, 2), Some(&b))),

@@ -384,6 +384,27 @@ impl<S: ConvSize> ConvTranspose<S> {
     }
 }
 
+/// What a lazy layer ([`super::Lazy`]) needs of both: the layer for a number of input
+/// channels, the others' settings kept.
+macro_rules! with_in_channels {
+    ($($layer:ident),*) => {$(
+        impl<S: ConvSize> $layer<S> {
+            /// This layer's settings for `in_channels` inputs, its parameters drawn anew.
+            pub(super) fn with_in_channels(&self, in_channels: usize) -> $layer<S> {
+                let mut args = self.args.clone();
+                args.in_channels = in_channels;
+                let (weight, bias) = $layer::draw(&args, self.bias.is_some());
+                $layer { weight, bias, args }
+            }
+            pub(super) fn groups_of(&self) -> usize {
+                self.args.groups
+            }
+        }
+    )*};
+}
+
+with_in_channels!(Conv, ConvTranspose);
+
 /// The builders and the `Module` both layers share: each builder sets one of torch's keyword
 /// arguments; `groups` and `bias(true)` draw the parameters they change anew.
 macro_rules! conv_layer {

@@ -230,7 +230,10 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
         }
     }
     let flat = if dims.len() > 2 {
-        x.reshape((x.numel() / width, width))?
+        // The leading dimensions' product (not numel / width: a width of 0 is allowed, as in
+        // torch, and gives the bias alone).
+        let rows = dims[..dims.len() - 1].iter().product::<usize>();
+        x.reshape((rows, width))?
     } else {
         x.clone()
     };

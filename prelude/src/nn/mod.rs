@@ -50,6 +50,7 @@ mod fractional_pool;
 pub mod functional;
 mod grid_sample;
 pub mod init;
+mod lazy;
 mod likelihood_loss;
 mod loss;
 mod loss_modules;
@@ -92,6 +93,10 @@ pub use ctc::CTCLoss;
 pub use embedding::Embedding;
 pub use embedding_bag::EmbeddingBag;
 pub use fractional_pool::{FractionalMaxPool2d, FractionalMaxPool3d, FractionalOutput};
+pub use lazy::{
+    Lazy, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
+    LazyConvTranspose3d, LazyLinear, Materialize,
+};
 pub use likelihood_loss::PoissonNll;
 pub use loss::{KlReduction, Reduction};
 pub use loss_modules::{
@@ -215,6 +220,17 @@ impl Parameter {
 
     /// Replaces the value with `data` (same shape), keeping the gradient slot: what an
     /// optimiser's step does (torch's `p.data = ...`).
+    /// The value of a lazy layer's parameter, drawn at its first forward: any shape (the
+    /// placeholder's is empty), in the placeholder's dtype and on its device (where
+    /// `model.to(..)` put it), keeping its gradient settings.
+    pub(crate) fn materialize(&self, data: Tensor) -> Result<()> {
+        let mut slot = self.0.write().unwrap();
+        let data = data.to_dtype(slot.dtype())?.to(slot.device())?;
+        let meta = slot.grad_meta().cloned();
+        *slot = data.detach().with_grad_meta(meta);
+        Ok(())
+    }
+
     pub fn set_data(&self, data: Tensor) -> Result<()> {
         let mut slot = self.0.write().unwrap();
         if data.shape() != slot.shape() {
