@@ -4,7 +4,7 @@
 //! tests/test_torch_parity.py; the gradient against finite differences: autograd_gradcheck.rs.)
 
 use gpulab::nn::{self, Module};
-use gpulab::{manual_seed, Device, Tensor, F};
+use gpulab::{fork_rng, Device, Tensor, F};
 
 const CPU: Device = Device::Cpu;
 
@@ -42,11 +42,11 @@ fn ratios_indices_and_fresh_windows() {
         .unwrap());
     // The layer draws new windows each call, reproducibly under a seed.
     let layer = nn::FractionalMaxPool2d::new(3, (0.6, 0.6));
-    manual_seed(7);
-    let a = layer.forward(&x).unwrap();
-    let b = layer.forward(&x).unwrap();
-    manual_seed(7);
-    let a2 = layer.forward(&x).unwrap();
+    // (A generator of this thread's own: the tests share the global one.)
+    let (a, b) = fork_rng(7, || {
+        (layer.forward(&x).unwrap(), layer.forward(&x).unwrap())
+    });
+    let a2 = fork_rng(7, || layer.forward(&x).unwrap());
     assert!(a.equal(&a2).unwrap());
     assert!(!a.equal(&b).unwrap(), "two calls drew the same windows");
     assert_eq!(format!("{layer:?}"), "FractionalMaxPool2d()");

@@ -4,7 +4,7 @@
 
 use gpulab::nn::{self, Module};
 use gpulab::optim::Adam;
-use gpulab::{DType, Device, Tensor};
+use gpulab::{fork_rng, DType, Device, Tensor};
 
 const CPU: Device = Device::Cpu;
 
@@ -42,6 +42,11 @@ fn lazy_linear_reads_its_input_size_and_prints_as_torch() {
 
 #[test]
 fn an_optimiser_built_before_the_first_forward_trains_the_real_parameters() {
+    // Drawn from a generator of its own: the tests share the global one across threads.
+    fork_rng(3, trains_the_real_parameters);
+}
+
+fn trains_the_real_parameters() {
     let model = nn::Sequential::new()
         .add(nn::LazyConv2d::new(4, 3).padding(1))
         .add(nn::ReLU)
@@ -49,7 +54,8 @@ fn an_optimiser_built_before_the_first_forward_trains_the_real_parameters() {
         .add(nn::LazyLinear::new(1));
     let mut opt = Adam::new(model.parameters(), 0.05);
     let x = ramp(&[8, 2, 5, 5]);
-    let target = Tensor::zeros((8, 1), CPU).unwrap().add(0.5).unwrap();
+    // A target far from any first guess, so the first loss is large whatever was drawn.
+    let target = Tensor::zeros((8, 1), CPU).unwrap().add(3.0).unwrap();
     let mut losses = Vec::new();
     for _ in 0..30 {
         opt.zero_grad();
