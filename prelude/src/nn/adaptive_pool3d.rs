@@ -49,47 +49,53 @@ pub fn adaptive_avg_pool3d(x: &Tensor, output_size: Size3) -> Result<Tensor> {
 /// `adaptive_max_pool3d`); the gradient goes to each window's first maximum in depth, row,
 /// column order.
 pub fn adaptive_max_pool3d(x: &Tensor, output_size: Size3) -> Result<Tensor> {
-    const OP: &str = "adaptive_max_pool3d";
-    let (v, unbatched) = volume(x, OP, output_size)?;
-    let (od, oh, ow) = output_size;
-    // The last axis first: each stage's first maximum then keeps the earlier axes' order.
-    let mut y = v;
-    for (dim, out) in [(4usize, ow), (3, oh), (2, od)] {
-        y = Tensor::stack(&window_taps(&y, dim, out)?, 0)?.max_dim(0)?;
-    }
-    unvolume(y, unbatched)
+    Ok(pool_max(x, output_size, false)?.0)
 }
 
 /// [`adaptive_max_pool3d`] and where each maximum is: an int64 index into its `[D, H, W]`
-/// volume flattened (torch's `return_indices=True`, what `max_unpool3d` takes). Each stage
-/// carries the winners' positions beside their values, so the index is the first maximum in
-/// depth, row, column order, the value's own.
+/// volume flattened (torch's `return_indices=True`, what `max_unpool3d` takes).
 pub fn adaptive_max_pool3d_with_indices(
     x: &Tensor,
     output_size: Size3,
 ) -> Result<(Tensor, Tensor)> {
+    let (values, at) = pool_max(x, output_size, true)?;
+    Ok((values, at.expect("asked for")))
+}
+
+/// The maxima, one axis at a time, the last first: each stage's first maximum then keeps the
+/// earlier axes' order. With `indices`, each stage also carries its winners' volume positions
+/// (under `no_grad`), so the index is the first maximum in depth, row, column order.
+fn pool_max(x: &Tensor, output_size: Size3, indices: bool) -> Result<(Tensor, Option<Tensor>)> {
     const OP: &str = "adaptive_max_pool3d";
-    let values = adaptive_max_pool3d(x, output_size)?;
     let (v, unbatched) = volume(x, OP, output_size)?;
     let (od, oh, ow) = output_size;
     let s = v.shape().to_vec();
-    let at = no_grad(|| {
-        let volume = s[2] * s[3] * s[4];
-        let mut at = Tensor::arange(0i64, volume as i64, v.device())?
-            .reshape(vec![1, 1, s[2], s[3], s[4]])?
-            .expand(s.clone())?
-            .contiguous()?;
-        let mut y = v.clone();
-        for (dim, out) in [(4usize, ow), (3, oh), (2, od)] {
-            let taps = Tensor::stack(&window_taps(&y, dim, out)?, 0)?;
-            let place = Tensor::stack(&window_taps(&at, dim, out)?, 0)?;
-            let first = taps.argmax_dim(0)?.unsqueeze(0)?;
-            y = taps.max_dim(0)?;
-            at = place.gather(0, &first)?.squeeze(0)?;
+    let mut at = if indices {
+        let positions = no_grad(|| {
+            Tensor::arange(0i64, (s[2] * s[3] * s[4]) as i64, v.device())?
+                .reshape(vec![1, 1, s[2], s[3], s[4]])?
+                .expand(s.clone())?
+                .contiguous()
+        })?;
+        Some(positions)
+    } else {
+        None
+    };
+    let mut y = v;
+    for (dim, out) in [(4usize, ow), (3, oh), (2, od)] {
+        let taps = Tensor::stack(&window_taps(&y, dim, out)?, 0)?;
+        if let Some(place) = &at {
+            at = Some(no_grad(|| {
+                let first = taps.argmax_dim(0)?.unsqueeze(0)?;
+                Tensor::stack(&window_taps(place, dim, out)?, 0)?
+                    .gather(0, &first)?
+                    .squeeze(0)
+            })?);
         }
-        Ok::<_, Error>(at)
-    })?;
-    Ok((values, unvolume(at, unbatched)?))
+        y = taps.max_dim(0)?;
+    }
+    let at = at.map(|a| unvolume(a, unbatched)).transpose()?;
+    Ok((unvolume(y, unbatched)?, at))
 }
 
 /// The taps of each adaptive window along `dim`, one tensor per tap (a short window repeats

@@ -235,67 +235,47 @@ impl ConvSize for Size1 {
     }
 }
 
-impl ConvSize for Size2 {
-    const RANK: usize = 2;
-    const ZERO: Size2 = Size2(0, 0);
-    const ONE: Size2 = Size2(1, 1);
-    const AXES: &'static str = "H, W";
-    type Padding = Padding;
-    fn dims(self) -> Vec<usize> {
-        vec![self.0, self.1]
-    }
-    fn show(self) -> String {
-        Size2::show(self)
-    }
-    fn conv(
-        x: &Tensor,
-        w: &Tensor,
-        b: Option<&Tensor>,
-        a: &ConvArgs<Size2, Padding>,
-    ) -> Result<Tensor> {
-        functional::conv2d(x, w, b, a.stride, a.padding.clone(), a.dilation, a.groups)
-    }
-    fn conv_transpose(
-        x: &Tensor,
-        w: &Tensor,
-        b: Option<&Tensor>,
-        a: &ConvArgs<Size2, Size2>,
-    ) -> Result<Tensor> {
-        let (s, p, op, d) = (a.stride, a.padding, a.output_padding, a.dilation);
-        functional::conv_transpose2d(x, w, b, s, p, op, a.groups, d)
-    }
+/// The 2-D and 3-D sizes pass themselves to their rank's functions (the 1-D one, above,
+/// unwraps its int).
+macro_rules! conv_size {
+    ($size:ident: $rank:literal, $zero:expr, $one:expr, $axes:literal, $padding:ident,
+     [$($field:tt),*], $conv:ident, $transposed:ident) => {
+        impl ConvSize for $size {
+            const RANK: usize = $rank;
+            const ZERO: $size = $zero;
+            const ONE: $size = $one;
+            const AXES: &'static str = $axes;
+            type Padding = $padding;
+            fn dims(self) -> Vec<usize> {
+                vec![$(self.$field),*]
+            }
+            fn show(self) -> String {
+                $size::show(self)
+            }
+            fn conv(
+                x: &Tensor,
+                w: &Tensor,
+                b: Option<&Tensor>,
+                a: &ConvArgs<$size, $padding>,
+            ) -> Result<Tensor> {
+                functional::$conv(x, w, b, a.stride, a.padding.clone(), a.dilation, a.groups)
+            }
+            fn conv_transpose(
+                x: &Tensor,
+                w: &Tensor,
+                b: Option<&Tensor>,
+                a: &ConvArgs<$size, $size>,
+            ) -> Result<Tensor> {
+                let (s, p, op, d) = (a.stride, a.padding, a.output_padding, a.dilation);
+                functional::$transposed(x, w, b, s, p, op, a.groups, d)
+            }
+        }
+    };
 }
 
-impl ConvSize for Size3 {
-    const RANK: usize = 3;
-    const ZERO: Size3 = Size3(0, 0, 0);
-    const ONE: Size3 = Size3(1, 1, 1);
-    const AXES: &'static str = "D, H, W";
-    type Padding = Padding3;
-    fn dims(self) -> Vec<usize> {
-        vec![self.0, self.1, self.2]
-    }
-    fn show(self) -> String {
-        Size3::show(self)
-    }
-    fn conv(
-        x: &Tensor,
-        w: &Tensor,
-        b: Option<&Tensor>,
-        a: &ConvArgs<Size3, Padding3>,
-    ) -> Result<Tensor> {
-        functional::conv3d(x, w, b, a.stride, a.padding.clone(), a.dilation, a.groups)
-    }
-    fn conv_transpose(
-        x: &Tensor,
-        w: &Tensor,
-        b: Option<&Tensor>,
-        a: &ConvArgs<Size3, Size3>,
-    ) -> Result<Tensor> {
-        let (s, p, op, d) = (a.stride, a.padding, a.output_padding, a.dilation);
-        functional::conv_transpose3d(x, w, b, s, p, op, a.groups, d)
-    }
-}
+conv_size!(Size2: 2, Size2(0, 0), Size2(1, 1), "H, W", Padding, [0, 1], conv2d, conv_transpose2d);
+conv_size!(Size3: 3, Size3(0, 0, 0), Size3(1, 1, 1), "D, H, W", Padding3, [0, 1, 2], conv3d,
+    conv_transpose3d);
 
 /// Convolution (cross-correlation) layer, torch's `nn.Conv1d`, `nn.Conv2d` and `nn.Conv3d`:
 /// weight `[out, in / groups, k..]` and a bias of `out` unless `.bias(false)`, Kaiming-uniform

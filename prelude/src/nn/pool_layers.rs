@@ -78,6 +78,9 @@ pub trait PoolSize: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static {
 }
 
 impl PoolSize for Size1 {
+    const RANK: usize = 1;
+    const ZERO: Size1 = Size1(0);
+    const ONE: Size1 = Size1(1);
     type Unpooled = usize;
     fn show_tuple(self) -> String {
         format!("({},)", self.0)
@@ -92,9 +95,6 @@ impl PoolSize for Size1 {
     ) -> Result<Tensor> {
         functional::max_unpool1d(x, indices, k.0, Some(s.0), p.0, output_size)
     }
-    const RANK: usize = 1;
-    const ZERO: Size1 = Size1(0);
-    const ONE: Size1 = Size1(1);
     fn show(self) -> String {
         self.0.to_string()
     }
@@ -127,103 +127,73 @@ impl PoolSize for Size1 {
     }
 }
 
-impl PoolSize for Size2 {
-    type Unpooled = (usize, usize);
-    fn show_tuple(self) -> String {
-        Size2::show(self)
-    }
-    fn max_unpool(
-        x: &Tensor,
-        indices: &Tensor,
-        k: Size2,
-        s: Size2,
-        p: Size2,
-        output_size: Option<(usize, usize)>,
-    ) -> Result<Tensor> {
-        functional::max_unpool2d(x, indices, k, Some(s), p, output_size)
-    }
-    const RANK: usize = 2;
-    const ZERO: Size2 = Size2(0, 0);
-    const ONE: Size2 = Size2(1, 1);
-    fn show(self) -> String {
-        show(self)
-    }
-    fn max_pool(x: &Tensor, k: Size2, s: Size2, p: Size2, d: Size2, ceil: bool) -> Result<Tensor> {
-        functional::max_pool2d(x, k, s, p, d, ceil)
-    }
-    fn max_pool_with_indices(
-        x: &Tensor,
-        k: Size2,
-        s: Size2,
-        p: Size2,
-        d: Size2,
-        ceil: bool,
-    ) -> Result<(Tensor, Tensor)> {
-        functional::max_pool2d_with_indices(x, k, s, p, d, ceil)
-    }
-    fn avg_pool(
-        x: &Tensor,
-        k: Size2,
-        s: Size2,
-        p: Size2,
-        ceil: bool,
-        include: bool,
-        divisor: Option<usize>,
-    ) -> Result<Tensor> {
-        avg_pool2d_divided(x, k, s, p, ceil, include, divisor)
-    }
+/// The 2-D and 3-D sizes pass themselves to their rank's functions (the 1-D ones, above,
+/// unwrap their int).
+macro_rules! pool_size {
+    ($size:ident: $rank:literal, $zero:expr, $one:expr, $unpooled:ty, $show:expr,
+     $max:ident, $max_indices:ident, $avg:path, $unpool:ident) => {
+        impl PoolSize for $size {
+            const RANK: usize = $rank;
+            const ZERO: $size = $zero;
+            const ONE: $size = $one;
+            type Unpooled = $unpooled;
+            fn show(self) -> String {
+                let show: fn($size) -> String = $show;
+                show(self)
+            }
+            fn show_tuple(self) -> String {
+                $size::show(self)
+            }
+            fn max_pool(
+                x: &Tensor,
+                k: $size,
+                s: $size,
+                p: $size,
+                d: $size,
+                ceil: bool,
+            ) -> Result<Tensor> {
+                functional::$max(x, k, s, p, d, ceil)
+            }
+            fn max_pool_with_indices(
+                x: &Tensor,
+                k: $size,
+                s: $size,
+                p: $size,
+                d: $size,
+                ceil: bool,
+            ) -> Result<(Tensor, Tensor)> {
+                functional::$max_indices(x, k, s, p, d, ceil)
+            }
+            fn max_unpool(
+                x: &Tensor,
+                indices: &Tensor,
+                k: $size,
+                s: $size,
+                p: $size,
+                output_size: Option<$unpooled>,
+            ) -> Result<Tensor> {
+                functional::$unpool(x, indices, k, Some(s), p, output_size)
+            }
+            fn avg_pool(
+                x: &Tensor,
+                k: $size,
+                s: $size,
+                p: $size,
+                ceil: bool,
+                include: bool,
+                divisor: Option<usize>,
+            ) -> Result<Tensor> {
+                $avg(x, k, s, p, ceil, include, divisor)
+            }
+        }
+    };
 }
 
-impl PoolSize for Size3 {
-    type Unpooled = (usize, usize, usize);
-    fn show_tuple(self) -> String {
-        Size3::show(self)
-    }
-    fn max_unpool(
-        x: &Tensor,
-        indices: &Tensor,
-        k: Size3,
-        s: Size3,
-        p: Size3,
-        output_size: Option<(usize, usize, usize)>,
-    ) -> Result<Tensor> {
-        functional::max_unpool3d(x, indices, k, Some(s), p, output_size)
-    }
-    const RANK: usize = 3;
-    const ZERO: Size3 = Size3(0, 0, 0);
-    const ONE: Size3 = Size3(1, 1, 1);
-    fn show(self) -> String {
-        if self.0 == self.1 && self.1 == self.2 {
-            self.0.to_string()
-        } else {
-            Size3::show(self)
-        }
-    }
-    fn max_pool(x: &Tensor, k: Size3, s: Size3, p: Size3, d: Size3, ceil: bool) -> Result<Tensor> {
-        functional::max_pool3d(x, k, s, p, d, ceil)
-    }
-    fn max_pool_with_indices(
-        x: &Tensor,
-        k: Size3,
-        s: Size3,
-        p: Size3,
-        d: Size3,
-        ceil: bool,
-    ) -> Result<(Tensor, Tensor)> {
-        functional::max_pool3d_with_indices(x, k, s, p, d, ceil)
-    }
-    fn avg_pool(
-        x: &Tensor,
-        k: Size3,
-        s: Size3,
-        p: Size3,
-        ceil: bool,
-        include: bool,
-        divisor: Option<usize>,
-    ) -> Result<Tensor> {
-        functional::avg_pool3d(x, k, s, p, ceil, include, divisor)
-    }
-}
+pool_size!(Size2: 2, Size2(0, 0), Size2(1, 1), (usize, usize), show,
+    max_pool2d, max_pool2d_with_indices, avg_pool2d_divided, max_unpool2d);
+pool_size!(Size3: 3, Size3(0, 0, 0), Size3(1, 1, 1), (usize, usize, usize),
+    |s| if s.0 == s.1 && s.1 == s.2 { s.0.to_string() } else { s.show() },
+    max_pool3d, max_pool3d_with_indices, functional::avg_pool3d, max_unpool3d);
 
 /// Max pooling (torch's `nn.MaxPool1d`, `nn.MaxPool2d`, `nn.MaxPool3d`); the stride defaults
 /// to the kernel size, the padding to 0 (`MaxPool2d::new(3).stride(2).padding(1)` is a ResNet
