@@ -616,7 +616,10 @@ fn nn_3d(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Error> {
         }
         "in3d" => {
             let x = ramp(&[2, 2, 2, 3, 3], 7, 3.0, 0.5, d, dev)?;
-            (F::instance_norm(&x, None, None, 1e-5)?, vec![("x", x)])
+            (
+                F::instance_norm(&x, None, None, None, None, true, 0.1, 1e-5)?,
+                vec![("x", x)],
+            )
         }
         _ => {
             let x = ramp(&[2, 2, 2, 3, 3], 7, 3.0, 0.5, d, dev)?;
@@ -2290,11 +2293,17 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             }?;
             Ok(t)
         }
-        "instance_norm" => F::instance_norm(&x.unsqueeze(0)?, None, None, 1e-5),
+        "instance_norm" => {
+            F::instance_norm(&x.unsqueeze(0)?, None, None, None, None, true, 0.1, 1e-5)
+        }
         "instance_norm_affine" => F::instance_norm(
             &x.unsqueeze(0)?,
+            None,
+            None,
             Some(&ramp(&[2], 3, 1.0, 0.5, d, dev)?),
             Some(&ramp(&[2], 4, 2.0, 0.25, d, dev)?),
+            true,
+            0.1,
             1e-5,
         ),
         "fmod_" | "remainder_" | "tan_" => {

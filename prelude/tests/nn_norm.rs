@@ -25,8 +25,20 @@ fn training_moves_the_statistics_and_eval_uses_them() {
     for (got, want) in y.iter().zip([-1.0, -1.0, 1.0, 1.0]) {
         assert!((got - want).abs() < 1e-3, "{y:?}");
     }
-    let rm = bn.running_mean.tensor().to_vec::<f32>().unwrap();
-    let rv = bn.running_var.tensor().to_vec::<f32>().unwrap();
+    let rm = bn
+        .running_mean
+        .as_ref()
+        .unwrap()
+        .tensor()
+        .to_vec::<f32>()
+        .unwrap();
+    let rv = bn
+        .running_var
+        .as_ref()
+        .unwrap()
+        .tensor()
+        .to_vec::<f32>()
+        .unwrap();
     assert_eq!(rm, [0.2, 1.5]); // 0.9 * 0 + 0.1 * mean
     assert_eq!(rv, [0.9 + 0.1 * 2.0, 0.9 + 0.1 * 50.0]); // unbiased variances 2 and 50
     let count = |bn: &nn::BatchNorm| {
@@ -46,7 +58,12 @@ fn training_moves_the_statistics_and_eval_uses_them() {
     assert!((y[0] - want).abs() < 1e-5, "{y:?}");
     assert_eq!(count(&bn), 1, "eval does not count batches");
     assert_eq!(
-        bn.running_mean.tensor().to_vec::<f32>().unwrap(),
+        bn.running_mean
+            .as_ref()
+            .unwrap()
+            .tensor()
+            .to_vec::<f32>()
+            .unwrap(),
         rm,
         "eval does not move them"
     );

@@ -178,6 +178,20 @@ pub fn adaptive_avg_pool1d(x: &Tensor, output_size: usize) -> Result<Tensor> {
 /// [`adaptive_max_pool2d`] along the last dimension of `[N, C, L]` or `[C, L]` (torch's
 /// `F.adaptive_max_pool1d`).
 pub fn adaptive_max_pool1d(x: &Tensor, output_size: usize) -> Result<Tensor> {
+    Ok(adaptive_max_pool1d_with_indices(x, output_size)?.0)
+}
+
+/// [`adaptive_max_pool1d`] and where each maximum is along its sequence, int64 (torch's
+/// `F.adaptive_max_pool1d(.., return_indices=True)`, what `max_unpool1d` takes).
+pub fn adaptive_max_pool1d_with_indices(
+    x: &Tensor,
+    output_size: usize,
+) -> Result<(Tensor, Tensor)> {
     let (img, unbatched) = as_image("adaptive_max_pool1d", x)?;
-    as_sequence(adaptive_max_pool2d(&img, (1, output_size))?, unbatched)
+    // A [1, L] plane flattened is the sequence itself, so the 2-D indices carry over.
+    let (values, indices) = adaptive_max_pool2d_with_indices(&img, (1, output_size))?;
+    Ok((
+        as_sequence(values, unbatched)?,
+        as_sequence(indices, unbatched)?,
+    ))
 }

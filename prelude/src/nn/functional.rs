@@ -17,8 +17,8 @@ use std::borrow::Cow;
 
 pub use super::activation::{elu, hardtanh, mish, prelu, relu6};
 pub use super::adaptive_pool::{
-    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
-    adaptive_max_pool2d_with_indices,
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices, adaptive_max_pool2d, adaptive_max_pool2d_with_indices,
 };
 pub use super::adaptive_pool3d::{
     adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices,
@@ -42,7 +42,7 @@ use super::loss::Reduction;
 pub use super::loss::{
     binary_cross_entropy, huber_loss, kl_div, l1_loss, nll_loss, nll_loss_with, smooth_l1_loss,
 };
-pub use super::lp_pool::{lp_pool1d, lp_pool2d};
+pub use super::lp_pool::{lp_pool1d, lp_pool2d, lp_pool3d};
 pub use super::margin_loss::{
     cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
     multilabel_margin_loss, multilabel_soft_margin_loss, soft_margin_loss, triplet_margin_loss,
@@ -58,7 +58,7 @@ pub use super::pointwise::{
 pub use super::pool::{avg_pool2d, max_pool2d, max_pool2d_with_indices};
 pub use super::pool3d::{avg_pool3d, max_pool3d, max_pool3d_with_indices};
 pub use super::rearrange::{channel_shuffle, pixel_shuffle, pixel_unshuffle};
-pub use super::resample::interpolate;
+pub use super::resample::{interpolate, upsample, upsample_bilinear, upsample_nearest};
 pub use super::scale_norm::{local_response_norm, rms_norm};
 pub use super::stochastic::{alpha_dropout, feature_alpha_dropout, gumbel_softmax, rrelu};
 pub use super::unfold::{fold, unfold};

@@ -1,12 +1,14 @@
-//! Lazy layers, torch's `nn.LazyLinear`, `nn.LazyConv1d`/`2d`/`3d` and
-//! `nn.LazyConvTranspose1d`/`2d`/`3d`: the input size (features, channels) is read from the
+//! Lazy layers, torch's `nn.LazyLinear`, `nn.LazyConv1d`/`2d`/`3d`,
+//! `nn.LazyConvTranspose1d`/`2d`/`3d`, `nn.LazyBatchNorm1d`/`2d`/`3d` and
+//! `nn.LazyInstanceNorm1d`/`2d`/`3d`: the input size (features, channels) is read from the
 //! first input, so a model can be written without working it out. Until then the layer
-//! holds placeholder parameters (empty tensors); the first forward draws the real ones into
-//! those same handles, so an optimiser built before it updates them, and `model.to(..)`
-//! before it places them. `load_state_dict` before the first forward takes the size from the
-//! saved weight, as torch's.
+//! holds placeholder parameters and buffers (empty tensors); the first forward draws the
+//! real ones into those same handles, so an optimiser built before it updates them, and
+//! `model.to(..)` before it places them. `load_state_dict` before the first forward takes
+//! the size from the saved weight (or running mean), as torch's.
 
 use super::conv_layers::{Conv, ConvSize, ConvTranspose};
+use super::running_norm::{BatchNorm, InstanceNorm};
 use super::{Linear, Module, Parameter};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -21,10 +23,19 @@ pub trait Materialize: Module + Sized + 'static {
     fn inputs_of(&self, x: &Tensor) -> Option<usize>;
     /// What shapes the layer takes, for the error when an input has none of them.
     fn expected(&self) -> String;
-    /// The input size a saved weight of `shape` was made for.
-    fn inputs_of_weight(&self, shape: &[usize]) -> Option<usize>;
-    /// Its parameters' handles, to swap for the placeholders'.
-    fn handles(&mut self) -> (&mut Parameter, &mut Option<Parameter>);
+    /// The input size a saved state was made for (read off its weight).
+    fn inputs_of_state(&self, state: &[(String, Tensor)]) -> Option<usize>;
+    /// The handles of its tensors sized by the input, parameters then buffers (as
+    /// `parameters()` and `buffers()` list them), to swap for the placeholders'.
+    fn handles(&mut self) -> Vec<&mut Parameter>;
+}
+
+/// The shape of the tensor `state` saves under `name`.
+fn saved<'a>(state: &'a [(String, Tensor)], name: &str) -> Option<&'a [usize]> {
+    state
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, t)| t.shape())
 }
 
 /// A layer whose input size comes from its first input (torch's lazy modules): `M` is the
@@ -84,10 +95,11 @@ impl<M: Materialize> Lazy<M> {
             return Ok(m);
         }
         let mut m = self.template.with_inputs(inputs);
-        let placeholders = self.template.parameters();
-        let (w, b) = m.handles();
-        let drawn: Vec<&mut Parameter> = std::iter::once(w).chain(b.as_mut()).collect();
-        for (slot, new) in placeholders.iter().zip(drawn) {
+        let placeholders = self.template.parameters().into_iter();
+        let placeholders: Vec<Parameter> = placeholders
+            .chain(self.template.buffers().into_iter().map(|(_, b)| b))
+            .collect();
+        for (slot, new) in placeholders.iter().zip(m.handles()) {
             slot.materialize(new.tensor())?;
             *new = slot.clone();
         }
@@ -159,11 +171,12 @@ macro_rules! lazy_conv {
             fn expected(&self) -> String {
                 format!("[N, C, {a}] or [C, {a}]", a = S::AXES)
             }
-            fn inputs_of_weight(&self, shape: &[usize]) -> Option<usize> {
+            fn inputs_of_state(&self, state: &[(String, Tensor)]) -> Option<usize> {
+                let shape = saved(state, "weight")?;
                 lazy_conv!(@inputs $layer, shape, self.groups_of())
             }
-            fn handles(&mut self) -> (&mut Parameter, &mut Option<Parameter>) {
-                (&mut self.weight, &mut self.bias)
+            fn handles(&mut self) -> Vec<&mut Parameter> {
+                std::iter::once(&mut self.weight).chain(&mut self.bias).collect()
             }
         }
     };
@@ -212,13 +225,135 @@ impl Materialize for Linear {
     fn expected(&self) -> String {
         "[..., in_features]".into()
     }
-    fn inputs_of_weight(&self, shape: &[usize]) -> Option<usize> {
-        shape.get(1).copied()
+    fn inputs_of_state(&self, state: &[(String, Tensor)]) -> Option<usize> {
+        saved(state, "weight")?.get(1).copied()
     }
-    fn handles(&mut self) -> (&mut Parameter, &mut Option<Parameter>) {
-        (&mut self.weight, &mut self.bias)
+    fn handles(&mut self) -> Vec<&mut Parameter> {
+        std::iter::once(&mut self.weight)
+            .chain(&mut self.bias)
+            .collect()
     }
 }
+
+/// A norm's channels, from its saved weight or, without one (`affine(false)`), its running
+/// mean.
+fn norm_channels(state: &[(String, Tensor)]) -> Option<usize> {
+    let shape = saved(state, "weight").or_else(|| saved(state, "running_mean"))?;
+    shape.first().copied()
+}
+
+impl Materialize for BatchNorm {
+    fn with_inputs(&self, inputs: usize) -> BatchNorm {
+        self.with_channels(inputs)
+    }
+    fn inputs_of(&self, x: &Tensor) -> Option<usize> {
+        self.takes_rank(x.rank()).then(|| x.shape()[1])
+    }
+    fn expected(&self) -> String {
+        BatchNorm::expected(self, "C")
+    }
+    fn inputs_of_state(&self, state: &[(String, Tensor)]) -> Option<usize> {
+        norm_channels(state)
+    }
+    fn handles(&mut self) -> Vec<&mut Parameter> {
+        self.sized()
+    }
+}
+
+impl Materialize for InstanceNorm {
+    fn with_inputs(&self, inputs: usize) -> InstanceNorm {
+        self.with_channels(inputs)
+    }
+    fn inputs_of(&self, x: &Tensor) -> Option<usize> {
+        match x.rank() {
+            r if r == self.rank() => Some(x.shape()[1]),
+            r if r + 1 == self.rank() => Some(x.shape()[0]),
+            _ => None,
+        }
+    }
+    fn expected(&self) -> String {
+        InstanceNorm::expected(self, "C")
+    }
+    fn inputs_of_state(&self, state: &[(String, Tensor)]) -> Option<usize> {
+        norm_channels(state)
+    }
+    fn handles(&mut self) -> Vec<&mut Parameter> {
+        self.sized()
+    }
+}
+
+/// A lazy norm's settings, as the layer's builders, before the first forward.
+macro_rules! lazy_norm_builders {
+    ($layer:ident) => {
+        impl Lazy<$layer> {
+            /// Added to the variance before the square root (default 1e-5).
+            pub fn eps(self, eps: f64) -> Self {
+                self.map(|n| n.eps(eps))
+            }
+            /// The running statistics' update rate (default 0.1), as the layer's.
+            pub fn momentum(self, momentum: impl Into<Option<f64>>) -> Self {
+                let momentum = momentum.into();
+                self.map(|n| n.momentum(momentum))
+            }
+            /// A learned per-channel scale and shift (torch's `affine`).
+            pub fn affine(self, on: bool) -> Self {
+                self.map(|n| n.affine(on))
+            }
+            /// Running statistics for eval mode (torch's `track_running_stats`).
+            pub fn track_running_stats(self, on: bool) -> Self {
+                self.map(|n| n.track_running_stats(on))
+            }
+        }
+    };
+}
+
+lazy_norm_builders!(BatchNorm);
+lazy_norm_builders!(InstanceNorm);
+
+/// The lazy norms' constructors: `LazyBatchNorm2d::new()` is a `Lazy<BatchNorm>`.
+macro_rules! lazy_norm {
+    ($(#[$doc:meta])* $name:ident($layer:ident) => $make:expr) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl $name {
+            #[allow(clippy::new_ret_no_self)]
+            pub fn new() -> Lazy<$layer> {
+                Lazy::from_template($make)
+            }
+        }
+    };
+}
+
+lazy_norm!(
+    /// torch's `nn.LazyBatchNorm1d()`: a `BatchNorm1d` whose channels come from the first
+    /// input, `[N, C]` or `[N, C, L]`.
+    LazyBatchNorm1d(BatchNorm) => super::BatchNorm1d::new(0)
+);
+lazy_norm!(
+    /// torch's `nn.LazyBatchNorm2d()`: a `BatchNorm2d` whose channels come from the first
+    /// input.
+    LazyBatchNorm2d(BatchNorm) => super::BatchNorm2d::new(0)
+);
+lazy_norm!(
+    /// torch's `nn.LazyBatchNorm3d()`: a `BatchNorm3d` whose channels come from the first
+    /// input.
+    LazyBatchNorm3d(BatchNorm) => super::BatchNorm3d::new(0)
+);
+lazy_norm!(
+    /// torch's `nn.LazyInstanceNorm1d()`: an `InstanceNorm1d` whose channels come from the
+    /// first input; unlike the eager layer, torch's defaults here are `affine=True` and
+    /// `track_running_stats=True`.
+    LazyInstanceNorm1d(InstanceNorm) => InstanceNorm::new_1d(0).affine(true).track_running_stats(true)
+);
+lazy_norm!(
+    /// torch's `nn.LazyInstanceNorm2d()` (`affine` and `track_running_stats` on, as torch's).
+    LazyInstanceNorm2d(InstanceNorm) => InstanceNorm::new_2d(0).affine(true).track_running_stats(true)
+);
+lazy_norm!(
+    /// torch's `nn.LazyInstanceNorm3d()` (`affine` and `track_running_stats` on, as torch's).
+    LazyInstanceNorm3d(InstanceNorm) => InstanceNorm::new_3d(0).affine(true).track_running_stats(true)
+);
 
 impl<M: Materialize> Module for Lazy<M> {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
@@ -237,21 +372,29 @@ impl<M: Materialize> Module for Lazy<M> {
             None => self.template.named_parameters(),
         }
     }
+    /// Train or eval mode, for the layer it becomes (or became).
+    fn set_training(&mut self, training: bool) {
+        self.template.set_training(training);
+        if let Some(m) = self.made.get_mut() {
+            m.set_training(training);
+        }
+    }
+    fn buffers(&self) -> Vec<(String, Parameter)> {
+        match self.made.get() {
+            Some(m) => m.buffers(),
+            None => self.template.buffers(),
+        }
+    }
     /// Before the first forward, the input size is the saved weight's (torch's lazy load).
     fn load_state_dict(&self, state: &[(String, Tensor)]) -> Result<()> {
         if self.made.get().is_none() {
-            let weight = state
-                .iter()
-                .find(|(n, _)| n == "weight")
-                .map(|(_, t)| t.shape());
-            let inputs = weight
-                .and_then(|s| self.template.inputs_of_weight(s))
-                .ok_or_else(|| {
-                    Error::BadShape(format!(
-                        "{}: load_state_dict needs a \"weight\" to read the input size from",
-                        self.describe()
-                    ))
-                })?;
+            let inputs = self.template.inputs_of_state(state).ok_or_else(|| {
+                Error::BadShape(format!(
+                    "{}: load_state_dict needs a \"weight\" (a norm without one, its \
+                     \"running_mean\") to read the input size from",
+                    self.describe()
+                ))
+            })?;
             self.build(inputs)?;
         }
         self.made.get().expect("built").load_state_dict(state)

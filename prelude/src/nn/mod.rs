@@ -68,6 +68,7 @@ mod rearrange;
 mod recurrent;
 mod recurrent_cell;
 mod resample;
+mod running_norm;
 pub mod safetensors;
 mod scale_norm;
 mod stochastic;
@@ -94,8 +95,9 @@ pub use embedding::Embedding;
 pub use embedding_bag::EmbeddingBag;
 pub use fractional_pool::{FractionalMaxPool2d, FractionalMaxPool3d, FractionalOutput};
 pub use lazy::{
-    Lazy, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
-    LazyConvTranspose3d, LazyLinear, Materialize,
+    Lazy, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,
+    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
+    LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear, Materialize,
 };
 pub use likelihood_loss::PoissonNll;
 pub use loss::{KlReduction, Reduction};
@@ -103,17 +105,13 @@ pub use loss_modules::{
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
     SmoothL1Loss,
 };
-pub use lp_pool::{LPPool1d, LPPool2d};
 pub use margin_loss::TripletMargin;
 pub use margin_modules::{
     CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
     MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
     SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss,
 };
-pub use norm::{
-    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm, InstanceNorm1d,
-    InstanceNorm2d, InstanceNorm3d, LayerNorm,
-};
+pub use norm::{GroupNorm, LayerNorm};
 pub use pad::{
     CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d, Pad2,
     Pad4, Pad6, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d,
@@ -126,12 +124,17 @@ pub use pointwise::{
 };
 pub use pool_layers::{
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool, AvgPool1d,
-    AvgPool2d, AvgPool3d, MaxPool, MaxPool1d, MaxPool2d, MaxPool3d, PoolSize,
+    AvgPool2d, AvgPool3d, LPPool, LPPool1d, LPPool2d, LPPool3d, MaxPool, MaxPool1d, MaxPool2d,
+    MaxPool3d, PoolSize,
 };
 pub use rearrange::{ChannelShuffle, PixelShuffle, PixelUnshuffle};
 pub use recurrent::{Recurrent, RecurrentOutput, GRU, LSTM, RNN};
 pub use recurrent_cell::{GRUCell, LSTMCell, RNNCell, RecurrentCell};
-pub use resample::{Resize, Upsample};
+pub use resample::{Resize, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d};
+pub use running_norm::{
+    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm, InstanceNorm1d, InstanceNorm2d,
+    InstanceNorm3d,
+};
 pub use safetensors::{load_safetensors, save_safetensors};
 pub use scale_norm::{LocalResponseNorm, RMSNorm};
 pub use stochastic::{AlphaDropout, FeatureAlphaDropout, RReLU};
@@ -919,15 +922,14 @@ torch_repr!(
     embedding_bag::EmbeddingBag,
     fractional_pool::FractionalMaxPool2d,
     fractional_pool::FractionalMaxPool3d,
-    norm::BatchNorm,
+    running_norm::BatchNorm,
+    running_norm::InstanceNorm,
     norm::LayerNorm,
     norm::GroupNorm,
     pool_layers::AdaptiveAvgPool2d,
     pool_layers::AdaptiveMaxPool2d,
     pool_layers::AdaptiveAvgPool1d,
     pool_layers::AdaptiveMaxPool1d,
-    lp_pool::LPPool1d,
-    lp_pool::LPPool2d,
     rearrange::PixelShuffle,
     rearrange::PixelUnshuffle,
     rearrange::ChannelShuffle,

@@ -239,159 +239,10 @@ pub fn layer_norm(
 
 /// A normalisation layer's learned affine transform of `shape`: weight ones, bias zeros, as
 /// torch starts them.
-fn affine(shape: Vec<usize>) -> (Parameter, Parameter) {
+pub(super) fn affine(shape: Vec<usize>) -> (Parameter, Parameter) {
     let t = |v: f32| Tensor::full(shape.clone(), v, crate::Device::Cpu).expect("on the CPU");
     let learned = |t: Tensor| Parameter::new(t).expect("float32 can require grad");
     (learned(t(1.0)), learned(t(0.0)))
-}
-
-/// A tensor a layer keeps without learning it (running statistics): no gradient.
-fn buffer(t: Tensor) -> Parameter {
-    Parameter::buffer(t)
-}
-
-/// torch's `nn.BatchNorm1d` (input `[N, C]` or `[N, C, L]`) and `nn.BatchNorm2d` (input
-/// `[N, C, H, W]`): learned per-channel `weight` (ones) and `bias` (zeros), running mean and
-/// variance for `eval()` (momentum 0.1, eps 1e-5).
-pub struct BatchNorm {
-    name: &'static str,
-    ranks: &'static [usize],
-    channels: usize,
-    pub weight: Parameter,
-    pub bias: Parameter,
-    pub running_mean: Parameter,
-    pub running_var: Parameter,
-    num_batches_tracked: Parameter,
-    momentum: f64,
-    eps: f64,
-    training: bool,
-}
-
-/// Per-channel batch normalisation of `[N, C]` or `[N, C, L]` inputs.
-pub struct BatchNorm1d;
-/// Per-channel batch normalisation of `[N, C, H, W]` inputs.
-pub struct BatchNorm2d;
-
-impl BatchNorm1d {
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(channels: usize) -> BatchNorm {
-        BatchNorm::with("BatchNorm1d", &[2, 3], channels)
-    }
-}
-
-impl BatchNorm2d {
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(channels: usize) -> BatchNorm {
-        BatchNorm::with("BatchNorm2d", &[4], channels)
-    }
-}
-
-/// Per-channel batch normalisation of `[N, C, D, H, W]` inputs.
-pub struct BatchNorm3d;
-
-impl BatchNorm3d {
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(channels: usize) -> BatchNorm {
-        BatchNorm::with("BatchNorm3d", &[5], channels)
-    }
-}
-
-impl BatchNorm {
-    fn with(name: &'static str, ranks: &'static [usize], channels: usize) -> BatchNorm {
-        let ones = || Tensor::ones([channels], crate::Device::Cpu).expect("ones on the CPU");
-        let zeros = || Tensor::zeros([channels], crate::Device::Cpu).expect("zeros on the CPU");
-        let count = Tensor::zeros_dtype((), DType::I64, crate::Device::Cpu).expect("a 0-d int64");
-        let (weight, bias) = affine(vec![channels]);
-        BatchNorm {
-            name,
-            ranks,
-            channels,
-            weight,
-            bias,
-            running_mean: buffer(zeros()),
-            running_var: buffer(ones()),
-            num_batches_tracked: buffer(count),
-            momentum: 0.1,
-            eps: 1e-5,
-            training: true,
-        }
-    }
-
-    /// The running statistics' update rate (torch's `momentum`, default 0.1).
-    pub fn momentum(mut self, momentum: f64) -> BatchNorm {
-        self.momentum = momentum;
-        self
-    }
-
-    /// Added to the variance before the square root (default 1e-5).
-    pub fn eps(mut self, eps: f64) -> BatchNorm {
-        self.eps = eps;
-        self
-    }
-}
-
-impl Module for BatchNorm {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        if !self.ranks.contains(&x.rank()) || x.shape()[1] != self.channels {
-            let want = if self.ranks == [4] {
-                format!("[N, {}, H, W]", self.channels)
-            } else {
-                format!("[N, {}] or [N, {}, L]", self.channels, self.channels)
-            };
-            return Err(Error::BadShape(format!(
-                "{}: expected an input {want}, got shape {:?}",
-                self.describe(),
-                x.shape()
-            )));
-        }
-        same_device(self, &self.weight, x)?;
-        // A summary's shape pass (zeros) must not move the running statistics.
-        let training = self.training && !super::SHAPE_PASS.with(std::cell::Cell::get);
-        let (rm, rv) = (self.running_mean.tensor(), self.running_var.tensor());
-        let y = batch_norm(
-            x,
-            Some(&rm),
-            Some(&rv),
-            Some(&self.weight.tensor()),
-            Some(&self.bias.tensor()),
-            training,
-            self.momentum,
-            self.eps,
-        )?;
-        if training {
-            let n = self.num_batches_tracked.tensor();
-            no_grad(|| n.add_(1))?;
-        }
-        Ok(y)
-    }
-    fn parameters(&self) -> Vec<Parameter> {
-        vec![self.weight.clone(), self.bias.clone()]
-    }
-    fn named_parameters(&self) -> Vec<(String, Parameter)> {
-        weight_and_bias(&self.weight, &Some(self.bias.clone()))
-    }
-    fn buffers(&self) -> Vec<(String, Parameter)> {
-        vec![
-            ("running_mean".into(), self.running_mean.clone()),
-            ("running_var".into(), self.running_var.clone()),
-            (
-                "num_batches_tracked".into(),
-                self.num_batches_tracked.clone(),
-            ),
-        ]
-    }
-    fn set_training(&mut self, training: bool) {
-        self.training = training;
-    }
-    fn describe(&self) -> String {
-        format!(
-            "{}({}, eps={}, momentum={}, affine=True, track_running_stats=True)",
-            self.name,
-            self.channels,
-            py_float(self.eps),
-            py_float(self.momentum)
-        )
-    }
 }
 
 /// torch's `nn.LayerNorm(normalized_shape)`: each sample normalised over its last
@@ -574,119 +425,88 @@ impl Module for GroupNorm {
     }
 }
 
-/// Each channel of each sample normalised over its own positions (torch's `F.instance_norm`
-/// without running statistics): `group_norm` with one group per channel, then an optional
-/// per-channel scale and shift.
+/// Each channel of each sample normalised over its own positions (torch's
+/// `F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+/// momentum, eps)`): `x` is `[N, C, ...]`. With `use_input_stats` (torch's default) each
+/// instance's own statistics normalise it, and the running ones, when given, move by
+/// `momentum` towards their mean over the batch (the variance unbiased); without, the
+/// running statistics normalise every instance, as `batch_norm` in eval mode. Then an
+/// optional per-channel scale and shift.
+#[allow(clippy::too_many_arguments)]
 pub fn instance_norm(
     x: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
     weight: Option<&Tensor>,
     bias: Option<&Tensor>,
+    use_input_stats: bool,
+    momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
+    const OP: &str = "instance_norm";
     if x.rank() < 3 {
         return Err(Error::BadShape(format!(
-            "instance_norm: expected input [N, C, ...] with positions to normalise over, got {:?}",
+            "{OP}: expected input [N, C, ...] with positions to normalise over, got {:?}",
             x.shape()
         )));
     }
-    group_norm(x, x.shape()[1], weight, bias, eps)
-}
-
-/// torch's `nn.InstanceNorm1d` / `nn.InstanceNorm2d` (`affine=False`, no running statistics,
-/// torch's defaults): each channel of each sample normalised on its own, as style transfer
-/// and GAN generators use it. `.affine(true)` adds a learned scale and shift per channel.
-pub struct InstanceNorm {
-    name: &'static str,
-    rank: usize,
-    channels: usize,
-    eps: f64,
-    affine: Option<(Parameter, Parameter)>,
-}
-
-/// torch's `nn.InstanceNorm1d`: [`InstanceNorm`] over `[N, C, L]`.
-pub type InstanceNorm1d = InstanceNorm;
-/// torch's `nn.InstanceNorm2d`: [`InstanceNorm`] over `[N, C, H, W]`.
-pub type InstanceNorm2d = InstanceNorm;
-/// torch's `nn.InstanceNorm3d`: [`InstanceNorm`] over `[N, C, D, H, W]`.
-pub type InstanceNorm3d = InstanceNorm;
-
-impl InstanceNorm {
-    fn with(name: &'static str, rank: usize, num_features: usize) -> InstanceNorm {
-        InstanceNorm {
-            name,
-            rank,
-            channels: num_features,
-            eps: 1e-5,
-            affine: None,
-        }
-    }
-    /// Over `[N, C, L]` (torch's `InstanceNorm1d(num_features)`).
-    pub fn new_1d(num_features: usize) -> InstanceNorm {
-        InstanceNorm::with("InstanceNorm1d", 3, num_features)
-    }
-    /// Over `[N, C, H, W]` (torch's `InstanceNorm2d(num_features)`).
-    pub fn new_2d(num_features: usize) -> InstanceNorm {
-        InstanceNorm::with("InstanceNorm2d", 4, num_features)
-    }
-    /// Over `[N, C, D, H, W]` (torch's `InstanceNorm3d(num_features)`).
-    pub fn new_3d(num_features: usize) -> InstanceNorm {
-        InstanceNorm::with("InstanceNorm3d", 5, num_features)
-    }
-    /// Added to the variance before the square root (default 1e-5).
-    pub fn eps(mut self, eps: f64) -> InstanceNorm {
-        self.eps = eps;
-        self
-    }
-    /// A learned scale (1) and shift (0) per channel, torch's `affine=True`.
-    pub fn affine(mut self, on: bool) -> InstanceNorm {
-        self.affine = on.then(|| affine(vec![self.channels]));
-        self
-    }
-}
-
-impl Module for InstanceNorm {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        if x.rank() != self.rank || x.shape()[1] != self.channels {
-            let rest = if self.rank == 3 { "L" } else { "H, W" };
+    let c = x.shape()[1];
+    for (what, t) in [("running_mean", running_mean), ("running_var", running_var)] {
+        if let Some(t) = t.filter(|t| t.shape() != [c]) {
             return Err(Error::BadShape(format!(
-                "{}: expected input of shape [N, {}, {rest}], got {:?}",
-                self.describe(),
-                self.channels,
+                "{OP}: {what} has shape {:?}, the input has {c} channels (shape {:?})",
+                t.shape(),
                 x.shape()
             )));
         }
-        let (w, b) = match &self.affine {
-            Some((w, b)) => {
-                same_device(self, w, x)?;
-                (Some(w.tensor()), Some(b.tensor()))
-            }
-            None => (None, None),
+    }
+    if !use_input_stats {
+        return match (running_mean, running_var) {
+            (Some(_), Some(_)) => batch_norm(
+                x,
+                running_mean,
+                running_var,
+                weight,
+                bias,
+                false,
+                momentum,
+                eps,
+            ),
+            _ => Err(Error::Invalid(format!(
+                "{OP}: use_input_stats=false needs the running mean and variance"
+            ))),
         };
-        instance_norm(x, w.as_ref(), b.as_ref(), self.eps)
     }
-    fn parameters(&self) -> Vec<Parameter> {
-        self.affine
-            .iter()
-            .flat_map(|(w, b)| [w.clone(), b.clone()])
-            .collect()
+    let positions: usize = x.shape()[2..].iter().product();
+    if positions <= 1 {
+        return Err(Error::Invalid(format!(
+            "{OP}: expected more than 1 spatial element when training, got input shape {:?}",
+            x.shape()
+        )));
     }
-    fn named_parameters(&self) -> Vec<(String, Parameter)> {
-        match &self.affine {
-            Some((w, b)) => weight_and_bias(w, &Some(b.clone())),
-            None => Vec::new(),
-        }
-    }
-    fn describe(&self) -> String {
-        format!(
-            "{}({}, eps={}, momentum=0.1, affine={}, track_running_stats=False)",
-            self.name,
-            self.channels,
-            py_float(self.eps),
-            if self.affine.is_some() {
-                "True"
-            } else {
-                "False"
+    if let (Some(rm), Some(rv)) = (running_mean, running_var) {
+        no_grad(|| -> Result<()> {
+            // Each instance's statistics, in float32 at least, averaged over the batch.
+            let wide = match x.dtype() {
+                DType::F16 | DType::BF16 => DType::F32,
+                d => d,
+            };
+            let flat = x
+                .detach()
+                .to_dtype(wide)?
+                .reshape([x.shape()[0], c, positions])?;
+            let (mean, var, n) = moments(&flat, &[2])?;
+            let unbiased = var.mul(n as f64 / (n as f64 - 1.0))?;
+            for (run, stat) in [(rm, mean), (rv, unbiased)] {
+                let batch = stat.reshape([x.shape()[0], c])?.mean_dim(0)?;
+                let new = run
+                    .to_dtype(wide)?
+                    .mul(1.0 - momentum)?
+                    .add(&batch.mul(momentum)?)?;
+                run.copy_(&new.to_dtype(run.dtype())?)?;
             }
-        )
+            Ok(())
+        })?;
     }
+    group_norm(x, c, weight, bias, eps)
 }

@@ -1,4 +1,4 @@
-//! Pooling layers (torch's `nn.MaxPool2d`, `nn.AvgPool2d` and the adaptive pools), thin
+//! Pooling layers (torch's `nn.MaxPool2d`, `nn.AvgPool2d`, `nn.LPPool2d` and the adaptive pools), thin
 //! wrappers over the functions in `pool` and `adaptive_pool` with torch's defaults and reprs.
 
 use super::conv::{Size1, Size2};
@@ -75,6 +75,8 @@ pub trait PoolSize: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static {
         count_include_pad: bool,
         divisor: Option<usize>,
     ) -> Result<Tensor>;
+    /// Power-average pooling; the stride is the kernel size when `None`.
+    fn lp_pool(x: &Tensor, norm_type: f64, k: Self, s: Option<Self>, ceil: bool) -> Result<Tensor>;
 }
 
 impl PoolSize for Size1 {
@@ -125,13 +127,16 @@ impl PoolSize for Size1 {
     ) -> Result<Tensor> {
         functional::avg_pool1d(x, k.0, s.0, p.0, ceil, include)
     }
+    fn lp_pool(x: &Tensor, p: f64, k: Size1, s: Option<Size1>, ceil: bool) -> Result<Tensor> {
+        functional::lp_pool1d(x, p, k.0, s.map(|s| s.0), ceil)
+    }
 }
 
 /// The 2-D and 3-D sizes pass themselves to their rank's functions (the 1-D ones, above,
 /// unwrap their int).
 macro_rules! pool_size {
     ($size:ident: $rank:literal, $zero:expr, $one:expr, $unpooled:ty, $show:expr,
-     $max:ident, $max_indices:ident, $avg:path, $unpool:ident) => {
+     $max:ident, $max_indices:ident, $avg:path, $unpool:ident, $lp:ident) => {
         impl PoolSize for $size {
             const RANK: usize = $rank;
             const ZERO: $size = $zero;
@@ -185,15 +190,24 @@ macro_rules! pool_size {
             ) -> Result<Tensor> {
                 $avg(x, k, s, p, ceil, include, divisor)
             }
+            fn lp_pool(
+                x: &Tensor,
+                p: f64,
+                k: $size,
+                s: Option<$size>,
+                ceil: bool,
+            ) -> Result<Tensor> {
+                functional::$lp(x, p, k, s, ceil)
+            }
         }
     };
 }
 
 pool_size!(Size2: 2, Size2(0, 0), Size2(1, 1), (usize, usize), show,
-    max_pool2d, max_pool2d_with_indices, avg_pool2d_divided, max_unpool2d);
+    max_pool2d, max_pool2d_with_indices, avg_pool2d_divided, max_unpool2d, lp_pool2d);
 pool_size!(Size3: 3, Size3(0, 0, 0), Size3(1, 1, 1), (usize, usize, usize),
     |s| if s.0 == s.1 && s.1 == s.2 { s.0.to_string() } else { s.show() },
-    max_pool3d, max_pool3d_with_indices, functional::avg_pool3d, max_unpool3d);
+    max_pool3d, max_pool3d_with_indices, functional::avg_pool3d, max_unpool3d, lp_pool3d);
 
 /// Max pooling (torch's `nn.MaxPool1d`, `nn.MaxPool2d`, `nn.MaxPool3d`); the stride defaults
 /// to the kernel size, the padding to 0 (`MaxPool2d::new(3).stride(2).padding(1)` is a ResNet
@@ -357,7 +371,67 @@ impl<S: PoolSize> Module for AvgPool<S> {
     }
 }
 
-generic_repr!(PoolSize: MaxPool, AvgPool);
+/// Power-average pooling (torch's `nn.LPPool1d`, `nn.LPPool2d`, `nn.LPPool3d`): the
+/// `norm_type`-norm of each window, no padding; the stride defaults to the kernel size, and
+/// `.ceil_mode(true)` as torch's. See [`functional::lp_pool2d`].
+#[derive(Clone, Copy, PartialEq)]
+pub struct LPPool<S> {
+    norm_type: f64,
+    kernel_size: S,
+    stride: Option<S>,
+    ceil_mode: bool,
+}
+
+/// torch's `nn.LPPool1d`, over `[N, C, L]` or `[C, L]`.
+pub type LPPool1d = LPPool<Size1>;
+/// torch's `nn.LPPool2d`, over `[N, C, H, W]` or `[C, H, W]`.
+pub type LPPool2d = LPPool<Size2>;
+/// torch's `nn.LPPool3d`, over `[N, C, D, H, W]` or `[C, D, H, W]`.
+pub type LPPool3d = LPPool<Size3>;
+
+impl<S: PoolSize> LPPool<S> {
+    pub fn new(norm_type: f64, kernel_size: impl Into<S>) -> LPPool<S> {
+        LPPool {
+            norm_type,
+            kernel_size: kernel_size.into(),
+            stride: None,
+            ceil_mode: false,
+        }
+    }
+    pub fn stride(mut self, stride: impl Into<S>) -> LPPool<S> {
+        self.stride = Some(stride.into());
+        self
+    }
+    /// Rounds the output size up (a last, partial window), as torch's `ceil_mode=True`.
+    pub fn ceil_mode(mut self, ceil: bool) -> LPPool<S> {
+        self.ceil_mode = ceil;
+        self
+    }
+}
+
+impl<S: PoolSize> Module for LPPool<S> {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        S::lp_pool(
+            x,
+            self.norm_type,
+            self.kernel_size,
+            self.stride,
+            self.ceil_mode,
+        )
+    }
+    fn describe(&self) -> String {
+        format!(
+            "LPPool{}d(norm_type={}, kernel_size={}, stride={}, ceil_mode={})",
+            S::RANK,
+            self.norm_type,
+            self.kernel_size.show(),
+            self.stride.map_or("None".into(), S::show),
+            py_bool(self.ceil_mode)
+        )
+    }
+}
+
+generic_repr!(PoolSize: MaxPool, AvgPool, LPPool);
 
 /// Mean over the cells of an `output_size` grid laid over each plane, whatever the input's
 /// height and width (torch's `nn.AdaptiveAvgPool2d`); `(1, 1)` is global average pooling.
@@ -430,3 +504,19 @@ adaptive_module!(
     /// `nn.AdaptiveMaxPool1d`).
     AdaptiveMaxPool1d(usize) => adaptive_max_pool1d, |n| n.to_string()
 );
+
+impl AdaptiveMaxPool2d {
+    /// The pooling and where each maximum is in its plane (torch's `return_indices=True`),
+    /// for `MaxUnpool2d`.
+    pub fn forward_with_indices(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        functional::adaptive_max_pool2d_with_indices(x, self.output_size)
+    }
+}
+
+impl AdaptiveMaxPool1d {
+    /// The pooling and where each maximum is along its sequence (torch's
+    /// `return_indices=True`), for `MaxUnpool1d`.
+    pub fn forward_with_indices(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        functional::adaptive_max_pool1d_with_indices(x, self.output_size)
+    }
+}

@@ -401,6 +401,7 @@ pub fn interpolate(
 /// torch's. See [`interpolate`].
 #[derive(Clone)]
 pub struct Upsample {
+    name: &'static str,
     size: Resize,
     mode: String,
     align_corners: bool,
@@ -409,6 +410,7 @@ pub struct Upsample {
 impl Upsample {
     pub fn new(size: impl Into<Resize>) -> Upsample {
         Upsample {
+            name: "Upsample",
             size: size.into(),
             mode: "nearest".into(),
             align_corners: false,
@@ -430,6 +432,60 @@ impl Module for Upsample {
     }
     /// torch's repr (which does not show `align_corners`).
     fn describe(&self) -> String {
-        format!("Upsample({}, mode='{}')", self.size.describe(), self.mode)
+        format!(
+            "{}({}, mode='{}')",
+            self.name,
+            self.size.describe(),
+            self.mode
+        )
     }
+}
+
+/// torch's `nn.UpsamplingNearest2d(size)` (kept in torch for old code): an [`Upsample`] that
+/// copies the nearest element.
+pub struct UpsamplingNearest2d;
+
+impl UpsamplingNearest2d {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(size: impl Into<Resize>) -> Upsample {
+        Upsample {
+            name: "UpsamplingNearest2d",
+            ..Upsample::new(size)
+        }
+    }
+}
+
+/// torch's `nn.UpsamplingBilinear2d(size)`: an [`Upsample`] that blends with
+/// `align_corners=True`, over `[N, C, H, W]`.
+pub struct UpsamplingBilinear2d;
+
+impl UpsamplingBilinear2d {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(size: impl Into<Resize>) -> Upsample {
+        Upsample {
+            name: "UpsamplingBilinear2d",
+            ..Upsample::new(size).mode("bilinear").align_corners(true)
+        }
+    }
+}
+
+/// torch's `F.upsample`, kept for old code: [`interpolate`].
+pub fn upsample(
+    x: &Tensor,
+    size: impl Into<Resize>,
+    mode: &str,
+    align_corners: bool,
+) -> Result<Tensor> {
+    interpolate(x, size, mode, align_corners)
+}
+
+/// torch's `F.upsample_nearest`: [`interpolate`] in `"nearest"` mode.
+pub fn upsample_nearest(x: &Tensor, size: impl Into<Resize>) -> Result<Tensor> {
+    interpolate(x, size, "nearest", false)
+}
+
+/// torch's `F.upsample_bilinear`: [`interpolate`] in `"bilinear"` mode with
+/// `align_corners=True` (its one difference from `interpolate`'s default), `[N, C, H, W]`.
+pub fn upsample_bilinear(x: &Tensor, size: impl Into<Resize>) -> Result<Tensor> {
+    interpolate(x, size, "bilinear", true)
 }
