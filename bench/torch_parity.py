@@ -138,6 +138,13 @@ EINSUM = {
 RNNS = "rnn rnnrelu lstm gru lstm2 gru2 gru_nobias lstm_unbatched lstm2_bi gru_bi".split()
 CELLS = "rnncell rnncell_relu lstmcell grucell grucell_nobias lstmcell_unbatched".split()
 NORMS = "bn2d_train bn1d_train bn1d3_train bn2d_eval ln ln2 gn gn1 gn3d".split()
+# torch's norm options: bn affine=False (na), track_running_stats=False (nt), momentum=None
+# (cum, two training steps before eval); instance norm tracked (tr), unbatched (unb), tracked
+# with momentum=None (mn).
+NORM_OPTIONS = {"bn1dna_train": ("out", "x", "rm", "rv"), "bn2dnt_eval": ("out", "x", "w", "b"),
+                "bn1dcum_eval": ("out", "x", "w", "b", "rm", "rv"),
+                "in2dtr_train": ("out", "x", "w", "b", "rm", "rv"), "in1dtr_eval": ("out", "x", "rm", "rv"),
+                "in2dunb": ("out", "x", "w", "b"), "in1dmn_train": ("out", "x", "rm", "rv")}
 GRAD_BINARY = "add sub mul div pow maximum minimum atan2 fmod remainder".split()
 # Mixed precision: an op or a layer in an autocast region (bf16 or f16) on float32 inputs and
 # weights (amp_case), and GradScaler's steps (scaler_case).
@@ -185,6 +192,9 @@ NN_MORE = {
     "fmp3": ("k2o233", "k2r06", "unb"), "fmp3i": ("k2o233", "k2r06", "unb"),
     "adamax3i": ("o111", "o234", "o322", "unb"), "unpool3d": ("k2", "k3s2p1", "unb"),
     "ctc": ("none", "mean", "sum", "concat", "blank2", "rep", "short", "zinf", "noframes", "unb"),
+    # lp_pool3d, adaptive_max_pool1d's indices, the old upsampling layers.
+    "lppool3": ("p2k2", "p3k3s2c", "p15k122s1", "unb"), "adamax1i": ("o3", "o4u"),
+    "upnear": ("s2", "sz", "s3d"), "upbil": ("s2", "sz"),
 }
 # fractional_max_pool cases: kernel, output_size, output_ratio (mirrored in torch_parity.rs);
 # the samples, one per plane and axis, in FMP_SAMPLES.
@@ -209,7 +219,7 @@ CTC_CASES = {
     "unb": (5, [1, 3], [5], [2], 0, "sum", False),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
-NN_WANTS = {"adamaxi": (), "adamax3i": (), "fmp2i": (), "fmp3i": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
+NN_WANTS = {"adamaxi": (), "adamax1i": (), "adamax3i": (), "fmp2i": (), "fmp3i": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
             "convT3d": ("x", "w", "b"), "convT1d": ("x", "w", "b"), "gsamp": ("x", "g"), "gsamp3": ("x", "g"), "ebag": ("w", "p"),
             "bn3d": ("x", "weight", "bias"), "drop3d": (), "bilin": ("x1", "x2", "w", "b"),
             "tripletd": ("a", "p", "n")}
@@ -286,6 +296,16 @@ KNOWN = {
        for p in NN_MORE["avg3d"]},
     **{f"nn avg3d {d} {p} {w}": "torch's CPU avg_pool3d has no half-precision kernel"
        for d in ("f16", "bf16") for p in NN_MORE["avg3d"] for w in ("out", "x")},
+    # lp_pool3d is avg_pool3d of x^p, so torch's CPU refuses halves there too; gpulab's are
+    # within a unit in the last place or two of torch's float64 result (measured: f16 9e-4,
+    # bf16 6.4e-3 of the largest value, /tmp/vs64.py-style comparison).
+    **{f"nn lppool3 {d} {p} {w}": "torch's CPU avg_pool3d (under lp_pool3d) has no half-precision kernel"
+       for d in ("f16", "bf16") for p in NN_MORE["lppool3"] for w in ("out", "x")},
+    # The old upsampling layers are interpolate: torch's nearest refuses int32/int64/bool,
+    # its CPU bilinear takes uint8 (gpulab's interpolating modes take floats only).
+    **{f"nn upnear {a} {p} out": "torch's nearest interpolate refuses int32/int64/bool"
+       for a in ("i32", "i64", "bool") for p in NN_MORE["upnear"]},
+    **{f"nn upbil u8 {p} out": "torch's CPU bilinear interpolate takes uint8" for p in NN_MORE["upbil"]},
     # conv3d with a dilation: torch's CPU has no integer kernel for that either.
     **{f"nn conv3d {a} d2g2 out": "torch's CPU has no integer dilated convolution" for a in ("i32", "u8")},
     # torch's CPU softmax backward over a dimension other than the last (Softmax2d's channels)
@@ -550,6 +570,7 @@ def cases():
         out += [f"cell {op} {a} {want}" for a in floats for want in wants]
     out += [f"norm {op} {a} {want}" for op in NORMS for a in floats
             for want in ("out", "x", "w", "b") + (("rm", "rv") if op.startswith("bn") else ())]
+    out += [f"norm {op} {a} {want}" for op, wants in NORM_OPTIONS.items() for a in floats for want in wants]
     # Optimizers: a parameter after three steps.
     out += [f"optim sgd {a} {c}" for a in floats for c in ("plain", "mom", "momwd")]
     out += [f"optim adam {a} {c}" for a in floats for c in ("plain", "wd", "betas")]
@@ -955,6 +976,22 @@ def torch_results(lines, device):
             tg = torch.tensor(targets).to(dev)
             out = F.ctc_loss(F.log_softmax(x, -1), tg, il, tl, blank, red, zinf)
             return out, {"x": x}
+        if op == "lppool3":
+            p, kernel, stride, ceil = {"p2k2": (2.0, 2, None, False), "p3k3s2c": (3.0, 3, 2, True),
+                                       "p15k122s1": (1.5, (1, 2, 2), 1, False), "unb": (2.0, 2, None, False)}[param]
+            # Negative values only where the power keeps them real.
+            off = 3.0 if p == 2.0 else 0.0
+            x = ramp([2, 4, 5, 6] if param == "unb" else [1, 2, 4, 5, 6], 7, off, 0.5, d)
+            return F.lp_pool3d(x, p, kernel, stride, ceil), {"x": x}
+        if op == "adamax1i":
+            # Ties on purpose: the index is the first maximum.
+            x = ramp([2, 3, 7] if param == "o3" else [3, 7], 4, 0.0, 1.0, d)
+            return F.adaptive_max_pool1d(x, 3 if param == "o3" else 4, return_indices=True)[1], {"x": x}
+        if op in ("upnear", "upbil"):
+            x = ramp([1, 2, 5] if param == "s3d" else [1, 2, 3, 4], 7, 3.0, 0.5, d)
+            kw = {"size": (5, 7)} if param == "sz" else {"scale_factor": 2.0}
+            m = (torch.nn.UpsamplingNearest2d if op == "upnear" else torch.nn.UpsamplingBilinear2d)(**kw)
+            return m(x), {"x": x}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):
@@ -1667,7 +1704,18 @@ def torch_results(lines, device):
     def norm_case(w):
         op, d, want = w[1], w[2], w[3]
         nn = torch.nn
-        if op.startswith("bn"):
+        if op in NORM_OPTIONS:
+            shape, m = {
+                "bn1dna_train": ([4, 3], lambda: nn.BatchNorm1d(3, affine=False)),
+                "bn2dnt_eval": ([2, 3, 2, 2], lambda: nn.BatchNorm2d(3, track_running_stats=False)),
+                "bn1dcum_eval": ([2, 3, 4], lambda: nn.BatchNorm1d(3, momentum=None)),
+                "in2dtr_train": ([2, 3, 2, 3], lambda: nn.InstanceNorm2d(3, affine=True, track_running_stats=True)),
+                "in1dtr_eval": ([2, 3, 4], lambda: nn.InstanceNorm1d(3, track_running_stats=True)),
+                "in2dunb": ([3, 2, 3], lambda: nn.InstanceNorm2d(3, affine=True)),
+                "in1dmn_train": ([2, 3, 4], lambda: nn.InstanceNorm1d(3, momentum=None, track_running_stats=True)),
+            }[op]
+            m = m()
+        elif op.startswith("bn"):
             shape = {"bn2d": [2, 3, 2, 2], "bn1d": [4, 3], "bn1d3": [2, 3, 4]}[op.split("_")[0]]
             m = nn.BatchNorm2d(3) if op.startswith("bn2d") else nn.BatchNorm1d(3)
         elif op.startswith("gn"):
@@ -1679,10 +1727,13 @@ def torch_results(lines, device):
             shape, ns = ([2, 3], [3]) if op == "ln" else ([2, 3, 2, 2], [2, 2])
             m = nn.LayerNorm(ns)
         m = m.to(T[d]).to(dev)
-        with torch.no_grad():
-            m.weight.copy_(ramp(list(m.weight.shape), 3, 1.0, 0.5, d).detach())
-            m.bias.copy_(ramp(list(m.bias.shape), 4, 2.0, 0.25, d).detach())
+        if m.weight is not None:
+            with torch.no_grad():
+                m.weight.copy_(ramp(list(m.weight.shape), 3, 1.0, 0.5, d).detach())
+                m.bias.copy_(ramp(list(m.bias.shape), 4, 2.0, 0.25, d).detach())
         x = ramp(shape, 5, 2.0, 0.75, d)
+        if "cum" in op:
+            m(ramp(shape, 3, 0.5, 1.5, d))  # a first step, so the average is over two
         if op.endswith("_eval"):
             m(x)  # one training step moves the running statistics
             m.eval()
@@ -1693,7 +1744,7 @@ def torch_results(lines, device):
         if want == "out":
             return out.detach()
         weighted_backward(out)
-        g = {"x": x.grad, "w": m.weight.grad, "b": m.bias.grad}[want]
+        g = {"x": lambda: x.grad, "w": lambda: m.weight.grad, "b": lambda: m.bias.grad}[want]()
         if g is None:
             raise ValueError("no gradient")
         return g

@@ -1064,6 +1064,61 @@ fn nn_unbatched(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Er
             let out = F::ctc_loss(&lp, &targets, il, tl, blank, red, zinf)?;
             (out, vec![("x", x)])
         }
+        "lppool3" => {
+            let (p, kernel, stride, ceil) = match param {
+                "p2k2" | "unb" => (2.0, nn::Size3(2, 2, 2), None, false),
+                "p3k3s2c" => (3.0, nn::Size3(3, 3, 3), Some(nn::Size3(2, 2, 2)), true),
+                _ => (1.5, nn::Size3(1, 2, 2), Some(nn::Size3(1, 1, 1)), false),
+            };
+            // Negative values only where the power keeps them real.
+            let off = if p == 2.0 { 3.0 } else { 0.0 };
+            let shape: &[usize] = if param == "unb" {
+                &[2, 4, 5, 6]
+            } else {
+                &[1, 2, 4, 5, 6]
+            };
+            let x = ramp(shape, 7, off, 0.5, d, dev)?;
+            let layer = nn::LPPool3d::new(p, kernel).ceil_mode(ceil);
+            let layer = match stride {
+                Some(s) => layer.stride(s),
+                None => layer,
+            };
+            let out = layer.forward(&x)?;
+            // The function and the layer are one path; check they agree.
+            let f = F::lp_pool3d(&x, p, kernel, stride, ceil)?;
+            assert_eq!(f.to_vec::<f64>().ok(), out.to_vec::<f64>().ok());
+            (out, vec![("x", x)])
+        }
+        "adamax1i" => {
+            let (shape, size): (&[usize], usize) = if param == "o3" {
+                (&[2, 3, 7], 3)
+            } else {
+                (&[3, 7], 4)
+            };
+            // Ties on purpose: the index is the first maximum.
+            let x = ramp(shape, 4, 0.0, 1.0, d, dev)?;
+            let idx = nn::AdaptiveMaxPool1d::new(size).forward_with_indices(&x)?.1;
+            (idx, vec![("x", x)])
+        }
+        "upnear" | "upbil" => {
+            let shape: &[usize] = if param == "s3d" {
+                &[1, 2, 5]
+            } else {
+                &[1, 2, 3, 4]
+            };
+            let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
+            let size: nn::Resize = if param == "sz" {
+                (5, 7).into()
+            } else {
+                2.0.into()
+            };
+            let m = if op == "upnear" {
+                nn::UpsamplingNearest2d::new(size)
+            } else {
+                nn::UpsamplingBilinear2d::new(size)
+            };
+            (m.forward(&x)?, vec![("x", x)])
+        }
         _ => panic!("unknown nn op {op:?}"),
     })
 }
@@ -2341,9 +2396,40 @@ fn more_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
 }
 
 fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
-    use gpulab::nn::{BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, Module};
+    use gpulab::nn::{BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm, LayerNorm, Module};
     let (op, d, want) = (w[1], w[2], w[3]);
     let (mut m, shape): (Box<dyn Module>, Vec<usize>) = match op.split('_').next().unwrap() {
+        // torch's options (NORM_OPTIONS in torch_parity.py).
+        "bn1dna" => (Box::new(BatchNorm1d::new(3).affine(false)), vec![4, 3]),
+        "bn2dnt" => (
+            Box::new(BatchNorm2d::new(3).track_running_stats(false)),
+            vec![2, 3, 2, 2],
+        ),
+        "bn1dcum" => (Box::new(BatchNorm1d::new(3).momentum(None)), vec![2, 3, 4]),
+        "in2dtr" => (
+            Box::new(
+                InstanceNorm::new_2d(3)
+                    .affine(true)
+                    .track_running_stats(true),
+            ),
+            vec![2, 3, 2, 3],
+        ),
+        "in1dtr" => (
+            Box::new(InstanceNorm::new_1d(3).track_running_stats(true)),
+            vec![2, 3, 4],
+        ),
+        "in2dunb" => (
+            Box::new(InstanceNorm::new_2d(3).affine(true)),
+            vec![3, 2, 3],
+        ),
+        "in1dmn" => (
+            Box::new(
+                InstanceNorm::new_1d(3)
+                    .momentum(None)
+                    .track_running_stats(true),
+            ),
+            vec![2, 3, 4],
+        ),
         "bn2d" => (Box::new(BatchNorm2d::new(3)), vec![2, 3, 2, 2]),
         "bn1d" => (Box::new(BatchNorm1d::new(3)), vec![4, 3]),
         "bn1d3" => (Box::new(BatchNorm1d::new(3)), vec![2, 3, 4]),
@@ -2365,6 +2451,10 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
         p.set_data(ramp(&p.shape(), k, off, scale, d, dev)?)?;
     }
     let mut x = ramp(&shape, 5, 2.0, 0.75, d, dev)?;
+    if op.contains("cum") {
+        // A first step, so the average is over two.
+        m.forward(&ramp(&shape, 3, 0.5, 1.5, d, dev)?)?;
+    }
     if op.ends_with("_eval") {
         m.forward(&x)?;
         m.eval();

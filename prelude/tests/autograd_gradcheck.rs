@@ -622,6 +622,28 @@ fn rearranging_scale_norms_and_adaptive_pools() {
         F::lp_pool1d(&x[0], 1.5, 2, Some(1), false)
     });
     check(
+        "instance_norm with running statistics",
+        vec![
+            input(&[2, 3, 4], 6302),
+            input(&[3], 6303),
+            input(&[3], 6304),
+        ],
+        |x| {
+            let f64z = |v: f64| Tensor::full_dtype([3], v, DType::F64, Device::Cpu);
+            let (rm, rv) = (f64z(0.0)?, f64z(1.0)?);
+            let (w, b) = (Some(&x[1]), Some(&x[2]));
+            let train = F::instance_norm(&x[0], Some(&rm), Some(&rv), w, b, true, 0.1, 1e-5)?;
+            // And eval mode, normalised by running statistics that do not depend on x (those
+            // training moved do, outside autograd, as in torch).
+            let (m, v) = (f64z(0.5)?, f64z(2.0)?);
+            let eval = F::instance_norm(&x[0], Some(&m), Some(&v), w, b, false, 0.1, 1e-5)?;
+            train.add(&eval)
+        },
+    );
+    check("lp_pool3d p 2", vec![input(&[1, 2, 3, 4, 4], 6301)], |x| {
+        F::lp_pool3d(&x[0], 2.0, (1, 2, 2), None, true)
+    });
+    check(
         "adaptive_max_pool2d",
         vec![input(&[1, 2, 5, 5], 631)],
         |x| F::adaptive_max_pool2d(&x[0], (3, 2)),

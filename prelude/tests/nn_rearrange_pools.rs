@@ -171,6 +171,96 @@ fn lp_pool_is_the_p_norm_of_each_window() {
             .to_string(),
         "LPPool1d(norm_type=1.5, kernel_size=3, stride=2, ceil_mode=True)"
     );
+    // In 3-D: a 2 x 2 x 2 window of ones has 2-norm sqrt(8); batched or not.
+    let ones = Tensor::ones((2, 4, 2, 2), CPU).unwrap();
+    let pool = nn::LPPool3d::new(2.0, 2);
+    let y = pool.forward(&ones).unwrap();
+    assert_eq!(y.shape(), [2, 2, 1, 1]);
+    assert!(y
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|v| (v - 8f32.sqrt()).abs() < 1e-5));
+    let batched = pool.forward(&ones.unsqueeze(0).unwrap()).unwrap();
+    assert_eq!(batched.shape(), [1, 2, 2, 1, 1]);
+    assert_eq!(
+        nn::LPPool3d::new(1.5, (1, 2, 2))
+            .stride(1)
+            .ceil_mode(true)
+            .to_string(),
+        "LPPool3d(norm_type=1.5, kernel_size=(1, 2, 2), stride=1, ceil_mode=True)"
+    );
+    let e = err(F::lp_pool3d(&ones, f64::NAN, 2, None, false));
+    assert!(
+        e.contains("lp_pool3d: norm_type must be a non-zero number"),
+        "{e}"
+    );
+}
+
+#[test]
+fn adaptive_max_pool1d_gives_where_each_maximum_is() {
+    let x = Tensor::from_vec(vec![1.0f32, 9.0, 2.0, 3.0, 8.0, 7.0], (1, 6), CPU).unwrap();
+    let (v, i) = nn::AdaptiveMaxPool1d::new(2)
+        .forward_with_indices(&x)
+        .unwrap();
+    assert_eq!(v.to_vec::<f32>().unwrap(), [9.0, 8.0]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [1, 4]);
+    assert_eq!(i.shape(), [1, 2]);
+    // The positions unpool back to where the maxima were.
+    let back = F::max_unpool1d(
+        &v.unsqueeze(0).unwrap(),
+        &i.unsqueeze(0).unwrap(),
+        3,
+        None,
+        0,
+        Some(6),
+    )
+    .unwrap();
+    assert_eq!(
+        back.to_vec::<f32>().unwrap(),
+        [0.0, 9.0, 0.0, 0.0, 8.0, 0.0]
+    );
+}
+
+#[test]
+fn the_old_upsampling_layers_are_interpolate() {
+    let x = Tensor::from_vec(vec![0.0f32, 1.0, 2.0, 3.0], (1, 1, 2, 2), CPU).unwrap();
+    let near = nn::UpsamplingNearest2d::new(2.0);
+    assert_eq!(
+        near.to_string(),
+        "UpsamplingNearest2d(scale_factor=2.0, mode='nearest')"
+    );
+    assert_eq!(
+        near.forward(&x).unwrap().to_vec::<f32>().unwrap(),
+        F::upsample_nearest(&x, 2.0)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    );
+    let bil = nn::UpsamplingBilinear2d::new((3, 3));
+    assert_eq!(
+        bil.to_string(),
+        "UpsamplingBilinear2d(size=(3, 3), mode='bilinear')"
+    );
+    // align_corners=True: the corners stay put and the centre is their mean.
+    let y = bil.forward(&x).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(y, [0.0, 0.5, 1.0, 1.0, 1.5, 2.0, 2.0, 2.5, 3.0]);
+    assert_eq!(
+        y,
+        F::upsample_bilinear(&x, (3, 3))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    );
+    assert_eq!(
+        F::upsample(&x, (3, 3), "bilinear", true)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        y
+    );
+    let e = err(bil.forward(&x.squeeze(0).unwrap()));
+    assert!(e.contains("bilinear mode needs 4D input"), "{e}");
 }
 
 #[test]

@@ -158,7 +158,7 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..94) {
+    match rng.gen_range(0..95) {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -1417,6 +1417,63 @@ fn call(
                         .or_else(|_| F::affine_grid(&a, [1, 1, n, 2, 3], false))
                 }
                 _ => nn::AvgPool3d::new(n).divisor_override(n).forward(&a),
+            })
+        }
+        93 => {
+            // The norm layers' options and the lazy norms (running_norm.rs, lazy.rs), 3-D
+            // power-average pooling, adaptive_max_pool1d's indices, the old upsampling layers.
+            let n = rng.gen_range(0..4usize);
+            const NAMES: [&str; 10] = [
+                "BatchNorm1d affine(false) momentum(None)",
+                "BatchNorm2d track_running_stats(false) eval",
+                "InstanceNorm1d tracked",
+                "InstanceNorm2d tracked eval",
+                "instance_norm with running statistics",
+                "LazyBatchNorm1d / LazyInstanceNorm2d",
+                "lp_pool3d",
+                "LPPool3d",
+                "adaptive_max_pool1d_with_indices",
+                "UpsamplingNearest2d / UpsamplingBilinear2d",
+            ];
+            let pick = rng.gen_range(0..NAMES.len());
+            *what = format!("{} of {da} and {db} (n {n}, scalar {s})", NAMES[pick]);
+            some(match pick {
+                0 => nn::BatchNorm1d::new(n)
+                    .affine(false)
+                    .momentum(None)
+                    .forward(&a),
+                1 => {
+                    let mut m = nn::BatchNorm2d::new(n).track_running_stats(false);
+                    m.eval();
+                    m.forward(&a)
+                }
+                2 => nn::InstanceNorm::new_1d(n)
+                    .track_running_stats(true)
+                    .momentum(s)
+                    .forward(&a),
+                3 => {
+                    let mut m = nn::InstanceNorm::new_2d(n)
+                        .affine(true)
+                        .track_running_stats(true);
+                    m.eval();
+                    m.forward(&a)
+                }
+                4 => F::instance_norm(&a, Some(&b), Some(&b), None, Some(&b), n != 0, s, 1e-5),
+                5 => nn::LazyBatchNorm1d::new()
+                    .forward(&a)
+                    .or_else(|_| nn::LazyInstanceNorm2d::new().forward(&b)),
+                6 => F::lp_pool3d(
+                    &a,
+                    s,
+                    (n, 1, n),
+                    [None, Some(nn::Size3(n, 1, 1))][n % 2],
+                    n == 2,
+                ),
+                7 => nn::LPPool3d::new(s, n).ceil_mode(true).forward(&a),
+                8 => F::adaptive_max_pool1d_with_indices(&a, n).map(|(_, i)| i),
+                _ => nn::UpsamplingNearest2d::new((n, n + 1))
+                    .forward(&a)
+                    .or_else(|_| nn::UpsamplingBilinear2d::new(s).forward(&b)),
             })
         }
         _ => {
