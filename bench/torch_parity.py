@@ -136,6 +136,8 @@ EINSUM = {
 # Normalisation layers: output, gradients (input, weight, bias) and running statistics.
 # Recurrent layers: output, final states and gradients (input, h_0, first layer's weights).
 RNNS = "rnn rnnrelu lstm gru lstm2 gru2 gru_nobias lstm_unbatched lstm2_bi gru_bi".split()
+# A packed batch of three sequences (lengths sorted, or unsorted with enforce_sorted=False).
+RNNS += "lstm_packed gru_packed_bi rnn_packed_unsorted lstm2_packed_unsorted_bi".split()
 CELLS = "rnncell rnncell_relu lstmcell grucell grucell_nobias lstmcell_unbatched".split()
 NORMS = "bn2d_train bn1d_train bn1d3_train bn2d_eval ln ln2 gn gn1 gn3d".split()
 # torch's norm options: bn affine=False (na), track_running_stats=False (nt), momentum=None
@@ -195,6 +197,8 @@ NN_MORE = {
     # lp_pool3d, adaptive_max_pool1d's indices, the old upsampling layers.
     "lppool3": ("p2k2", "p3k3s2c", "p15k122s1", "unb"), "adamax1i": ("o3", "o4u"),
     "upnear": ("s2", "sz", "s3d"), "upbil": ("s2", "sz"),
+    # nn.utils.rnn: pad_sequence, and packing a padded batch (its data, or padded back).
+    "padseq": ("r", "lbf", "pv"), "packpad": ("sorted", "unsorted", "bf", "roundtrip", "unpack"),
 }
 # fractional_max_pool cases: kernel, output_size, output_ratio (mirrored in torch_parity.rs);
 # the samples, one per plane and axis, in FMP_SAMPLES.
@@ -296,6 +300,13 @@ KNOWN = {
        for p in NN_MORE["avg3d"]},
     **{f"nn avg3d {d} {p} {w}": "torch's CPU avg_pool3d has no half-precision kernel"
        for d in ("f16", "bf16") for p in NN_MORE["avg3d"] for w in ("out", "x")},
+    # A packed batch: torch's CPU runs each step on the sequences still going, a different
+    # summation order from gpulab's masked full-batch steps; both are within 2e-7 of the
+    # float64 result relative to its largest value (measured: gru_packed_bi x, gpulab 8.9e-8
+    # and torch 1.7e-7; lstm2_packed_unsorted_bi wih, 1.9e-7 and 1.3e-7), one element apart
+    # by 3e-6 relative to itself.
+    "rnn gru_packed_bi f32 x": "torch's packed steps sum in another order (both within 2e-7 of float64)",
+    "rnn lstm2_packed_unsorted_bi f32 wih": "torch's packed steps sum in another order (both within 2e-7 of float64)",
     # lp_pool3d is avg_pool3d of x^p, so torch's CPU refuses halves there too; gpulab's are
     # within a unit in the last place or two of torch's float64 result (measured: f16 9e-4,
     # bf16 6.4e-3 of the largest value, /tmp/vs64.py-style comparison).
@@ -992,6 +1003,27 @@ def torch_results(lines, device):
             kw = {"size": (5, 7)} if param == "sz" else {"scale_factor": 2.0}
             m = (torch.nn.UpsamplingNearest2d if op == "upnear" else torch.nn.UpsamplingBilinear2d)(**kw)
             return m(x), {"x": x}
+        rnn = torch.nn.utils.rnn
+        if op == "padseq":
+            x = ramp([9, 2], 7, 3.0, 0.5, d)
+            seqs = [x[0:2], x[2:6], x[6:9]]
+            kw = {"r": {}, "lbf": {"batch_first": True, "padding_side": "left"},
+                  "pv": {"padding_value": -2.0}}[param]
+            return rnn.pad_sequence(seqs, **kw), {"x": x}
+        if op == "packpad":
+            if param == "unpack":
+                x = ramp([9, 2], 7, 3.0, 0.5, d)
+                seqs = rnn.unpack_sequence(rnn.pack_sequence([x[0:2], x[2:6], x[6:9]], enforce_sorted=False))
+                return torch.cat(seqs, 0), {"x": x}
+            lengths, bf = {"sorted": ([4, 3, 1], False), "unsorted": ([2, 4, 3], False),
+                           "bf": ([2, 4, 3], True), "roundtrip": ([1, 4, 2], False)}[param]
+            x = ramp([3, 4, 2] if bf else [4, 3, 2], 7, 3.0, 0.5, d)
+            p = rnn.pack_padded_sequence(x, lengths, batch_first=bf, enforce_sorted=param == "sorted")
+            if param in ("sorted", "unsorted"):
+                return p.data, {"x": x}
+            if param == "bf":
+                return rnn.pad_packed_sequence(p, batch_first=True, padding_value=-2.0, total_length=5)[0], {"x": x}
+            return rnn.pad_packed_sequence(p)[0], {"x": x}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):
@@ -1975,15 +2007,24 @@ def torch_results(lines, device):
         m = cls(3, 4, **kw).to(T[d]).to(dev)
         set_ramps(m, 0.2, d)
         unbatched = op.endswith("_unbatched")
-        x = ramp([3, 3] if unbatched else [3, 2, 3], 7, 3.0, 0.4, d)
+        packed = "_packed" in op
+        lengths = [4, 2, 3] if "unsorted" in op else [4, 3, 2]
+        if packed:
+            x = ramp([4, 3, 3], 7, 3.0, 0.4, d)
+            xs = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted="unsorted" not in op)
+        else:
+            x = xs = ramp([3, 3] if unbatched else [3, 2, 3], 7, 3.0, 0.4, d)
         layers = kw["num_layers"] * (2 if kw["bidirectional"] else 1)
-        h0 = ramp([layers, 4] if unbatched else [layers, 2, 4], 3, 1.0, 0.3, d)
+        n = 3 if packed else 2
+        h0 = ramp([layers, 4] if unbatched else [layers, n, 4], 3, 1.0, 0.3, d)
         if kind.startswith("lstm"):
             c0 = ramp(list(h0.shape), 4, 2.0, 0.25, d)
-            out, (hn, cn) = m(x, (h0, c0))
+            out, (hn, cn) = m(xs, (h0, c0))
         else:
-            out, hn = m(x, h0)
+            out, hn = m(xs, h0)
             cn = None
+        if packed:
+            out = out.data
         if want in ("out", "hn", "cn"):
             return {"out": out, "hn": hn, "cn": cn}[want].detach()
         weighted_backward(out)

@@ -1119,6 +1119,45 @@ fn nn_unbatched(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Er
             };
             (m.forward(&x)?, vec![("x", x)])
         }
+        "padseq" | "packpad" => {
+            use gpulab::nn::utils::rnn;
+            let pieces = |x: &Tensor| -> Result<Vec<Tensor>, Error> {
+                Ok(vec![
+                    x.narrow(0, 0, 2)?,
+                    x.narrow(0, 2, 4)?,
+                    x.narrow(0, 6, 3)?,
+                ])
+            };
+            if op == "padseq" || param == "unpack" {
+                let x = ramp(&[9, 2], 7, 3.0, 0.5, d, dev)?;
+                let seqs = pieces(&x)?;
+                let out = match param {
+                    "r" => rnn::pad_sequence(&seqs, false, 0.0, "right")?,
+                    "lbf" => rnn::pad_sequence(&seqs, true, 0.0, "left")?,
+                    "pv" => rnn::pad_sequence(&seqs, false, -2.0, "right")?,
+                    _ => {
+                        let p = rnn::pack_sequence(&seqs, false)?;
+                        Tensor::cat(&rnn::unpack_sequence(&p)?, 0)?
+                    }
+                };
+                return Ok((out, vec![("x", x)]));
+            }
+            let (lengths, bf): (&[usize], bool) = match param {
+                "sorted" => (&[4, 3, 1], false),
+                "unsorted" => (&[2, 4, 3], false),
+                "bf" => (&[2, 4, 3], true),
+                _ => (&[1, 4, 2], false),
+            };
+            let shape: &[usize] = if bf { &[3, 4, 2] } else { &[4, 3, 2] };
+            let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
+            let p = rnn::pack_padded_sequence(&x, lengths, bf, param == "sorted")?;
+            let out = match param {
+                "sorted" | "unsorted" => p.data,
+                "bf" => rnn::pad_packed_sequence(&p, true, -2.0, Some(5))?.0,
+                _ => rnn::pad_packed_sequence(&p, false, 0.0, None)?.0,
+            };
+            (out, vec![("x", x)])
+        }
         _ => panic!("unknown nn op {op:?}"),
     })
 }
@@ -2859,26 +2898,43 @@ fn rnn_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     .bidirectional(op.ends_with("_bi"));
     let params = ramped(&m, d, dev, 0.2)?;
     let unbatched = op.ends_with("_unbatched");
-    let x = ramp(
-        if unbatched { &[3, 3] } else { &[3, 2, 3] },
-        7,
-        3.0,
-        0.4,
-        d,
-        dev,
-    )?;
+    // A packed batch of three sequences (RNNS in torch_parity.py).
+    let packed = op.contains("_packed");
+    let lengths: &[usize] = if op.contains("unsorted") {
+        &[4, 2, 3]
+    } else {
+        &[4, 3, 2]
+    };
+    let xs: &[usize] = match (packed, unbatched) {
+        (true, _) => &[4, 3, 3],
+        (_, true) => &[3, 3],
+        _ => &[3, 2, 3],
+    };
+    let x = ramp(xs, 7, 3.0, 0.4, d, dev)?;
     let slots = layers * if op.ends_with("_bi") { 2 } else { 1 };
+    let n = if packed { 3 } else { 2 };
     let hs: Vec<usize> = if unbatched {
         vec![slots, 4]
     } else {
-        vec![slots, 2, 4]
+        vec![slots, n, 4]
     };
     let h0 = ramp(&hs, 3, 1.0, 0.3, d, dev)?;
     let c0 = kind
         .starts_with("lstm")
         .then(|| ramp(&hs, 4, 2.0, 0.25, d, dev))
         .transpose()?;
-    let r = m.forward_with(&x, Some(&h0), c0.as_ref())?;
+    let r = if packed {
+        use gpulab::nn::utils::rnn;
+        let xp = rnn::pack_padded_sequence(&x, lengths, false, !op.contains("unsorted"))?;
+        let r = m.forward_packed(&xp, Some(&h0), c0.as_ref())?;
+        gpulab::nn::RecurrentOutput {
+            output: r.output.data,
+            h_n: r.h_n,
+            c_n: r.c_n,
+        }
+    } else {
+        m.forward_with(&x, Some(&h0), c0.as_ref())?
+    };
     match want {
         "out" => return Ok(r.output.detach()),
         "hn" => return Ok(r.h_n.detach()),

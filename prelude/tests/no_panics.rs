@@ -1423,7 +1423,7 @@ fn call(
             // The norm layers' options and the lazy norms (running_norm.rs, lazy.rs), 3-D
             // power-average pooling, adaptive_max_pool1d's indices, the old upsampling layers.
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 10] = [
+            const NAMES: [&str; 13] = [
                 "BatchNorm1d affine(false) momentum(None)",
                 "BatchNorm2d track_running_stats(false) eval",
                 "InstanceNorm1d tracked",
@@ -1434,6 +1434,9 @@ fn call(
                 "LPPool3d",
                 "adaptive_max_pool1d_with_indices",
                 "UpsamplingNearest2d / UpsamplingBilinear2d",
+                "pad_sequence",
+                "pack_padded_sequence, pad_packed_sequence",
+                "LSTM forward_packed",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             *what = format!("{} of {da} and {db} (n {n}, scalar {s})", NAMES[pick]);
@@ -1471,6 +1474,30 @@ fn call(
                 ),
                 7 => nn::LPPool3d::new(s, n).ceil_mode(true).forward(&a),
                 8 => F::adaptive_max_pool1d_with_indices(&a, n).map(|(_, i)| i),
+                10 => nn::utils::rnn::pad_sequence(
+                    &[a.clone(), b.clone()],
+                    n == 1,
+                    s,
+                    ["right", "left", "up", "right"][n],
+                ),
+                11 => {
+                    let lens = [n, n + 1, 2, 1];
+                    let lens = &lens[..a.shape().get(1).copied().unwrap_or(0).min(4)];
+                    nn::utils::rnn::pack_padded_sequence(&a, lens, n == 2, n == 3)
+                        .and_then(|p| nn::utils::rnn::pad_packed_sequence(&p, n == 1, s, Some(n)))
+                        .map(|(t, _)| t)
+                }
+                12 => {
+                    let lens = [n + 1, 1, n, 2];
+                    let lens = &lens[..b.shape().get(1).copied().unwrap_or(0).min(4)];
+                    nn::utils::rnn::pack_padded_sequence(&b, lens, false, false).and_then(|p| {
+                        nn::LSTM::new(b.shape().last().copied().unwrap_or(1), 2)
+                            .bidirectional(n % 2 == 1)
+                            .forward_packed(&p, Some(&a), None)
+                            .or_else(|_| nn::GRU::new(n, 2).forward_packed(&p, None, None))
+                            .map(|r| r.output.data)
+                    })
+                }
                 _ => nn::UpsamplingNearest2d::new((n, n + 1))
                     .forward(&a)
                     .or_else(|_| nn::UpsamplingBilinear2d::new(s).forward(&b)),

@@ -58,6 +58,7 @@ mod lp_pool;
 mod margin_loss;
 mod margin_modules;
 mod norm;
+mod packed;
 mod pad;
 mod pairwise;
 mod pointwise;
@@ -128,7 +129,7 @@ pub use pool_layers::{
     MaxPool3d, PoolSize,
 };
 pub use rearrange::{ChannelShuffle, PixelShuffle, PixelUnshuffle};
-pub use recurrent::{Recurrent, RecurrentOutput, GRU, LSTM, RNN};
+pub use recurrent::{PackedOutput, Recurrent, RecurrentOutput, GRU, LSTM, RNN};
 pub use recurrent_cell::{GRUCell, LSTMCell, RNNCell, RecurrentCell};
 pub use resample::{Resize, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d};
 pub use running_norm::{

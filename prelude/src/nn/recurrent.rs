@@ -5,10 +5,12 @@
 //! hidden state's step by step), so it runs on every device and autograd differentiates it
 //! through time; `bidirectional` adds a backward recurrence per layer.
 
+use super::packed::{pad_packed_sequence, PackedSequence};
 use super::{functional, init_param, py_float, same_device, Module, Parameter};
 use crate::error::{Error, Result};
 use crate::tensor::autocast::{self, AmpOp};
 use crate::tensor::{DType, Tensor};
+use crate::Device;
 
 /// Which recurrence a layer runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +128,14 @@ pub struct Recurrent {
 /// them without the `N` dimension.
 pub struct RecurrentOutput {
     pub output: Tensor,
+    pub h_n: Tensor,
+    pub c_n: Option<Tensor>,
+}
+
+/// What [`Recurrent::forward_packed`] gives: the last layer's output packed as the input,
+/// and the final states as [`RecurrentOutput`]'s, each sequence's at its own end.
+pub struct PackedOutput {
+    pub output: PackedSequence,
     pub h_n: Tensor,
     pub c_n: Option<Tensor>,
 }
@@ -261,7 +271,10 @@ impl Recurrent {
     /// One direction of one layer over the whole sequence `input` `[T, N, in]` with the
     /// parameters of slot `k` (layer × direction), from `hidden` (and `cell`); backwards in
     /// time when `reverse`. Gives the hidden state at every step in time order `[T, N, H]`
-    /// and the final states.
+    /// and the final states. With `lengths` (a packed batch), entry `b` steps only while `t <
+    /// lengths[b]`, keeping its state elsewhere: forwards its final state is its last step's,
+    /// backwards its run starts at its own last step.
+    #[allow(clippy::too_many_arguments)]
     fn run_direction(
         &self,
         input: &Tensor,
@@ -270,6 +283,7 @@ impl Recurrent {
         mut cell: Option<Tensor>,
         reverse: bool,
         lower: Option<DType>,
+        lengths: Option<&[usize]>,
     ) -> Result<(Tensor, Tensor, Option<Tensor>)> {
         let (steps, n, width) = (input.shape()[0], input.shape()[1], input.shape()[2]);
         let (mut w_ih, mut w_hh, mut biases) = self.slot(k);
@@ -296,7 +310,20 @@ impl Recurrent {
                 hw = hw.add(b_hh)?;
             }
             let xt = xw.select(0, t as isize)?;
-            (hidden, cell) = cell_step(self.kind, &xt, &hw, &hidden, cell.as_ref())?;
+            let (new_h, new_c) = cell_step(self.kind, &xt, &hw, &hidden, cell.as_ref())?;
+            match lengths {
+                Some(lens) if lens.iter().any(|&l| l <= t) => {
+                    let live: Vec<bool> = lens.iter().map(|&l| l > t).collect();
+                    let live =
+                        Tensor::from_vec(live, vec![n, 1], Device::Cpu)?.to(input.device())?;
+                    hidden = new_h.where_(&live, &hidden)?;
+                    cell = match (new_c, cell) {
+                        (Some(nc), Some(c)) => Some(nc.where_(&live, &c)?),
+                        (nc, _) => nc,
+                    };
+                }
+                _ => (hidden, cell) = (new_h, new_c),
+            }
             outs.push(hidden.clone());
         }
         if reverse {
@@ -316,25 +343,69 @@ impl Recurrent {
     ) -> Result<RecurrentOutput> {
         // In an autocast region the whole layer runs in its lower precision (torch's cuDNN
         // and oneDNN recurrent kernels are on its lists): the input, states and weights.
+        self.lowered(x, h0, c0, None)
+    }
+
+    /// torch's `output, h_n = rnn(packed, h_0)` (and an LSTM's `(h_n, c_n)`): each sequence
+    /// of the [`PackedSequence`] runs for its own length, so `h_n` holds each one's state at
+    /// its last step (backwards: at its first), in the batch's order, and `output` is
+    /// packed as `x` is (`pad_packed_sequence` pads it). `h0`/`c0` as in
+    /// [`Recurrent::forward_with`], in the batch's order; `batch_first` does not apply.
+    pub fn forward_packed(
+        &self,
+        x: &PackedSequence,
+        h0: Option<&Tensor>,
+        c0: Option<&Tensor>,
+    ) -> Result<PackedOutput> {
+        if x.data.rank() != 2 || x.data.shape()[0] == 0 {
+            return Err(Error::BadShape(format!(
+                "{}: expected packed data [steps, {}] holding at least one step, got {:?}",
+                self.describe(),
+                self.input_size,
+                x.data.shape()
+            )));
+        }
+        let (padded, lengths) = pad_packed_sequence(x, false, 0.0, None)?;
+        let RecurrentOutput { output, h_n, c_n } = self.lowered(&padded, h0, c0, Some(&lengths))?;
+        Ok(PackedOutput {
+            output: x.repack(&output)?,
+            h_n,
+            c_n,
+        })
+    }
+
+    /// In an autocast region the whole layer runs in its lower precision (torch's cuDNN
+    /// and oneDNN recurrent kernels are on its lists): the input, states and weights.
+    fn lowered(
+        &self,
+        x: &Tensor,
+        h0: Option<&Tensor>,
+        c0: Option<&Tensor>,
+        lengths: Option<&[usize]>,
+    ) -> Result<RecurrentOutput> {
         if let Some(to) = autocast::lowering(AmpOp::Recurrent, x.device()) {
             let cuda = x.device().is_cuda();
             let cast = |t: &Tensor| autocast::cast(t, to, cuda);
             let (h0, c0) = (h0.map(cast).transpose()?, c0.map(cast).transpose()?);
             return autocast::suspended(|| {
-                self.forward_in(&cast(x)?, h0.as_ref(), c0.as_ref(), Some(to))
+                self.forward_in(&cast(x)?, h0.as_ref(), c0.as_ref(), Some(to), lengths)
             });
         }
-        self.forward_in(x, h0, c0, None)
+        self.forward_in(x, h0, c0, None, lengths)
     }
 
-    /// `forward_with`, with the weights cast to `lower` as they are read when given.
+    /// `forward_with`, with the weights cast to `lower` as they are read when given. With
+    /// `lengths` (a packed batch, padded), `x` is time-major `[T, N, in]` whatever
+    /// `batch_first` says, and so is the output.
     fn forward_in(
         &self,
         x: &Tensor,
         h0: Option<&Tensor>,
         c0: Option<&Tensor>,
         lower: Option<DType>,
+        lengths: Option<&[usize]>,
     ) -> Result<RecurrentOutput> {
+        let time_major = lengths.is_some();
         check_nonlinearity(&self.bad_nonlinearity, || self.describe())?;
         if !(0.0..=1.0).contains(&self.dropout) {
             return Err(Error::Invalid(format!(
@@ -351,7 +422,7 @@ impl Recurrent {
         }
         same_device(self, &self.params[0].1, x)?;
         let first_w = self.params[0].1.tensor();
-        let unbatched = x.rank() == 2;
+        let unbatched = x.rank() == 2 && !time_major;
         let features = x.shape().last().copied().unwrap_or(0);
         if !(x.rank() == 2 || x.rank() == 3) || features != self.input_size {
             let layout = if self.batch_first {
@@ -370,7 +441,7 @@ impl Recurrent {
         // Time-major [T, N, I] inside.
         let x = if unbatched {
             x.unsqueeze(1)?
-        } else if self.batch_first {
+        } else if self.batch_first && !time_major {
             x.transpose(0, 1)?
         } else {
             x.clone()
@@ -421,7 +492,7 @@ impl Recurrent {
                     c0.as_ref().map(|c| c.select(0, k as isize)).transpose()?,
                 );
                 let (outs, hidden, cell) =
-                    self.run_direction(&input, k, h_k, c_k, dir == 1, lower)?;
+                    self.run_direction(&input, k, h_k, c_k, dir == 1, lower, lengths)?;
                 hs.push(hidden);
                 cs.extend(cell);
                 layer_outs.push(outs);
@@ -444,7 +515,7 @@ impl Recurrent {
             output = output.squeeze(1)?;
             h_n = h_n.squeeze(1)?;
             c_n = c_n.map(|c| c.squeeze(1)).transpose()?;
-        } else if self.batch_first {
+        } else if self.batch_first && !time_major {
             output = output.transpose(0, 1)?;
         }
         Ok(RecurrentOutput { output, h_n, c_n })

@@ -1,4 +1,14 @@
-//! torch's `nn.utils` for training loops: gradient clipping.
+//! torch's `nn.utils` for training loops: gradient clipping; and `rnn`, batches of
+//! sequences of different lengths (padding and packing, in `packed`).
+
+/// torch's `nn.utils.rnn`: `pad_sequence`, `unpad_sequence`, `PackedSequence` and the packing
+/// functions; a recurrent layer runs a packed batch with `forward_packed`.
+pub mod rnn {
+    pub use super::super::packed::{
+        pack_padded_sequence, pack_sequence, pad_packed_sequence, pad_sequence, unpack_sequence,
+        unpad_sequence, PackedSequence,
+    };
+}
 
 use super::Parameter;
 use crate::autograd::no_grad;

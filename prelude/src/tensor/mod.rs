@@ -74,6 +74,7 @@ mod trig;
 mod view;
 
 pub use arith::Operand;
+pub(crate) use dtype::fill_value;
 pub use dtype::{promote, promote_dims, DType, Number, WithDType};
 
 /// A number `Tensor::arange` counts in, and the dtype it gives, as torch's: a Rust integer
