@@ -199,6 +199,9 @@ NN_MORE = {
     "upnear": ("s2", "sz", "s3d"), "upbil": ("s2", "sz"),
     # nn.utils.rnn: pad_sequence, and packing a padded batch (its data, or padded back).
     "padseq": ("r", "lbf", "pv"), "packpad": ("sorted", "unsorted", "bf", "roundtrip", "unpack"),
+    # nn.utils: a conv or linear layer with a batch norm folded in; clip_grad_norm_'s norm
+    # types; parameters_to_vector and back.
+    "fuse": ("conv", "convnb", "convT", "lin", "linnb"), "clipn": ("p1", "pinf", "p3"), "p2v": ("vec",),
 }
 # fractional_max_pool cases: kernel, output_size, output_ratio (mirrored in torch_parity.rs);
 # the samples, one per plane and axis, in FMP_SAMPLES.
@@ -223,7 +226,7 @@ CTC_CASES = {
     "unb": (5, [1, 3], [5], [2], 0, "sum", False),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
-NN_WANTS = {"adamaxi": (), "adamax1i": (), "adamax3i": (), "fmp2i": (), "fmp3i": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
+NN_WANTS = {"adamaxi": (), "adamax1i": (), "clipn": (), "p2v": (), "adamax3i": (), "fmp2i": (), "fmp3i": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
             "convT3d": ("x", "w", "b"), "convT1d": ("x", "w", "b"), "gsamp": ("x", "g"), "gsamp3": ("x", "g"), "ebag": ("w", "p"),
             "bn3d": ("x", "weight", "bias"), "drop3d": (), "bilin": ("x1", "x2", "w", "b"),
             "tripletd": ("a", "p", "n")}
@@ -307,6 +310,12 @@ KNOWN = {
     # by 3e-6 relative to itself.
     "rnn gru_packed_bi f32 x": "torch's packed steps sum in another order (both within 2e-7 of float64)",
     "rnn lstm2_packed_unsorted_bi f32 wih": "torch's packed steps sum in another order (both within 2e-7 of float64)",
+    # A fused float16 weight is rounded once on each side from different products; the
+    # gradient through it is as far from float64's on both (measured: 1.15e-3 of the largest
+    # value each).
+    "nn fuse f16 convnb x": "the fused float16 weight rounds differently (both 1.15e-3 from float64)",
+    # torch's Module.to refuses integer dtypes; gpulab's to_dtype converts a layer's tensors.
+    **{f"nn p2v {a} vec out": "torch's Module.to refuses integer dtypes" for a in ("i32", "i64", "u8")},
     # lp_pool3d is avg_pool3d of x^p, so torch's CPU refuses halves there too; gpulab's are
     # within a unit in the last place or two of torch's float64 result (measured: f16 9e-4,
     # bf16 6.4e-3 of the largest value, /tmp/vs64.py-style comparison).
@@ -1024,6 +1033,40 @@ def torch_results(lines, device):
             if param == "bf":
                 return rnn.pad_packed_sequence(p, batch_first=True, padding_value=-2.0, total_length=5)[0], {"x": x}
             return rnn.pad_packed_sequence(p)[0], {"x": x}
+        utils = torch.nn.utils
+        if op == "fuse":
+            nn = torch.nn
+            if param.startswith("conv"):
+                layer = (nn.ConvTranspose2d(2, 3, 2, stride=2) if param == "convT"
+                         else nn.Conv2d(2, 3, 3, padding=1, bias=param != "convnb"))
+                bn, shape = nn.BatchNorm2d(3, affine=param != "convnb"), [1, 2, 3, 3]
+            else:
+                layer, bn, shape = nn.Linear(4, 3, bias=param != "linnb"), nn.BatchNorm1d(3), [2, 4]
+            layer, bn = layer.to(T[d]).to(dev), bn.to(T[d]).to(dev)
+            set_ramps(layer, 0.3, d)
+            set_ramps(bn, 0.4, d)
+            with torch.no_grad():
+                bn(layer(ramp([4] + shape[1:], 5, 1.0, 0.5, d)))  # running statistics
+            layer.eval()
+            bn.eval()
+            if param.startswith("conv"):
+                fused = utils.fuse_conv_bn_eval(layer, bn, transpose=param == "convT")
+            else:
+                fused = utils.fuse_linear_bn_eval(layer, bn)
+            x = ramp(shape, 7, 3.0, 0.5, d)
+            return fused(x), {"x": x}
+        if op in ("clipn", "p2v"):
+            lin = torch.nn.Linear(3, 2).to(T[d]).to(dev)
+            set_ramps(lin, 0.5, d)
+            x = ramp([4, 3], 7, 3.0, 0.5, d)
+            if op == "p2v":
+                v = utils.parameters_to_vector(lin.parameters())
+                utils.vector_to_parameters(v.detach() * 0.5, lin.parameters())
+                return torch.cat([v, lin(x).flatten()]), {}
+            weighted_backward(lin(x))
+            p = {"p1": 1.0, "pinf": math.inf, "p3": 3.0}[param]
+            total = utils.clip_grad_norm_(lin.parameters(), 0.5, norm_type=p)
+            return torch.cat([total.reshape(1), lin.weight.grad.flatten(), lin.bias.grad]), {}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

@@ -1158,6 +1158,73 @@ fn nn_unbatched(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Er
             };
             (out, vec![("x", x)])
         }
+        "fuse" => {
+            use gpulab::nn::utils;
+            let bn_for = |bn: nn::BatchNorm| -> Result<nn::BatchNorm, Error> {
+                ramped(&bn, d, dev, 0.4)?;
+                Ok(bn)
+            };
+            let conv = param.starts_with("conv");
+            let shape: &[usize] = if conv { &[1, 2, 3, 3] } else { &[2, 4] };
+            let mut first = vec![4];
+            first.extend_from_slice(&shape[1..]);
+            let warm = ramp(&first, 5, 1.0, 0.5, d, dev)?;
+            let x = ramp(shape, 7, 3.0, 0.5, d, dev)?;
+            let out = if param == "convT" {
+                let layer = nn::ConvTranspose2d::new(2, 3, 2).stride(2);
+                ramped(&layer, d, dev, 0.3)?;
+                let mut bn = bn_for(nn::BatchNorm2d::new(3))?;
+                gpulab::no_grad(|| bn.forward(&layer.forward(&warm)?))?;
+                bn.eval();
+                utils::fuse_conv_bn_eval(&layer, &bn)?.forward(&x)?
+            } else if conv {
+                let layer = nn::Conv2d::new(2, 3, 3).padding(1).bias(param != "convnb");
+                ramped(&layer, d, dev, 0.3)?;
+                let mut bn = bn_for(nn::BatchNorm2d::new(3).affine(param != "convnb"))?;
+                gpulab::no_grad(|| bn.forward(&layer.forward(&warm)?))?;
+                bn.eval();
+                utils::fuse_conv_bn_eval(&layer, &bn)?.forward(&x)?
+            } else {
+                let layer = if param == "linnb" {
+                    nn::Linear::no_bias(4, 3)
+                } else {
+                    nn::Linear::new(4, 3)
+                };
+                ramped(&layer, d, dev, 0.3)?;
+                let mut bn = bn_for(nn::BatchNorm1d::new(3))?;
+                gpulab::no_grad(|| bn.forward(&layer.forward(&warm)?))?;
+                bn.eval();
+                utils::fuse_linear_bn_eval(&layer, &bn)?.forward(&x)?
+            };
+            (out, vec![("x", x)])
+        }
+        "clipn" | "p2v" => {
+            use gpulab::nn::utils;
+            let lin = nn::Linear::new(3, 2);
+            let params = ramped(&lin, d, dev, 0.5)?;
+            let params: Vec<Parameter> = params.into_iter().map(|(_, p)| p).collect();
+            let x = ramp(&[4, 3], 7, 3.0, 0.5, d, dev)?;
+            if op == "p2v" {
+                let v = utils::parameters_to_vector(&params)?;
+                utils::vector_to_parameters(&v.detach().mul(0.5)?, &params)?;
+                let out = Tensor::cat(&[v, lin.forward(&x)?.flatten()?], 0)?;
+                return Ok((out, vec![]));
+            }
+            weighted_backward(&lin.forward(&x)?)?;
+            let p = match param {
+                "p1" => 1.0,
+                "pinf" => f64::INFINITY,
+                _ => 3.0,
+            };
+            let total = utils::clip_grad_norm_with(&params, 0.5, p, false)?;
+            let grads = |i: usize| {
+                params[i]
+                    .grad()
+                    .ok_or_else(|| Error::Invalid("no gradient".into()))
+            };
+            let out = Tensor::cat(&[total.reshape([1])?, grads(0)?.flatten()?, grads(1)?], 0)?;
+            (out, vec![])
+        }
         _ => panic!("unknown nn op {op:?}"),
     })
 }

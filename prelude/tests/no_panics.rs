@@ -1423,7 +1423,7 @@ fn call(
             // The norm layers' options and the lazy norms (running_norm.rs, lazy.rs), 3-D
             // power-average pooling, adaptive_max_pool1d's indices, the old upsampling layers.
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 13] = [
+            const NAMES: [&str; 16] = [
                 "BatchNorm1d affine(false) momentum(None)",
                 "BatchNorm2d track_running_stats(false) eval",
                 "InstanceNorm1d tracked",
@@ -1437,6 +1437,9 @@ fn call(
                 "pad_sequence",
                 "pack_padded_sequence, pad_packed_sequence",
                 "LSTM forward_packed",
+                "fuse_conv_bn_weights",
+                "fuse_linear_bn_weights",
+                "get_total_norm, vector_to_parameters",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             *what = format!("{} of {da} and {db} (n {n}, scalar {s})", NAMES[pick]);
@@ -1498,6 +1501,23 @@ fn call(
                             .map(|r| r.output.data)
                     })
                 }
+                13 => nn::utils::fuse_conv_bn_weights(
+                    &a,
+                    [None, Some(&b)][n % 2],
+                    &b,
+                    &b,
+                    s,
+                    (n > 1).then_some(&b),
+                    None,
+                    n == 3,
+                )
+                .map(|(w, _)| w.tensor()),
+                14 => nn::utils::fuse_linear_bn_weights(&a, Some(&b), &b, &b, s, &b, &b)
+                    .map(|(_, b)| b.tensor()),
+                15 => nn::utils::get_total_norm(&[a.clone(), b.clone()], s, n == 1).or_else(|_| {
+                    let p = nn::Parameter::new(b.to_dtype(DType::F32)?)?;
+                    nn::utils::vector_to_parameters(&a, &[p.clone()]).map(|_| p.tensor())
+                }),
                 _ => nn::UpsamplingNearest2d::new((n, n + 1))
                     .forward(&a)
                     .or_else(|_| nn::UpsamplingBilinear2d::new(s).forward(&b)),

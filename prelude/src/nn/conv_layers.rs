@@ -379,6 +379,14 @@ macro_rules! with_in_channels {
             pub(super) fn groups_of(&self) -> usize {
                 self.args.groups
             }
+            /// This layer's settings with these parameters (a fused layer's).
+            pub(super) fn with_parameters(&self, weight: Parameter, bias: Parameter) -> $layer<S> {
+                $layer {
+                    weight,
+                    bias: Some(bias),
+                    args: self.args.clone(),
+                }
+            }
         }
     )*};
 }

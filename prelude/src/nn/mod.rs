@@ -48,6 +48,7 @@ mod embedding;
 mod embedding_bag;
 mod fractional_pool;
 pub mod functional;
+mod fusion;
 mod grid_sample;
 pub mod init;
 mod lazy;

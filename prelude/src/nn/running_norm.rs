@@ -167,6 +167,14 @@ impl BatchNorm {
         }
     }
 
+    pub(super) fn is_training(&self) -> bool {
+        self.training
+    }
+
+    pub(super) fn eps_of(&self) -> f64 {
+        self.eps
+    }
+
     pub(super) fn takes_rank(&self, rank: usize) -> bool {
         self.ranks.contains(&rank)
     }
