@@ -114,7 +114,8 @@ fn clip_grad_norm_takes_torch_s_norm_types() {
     assert_eq!(inf.item::<f32>().unwrap(), 4.0);
     let one = utils::get_total_norm(&grads, 1.0, false).unwrap();
     assert_eq!(one.item::<f32>().unwrap(), 8.0);
-    let total = utils::clip_grad_norm_with(&[p.clone()], 2.0, f64::INFINITY, false).unwrap();
+    let total =
+        utils::clip_grad_norm_with(std::slice::from_ref(&p), 2.0, f64::INFINITY, false).unwrap();
     assert_eq!(total.item::<f32>().unwrap(), 4.0);
     let clipped = p.grad().unwrap().to_vec::<f32>().unwrap();
     assert!((clipped[1] + 2.0).abs() < 1e-5, "{clipped:?}");

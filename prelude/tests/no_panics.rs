@@ -1516,7 +1516,8 @@ fn call(
                     .map(|(_, b)| b.tensor()),
                 15 => nn::utils::get_total_norm(&[a.clone(), b.clone()], s, n == 1).or_else(|_| {
                     let p = nn::Parameter::new(b.to_dtype(DType::F32)?)?;
-                    nn::utils::vector_to_parameters(&a, &[p.clone()]).map(|_| p.tensor())
+                    nn::utils::vector_to_parameters(&a, std::slice::from_ref(&p))
+                        .map(|_| p.tensor())
                 }),
                 _ => nn::UpsamplingNearest2d::new((n, n + 1))
                     .forward(&a)
