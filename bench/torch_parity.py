@@ -202,6 +202,9 @@ NN_MORE = {
     # nn.utils: a conv or linear layer with a batch norm folded in; clip_grad_norm_'s norm
     # types; parameters_to_vector and back.
     "fuse": ("conv", "convnb", "convT", "lin", "linnb"), "clipn": ("p1", "pinf", "p3"), "p2v": ("vec",),
+    # AdaptiveLogSoftmaxWithLoss: the targets' log probabilities (with a head bias and
+    # div_value 2), the loss, every class's, the prediction, an unbatched row.
+    "asm": ("fwd", "hb", "loss", "logp", "pred", "unb"),
 }
 # fractional_max_pool cases: kernel, output_size, output_ratio (mirrored in torch_parity.rs);
 # the samples, one per plane and axis, in FMP_SAMPLES.
@@ -314,8 +317,13 @@ KNOWN = {
     # gradient through it is as far from float64's on both (measured: 1.15e-3 of the largest
     # value each).
     "nn fuse f16 convnb x": "the fused float16 weight rounds differently (both 1.15e-3 from float64)",
+    # Every class's bfloat16 log probability sums the head's and a cluster's gradients in
+    # another order; as far from float64 as torch's (measured: 4.69e-3 of the largest value
+    # each), one small element a bfloat16 unit apart.
+    "nn asm bf16 logp x": "bfloat16 gradient sums in another order (both 4.69e-3 from float64)",
     # torch's Module.to refuses integer dtypes; gpulab's to_dtype converts a layer's tensors.
-    **{f"nn p2v {a} vec out": "torch's Module.to refuses integer dtypes" for a in ("i32", "i64", "u8")},
+    **{f"nn {op} {a} {p} out": "torch's Module.to refuses integer dtypes" for a in ("i32", "i64", "u8")
+       for op, p in [("p2v", "vec")] + [("asm", p) for p in NN_MORE["asm"]]},
     # lp_pool3d is avg_pool3d of x^p, so torch's CPU refuses halves there too; gpulab's are
     # within a unit in the last place or two of torch's float64 result (measured: f16 9e-4,
     # bf16 6.4e-3 of the largest value, /tmp/vs64.py-style comparison).
@@ -1067,6 +1075,16 @@ def torch_results(lines, device):
             p = {"p1": 1.0, "pinf": math.inf, "p3": 3.0}[param]
             total = utils.clip_grad_norm_(lin.parameters(), 0.5, norm_type=p)
             return torch.cat([total.reshape(1), lin.weight.grad.flatten(), lin.bias.grad]), {}
+        if op == "asm":
+            m = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0 if param == "hb" else 4.0,
+                                                    head_bias=param == "hb").to(T[d]).to(dev)
+            set_ramps(m, 0.3, d)
+            x = ramp([5, 8], 7, 3.0, 0.5, d)
+            t = torch.tensor([0, 4, 9, 2, 7], device=dev)
+            out = {"fwd": lambda: m(x, t).output, "hb": lambda: m(x, t).output, "loss": lambda: m(x, t).loss,
+                   "logp": lambda: m.log_prob(x), "pred": lambda: m.predict(x),
+                   "unb": lambda: m(x[2], t[2]).output}[param]()
+            return out, {"x": x}
         raise ValueError(f"unknown nn op {op!r}")
 
     def result_or_grad(out, want, inputs):

@@ -1225,6 +1225,22 @@ fn nn_unbatched(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Er
             let out = Tensor::cat(&[total.reshape([1])?, grads(0)?.flatten()?, grads(1)?], 0)?;
             (out, vec![])
         }
+        "asm" => {
+            let div = if param == "hb" { 2.0 } else { 4.0 };
+            let m =
+                nn::AdaptiveLogSoftmaxWithLoss::with_options(8, 10, &[3, 6], div, param == "hb")?;
+            ramped(&m, d, dev, 0.3)?;
+            let x = ramp(&[5, 8], 7, 3.0, 0.5, d, dev)?;
+            let t = Tensor::from_vec(vec![0i64, 4, 9, 2, 7], vec![5], Device::Cpu)?.to(dev)?;
+            let out = match param {
+                "fwd" | "hb" => m.forward_target(&x, &t)?.output,
+                "loss" => m.forward_target(&x, &t)?.loss,
+                "logp" => m.log_prob(&x)?,
+                "pred" => m.predict(&x)?,
+                _ => m.forward_target(&x.select(0, 2)?, &t.select(0, 2)?)?.output,
+            };
+            (out, vec![("x", x)])
+        }
         _ => panic!("unknown nn op {op:?}"),
     })
 }

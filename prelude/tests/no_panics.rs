@@ -1423,7 +1423,7 @@ fn call(
             // The norm layers' options and the lazy norms (running_norm.rs, lazy.rs), 3-D
             // power-average pooling, adaptive_max_pool1d's indices, the old upsampling layers.
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 16] = [
+            const NAMES: [&str; 17] = [
                 "BatchNorm1d affine(false) momentum(None)",
                 "BatchNorm2d track_running_stats(false) eval",
                 "InstanceNorm1d tracked",
@@ -1440,6 +1440,7 @@ fn call(
                 "fuse_conv_bn_weights",
                 "fuse_linear_bn_weights",
                 "get_total_norm, vector_to_parameters",
+                "AdaptiveLogSoftmaxWithLoss",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             *what = format!("{} of {da} and {db} (n {n}, scalar {s})", NAMES[pick]);
@@ -1514,6 +1515,16 @@ fn call(
                 .map(|(w, _)| w.tensor()),
                 14 => nn::utils::fuse_linear_bn_weights(&a, Some(&b), &b, &b, s, &b, &b)
                     .map(|(_, b)| b.tensor()),
+                16 => {
+                    let width = a.shape().last().copied().unwrap_or(1);
+                    nn::AdaptiveLogSoftmaxWithLoss::new(width, n + 3, &[1, n + 1][..1 + n % 2])
+                        .and_then(|m| {
+                            m.forward_target(&a, &b)
+                                .map(|r| r.loss)
+                                .or_else(|_| m.predict(&a))
+                                .or_else(|_| m.log_prob(&b))
+                        })
+                }
                 15 => nn::utils::get_total_norm(&[a.clone(), b.clone()], s, n == 1).or_else(|_| {
                     let p = nn::Parameter::new(b.to_dtype(DType::F32)?)?;
                     nn::utils::vector_to_parameters(&a, std::slice::from_ref(&p))

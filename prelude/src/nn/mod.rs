@@ -35,6 +35,7 @@ macro_rules! generic_repr {
 mod activation;
 mod adaptive_pool;
 mod adaptive_pool3d;
+mod adaptive_softmax;
 mod attention;
 mod class_loss;
 mod containers;
@@ -83,6 +84,7 @@ pub mod utils;
 mod windows;
 pub use activation::{Hardtanh, Identity, LogSoftmax, Mish, PReLU, ReLU6, Unflatten, ELU};
 pub use adaptive_pool3d::{AdaptiveAvgPool3d, AdaptiveMaxPool3d};
+pub use adaptive_softmax::{ASMOutput, AdaptiveLogSoftmaxWithLoss};
 pub use attention::{Attention, MultiheadAttention};
 pub use containers::{ModuleDict, ModuleList, ParameterDict, ParameterList};
 pub use conv::{Padding, Size1, Size2};
