@@ -205,6 +205,9 @@ NN_MORE = {
     # AdaptiveLogSoftmaxWithLoss: the targets' log probabilities (with a head bias and
     # div_value 2), the loss, every class's, the prediction, an unbatched row.
     "asm": ("fwd", "hb", "loss", "logp", "pred", "unb"),
+    # The in-place activations, on a copy outside autograd (gpulab records no in-place write
+    # for backward; it refuses one on a tensor backward needs).
+    "inact": ("relu", "elu", "leaky", "hardtanh", "threshold", "selu", "celu", "rrelu"),
 }
 # fractional_max_pool cases: kernel, output_size, output_ratio (mirrored in torch_parity.rs);
 # the samples, one per plane and axis, in FMP_SAMPLES.
@@ -229,7 +232,7 @@ CTC_CASES = {
     "unb": (5, [1, 3], [5], [2], 0, "sum", False),
 }
 # What each NN_MORE op's cases compare besides "out" (the gradients of these inputs).
-NN_WANTS = {"adamaxi": (), "adamax1i": (), "clipn": (), "p2v": (), "adamax3i": (), "fmp2i": (), "fmp3i": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
+NN_WANTS = {"adamaxi": (), "adamax1i": (), "inact": (), "clipn": (), "p2v": (), "adamax3i": (), "fmp2i": (), "fmp3i": (), "pooli": (), "pool1i": (), "pool3di": (), "conv3d": ("x", "w", "b"),
             "convT3d": ("x", "w", "b"), "convT1d": ("x", "w", "b"), "gsamp": ("x", "g"), "gsamp3": ("x", "g"), "ebag": ("w", "p"),
             "bn3d": ("x", "weight", "bias"), "drop3d": (), "bilin": ("x1", "x2", "w", "b"),
             "tripletd": ("a", "p", "n")}
@@ -1084,6 +1087,14 @@ def torch_results(lines, device):
             out = {"fwd": lambda: m(x, t).output, "hb": lambda: m(x, t).output, "loss": lambda: m(x, t).loss,
                    "logp": lambda: m.log_prob(x), "pred": lambda: m.predict(x),
                    "unb": lambda: m(x[2], t[2]).output}[param]()
+            return out, {"x": x}
+        if op == "inact":
+            x = ramp([2, 5], 7, 3.0, 0.5, d)
+            y = x.detach().clone()
+            out = {"relu": lambda: F.relu_(y), "elu": lambda: F.elu_(y, 0.5),
+                   "leaky": lambda: F.leaky_relu_(y, 0.2), "hardtanh": lambda: F.hardtanh_(y, -1.0, 2.0),
+                   "threshold": lambda: F.threshold_(y, 0.5, -3.0), "selu": lambda: F.selu_(y),
+                   "celu": lambda: F.celu_(y, 1.5), "rrelu": lambda: F.rrelu_(y, 0.1, 0.3, training=False)}[param]()
             return out, {"x": x}
         raise ValueError(f"unknown nn op {op!r}")
 

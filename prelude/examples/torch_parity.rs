@@ -1241,6 +1241,21 @@ fn nn_unbatched(op: &str, d: &str, param: &str, dev: Device) -> Result<Named, Er
             };
             (out, vec![("x", x)])
         }
+        "inact" => {
+            let x = ramp(&[2, 5], 7, 3.0, 0.5, d, dev)?;
+            let y = x.detach().deep_clone()?;
+            let out = match param {
+                "relu" => F::relu_(&y)?,
+                "elu" => F::elu_(&y, 0.5)?,
+                "leaky" => F::leaky_relu_(&y, 0.2)?,
+                "hardtanh" => F::hardtanh_(&y, -1.0, 2.0)?,
+                "threshold" => F::threshold_(&y, 0.5, -3.0)?,
+                "selu" => F::selu_(&y)?,
+                "celu" => F::celu_(&y, 1.5)?,
+                _ => F::rrelu_(&y, 0.1, 0.3, false)?,
+            };
+            (out, vec![("x", x)])
+        }
         _ => panic!("unknown nn op {op:?}"),
     })
 }

@@ -234,3 +234,23 @@ fn more_activation_layers_print_like_torch() {
     let e = F::glu(&Tensor::ones((2, 3), Device::Cpu).unwrap(), -1).unwrap_err();
     assert!(e.to_string().contains("even size"), "{e}");
 }
+
+/// The in-place activations write into the tensor and return it; a tensor backward needs is
+/// refused with the out-of-place way named.
+#[test]
+fn inplace_activations_write_into_the_tensor() {
+    use gpulab::{Device, Tensor, F};
+    let x = Tensor::from_vec(vec![-2.0f32, -0.5, 0.5, 3.0], vec![4], Device::Cpu).unwrap();
+    let same = F::hardtanh_(&x, -1.0, 2.0).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), [-1.0, -0.5, 0.5, 2.0]);
+    assert_eq!(same.to_vec::<f32>().unwrap(), x.to_vec::<f32>().unwrap());
+    F::threshold_(&x, 0.0, 9.0).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), [9.0, 9.0, 0.5, 2.0]);
+    let ints = Tensor::from_vec(vec![-3i64, 4], vec![2], Device::Cpu).unwrap();
+    F::relu_(&ints).unwrap();
+    assert_eq!(ints.to_vec::<i64>().unwrap(), [0, 4]);
+    let w = x.requires_grad_(true).unwrap();
+    let tracked = w.mul(2.0).unwrap();
+    let e = F::elu_(&tracked, 1.0).unwrap_err().to_string();
+    assert!(e.contains("in-place"), "{e}");
+}

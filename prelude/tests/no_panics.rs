@@ -1423,7 +1423,7 @@ fn call(
             // The norm layers' options and the lazy norms (running_norm.rs, lazy.rs), 3-D
             // power-average pooling, adaptive_max_pool1d's indices, the old upsampling layers.
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 17] = [
+            const NAMES: [&str; 18] = [
                 "BatchNorm1d affine(false) momentum(None)",
                 "BatchNorm2d track_running_stats(false) eval",
                 "InstanceNorm1d tracked",
@@ -1441,6 +1441,7 @@ fn call(
                 "fuse_linear_bn_weights",
                 "get_total_norm, vector_to_parameters",
                 "AdaptiveLogSoftmaxWithLoss",
+                "the in-place activations",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             *what = format!("{} of {da} and {db} (n {n}, scalar {s})", NAMES[pick]);
@@ -1515,6 +1516,15 @@ fn call(
                 .map(|(w, _)| w.tensor()),
                 14 => nn::utils::fuse_linear_bn_weights(&a, Some(&b), &b, &b, s, &b, &b)
                     .map(|(_, b)| b.tensor()),
+                17 => {
+                    let t = a.detach().deep_clone()?;
+                    match n {
+                        0 => F::elu_(&t, s),
+                        1 => F::leaky_relu_(&t, s),
+                        2 => F::hardtanh_(&t, -s, s),
+                        _ => F::rrelu_(&b, s, -s, true).or_else(|_| F::celu_(&t, s)),
+                    }
+                }
                 16 => {
                     let width = a.shape().last().copied().unwrap_or(1);
                     nn::AdaptiveLogSoftmaxWithLoss::new(width, n + 3, &[1, n + 1][..1 + n % 2])

@@ -37,6 +37,9 @@ pub use super::fractional_pool::{
     fractional_max_pool3d_with_indices,
 };
 pub use super::grid_sample::{affine_grid, grid_sample};
+pub use super::inplace_activation::{
+    celu_, elu_, hardtanh_, leaky_relu_, relu_, rrelu_, selu_, threshold_,
+};
 pub use super::likelihood_loss::{gaussian_nll_loss, poisson_nll_loss, PoissonNll};
 use super::loss::Reduction;
 pub use super::loss::{

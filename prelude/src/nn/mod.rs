@@ -52,6 +52,7 @@ pub mod functional;
 mod fusion;
 mod grid_sample;
 pub mod init;
+mod inplace_activation;
 mod lazy;
 mod likelihood_loss;
 mod loss;

@@ -391,7 +391,7 @@ impl Tensor {
         )?)
     }
 
-    pub(super) fn inplace(&self, op: &str, result: Result<Tensor>) -> Result<()> {
+    pub(crate) fn inplace(&self, op: &str, result: Result<Tensor>) -> Result<()> {
         let r = result?;
         if r.shape() != self.shape() {
             return Err(Error::BadShape(format!(
