@@ -67,13 +67,7 @@ impl PackedSequence {
 
     /// Each sequence's length, in the batch's order.
     pub fn lengths(&self) -> Result<Vec<usize>> {
-        let sizes = self.sizes()?;
-        let order = self.order()?;
-        let mut lengths = vec![0; order.len()];
-        for (j, &b) in order.iter().enumerate() {
-            lengths[b] = sizes.iter().filter(|&&s| s > j).count();
-        }
-        Ok(lengths)
+        Ok(lengths_of(&self.sizes()?, &self.order()?))
     }
 
     /// The same sequences with `data` on `device` (torch's `packed.to(device)`).
@@ -92,6 +86,15 @@ impl PackedSequence {
             ..self.clone()
         })
     }
+}
+
+/// Each batch entry's length, from how many sequences have each step and the packed order.
+fn lengths_of(sizes: &[usize], order: &[usize]) -> Vec<usize> {
+    let mut lengths = vec![0; order.len()];
+    for (j, &b) in order.iter().enumerate() {
+        lengths[b] = sizes.iter().filter(|&&s| s > j).count();
+    }
+    lengths
 }
 
 /// The packed rows of time-major `x` `[T, N, *]`: for each step `t`, the first `sizes[t]`
@@ -192,7 +195,7 @@ pub fn pad_packed_sequence(
 ) -> Result<(Tensor, Vec<usize>)> {
     let sizes = sequence.sizes()?;
     let order = sequence.order()?;
-    let lengths = sequence.lengths()?;
+    let lengths = lengths_of(&sizes, &order);
     let longest = sizes.len();
     let steps = total_length.unwrap_or(longest);
     if steps < longest {

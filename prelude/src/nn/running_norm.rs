@@ -4,6 +4,7 @@
 //! `F::batch_norm` and `F::instance_norm`.
 
 use super::norm::{affine, batch_norm, instance_norm};
+use super::pool_layers::py_bool;
 use super::{py_float, same_device, weight_and_bias, Module, Parameter, SHAPE_PASS};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
@@ -32,14 +33,6 @@ fn running_named(r: &Running) -> Vec<(String, Parameter)> {
 
 fn py_momentum(m: Option<f64>) -> String {
     m.map_or("None".into(), py_float)
-}
-
-fn py_bool(b: bool) -> &'static str {
-    if b {
-        "True"
-    } else {
-        "False"
-    }
 }
 
 /// torch's `nn.BatchNorm1d` (input `[N, C]` or `[N, C, L]`), `nn.BatchNorm2d` (`[N, C, H,
