@@ -2620,6 +2620,121 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// A layer under weight_norm / spectral_norm (mirrors `param_case` and `PARAMS` in
+/// torch_parity.py): the output, the input's gradient, parameter `pK`'s (in
+/// `named_parameters` order) or buffer `bK` after the forward.
+fn param_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::nn::utils::{self as U, parametrizations as P};
+    use gpulab::nn::{Conv1d, Conv2d, ConvTranspose2d, Linear, Module, SpectralOptions, GRU};
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let sn = |name, n_power_iterations, dim| SpectralOptions {
+        name,
+        n_power_iterations,
+        dim,
+        ..Default::default()
+    };
+    let (mut m, shape): (Box<dyn Module>, Vec<usize>) = match op {
+        "wn_lin" => (Box::new(P::weight_norm(Linear::new(3, 4))?), vec![2, 3]),
+        "wn_lin_none" => (
+            Box::new(P::weight_norm_with(Linear::new(3, 4), "weight", None)?),
+            vec![2, 3],
+        ),
+        "wn_conv_d1" => (
+            Box::new(P::weight_norm_with(
+                Conv2d::new(2, 3, 2),
+                "weight",
+                Some(1),
+            )?),
+            vec![1, 2, 4, 4],
+        ),
+        "wn_old_conv1d" => (
+            Box::new(U::weight_norm(Conv1d::new(2, 3, 2))?),
+            vec![1, 2, 5],
+        ),
+        "wn_old_gru_hh" => (
+            Box::new(U::weight_norm_with(
+                GRU::new(3, 4),
+                "weight_hh_l0",
+                Some(0),
+            )?),
+            vec![4, 2, 3],
+        ),
+        "wn_old_gru_both" => {
+            let ih = U::weight_norm_with(GRU::new(3, 4), "weight_ih_l0", Some(0))?;
+            (
+                Box::new(U::weight_norm_with(ih, "weight_hh_l0", Some(0))?),
+                vec![4, 2, 3],
+            )
+        }
+        "wn_sn_lin" => {
+            let wn = P::weight_norm(Linear::new(3, 4))?;
+            (
+                Box::new(P::spectral_norm_with(wn, sn("bias", 1, None))?),
+                vec![2, 3],
+            )
+        }
+        "sn_lin" | "sn_lin_eval" => (Box::new(P::spectral_norm(Linear::new(3, 4))?), vec![2, 3]),
+        "sn_lin_it3" => (
+            Box::new(P::spectral_norm_with(
+                Linear::new(3, 4),
+                sn("weight", 3, None),
+            )?),
+            vec![2, 3],
+        ),
+        "sn_convT" => (
+            Box::new(P::spectral_norm(ConvTranspose2d::new(2, 3, 2))?),
+            vec![1, 2, 3, 3],
+        ),
+        "sn_conv_d1" => (
+            Box::new(P::spectral_norm_with(
+                Conv2d::new(2, 3, 2),
+                sn("weight", 1, Some(1)),
+            )?),
+            vec![1, 2, 4, 4],
+        ),
+        "sn_bias" => (
+            Box::new(P::spectral_norm_with(
+                Linear::new(3, 4),
+                sn("bias", 1, None),
+            )?),
+            vec![2, 3],
+        ),
+        "sn_old_lin" | "sn_old_eval" => {
+            (Box::new(U::spectral_norm(Linear::new(3, 4))?), vec![2, 3])
+        }
+        "sn_old_bias" => (
+            Box::new(U::spectral_norm_with(
+                Linear::new(3, 4),
+                sn("bias", 1, None),
+            )?),
+            vec![2, 3],
+        ),
+        _ => panic!("unknown param case {op}"),
+    };
+    let params = ramped(m.as_ref(), d, dev, 0.25)?;
+    let buffers = m.buffers();
+    for (k, (_, b)) in buffers.iter().enumerate() {
+        b.set_data(ramp(&b.shape(), 3 + k % 2, 1.0, 0.5, d, dev)?)?;
+    }
+    if op.ends_with("_eval") {
+        m.eval();
+    }
+    let x = ramp(&shape, 5, 2.0, 0.75, d, dev)?;
+    let out = m.forward(&x)?;
+    if want == "out" {
+        return Ok(out.detach());
+    }
+    if let Some(k) = want.strip_prefix('b') {
+        return Ok(buffers[k.parse::<usize>().unwrap()].1.tensor());
+    }
+    weighted_backward(&out)?;
+    let g = match want {
+        "x" => x.grad(),
+        _ => params[want[1..].parse::<usize>().unwrap()].1.grad(),
+    };
+    g.ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 /// einsum (mirrors `einsum_case` and `EINSUM` in torch_parity.py).
 fn einsum_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let (op, d, want) = (w[1], w[2], w[3]);
@@ -3521,6 +3636,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "norm" {
         return norm_case(w, dev);
+    }
+    if kind == "param" {
+        return param_case(w, dev);
     }
     if kind == "more" {
         return more_case(w, dev);

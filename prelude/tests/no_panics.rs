@@ -1423,7 +1423,7 @@ fn call(
             // The norm layers' options and the lazy norms (running_norm.rs, lazy.rs), 3-D
             // power-average pooling, adaptive_max_pool1d's indices, the old upsampling layers.
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 18] = [
+            const NAMES: [&str; 20] = [
                 "BatchNorm1d affine(false) momentum(None)",
                 "BatchNorm2d track_running_stats(false) eval",
                 "InstanceNorm1d tracked",
@@ -1442,6 +1442,8 @@ fn call(
                 "get_total_norm, vector_to_parameters",
                 "AdaptiveLogSoftmaxWithLoss",
                 "the in-place activations",
+                "weight_norm",
+                "spectral_norm",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             *what = format!("{} of {da} and {db} (n {n}, scalar {s})", NAMES[pick]);
@@ -1540,6 +1542,30 @@ fn call(
                     nn::utils::vector_to_parameters(&a, std::slice::from_ref(&p))
                         .map(|_| p.tensor())
                 }),
+                18 => nn::utils::parametrizations::weight_norm_with(
+                    nn::Linear::new(n, 2),
+                    ["weight", "bias", "nope"][n % 3],
+                    [None, Some(n)][n % 2],
+                )
+                .and_then(|m| m.forward(&a)),
+                19 => {
+                    let options = nn::SpectralOptions {
+                        name: ["weight", "bias"][n % 2],
+                        n_power_iterations: n,
+                        eps: s,
+                        dim: [None, Some(n)][n / 2],
+                    };
+                    if n == 3 {
+                        nn::utils::spectral_norm_with(nn::Conv1d::new(2, 3, 2), options)
+                            .and_then(|m| m.forward(&a))
+                    } else {
+                        nn::utils::parametrizations::spectral_norm_with(
+                            nn::Linear::new(n.max(1), 2),
+                            options,
+                        )
+                        .and_then(|m| m.forward(&a))
+                    }
+                }
                 _ => nn::UpsamplingNearest2d::new((n, n + 1))
                     .forward(&a)
                     .or_else(|_| nn::UpsamplingBilinear2d::new(s).forward(&b)),

@@ -64,6 +64,7 @@ mod norm;
 mod packed;
 mod pad;
 mod pairwise;
+mod parametrize;
 mod pointwise;
 mod pool;
 mod pool3d;
@@ -123,6 +124,7 @@ pub use pad::{
     ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d,
 };
 pub use pairwise::{Bilinear, CosineSimilarity, PairwiseDistance};
+pub use parametrize::{SpectralNorm, SpectralOptions, WeightNorm};
 pub use pointwise::{
     Hardshrink, Hardsigmoid, Hardswish, LogSigmoid, Softmax2d, Softmin, Softshrink, Softsign,
     Tanhshrink, Threshold, CELU, GLU, SELU,
@@ -237,6 +239,13 @@ impl Parameter {
         let meta = slot.grad_meta().cloned();
         *slot = data.detach().with_grad_meta(meta);
         Ok(())
+    }
+
+    /// Puts `t` in the slot as it is, history included, and returns what was there: how a
+    /// reparametrised layer ([`utils::parametrizations`]) lends the weight it computed to the
+    /// layer it wraps for one forward, so gradients reach the tensors it was computed from.
+    pub(crate) fn replace(&self, t: Tensor) -> Tensor {
+        std::mem::replace(&mut *self.0.write().unwrap(), t)
     }
 
     pub fn set_data(&self, data: Tensor) -> Result<()> {

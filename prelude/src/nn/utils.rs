@@ -7,6 +7,34 @@ pub use super::fusion::{
     fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights, FuseConv,
 };
 
+/// torch's older weight reparametrisations, `nn.utils.weight_norm` / `spectral_norm`
+/// (tensors `weight_g`, `weight_v`, `weight_orig`, `weight_u`); torch recommends the ones in
+/// [`parametrizations`], which behave the same under other names.
+pub use super::parametrize::{
+    legacy_spectral_norm as spectral_norm, legacy_spectral_norm_with as spectral_norm_with,
+    legacy_weight_norm as weight_norm, legacy_weight_norm_with as weight_norm_with,
+};
+
+/// torch's `nn.utils.parametrizations`: `weight_norm` and `spectral_norm`, each a wrapper
+/// that owns the layer and computes its weight at every forward; `.remove()` gives the layer
+/// back with the weight fixed (torch's `parametrize.remove_parametrizations`).
+pub mod parametrizations {
+    pub use super::super::parametrize::{
+        spectral_norm, spectral_norm_with, weight_norm, weight_norm_with, SpectralNorm,
+        SpectralOptions, WeightNorm,
+    };
+}
+
+/// torch's `nn.utils.remove_weight_norm`: the layer back, its weight fixed.
+pub fn remove_weight_norm<M: super::Module>(m: parametrizations::WeightNorm<M>) -> Result<M> {
+    m.remove()
+}
+
+/// torch's `nn.utils.remove_spectral_norm`: the layer back, its weight fixed.
+pub fn remove_spectral_norm<M: super::Module>(m: parametrizations::SpectralNorm<M>) -> Result<M> {
+    m.remove()
+}
+
 pub mod rnn {
     pub use super::super::packed::{
         pack_padded_sequence, pack_sequence, pad_packed_sequence, pad_sequence, unpack_sequence,

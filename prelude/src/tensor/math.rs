@@ -119,10 +119,17 @@ impl Tensor {
                 self.shape()
             )));
         }
+        // Halves are squared and summed in float32 and rounded once, as torch's norm kernel
+        // (squares rounded to half lose a bit of the result's last place).
+        let wide = match self.dtype() {
+            DType::F16 | DType::BF16 => self.to_dtype(DType::F32)?,
+            _ => self.clone(),
+        };
         let out = autograd::no_grad(|| match dim {
-            None => self.square()?.sum()?.sqrt(),
-            Some(d) => self.square()?.sum_keepdim(d)?.sqrt(),
-        })?;
+            None => wide.square()?.sum()?.sqrt(),
+            Some(d) => wide.square()?.sum_keepdim(d)?.sqrt(),
+        })?
+        .to_dtype(self.dtype())?;
         let (x, kept) = (self.detach(), out.detach());
         let out = match dim {
             Some(d) if !keepdim => out.squeeze(d)?,
