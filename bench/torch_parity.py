@@ -153,8 +153,16 @@ NORM_OPTIONS = {"bn1dna_train": ("out", "x", "rm", "rv"), "bn2dnt_eval": ("out",
 PARAMS = {"wn_lin": 3, "wn_lin_none": 3, "wn_conv_d1": 3, "wn_old_conv1d": 3, "wn_old_gru_hh": 5,
           "wn_old_gru_both": 6, "wn_sn_lin": 3, "sn_lin": 2, "sn_lin_eval": 2, "sn_lin_it3": 2,
           "sn_convT": 2, "sn_conv_d1": 2, "sn_bias": 2, "sn_old_lin": 2, "sn_old_eval": 2,
-          "sn_old_bias": 2}
+          "sn_old_bias": 2,
+          # orthogonal (square: matrix_exp, else householder; cayley; no trivialization; init:
+          # the weight orthogonalised at the start) and register_parametrization with a
+          # user's modules (Symmetric; Symmetric then Scaled, a parametrization with a parameter).
+          "orth_sq": 2, "orth_tall": 2, "orth_wide": 2, "orth_cayley": 2, "orth_exp_tall": 2,
+          "orth_hh_notriv": 2, "orth_init": 2, "reg_sym": 2, "reg_two": 3}
 PARAM_BUFFERS = {op: (2 if op.startswith("sn") and op != "sn_bias" else 0) for op in PARAMS}
+PARAM_BUFFERS["orth_init"] = 1
+# linalg.householder_product and matrix_exp take float32 and float64.
+PARAM_DTYPES = {op: ("f32", "f64") for op in PARAMS if op.startswith("orth")}
 GRAD_BINARY = "add sub mul div pow maximum minimum atan2 fmod remainder".split()
 # Mixed precision: an op or a layer in an autocast region (bf16 or f16) on float32 inputs and
 # weights (amp_case), and GradScaler's steps (scaler_case).
@@ -624,7 +632,7 @@ def cases():
     out += [f"norm {op} {a} {want}" for op in NORMS for a in floats
             for want in ("out", "x", "w", "b") + (("rm", "rv") if op.startswith("bn") else ())]
     out += [f"norm {op} {a} {want}" for op, wants in NORM_OPTIONS.items() for a in floats for want in wants]
-    out += [f"param {op} {a} {want}" for op, n in PARAMS.items() for a in floats
+    out += [f"param {op} {a} {want}" for op, n in PARAMS.items() for a in PARAM_DTYPES.get(op, floats)
             for want in ("out", "x", *(f"p{k}" for k in range(n)), *(f"b{k}" for k in range(PARAM_BUFFERS[op])))]
     # Optimizers: a parameter after three steps.
     out += [f"optim sgd {a} {c}" for a in floats for c in ("plain", "mom", "momwd")]
@@ -1882,6 +1890,29 @@ def torch_results(lines, device):
         torch_parity.rs."""
         op, d, want = w[1], w[2], w[3]
         nn, P, U = torch.nn, torch.nn.utils.parametrizations, torch.nn.utils
+        R = torch.nn.utils.parametrize
+
+        class Symmetric(nn.Module):
+            def forward(self, x):
+                return x.triu() + x.triu(1).mT
+
+        class Scaled(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.s = nn.Parameter(torch.ones(3))
+
+            def forward(self, x):
+                return x * self.s
+
+        def reg(m, *ps):
+            for p in ps:
+                R.register_parametrization(m, "weight", p)
+            return m
+
+        def init(lin):
+            lin = lin.to(T[d]).to(dev)
+            set_ramps(lin, 1.0, d)
+            return P.orthogonal(lin)
         shape, make = {
             "wn_lin": ([2, 3], lambda: P.weight_norm(nn.Linear(3, 4))),
             "wn_lin_none": ([2, 3], lambda: P.weight_norm(nn.Linear(3, 4), dim=None)),
@@ -1900,13 +1931,25 @@ def torch_results(lines, device):
             "sn_old_lin": ([2, 3], lambda: U.spectral_norm(nn.Linear(3, 4))),
             "sn_old_eval": ([2, 3], lambda: U.spectral_norm(nn.Linear(3, 4))),
             "sn_old_bias": ([2, 3], lambda: U.spectral_norm(nn.Linear(3, 4), name="bias")),
+            "orth_sq": ([2, 3], lambda: P.orthogonal(nn.Linear(3, 3))),
+            "orth_tall": ([2, 3], lambda: P.orthogonal(nn.Linear(3, 4))),
+            "orth_wide": ([2, 4], lambda: P.orthogonal(nn.Linear(4, 3))),
+            "orth_cayley": ([2, 3], lambda: P.orthogonal(nn.Linear(3, 3), orthogonal_map="cayley")),
+            "orth_exp_tall": ([2, 3], lambda: P.orthogonal(nn.Linear(3, 4), orthogonal_map="matrix_exp")),
+            "orth_hh_notriv": ([2, 3], lambda: P.orthogonal(nn.Linear(3, 4), use_trivialization=False)),
+            "orth_init": ([2, 3], lambda: init(nn.Linear(3, 3))),
+            "reg_sym": ([2, 3], lambda: reg(nn.Linear(3, 3), Symmetric())),
+            "reg_two": ([2, 3], lambda: reg(nn.Linear(3, 3), Symmetric(), Scaled())),
         }[op]
         m = make().to(T[d]).to(dev)
-        params = list(set_ramps(m, 0.25, d).values())
         buffers = [b for _, b in m.named_buffers()]
-        with torch.no_grad():
-            for k, b in enumerate(buffers):
-                b.copy_(ramp(list(b.shape), 3 + k % 2, 1.0, 0.5, d).detach())
+        if op.endswith("_init"):  # as orthogonal() left it
+            params = [p for _, p in m.named_parameters()]
+        else:
+            params = list(set_ramps(m, 1.0 if op.startswith("orth") else 0.25, d).values())
+            with torch.no_grad():
+                for k, b in enumerate(buffers):
+                    b.copy_(ramp(list(b.shape), 3 + k % 2, 1.0, 0.5, d).detach())
         if op.endswith("_eval"):
             m.eval()
         x = ramp(shape, 5, 2.0, 0.75, d)

@@ -2620,11 +2620,39 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// torch_parity.py's `Symmetric` parametrization: the upper triangle mirrored.
+struct Symmetric;
+impl nn::Module for Symmetric {
+    fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        x.triu(0)?.add(&x.triu(1)?.transpose(-2, -1)?)
+    }
+    fn describe(&self) -> String {
+        "Symmetric()".into()
+    }
+}
+
+/// torch_parity.py's `Scaled`: columns scaled by a learned vector `s`.
+struct Scaled(Parameter);
+impl nn::Module for Scaled {
+    fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        x.mul(&self.0.tensor())
+    }
+    fn parameters(&self) -> Vec<Parameter> {
+        vec![self.0.clone()]
+    }
+    fn named_parameters(&self) -> Vec<(String, Parameter)> {
+        vec![("s".into(), self.0.clone())]
+    }
+    fn describe(&self) -> String {
+        "Scaled()".into()
+    }
+}
+
 /// A layer under weight_norm / spectral_norm (mirrors `param_case` and `PARAMS` in
 /// torch_parity.py): the output, the input's gradient, parameter `pK`'s (in
 /// `named_parameters` order) or buffer `bK` after the forward.
 fn param_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
-    use gpulab::nn::utils::{self as U, parametrizations as P};
+    use gpulab::nn::utils::{self as U, parametrizations as P, parametrize as R};
     use gpulab::nn::{Conv1d, Conv2d, ConvTranspose2d, Linear, Module, SpectralOptions, GRU};
     let (op, d, want) = (w[1], w[2], w[3]);
     let sn = |name, n_power_iterations, dim| SpectralOptions {
@@ -2709,13 +2737,70 @@ fn param_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             )?),
             vec![2, 3],
         ),
+        "orth_sq" => (Box::new(P::orthogonal(Linear::new(3, 3))?), vec![2, 3]),
+        "orth_tall" => (Box::new(P::orthogonal(Linear::new(3, 4))?), vec![2, 3]),
+        "orth_wide" => (Box::new(P::orthogonal(Linear::new(4, 3))?), vec![2, 4]),
+        "orth_cayley" => (
+            Box::new(P::orthogonal_with(
+                Linear::new(3, 3),
+                "weight",
+                Some("cayley"),
+                true,
+            )?),
+            vec![2, 3],
+        ),
+        "orth_exp_tall" => (
+            Box::new(P::orthogonal_with(
+                Linear::new(3, 4),
+                "weight",
+                Some("matrix_exp"),
+                true,
+            )?),
+            vec![2, 3],
+        ),
+        "orth_hh_notriv" => (
+            Box::new(P::orthogonal_with(
+                Linear::new(3, 4),
+                "weight",
+                None,
+                false,
+            )?),
+            vec![2, 3],
+        ),
+        "orth_init" => {
+            let lin = Linear::new(3, 3);
+            ramped(&lin, d, dev, 1.0)?;
+            (Box::new(P::orthogonal(lin)?), vec![2, 3])
+        }
+        "reg_sym" => (
+            Box::new(R::register_parametrization(
+                Linear::new(3, 3),
+                "weight",
+                Symmetric,
+            )?),
+            vec![2, 3],
+        ),
+        "reg_two" => {
+            let sym = R::register_parametrization(Linear::new(3, 3), "weight", Symmetric)?;
+            let s = Parameter::new(Tensor::ones([3], Device::Cpu)?)?;
+            (Box::new(sym.register(Scaled(s))?), vec![2, 3])
+        }
         _ => panic!("unknown param case {op}"),
     };
-    let params = ramped(m.as_ref(), d, dev, 0.25)?;
-    let buffers = m.buffers();
-    for (k, (_, b)) in buffers.iter().enumerate() {
-        b.set_data(ramp(&b.shape(), 3 + k % 2, 1.0, 0.5, d, dev)?)?;
-    }
+    let (params, buffers) = if op.ends_with("_init") {
+        // As orthogonal() left it.
+        m.to_dtype(dtype(d))?;
+        m.to(dev)?;
+        (m.named_parameters(), m.buffers())
+    } else {
+        let scale = if op.starts_with("orth") { 1.0 } else { 0.25 };
+        let params = ramped(m.as_ref(), d, dev, scale)?;
+        let buffers = m.buffers();
+        for (k, (_, b)) in buffers.iter().enumerate() {
+            b.set_data(ramp(&b.shape(), 3 + k % 2, 1.0, 0.5, d, dev)?)?;
+        }
+        (params, buffers)
+    };
     if op.ends_with("_eval") {
         m.eval();
     }

@@ -21,7 +21,7 @@ fn close(a: &Tensor, b: &Tensor, tol: f32) {
     assert_eq!(a.shape(), b.shape());
     let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
     for (x, y) in a.iter().zip(&b) {
-        assert!((x - y).abs() < tol * (1.0 + y.abs()), "{a:?} vs {b:?}");
+        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{a:?} vs {b:?}");
     }
 }
 
@@ -286,4 +286,185 @@ fn bad_settings_are_named() {
     // ... and the weight is back in place after the failed forward.
     assert_eq!(wn.module().weight.shape(), [4, 3]);
     assert!(wn.forward(&Tensor::zeros([2, 3], CPU).unwrap()).is_ok());
+}
+
+/// `QᵀQ` (tall or square) or `QQᵀ` (wide) is the identity.
+fn assert_orthogonal(q: &Tensor) {
+    let (n, k) = (q.shape()[0], q.shape()[1]);
+    let g = if n >= k {
+        q.t().unwrap().matmul(q).unwrap()
+    } else {
+        q.matmul(&q.t().unwrap()).unwrap()
+    };
+    let eye = Tensor::eye(n.min(k), CPU).unwrap();
+    close(&g, &eye, 1e-5);
+}
+
+#[test]
+fn orthogonal_weights_stay_orthogonal_while_learning() {
+    fork_rng(13, || {
+        for (inputs, outputs, map) in [
+            (3, 3, None),
+            (3, 5, None),
+            (5, 3, None),
+            (4, 4, Some("cayley")),
+            (3, 5, Some("matrix_exp")),
+            (3, 5, Some("householder")),
+        ] {
+            let o =
+                P::orthogonal_with(nn::Linear::new(inputs, outputs), "weight", map, true).unwrap();
+            assert_orthogonal(&o.weight().unwrap());
+            let mut opt = SGD::new(o.parameters(), 0.5);
+            let x = Tensor::randn([4, inputs], CPU).unwrap();
+            for _ in 0..3 {
+                let loss = o.forward(&x).unwrap().sin().unwrap().sum().unwrap();
+                loss.backward().unwrap();
+                opt.step().unwrap();
+                opt.zero_grad();
+            }
+            assert!(o.original.grad().is_none() || o.original.requires_grad());
+            assert_orthogonal(&o.weight().unwrap());
+            assert_orthogonal(&o.module().weight.tensor());
+        }
+        // Without trivialization, Householder starts from the weight's QR.
+        let o = P::orthogonal_with(nn::Linear::new(3, 5), "weight", None, false).unwrap();
+        assert!(o.buffers().is_empty());
+        assert_orthogonal(&o.weight().unwrap());
+    });
+}
+
+#[test]
+fn orthogonal_starts_at_an_orthogonal_weight_and_names_as_torch() {
+    fork_rng(17, || {
+        let lin = nn::Linear::new(4, 4);
+        let q = gpulab::linalg::qr(&lin.weight.tensor(), "reduced")
+            .unwrap()
+            .0;
+        lin.weight.set_data(q.clone()).unwrap();
+        let o = P::orthogonal(lin).unwrap();
+        close(&o.weight().unwrap(), &q, 1e-5);
+        assert_eq!(names(&o), ["bias", "parametrizations.weight.original"]);
+        assert_eq!(buffer_names(&o), ["parametrizations.weight.0.base"]);
+        assert!(o.describe().contains("(0): _Orthogonal()"));
+        let e = err(P::orthogonal_with(
+            nn::Linear::new(3, 4),
+            "bias",
+            None,
+            true,
+        ));
+        assert!(e.contains("expected a matrix") && e.contains("[4]"), "{e}");
+        let e = err(P::orthogonal_with(
+            nn::Linear::new(3, 4),
+            "weight",
+            Some("qr"),
+            true,
+        ));
+        assert!(e.contains("\"qr\"") && e.contains("householder"), "{e}");
+        let lin = nn::Linear::new(3, 4);
+        lin.to_dtype(DType::F16).unwrap();
+        let e = err(P::orthogonal(lin));
+        assert!(
+            e.contains("float32 or float64") && e.contains("float16"),
+            "{e}"
+        );
+    });
+}
+
+struct Symmetric;
+impl Module for Symmetric {
+    fn forward(&self, x: &Tensor) -> gpulab::error::Result<Tensor> {
+        x.triu(0)?.add(&x.triu(1)?.t()?)
+    }
+    fn describe(&self) -> String {
+        "Symmetric()".into()
+    }
+}
+
+struct Scaled(nn::Parameter);
+impl Module for Scaled {
+    fn forward(&self, x: &Tensor) -> gpulab::error::Result<Tensor> {
+        x.mul(&self.0.tensor())
+    }
+    fn parameters(&self) -> Vec<nn::Parameter> {
+        vec![self.0.clone()]
+    }
+    fn named_parameters(&self) -> Vec<(String, nn::Parameter)> {
+        vec![("s".into(), self.0.clone())]
+    }
+    fn describe(&self) -> String {
+        "Scaled()".into()
+    }
+}
+
+/// Changes the shape: not a parametrization torch accepts.
+struct Rows;
+impl Module for Rows {
+    fn forward(&self, x: &Tensor) -> gpulab::error::Result<Tensor> {
+        x.sum_dim(0)
+    }
+    fn describe(&self) -> String {
+        "Rows()".into()
+    }
+}
+
+#[test]
+fn a_users_parametrizations_chain_learn_and_come_off() {
+    use gpulab::nn::utils::parametrize::{register_parametrization, register_parametrization_with};
+    fork_rng(19, || {
+        let lin = nn::Linear::new(3, 3);
+        let w0 = lin.weight.tensor();
+        let sym = register_parametrization(lin, "weight", Symmetric).unwrap();
+        let w = sym.weight().unwrap();
+        close(&w, &w.t().unwrap().contiguous().unwrap(), 0.0);
+        close(&sym.original.tensor(), &w0, 0.0);
+        let s = nn::Parameter::new(Tensor::full([3], 2.0, CPU).unwrap()).unwrap();
+        let two = sym.register(Scaled(s.clone())).unwrap();
+        assert_eq!(
+            names(&two),
+            [
+                "bias",
+                "parametrizations.weight.original",
+                "parametrizations.weight.1.s"
+            ]
+        );
+        assert!(two.describe().contains(
+            "(weight): ParametrizationList(\n      (0): Symmetric()\n      (1): Scaled()\n    )"
+        ));
+        assert_eq!(two.parametrizations().len(), 2);
+        // The chain's own parameter learns with the layer's.
+        let x = Tensor::randn([2, 3], CPU).unwrap();
+        two.forward(&x).unwrap().sum().unwrap().backward().unwrap();
+        assert!(s.grad().is_some() && two.original.grad().is_some());
+        let computed = two.weight().unwrap().detach();
+        let back = two.remove(true).unwrap();
+        close(&back.weight.tensor(), &computed, 0.0);
+        assert!(back.weight.requires_grad());
+        let again = register_parametrization(back, "weight", Symmetric).unwrap();
+        // leave_parametrized false: the original's value, here the weight it started from.
+        let plain = again.remove(false).unwrap();
+        close(&plain.weight.tensor(), &computed, 0.0);
+
+        // right_inverse sets where the original starts; a shape change is refused.
+        let lin = nn::Linear::new(3, 3);
+        let w0 = lin.weight.tensor();
+        let halved = register_parametrization_with(
+            lin,
+            "weight",
+            Scaled(nn::Parameter::new(Tensor::full([3], 2.0, CPU).unwrap()).unwrap()),
+            |w| w.div(2.0),
+        )
+        .unwrap();
+        close(&halved.weight().unwrap(), &w0, 1e-6);
+        let e = err(register_parametrization(
+            nn::Linear::new(3, 4),
+            "weight",
+            Rows,
+        ));
+        assert!(
+            e.contains("Rows() may not change the shape")
+                && e.contains("[4, 3]")
+                && e.contains("[3]"),
+            "{e}"
+        );
+    });
 }

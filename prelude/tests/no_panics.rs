@@ -1423,7 +1423,7 @@ fn call(
             // The norm layers' options and the lazy norms (running_norm.rs, lazy.rs), 3-D
             // power-average pooling, adaptive_max_pool1d's indices, the old upsampling layers.
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 20] = [
+            const NAMES: [&str; 21] = [
                 "BatchNorm1d affine(false) momentum(None)",
                 "BatchNorm2d track_running_stats(false) eval",
                 "InstanceNorm1d tracked",
@@ -1444,6 +1444,7 @@ fn call(
                 "the in-place activations",
                 "weight_norm",
                 "spectral_norm",
+                "orthogonal, register_parametrization",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             *what = format!("{} of {da} and {db} (n {n}, scalar {s})", NAMES[pick]);
@@ -1564,6 +1565,21 @@ fn call(
                             options,
                         )
                         .and_then(|m| m.forward(&a))
+                    }
+                }
+                20 => {
+                    let map = [None, Some("cayley"), Some("householder"), Some("nope")][n];
+                    let lin = nn::Linear::new(n, 1 + n % 3);
+                    if n == 2 {
+                        let reg = nn::utils::parametrize::register_parametrization(
+                            lin,
+                            ["weight", "bias"][usize::from(s > 0.0)],
+                            nn::Flatten,
+                        );
+                        reg.and_then(|m| m.forward(&a))
+                    } else {
+                        nn::utils::parametrizations::orthogonal_with(lin, "weight", map, n != 1)
+                            .and_then(|m| m.forward(&a))
                     }
                 }
                 _ => nn::UpsamplingNearest2d::new((n, n + 1))

@@ -61,10 +61,12 @@ mod lp_pool;
 mod margin_loss;
 mod margin_modules;
 mod norm;
+mod orthogonal;
 mod packed;
 mod pad;
 mod pairwise;
 mod parametrize;
+mod parametrized;
 mod pointwise;
 mod pool;
 mod pool3d;
@@ -118,6 +120,7 @@ pub use margin_modules::{
     SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss,
 };
 pub use norm::{GroupNorm, LayerNorm};
+pub use orthogonal::OrthogonalMap;
 pub use pad::{
     CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d, Pad2,
     Pad4, Pad6, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d,
@@ -125,6 +128,7 @@ pub use pad::{
 };
 pub use pairwise::{Bilinear, CosineSimilarity, PairwiseDistance};
 pub use parametrize::{SpectralNorm, SpectralOptions, WeightNorm};
+pub use parametrized::Parametrized;
 pub use pointwise::{
     Hardshrink, Hardsigmoid, Hardswish, LogSigmoid, Softmax2d, Softmin, Softshrink, Softsign,
     Tanhshrink, Threshold, CELU, GLU, SELU,

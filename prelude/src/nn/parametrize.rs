@@ -28,7 +28,7 @@ enum Spelling {
 
 /// The handle of `module`'s tensor `name` (a state_dict name: `weight`, `weight_hh_l0`), a
 /// float tensor with elements.
-fn weight_of(module: &dyn Module, name: &str, op: &str) -> Result<Parameter> {
+pub(super) fn weight_of(module: &dyn Module, name: &str, op: &str) -> Result<Parameter> {
     let params = module.named_parameters();
     let Some((_, p)) = params.iter().find(|(n, _)| n == name) else {
         let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
@@ -61,7 +61,7 @@ fn first_line(s: &str) -> &str {
 
 /// The layer's forward with `weight` in `slot` for the call; the slot then keeps the weight
 /// without its history (also when the forward fails or panics).
-fn lend<T>(slot: &Parameter, weight: Tensor, f: impl FnOnce() -> T) -> T {
+pub(super) fn lend<T>(slot: &Parameter, weight: Tensor, f: impl FnOnce() -> T) -> T {
     struct Restore<'a>(&'a Parameter, Tensor);
     impl Drop for Restore<'_> {
         fn drop(&mut self) {
@@ -76,7 +76,7 @@ fn lend<T>(slot: &Parameter, weight: Tensor, f: impl FnOnce() -> T) -> T {
 /// One lock per wrapper: lending the weight changes the layer's handle for the call, so two
 /// threads may not run the same wrapper's forward at once. (A panic while holding it leaves
 /// nothing half-done, so a poisoned lock is taken as it is.)
-fn hold(lock: &Mutex<()>) -> MutexGuard<'_, ()> {
+pub(super) fn hold(lock: &Mutex<()>) -> MutexGuard<'_, ()> {
     lock.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -101,10 +101,14 @@ fn convert_own(params: &[&Parameter], buffers: &[&Parameter], dtype: DType) -> R
 }
 
 /// torch's repr of a module with parametrised tensors: `ParametrizedLinear(` over the
-/// layer's settings and a `(parametrizations)` dict naming each tensor's parametrisation
-/// (`kind`, e.g. `_WeightNorm`). A wrapper of a wrapper adds its tensor to the same dict.
-fn parametrized_repr(inner: &str, name: &str, kind: &str) -> String {
-    let entry = format!("    ({name}): ParametrizationList(\n      (0): {kind}()\n    )\n");
+/// layer's settings and a `(parametrizations)` dict listing each tensor's parametrisations
+/// (their reprs, e.g. `_WeightNorm()`). A wrapper of a wrapper adds its tensor to the same dict.
+pub(super) fn parametrized_repr(inner: &str, name: &str, chain: &[String]) -> String {
+    let mut entry = format!("    ({name}): ParametrizationList(\n");
+    for (i, p) in chain.iter().enumerate() {
+        entry += &format!("      ({i}): {}\n", p.replace('\n', "\n      "));
+    }
+    entry += "    )\n";
     if inner.starts_with("Parametrized") {
         if let Some(head) = inner.strip_suffix("  )\n)") {
             return format!("{head}{entry}  )\n)");
@@ -257,9 +261,11 @@ impl<M: Module> Module for WeightNorm<M> {
     }
     fn describe(&self) -> String {
         match self.spelling {
-            Spelling::Parametrizations => {
-                parametrized_repr(&self.module.describe(), &self.name, "_WeightNorm")
-            }
+            Spelling::Parametrizations => parametrized_repr(
+                &self.module.describe(),
+                &self.name,
+                &["_WeightNorm()".into()],
+            ),
             Spelling::Legacy => self.module.describe(),
         }
     }
@@ -493,9 +499,11 @@ impl<M: Module> Module for SpectralNorm<M> {
     }
     fn describe(&self) -> String {
         match self.spelling {
-            Spelling::Parametrizations => {
-                parametrized_repr(&self.module.describe(), &self.name, "_SpectralNorm")
-            }
+            Spelling::Parametrizations => parametrized_repr(
+                &self.module.describe(),
+                &self.name,
+                &["_SpectralNorm()".into()],
+            ),
             Spelling::Legacy => self.module.describe(),
         }
     }
@@ -620,7 +628,7 @@ mod tests {
         let one = parametrized_repr(
             "Linear(in_features=3, out_features=4, bias=True)",
             "weight",
-            "_WeightNorm",
+            &["_WeightNorm()".into()],
         );
         assert_eq!(
             one,
@@ -628,7 +636,7 @@ mod tests {
              (parametrizations): ModuleDict(\n    (weight): ParametrizationList(\n      \
              (0): _WeightNorm()\n    )\n  )\n)"
         );
-        let two = parametrized_repr(&one, "bias", "_SpectralNorm");
+        let two = parametrized_repr(&one, "bias", &["_SpectralNorm()".into()]);
         assert!(two.ends_with(
             "(0): _WeightNorm()\n    )\n    (bias): ParametrizationList(\n      (0): \
              _SpectralNorm()\n    )\n  )\n)"

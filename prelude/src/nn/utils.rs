@@ -15,13 +15,23 @@ pub use super::parametrize::{
     legacy_weight_norm as weight_norm, legacy_weight_norm_with as weight_norm_with,
 };
 
-/// torch's `nn.utils.parametrizations`: `weight_norm` and `spectral_norm`, each a wrapper
-/// that owns the layer and computes its weight at every forward; `.remove()` gives the layer
-/// back with the weight fixed (torch's `parametrize.remove_parametrizations`).
+/// torch's `nn.utils.parametrizations`: `weight_norm`, `spectral_norm` and `orthogonal`, each
+/// a wrapper that owns the layer and computes its weight at every forward; `.remove()` gives
+/// the layer back with the weight fixed (torch's `parametrize.remove_parametrizations`).
 pub mod parametrizations {
+    pub use super::super::orthogonal::{orthogonal, orthogonal_with};
     pub use super::super::parametrize::{
         spectral_norm, spectral_norm_with, weight_norm, weight_norm_with, SpectralNorm,
         SpectralOptions, WeightNorm,
+    };
+}
+
+/// torch's `nn.utils.parametrize`: `register_parametrization` (any module as a tensor's
+/// parametrisation, stacked with `Parametrized::register`) and `Parametrized`, whose
+/// `remove(leave_parametrized)` is `remove_parametrizations`.
+pub mod parametrize {
+    pub use super::super::parametrized::{
+        register_parametrization, register_parametrization_with, Parametrized,
     };
 }
 
