@@ -59,9 +59,21 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
 }
 
-/// The layer's forward with `weight` in `slot` for the call; the slot then keeps the weight
-/// without its history (also when the forward fails or panics).
-pub(super) fn lend<T>(slot: &Parameter, weight: Tensor, f: impl FnOnce() -> T) -> T {
+/// The layer's `forward` with the weight `compute` gives in `slot` for the call, one call at
+/// a time per wrapper (`lock`); the slot then keeps the weight without its history (also when
+/// the forward fails or panics).
+pub(super) fn forward_lent(
+    lock: &Mutex<()>,
+    slot: &Parameter,
+    compute: impl FnOnce() -> Result<Tensor>,
+    forward: impl FnOnce() -> Result<Tensor>,
+) -> Result<Tensor> {
+    let _held = hold(lock);
+    let weight = compute()?;
+    lend(slot, weight, forward)
+}
+
+fn lend<T>(slot: &Parameter, weight: Tensor, f: impl FnOnce() -> T) -> T {
     struct Restore<'a>(&'a Parameter, Tensor);
     impl Drop for Restore<'_> {
         fn drop(&mut self) {
@@ -76,7 +88,7 @@ pub(super) fn lend<T>(slot: &Parameter, weight: Tensor, f: impl FnOnce() -> T) -
 /// One lock per wrapper: lending the weight changes the layer's handle for the call, so two
 /// threads may not run the same wrapper's forward at once. (A panic while holding it leaves
 /// nothing half-done, so a poisoned lock is taken as it is.)
-pub(super) fn hold(lock: &Mutex<()>) -> MutexGuard<'_, ()> {
+fn hold(lock: &Mutex<()>) -> MutexGuard<'_, ()> {
     lock.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -237,9 +249,12 @@ impl<M: Module> WeightNorm<M> {
 
 impl<M: Module> Module for WeightNorm<M> {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let _held = hold(&self.lock);
-        let w = self.weight()?;
-        lend(&self.slot, w, || self.module.forward(x))
+        forward_lent(
+            &self.lock,
+            &self.slot,
+            || self.weight(),
+            || self.module.forward(x),
+        )
     }
     fn parameters(&self) -> Vec<Parameter> {
         self.named_parameters()
@@ -470,9 +485,12 @@ impl<M: Module> SpectralNorm<M> {
 
 impl<M: Module> Module for SpectralNorm<M> {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let _held = hold(&self.lock);
-        let w = self.weight()?;
-        lend(&self.slot, w, || self.module.forward(x))
+        forward_lent(
+            &self.lock,
+            &self.slot,
+            || self.weight(),
+            || self.module.forward(x),
+        )
     }
     fn parameters(&self) -> Vec<Parameter> {
         self.named_parameters()

@@ -14,7 +14,7 @@
 //! `P_n(..P_1(original))`, lent to the layer for each forward as weight and spectral norm
 //! lend theirs (`parametrize.rs`).
 
-use super::parametrize::{hold, lend, parametrized_repr, weight_of};
+use super::parametrize::{forward_lent, parametrized_repr, weight_of};
 use super::{Module, Parameter};
 use crate::autograd::no_grad;
 use crate::device::Device;
@@ -160,9 +160,12 @@ impl<M: Module> Parametrized<M> {
 
 impl<M: Module> Module for Parametrized<M> {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let _held = hold(&self.lock);
-        let w = self.computed()?;
-        lend(&self.slot, w, || self.module.forward(x))
+        forward_lent(
+            &self.lock,
+            &self.slot,
+            || self.computed(),
+            || self.module.forward(x),
+        )
     }
     fn parameters(&self) -> Vec<Parameter> {
         self.named_parameters()
