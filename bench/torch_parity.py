@@ -161,6 +161,11 @@ PARAMS = {"wn_lin": 3, "wn_lin_none": 3, "wn_conv_d1": 3, "wn_old_conv1d": 3, "w
           "orth_hh_notriv": 2, "orth_init": 2, "reg_sym": 2, "reg_two": 3}
 PARAM_BUFFERS = {op: (2 if op.startswith("sn") and op != "sn_bias" else 0) for op in PARAMS}
 PARAM_BUFFERS["orth_init"] = 1
+# torch.func.functional_call (fcall_case): a Linear with both tensors given, with the weight
+# only, and a Linear + BatchNorm1d in eval with its running statistics given; tK is the K-th
+# given tensor's gradient, own/ownb the module's own weight's/bias's (none where replaced).
+FCALLS = {"lin": ("out", "x", "t0", "t1", "own", "ownb"), "partial": ("out", "x", "t0", "own", "ownb"),
+          "seq_bn": ("out", "x", "t0", "own")}
 # linalg.householder_product and matrix_exp take float32 and float64.
 PARAM_DTYPES = {op: ("f32", "f64") for op in PARAMS if op.startswith("orth")}
 GRAD_BINARY = "add sub mul div pow maximum minimum atan2 fmod remainder".split()
@@ -632,6 +637,7 @@ def cases():
     out += [f"norm {op} {a} {want}" for op in NORMS for a in floats
             for want in ("out", "x", "w", "b") + (("rm", "rv") if op.startswith("bn") else ())]
     out += [f"norm {op} {a} {want}" for op, wants in NORM_OPTIONS.items() for a in floats for want in wants]
+    out += [f"fcall {op} {a} {want}" for op, wants in FCALLS.items() for a in floats for want in wants]
     out += [f"param {op} {a} {want}" for op, n in PARAMS.items() for a in PARAM_DTYPES.get(op, floats)
             for want in ("out", "x", *(f"p{k}" for k in range(n)), *(f"b{k}" for k in range(PARAM_BUFFERS[op])))]
     # Optimizers: a parameter after three steps.
@@ -1885,6 +1891,35 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def fcall_case(w):
+        """torch.func.functional_call (FCALLS): mirrors `fcall_case` in torch_parity.rs."""
+        op, d, want = w[1], w[2], w[3]
+        nn = torch.nn
+        if op == "seq_bn":
+            m = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).to(T[d]).to(dev)
+            names = ["0.weight", "1.running_mean", "1.running_var"]
+        else:
+            m = nn.Linear(3, 4).to(T[d]).to(dev)
+            names = ["weight", "bias"] if op == "lin" else ["weight"]
+        own = list(set_ramps(m, 0.25, d).values())
+        m.eval()
+        tensors = dict(m.named_parameters())
+        tensors.update(m.named_buffers())
+        given = {n: ramp(list(tensors[n].shape), 4 + k % 3, 1.0, 0.5, d) for k, n in enumerate(names)}
+        if op == "seq_bn":  # buffers, without gradient; a variance is positive
+            given["1.running_mean"] = given["1.running_mean"].detach()
+            given["1.running_var"] = given["1.running_var"].detach().abs() + 0.5
+        x = ramp([2, 3], 5, 2.0, 0.75, d)
+        out = torch.func.functional_call(m, given, (x,))
+        if want == "out":
+            return out.detach()
+        weighted_backward(out)
+        g = {"x": lambda: x.grad, "own": lambda: own[0].grad, "ownb": lambda: own[1].grad}.get(
+            want, lambda: given[names[int(want[1:])]].grad)()
+        if g is None:
+            raise ValueError("no gradient")
+        return g
+
     def param_case(w):
         """A layer under weight_norm / spectral_norm (PARAMS): mirrors `param_case` in
         torch_parity.rs."""
@@ -2497,6 +2532,8 @@ def torch_results(lines, device):
             return norm_case(w)
         if kind == "param":
             return param_case(w)
+        if kind == "fcall":
+            return fcall_case(w)
         if kind == "more":
             return more_case(w)
         if kind == "empty":

@@ -2620,6 +2620,57 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// torch.func.functional_call (mirrors `fcall_case` and `FCALLS` in torch_parity.py).
+fn fcall_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::nn::{BatchNorm1d, Linear, Module, Sequential};
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let (mut m, names): (Box<dyn Module>, &[&str]) = match op {
+        "seq_bn" => (
+            Box::new(
+                Sequential::new()
+                    .add(Linear::new(3, 4))
+                    .add(BatchNorm1d::new(4)),
+            ),
+            &["0.weight", "1.running_mean", "1.running_var"],
+        ),
+        "lin" => (Box::new(Linear::new(3, 4)), &["weight", "bias"]),
+        _ => (Box::new(Linear::new(3, 4)), &["weight"]),
+    };
+    let own = ramped(m.as_ref(), d, dev, 0.25)?;
+    m.eval();
+    let tensors: Vec<(String, Parameter)> = m
+        .named_parameters()
+        .into_iter()
+        .chain(m.buffers())
+        .collect();
+    let mut given: Vec<(&str, Tensor)> = Vec::new();
+    for (k, name) in names.iter().enumerate() {
+        let shape = tensors.iter().find(|(n, _)| n == name).unwrap().1.shape();
+        let mut t = ramp(&shape, 4 + k % 3, 1.0, 0.5, d, dev)?;
+        // Buffers, without gradient; a variance is positive.
+        if *name == "1.running_mean" {
+            t = t.detach();
+        }
+        if *name == "1.running_var" {
+            t = t.detach().abs()?.add(0.5)?;
+        }
+        given.push((name, t));
+    }
+    let x = ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?;
+    let out = gpulab::func::functional_call(m.as_ref(), &given, &x)?;
+    if want == "out" {
+        return Ok(out.detach());
+    }
+    weighted_backward(&out)?;
+    let g = match want {
+        "x" => x.grad(),
+        "own" => own[0].1.grad(),
+        "ownb" => own[1].1.grad(),
+        _ => given[want[1..].parse::<usize>().unwrap()].1.grad(),
+    };
+    g.ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 /// torch_parity.py's `Symmetric` parametrization: the upper triangle mirrored.
 struct Symmetric;
 impl nn::Module for Symmetric {
@@ -3724,6 +3775,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "param" {
         return param_case(w, dev);
+    }
+    if kind == "fcall" {
+        return fcall_case(w, dev);
     }
     if kind == "more" {
         return more_case(w, dev);

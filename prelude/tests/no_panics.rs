@@ -1423,7 +1423,7 @@ fn call(
             // The norm layers' options and the lazy norms (running_norm.rs, lazy.rs), 3-D
             // power-average pooling, adaptive_max_pool1d's indices, the old upsampling layers.
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 21] = [
+            const NAMES: [&str; 22] = [
                 "BatchNorm1d affine(false) momentum(None)",
                 "BatchNorm2d track_running_stats(false) eval",
                 "InstanceNorm1d tracked",
@@ -1445,6 +1445,7 @@ fn call(
                 "weight_norm",
                 "spectral_norm",
                 "orthogonal, register_parametrization",
+                "functional_call",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             *what = format!("{} of {da} and {db} (n {n}, scalar {s})", NAMES[pick]);
@@ -1581,6 +1582,16 @@ fn call(
                         nn::utils::parametrizations::orthogonal_with(lin, "weight", map, n != 1)
                             .and_then(|m| m.forward(&a))
                     }
+                }
+                21 => {
+                    let lin = nn::Linear::new(n, 2);
+                    let names = ["weight", "bias", "weight", "nope"];
+                    gpulab::func::functional_call_with(
+                        &lin,
+                        &[(names[n], b.clone()), (names[(n + 1) % 4], a.clone())][..1 + n % 2],
+                        &a,
+                        s > 0.0,
+                    )
                 }
                 _ => nn::UpsamplingNearest2d::new((n, n + 1))
                     .forward(&a)

@@ -78,6 +78,7 @@ mod resample;
 mod running_norm;
 pub mod safetensors;
 mod scale_norm;
+mod stateless;
 mod stochastic;
 mod transformer;
 mod transformer_decoder;
@@ -243,6 +244,12 @@ impl Parameter {
         let meta = slot.grad_meta().cloned();
         *slot = data.detach().with_grad_meta(meta);
         Ok(())
+    }
+
+    /// Whether the two are one parameter (torch's `p is q`): tied weights, a parameter shared
+    /// by two layers.
+    pub fn same_as(&self, other: &Parameter) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 
     /// Puts `t` in the slot as it is, history included, and returns what was there: how a

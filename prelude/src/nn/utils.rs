@@ -45,6 +45,12 @@ pub fn remove_spectral_norm<M: super::Module>(m: parametrizations::SpectralNorm<
     m.remove()
 }
 
+/// torch's `nn.utils.stateless` (today's `torch.func.functional_call`): a module run with
+/// some of its tensors replaced for one call.
+pub mod stateless {
+    pub use super::super::stateless::{functional_call, functional_call_with, reparametrize};
+}
+
 pub mod rnn {
     pub use super::super::packed::{
         pack_padded_sequence, pack_sequence, pad_packed_sequence, pad_sequence, unpack_sequence,
