@@ -166,6 +166,11 @@ PARAM_BUFFERS["orth_init"] = 1
 # given tensor's gradient, own/ownb the module's own weight's/bias's (none where replaced).
 FCALLS = {"lin": ("out", "x", "t0", "t1", "own", "ownb"), "partial": ("out", "x", "t0", "own", "ownb"),
           "seq_bn": ("out", "x", "t0", "own")}
+# torch.autograd.grad (agrad_case): gradients returned, not accumulated (xgrad: x.grad after,
+# which stays None), with respect to an intermediate tensor (mid), with a grad_output (seed),
+# an unused input with and without allow_unused.
+AGRADS = {"chain": ("x", "w", "xgrad"), "mid": ("h",), "seed": ("w",), "unused": ("w", "z"),
+          "unused_err": ("w",)}
 # linalg.householder_product and matrix_exp take float32 and float64.
 PARAM_DTYPES = {op: ("f32", "f64") for op in PARAMS if op.startswith("orth")}
 GRAD_BINARY = "add sub mul div pow maximum minimum atan2 fmod remainder".split()
@@ -637,6 +642,7 @@ def cases():
     out += [f"norm {op} {a} {want}" for op in NORMS for a in floats
             for want in ("out", "x", "w", "b") + (("rm", "rv") if op.startswith("bn") else ())]
     out += [f"norm {op} {a} {want}" for op, wants in NORM_OPTIONS.items() for a in floats for want in wants]
+    out += [f"agrad {op} {a} {want}" for op, wants in AGRADS.items() for a in floats for want in wants]
     out += [f"fcall {op} {a} {want}" for op, wants in FCALLS.items() for a in floats for want in wants]
     out += [f"param {op} {a} {want}" for op, n in PARAMS.items() for a in PARAM_DTYPES.get(op, floats)
             for want in ("out", "x", *(f"p{k}" for k in range(n)), *(f"b{k}" for k in range(PARAM_BUFFERS[op])))]
@@ -1891,6 +1897,29 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def agrad_case(w):
+        """torch.autograd.grad (AGRADS): mirrors `agrad_case` in torch_parity.rs."""
+        op, d, want = w[1], w[2], w[3]
+        x, wt = ramp([2, 3], 5, 2.0, 0.75, d), ramp([2, 3], 4, 1.0, 0.5, d)
+        z = ramp([3], 3, 1.0, 0.5, d)
+        if op == "chain":
+            ins = {"x": x, "w": wt}
+            gs = torch.autograd.grad((x * wt).tanh().sum(), [x, wt])
+        elif op == "mid":
+            h = x.exp()
+            ins = {"h": h}
+            gs = torch.autograd.grad((h * h.sin()).sum(), [h])
+        elif op == "seed":
+            ins = {"w": wt}
+            gs = torch.autograd.grad(x @ wt.T, [wt], grad_outputs=ramp([2, 2], 3, 1.0, 0.5, d).detach())
+        else:
+            ins = {"w": wt, "z": z}
+            gs = torch.autograd.grad((x * wt).sum(), [wt, z], allow_unused=op == "unused")
+        g = x.grad if want == "xgrad" else gs[list(ins).index(want)]
+        if g is None:
+            raise ValueError("no gradient")
+        return g
+
     def fcall_case(w):
         """torch.func.functional_call (FCALLS): mirrors `fcall_case` in torch_parity.rs."""
         op, d, want = w[1], w[2], w[3]
@@ -2534,6 +2563,8 @@ def torch_results(lines, device):
             return param_case(w)
         if kind == "fcall":
             return fcall_case(w)
+        if kind == "agrad":
+            return agrad_case(w)
         if kind == "more":
             return more_case(w)
         if kind == "empty":

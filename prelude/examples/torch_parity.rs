@@ -2620,6 +2620,47 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// torch.autograd.grad (mirrors `agrad_case` and `AGRADS` in torch_parity.py).
+fn agrad_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::autograd::{grad, grad_with};
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let x = ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?;
+    let wt = ramp(&[2, 3], 4, 1.0, 0.5, d, dev)?;
+    let z = ramp(&[3], 3, 1.0, 0.5, d, dev)?;
+    let (names, gs): (&[&str], Vec<Option<Tensor>>) = match op {
+        "chain" => (
+            &["x", "w"],
+            grad(&x.mul(&wt)?.tanh()?.sum()?, &[&x, &wt])?
+                .into_iter()
+                .map(Some)
+                .collect(),
+        ),
+        "mid" => {
+            let h = x.exp()?;
+            let y = h.mul(&h.sin()?)?.sum()?;
+            (&["h"], vec![Some(grad(&y, &[&h])?.remove(0))])
+        }
+        "seed" => {
+            let seed = ramp(&[2, 2], 3, 1.0, 0.5, d, dev)?.detach();
+            let y = x.matmul(&wt.t()?)?;
+            (&["w"], grad_with(&y, &[&wt], Some(&seed), false, false)?)
+        }
+        _ => {
+            let y = x.mul(&wt)?.sum()?;
+            (
+                &["w", "z"],
+                grad_with(&y, &[&wt, &z], None, false, op == "unused")?,
+            )
+        }
+    };
+    let g = if want == "xgrad" {
+        x.grad()
+    } else {
+        gs[names.iter().position(|n| *n == want).unwrap()].clone()
+    };
+    g.ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 /// torch.func.functional_call (mirrors `fcall_case` and `FCALLS` in torch_parity.py).
 fn fcall_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     use gpulab::nn::{BatchNorm1d, Linear, Module, Sequential};
@@ -3778,6 +3819,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "fcall" {
         return fcall_case(w, dev);
+    }
+    if kind == "agrad" {
+        return agrad_case(w, dev);
     }
     if kind == "more" {
         return more_case(w, dev);

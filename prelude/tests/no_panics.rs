@@ -158,7 +158,11 @@ fn call(
     let i = rng.gen_range(-3..6) as i64;
     let some = |r: Result<Tensor>| r.map(Some);
     let none = |r: Result<()>| r.map(|_| None);
-    match rng.gen_range(0..95) {
+    let case = rng.gen_range(0..95);
+    if std::env::var("FUZZ_TRACE").is_ok() {
+        eprintln!("case {case} a {da} b {db} d {d} s {s} i {i}");
+    }
+    match case {
         0 => {
             *what = format!("{da} + {db}");
             some(a.add(&b))
@@ -1423,7 +1427,7 @@ fn call(
             // The norm layers' options and the lazy norms (running_norm.rs, lazy.rs), 3-D
             // power-average pooling, adaptive_max_pool1d's indices, the old upsampling layers.
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 22] = [
+            const NAMES: [&str; 23] = [
                 "BatchNorm1d affine(false) momentum(None)",
                 "BatchNorm2d track_running_stats(false) eval",
                 "InstanceNorm1d tracked",
@@ -1446,6 +1450,7 @@ fn call(
                 "spectral_norm",
                 "orthogonal, register_parametrization",
                 "functional_call",
+                "autograd::grad",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             *what = format!("{} of {da} and {db} (n {n}, scalar {s})", NAMES[pick]);
@@ -1592,6 +1597,13 @@ fn call(
                         &a,
                         s > 0.0,
                     )
+                }
+                22 => {
+                    let x = a.detach().requires_grad_(true)?;
+                    let y = x.mul(&b)?;
+                    let seed = [None, Some(&b), Some(&a)][n % 3];
+                    gpulab::autograd::grad_with(&y, &[&x, &b], seed, n == 3, s > 0.0)
+                        .map(|g| g.into_iter().flatten().next().unwrap_or(y))
                 }
                 _ => nn::UpsamplingNearest2d::new((n, n + 1))
                     .forward(&a)

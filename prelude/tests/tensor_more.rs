@@ -270,3 +270,12 @@ fn searchsorted_cummax_and_the_guarded_functions() {
         .to_string();
     assert!(e.contains("logaddexp") && e.contains("int64"), "{e}");
 }
+
+#[test]
+fn tril_of_an_empty_batch_of_large_matrices_allocates_nothing() {
+    // Found by no_panics: the mask was built for rows x cols (39 GB here) before noticing
+    // there was nothing to mask.
+    let t = Tensor::zeros([1, 0, 140_000, 280_000], Device::Cpu).unwrap();
+    assert_eq!(t.tril(-3).unwrap().shape(), [1, 0, 140_000, 280_000]);
+    assert_eq!(t.triu(2).unwrap().shape(), [1, 0, 140_000, 280_000]);
+}

@@ -460,10 +460,96 @@ fn fit(g: Tensor, inp: &Input) -> Result<Tensor> {
 pub(crate) fn backward(root: &Tensor, seed: Tensor, retain_graph: bool) -> Result<()> {
     // The rules run in the dtypes the forward pass chose, not autocast again (a backward
     // called inside an `amp::autocast` region, as torch's gradients are).
-    crate::tensor::autocast::suspended(|| backward_from(root, seed, retain_graph))
+    crate::tensor::autocast::suspended(|| backward_from(root, seed, retain_graph, None)).map(|_| ())
 }
 
-fn backward_from(root: &Tensor, seed: Tensor, retain_graph: bool) -> Result<()> {
+/// The gradients of `output` with respect to each of `inputs`, returned instead of added to
+/// their `.grad()` (torch's `torch.autograd.grad(output, inputs)`); no leaf's `.grad()`
+/// changes. `output` has one element (a loss); see [`grad_with`] for the rest. Inputs may be
+/// leaves or tensors computed on the way (the gradient that reaches them). Each input must
+/// require grad and be used in computing `output`. As `backward`, it frees the graph.
+pub fn grad(output: &Tensor, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+    let gs = grad_with(output, inputs, None, false, false)?;
+    Ok(gs
+        .into_iter()
+        .map(|g| g.expect("allow_unused is off"))
+        .collect())
+}
+
+/// [`grad`] with torch's arguments: `grad_output`, the gradient of a non-scalar `output`
+/// (None: ones, for one element); `retain_graph`, keep what the graph saved for another pass;
+/// `allow_unused`, None for an input `output` does not depend on instead of an error. (torch's
+/// `create_graph=True`, gradients that are themselves differentiable, is not supported: the
+/// backward pass is not recorded.)
+pub fn grad_with(
+    output: &Tensor,
+    inputs: &[&Tensor],
+    grad_output: Option<&Tensor>,
+    retain_graph: bool,
+    allow_unused: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    let mut targets = Vec::with_capacity(inputs.len());
+    for (i, t) in inputs.iter().enumerate() {
+        let Some(m) = t.grad_meta() else {
+            return Err(Error::Invalid(format!(
+                "autograd.grad: input {i} (shape {:?}) does not require grad, so it has no \
+                 gradient; call .requires_grad_(true) on it before computing the output",
+                t.shape()
+            )));
+        };
+        targets.push(m.clone());
+    }
+    let seed = match grad_output {
+        Some(g) => {
+            if g.device() != output.device() {
+                return Err(Error::Invalid(format!(
+                    "autograd.grad: grad_output is on {} but the output is on {}",
+                    g.device(),
+                    output.device()
+                )));
+            }
+            g.detach().to_dtype(output.dtype())?
+        }
+        None if output.numel() == 1 => Tensor::full_dtype(
+            output.shape().to_vec(),
+            1.0,
+            output.dtype(),
+            output.device(),
+        )?,
+        None => {
+            return Err(Error::Invalid(format!(
+                "autograd.grad: grad can be implicitly created only for an output with one \
+                 element, this one has shape {:?}; pass grad_output",
+                output.shape()
+            )))
+        }
+    };
+    let found = crate::tensor::autocast::suspended(|| {
+        backward_from(output, seed, retain_graph, Some(&targets))
+    })?;
+    found
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| match g {
+            None if !allow_unused => Err(Error::Invalid(format!(
+                "autograd.grad: input {i} (shape {:?}) was not used in computing the output, \
+                 so it has no gradient; pass allow_unused = true to get None for it",
+                inputs[i].shape()
+            ))),
+            g => Ok(g),
+        })
+        .collect()
+}
+
+/// The backward pass from `root`. With `targets`, the gradient reaching each of those tensors
+/// is returned (in their order) and no leaf's `.grad()` changes; without, leaves accumulate.
+fn backward_from(
+    root: &Tensor,
+    seed: Tensor,
+    retain_graph: bool,
+    targets: Option<&[Arc<Meta>]>,
+) -> Result<Vec<Option<Tensor>>> {
+    let mut found: Vec<Option<Tensor>> = vec![None; targets.map_or(0, <[_]>::len)];
     let Some(root_meta) = root.grad_meta() else {
         return Err(Error::Invalid(format!(
             "backward(): this tensor (shape {:?}) does not require grad and has no grad_fn: \
@@ -487,6 +573,16 @@ fn backward_from(root: &Tensor, seed: Tensor, retain_graph: bool) -> Result<()> 
             let Some(g) = grads.remove(&key(m)) else {
                 continue;
             };
+            if let Some(targets) = targets {
+                for (t, slot) in targets.iter().zip(found.iter_mut()) {
+                    if Arc::ptr_eq(t, m) {
+                        *slot = Some(g.clone());
+                    }
+                }
+                if m.node.is_none() {
+                    continue;
+                }
+            }
             let Some(node) = &m.node else {
                 let mut slot = m.grad.lock().unwrap();
                 *slot = Some(match slot.take() {
@@ -527,5 +623,6 @@ fn backward_from(root: &Tensor, seed: Tensor, retain_graph: bool) -> Result<()> 
             }
         }
         Ok(())
-    })
+    })?;
+    Ok(found)
 }

@@ -217,11 +217,16 @@ impl Tensor {
             )));
         }
         let (rows, cols) = (self.shape()[r - 2], self.shape()[r - 1]);
+        // An empty batch of large matrices: the mask would be all the memory there is.
+        let zero = Tensor::zeros_dtype((), self.dtype(), self.device())?;
+        if self.numel() == 0 {
+            let all = Tensor::ones_dtype((), DType::Bool, self.device())?;
+            return self.where_(&all, &zero);
+        }
         let mask: Vec<bool> = (0..rows * cols)
             .map(|p| keep((p / cols) as i64, (p % cols) as i64))
             .collect();
         let mask = Tensor::from_vec(mask, [rows, cols], Device::Cpu)?.to(self.device())?;
-        let zero = Tensor::zeros_dtype((), self.dtype(), self.device())?;
         self.where_(&mask, &zero)
     }
 
