@@ -170,7 +170,11 @@ FCALLS = {"lin": ("out", "x", "t0", "t1", "own", "ownb"), "partial": ("out", "x"
 # which stays None), with respect to an intermediate tensor (mid), with a grad_output (seed),
 # an unused input with and without allow_unused.
 AGRADS = {"chain": ("x", "w", "xgrad"), "mid": ("h",), "seed": ("w",), "unused": ("w", "z"),
-          "unused_err": ("w",)}
+          "unused_err": ("w",), "retain": ("h", "x")}
+# torch.autograd.functional (jac_case): jacobians of x.sin() * x.sum(), x @ W and a constant;
+# vjp of 2 tanh(x) with v (and its output, y), and of a scalar without v.
+JACS = {"sin_sum": ("out",), "mm": ("out",), "const": ("out",), "vjp_tanh": ("out", "y"),
+        "vjp_scalar": ("out",)}
 # linalg.householder_product and matrix_exp take float32 and float64.
 PARAM_DTYPES = {op: ("f32", "f64") for op in PARAMS if op.startswith("orth")}
 GRAD_BINARY = "add sub mul div pow maximum minimum atan2 fmod remainder".split()
@@ -642,6 +646,7 @@ def cases():
     out += [f"norm {op} {a} {want}" for op in NORMS for a in floats
             for want in ("out", "x", "w", "b") + (("rm", "rv") if op.startswith("bn") else ())]
     out += [f"norm {op} {a} {want}" for op, wants in NORM_OPTIONS.items() for a in floats for want in wants]
+    out += [f"jac {op} {a} {want}" for op, wants in JACS.items() for a in floats for want in wants]
     out += [f"agrad {op} {a} {want}" for op, wants in AGRADS.items() for a in floats for want in wants]
     out += [f"fcall {op} {a} {want}" for op, wants in FCALLS.items() for a in floats for want in wants]
     out += [f"param {op} {a} {want}" for op, n in PARAMS.items() for a in PARAM_DTYPES.get(op, floats)
@@ -1897,11 +1902,33 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def jac_case(w):
+        """torch.autograd.functional (JACS): mirrors `jac_case` in torch_parity.rs."""
+        op, d, want = w[1], w[2], w[3]
+        AF = torch.autograd.functional
+        x = ramp([2, 3], 5, 2.0, 0.75, d).detach()
+        wc = ramp([3, 2], 4, 1.0, 0.5, d).detach()
+        if op == "sin_sum":
+            return AF.jacobian(lambda t: t.sin() * t.sum(), x)
+        if op == "mm":
+            return AF.jacobian(lambda t: t @ wc, x)
+        if op == "const":
+            return AF.jacobian(lambda t: wc.sum() * 2, x)
+        if op == "vjp_tanh":
+            y, g = AF.vjp(lambda t: t.tanh() * 2, x, ramp([2, 3], 3, 1.0, 0.5, d).detach())
+            return g if want == "out" else y
+        return AF.vjp(lambda t: (t * t).sum(), x)[1]
+
     def agrad_case(w):
         """torch.autograd.grad (AGRADS): mirrors `agrad_case` in torch_parity.rs."""
         op, d, want = w[1], w[2], w[3]
         x, wt = ramp([2, 3], 5, 2.0, 0.75, d), ramp([2, 3], 4, 1.0, 0.5, d)
         z = ramp([3], 3, 1.0, 0.5, d)
+        if op == "retain":  # backward, with an activation's gradient kept by retain_grad
+            h = x.exp()
+            h.retain_grad()
+            (h * h.sin()).sum().backward()
+            return {"h": h, "x": x}[want].grad
         if op == "chain":
             ins = {"x": x, "w": wt}
             gs = torch.autograd.grad((x * wt).tanh().sum(), [x, wt])
@@ -2565,6 +2592,8 @@ def torch_results(lines, device):
             return fcall_case(w)
         if kind == "agrad":
             return agrad_case(w)
+        if kind == "jac":
+            return jac_case(w)
         if kind == "more":
             return more_case(w)
         if kind == "empty":

@@ -2620,6 +2620,25 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// torch.autograd.functional (mirrors `jac_case` and `JACS` in torch_parity.py).
+fn jac_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::autograd::functional::{jacobian, vjp};
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let x = ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?.detach();
+    let wc = ramp(&[3, 2], 4, 1.0, 0.5, d, dev)?.detach();
+    match op {
+        "sin_sum" => jacobian(|t| t.sin()?.mul(&t.sum()?), &x),
+        "mm" => jacobian(|t| t.matmul(&wc), &x),
+        "const" => jacobian(|_| wc.sum()?.mul(2.0), &x),
+        "vjp_tanh" => {
+            let v = ramp(&[2, 3], 3, 1.0, 0.5, d, dev)?.detach();
+            let (y, g) = vjp(|t| t.tanh()?.mul(2.0), &x, Some(&v))?;
+            Ok(if want == "out" { g } else { y })
+        }
+        _ => Ok(vjp(|t| t.mul(t)?.sum(), &x, None)?.1),
+    }
+}
+
 /// torch.autograd.grad (mirrors `agrad_case` and `AGRADS` in torch_parity.py).
 fn agrad_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     use gpulab::autograd::{grad, grad_with};
@@ -2627,6 +2646,14 @@ fn agrad_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     let x = ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?;
     let wt = ramp(&[2, 3], 4, 1.0, 0.5, d, dev)?;
     let z = ramp(&[3], 3, 1.0, 0.5, d, dev)?;
+    if op == "retain" {
+        // backward, with an activation's gradient kept by retain_grad.
+        let h = x.exp()?;
+        h.retain_grad()?;
+        h.mul(&h.sin()?)?.sum()?.backward()?;
+        let g = if want == "h" { h.grad() } else { x.grad() };
+        return g.ok_or_else(|| Error::Invalid("no gradient".into()));
+    }
     let (names, gs): (&[&str], Vec<Option<Tensor>>) = match op {
         "chain" => (
             &["x", "w"],
@@ -3822,6 +3849,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "agrad" {
         return agrad_case(w, dev);
+    }
+    if kind == "jac" {
+        return jac_case(w, dev);
     }
     if kind == "more" {
         return more_case(w, dev);

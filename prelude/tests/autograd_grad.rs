@@ -84,3 +84,54 @@ fn retain_graph_unused_inputs_and_errors() {
         "{e}"
     );
 }
+
+#[test]
+fn retain_grad_keeps_an_activations_gradient() {
+    let x = leaf(&[1.0, -2.0, 3.0]);
+    let h = x.mul(2.0).unwrap();
+    assert!(!h.retains_grad());
+    h.retain_grad().unwrap();
+    assert!(h.retains_grad() && !x.retains_grad());
+    let y = h.square().unwrap().sum().unwrap();
+    y.backward_retain_graph().unwrap();
+    assert_eq!(values(&h.grad().unwrap()), [4.0, -8.0, 12.0]);
+    // It accumulates as a leaf's does, and a computed tensor that did not ask keeps none.
+    y.backward().unwrap();
+    assert_eq!(values(&h.grad().unwrap()), [8.0, -16.0, 24.0]);
+    let other = x.exp().unwrap();
+    other.sum().unwrap().backward().unwrap();
+    assert!(other.grad().is_none());
+    // A leaf: nothing to do; a tensor without grad: an error.
+    x.retain_grad().unwrap();
+    let e = err(Tensor::ones([2], CPU).unwrap().retain_grad());
+    assert!(e.contains("does not require grad"), "{e}");
+}
+
+#[test]
+fn jacobians_and_vector_jacobian_products() {
+    use gpulab::autograd::functional::{jacobian, vjp};
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], [2], CPU).unwrap();
+    // f(x) = [x0 * x1, x0 + 3 x1]: J = [[x1, x0], [1, 3]].
+    let f = |t: &Tensor| {
+        let (a, b) = (t.narrow(0, 0, 1)?, t.narrow(0, 1, 1)?);
+        Tensor::cat(&[a.mul(&b)?, a.add(&b.mul(3.0)?)?], 0)
+    };
+    let j = jacobian(f, &x).unwrap();
+    assert_eq!(j.shape(), [2, 2]);
+    assert_eq!(values(&j), [2.0, 1.0, 1.0, 3.0]);
+    // Inside no_grad too, and the caller's tensor stays without history.
+    let j2 = gpulab::no_grad(|| jacobian(f, &x)).unwrap();
+    assert_eq!(values(&j2), values(&j));
+    assert!(!x.requires_grad());
+    let v = Tensor::from_vec(vec![1.0f32, 10.0], [2], CPU).unwrap();
+    let (y, g) = vjp(f, &x, Some(&v)).unwrap();
+    assert_eq!(values(&y), [2.0, 7.0]);
+    assert_eq!(values(&g), [12.0, 31.0]);
+    let e = err(vjp(f, &x, None));
+    assert!(e.contains("v can be None only") && e.contains("[2]"), "{e}");
+    let e = err(jacobian(
+        f,
+        &Tensor::from_vec(vec![1i64, 2], [2], CPU).unwrap(),
+    ));
+    assert!(e.contains("floating-point") && e.contains("int64"), "{e}");
+}

@@ -20,6 +20,7 @@
 //! `backward_retain_graph` (torch's `retain_graph=True`). The graph's structure lives as long
 //! as the tensors that hold it.
 
+pub mod functional;
 pub(crate) mod rules;
 
 use crate::device::Device;
@@ -27,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor};
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 type BackwardFn = Box<dyn Fn(&Tensor) -> Result<Vec<Option<Tensor>>> + Send + Sync>;
@@ -35,6 +37,8 @@ type BackwardFn = Box<dyn Fn(&Tensor) -> Result<Vec<Option<Tensor>>> + Send + Sy
 pub struct Meta {
     grad: Mutex<Option<Tensor>>,
     node: Option<Node>,
+    /// A non-leaf that keeps the gradient reaching it in `grad` (torch's `retain_grad()`).
+    retains: AtomicBool,
 }
 
 struct Node {
@@ -64,10 +68,17 @@ impl Meta {
         Arc::new(Meta {
             grad: Mutex::new(None),
             node: None,
+            retains: AtomicBool::new(false),
         })
     }
     pub(crate) fn is_leaf(&self) -> bool {
         self.node.is_none()
+    }
+    pub(crate) fn retain_grad(&self) {
+        self.retains.store(true, Ordering::Relaxed);
+    }
+    pub(crate) fn retains_grad(&self) -> bool {
+        self.retains.load(Ordering::Relaxed)
     }
     pub(crate) fn grad(&self) -> Option<Tensor> {
         self.grad.lock().unwrap().clone()
@@ -304,6 +315,19 @@ pub fn no_grad<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// Runs `f` with operations recorded for `backward` even inside [`no_grad`] (torch's
+/// `with torch.enable_grad():`); the setting is restored afterwards, also on a panic.
+pub fn enable_grad<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_grad_enabled(self.0);
+        }
+    }
+    let _restore = Restore(set_grad_enabled(true));
+    f()
+}
+
 /// A tensor a backward rule keeps, with its storage's version at the time (torch's saved
 /// tensors): an in-place write into it before `backward` would make the rule compute the
 /// gradient of values the forward pass never used, so `get` refuses instead, naming the shape
@@ -384,6 +408,7 @@ pub(crate) fn record(
             inputs,
             backward: Mutex::new(Some(Box::new(backward))),
         }),
+        retains: AtomicBool::new(false),
     });
     out.with_grad_meta(Some(meta))
 }
@@ -582,6 +607,13 @@ fn backward_from(
                 if m.node.is_none() {
                     continue;
                 }
+            } else if m.node.is_some() && m.retains_grad() {
+                // A retained gradient accumulates across passes, as a leaf's does.
+                let mut slot = m.grad.lock().unwrap();
+                *slot = Some(match slot.take() {
+                    Some(old) => old.add(&g)?,
+                    None => g.clone(),
+                });
             }
             let Some(node) = &m.node else {
                 let mut slot = m.grad.lock().unwrap();

@@ -52,6 +52,32 @@ impl Tensor {
         self.grad_meta.as_ref().is_none_or(|m| m.is_leaf())
     }
 
+    /// Makes `backward` keep the gradient that reaches this computed tensor in its
+    /// `.grad()` (torch's `retain_grad()`), for looking at the gradient of an activation; a
+    /// no-op for a leaf, which keeps its gradient anyway. An error for a tensor that does not
+    /// require grad, as torch's.
+    pub fn retain_grad(&self) -> Result<()> {
+        let Some(m) = &self.grad_meta else {
+            return Err(Error::Invalid(format!(
+                "retain_grad: this tensor (shape {:?}) does not require grad, so no gradient \
+                 reaches it; compute it from tensors that require grad, outside no_grad",
+                self.shape()
+            )));
+        };
+        if !m.is_leaf() {
+            m.retain_grad();
+        }
+        Ok(())
+    }
+
+    /// Whether `backward` keeps this computed tensor's gradient (torch's `retains_grad`):
+    /// true after [`Tensor::retain_grad`] on a tensor that is not a leaf.
+    pub fn retains_grad(&self) -> bool {
+        self.grad_meta
+            .as_ref()
+            .is_some_and(|m| !m.is_leaf() && m.retains_grad())
+    }
+
     /// The backward node of the op that computed this tensor, by torch's name for it
     /// (`"MulBackward0"` for a product, as `type(t.grad_fn).__name__` in torch); `None` for a
     /// leaf and for a tensor that does not require grad.
@@ -60,7 +86,8 @@ impl Tensor {
     }
 
     /// The gradient accumulated by `backward` for this leaf; `None` before any backward,
-    /// after `zero_grad`, and for tensors that are not leaves (as in torch).
+    /// after `zero_grad`, and for tensors that are not leaves unless they
+    /// [`retain_grad`](Tensor::retain_grad) (as in torch).
     pub fn grad(&self) -> Option<Tensor> {
         self.grad_meta.as_ref().and_then(|m| m.grad())
     }
