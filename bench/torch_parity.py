@@ -175,6 +175,11 @@ AGRADS = {"chain": ("x", "w", "xgrad"), "mid": ("h",), "seed": ("w",), "unused":
 # vjp of 2 tanh(x) with v (and its output, y), and of a scalar without v.
 JACS = {"sin_sum": ("out",), "mm": ("out",), "const": ("out",), "vjp_tanh": ("out", "y"),
         "vjp_scalar": ("out",)}
+# nn.utils.prune (prune_case) on a Linear(4, 3) (a Conv2d for conv), its tensors made distinct
+# (no ties in magnitude): one step, two steps (the second among what is left), structured by
+# L2, L1 and L-inf norms along either dim, a custom mask, the bias, identity; pK the K-th
+# parameter's gradient (bias, then weight_orig), b0 the mask.
+PRUNES = "l1_03 l1_5 l1_twice ln2_d0 ln1_last lninf_d0 ln_l1 l1_ln custom conv bias ident".split()
 # linalg.householder_product and matrix_exp take float32 and float64.
 PARAM_DTYPES = {op: ("f32", "f64") for op in PARAMS if op.startswith("orth")}
 GRAD_BINARY = "add sub mul div pow maximum minimum atan2 fmod remainder".split()
@@ -646,6 +651,7 @@ def cases():
     out += [f"norm {op} {a} {want}" for op in NORMS for a in floats
             for want in ("out", "x", "w", "b") + (("rm", "rv") if op.startswith("bn") else ())]
     out += [f"norm {op} {a} {want}" for op, wants in NORM_OPTIONS.items() for a in floats for want in wants]
+    out += [f"prune {op} {a} {want}" for op in PRUNES for a in floats for want in ("out", "x", "p0", "p1", "b0")]
     out += [f"jac {op} {a} {want}" for op, wants in JACS.items() for a in floats for want in wants]
     out += [f"agrad {op} {a} {want}" for op, wants in AGRADS.items() for a in floats for want in wants]
     out += [f"fcall {op} {a} {want}" for op, wants in FCALLS.items() for a in floats for want in wants]
@@ -1902,6 +1908,45 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def prune_case(w):
+        """nn.utils.prune (PRUNES): mirrors `prune_case` in torch_parity.rs."""
+        op, d, want = w[1], w[2], w[3]
+        import torch.nn.utils.prune as P
+        m = (torch.nn.Conv2d(2, 3, 2) if op == "conv" else torch.nn.Linear(4, 3)).to(T[d]).to(dev)
+        set_ramps(m, 0.25, d)
+        with torch.no_grad():
+            for p in m.parameters():
+                p.add_((torch.arange(p.numel(), dtype=torch.float64) * 0.01).reshape(p.shape).to(p.dtype).to(dev))
+        steps = {
+            "l1_03": [lambda: P.l1_unstructured(m, "weight", 0.3)],
+            "l1_5": [lambda: P.l1_unstructured(m, "weight", 5)],
+            "l1_twice": [lambda: P.l1_unstructured(m, "weight", 0.25), lambda: P.l1_unstructured(m, "weight", 0.5)],
+            "ln2_d0": [lambda: P.ln_structured(m, "weight", 1, 2, 0)],
+            "ln1_last": [lambda: P.ln_structured(m, "weight", 0.5, 1, -1)],
+            "lninf_d0": [lambda: P.ln_structured(m, "weight", 1, float("inf"), 0)],
+            "ln_l1": [lambda: P.ln_structured(m, "weight", 1, 2, 0), lambda: P.l1_unstructured(m, "weight", 0.5)],
+            "l1_ln": [lambda: P.l1_unstructured(m, "weight", 0.3), lambda: P.ln_structured(m, "weight", 1, 2, 1)],
+            "custom": [lambda: P.custom_from_mask(m, "weight", (torch.arange(12) % 3 != 0).reshape(3, 4).to(dev)),
+                       lambda: P.l1_unstructured(m, "weight", 0.25)],
+            "conv": [lambda: P.ln_structured(m, "weight", 0.34, 2, 0)],
+            "bias": [lambda: P.l1_unstructured(m, "bias", 2)],
+            "ident": [lambda: P.identity(m, "weight")],
+        }[op]
+        for step in steps:
+            step()
+        params = [p for _, p in m.named_parameters()]
+        x = ramp([1, 2, 4, 4] if op == "conv" else [2, 4], 5, 2.0, 0.75, d)
+        out = m(x)
+        if want == "out":
+            return out.detach()
+        if want == "b0":
+            return [b for _, b in m.named_buffers()][0]
+        weighted_backward(out)
+        g = x.grad if want == "x" else params[int(want[1:])].grad
+        if g is None:
+            raise ValueError("no gradient")
+        return g
+
     def jac_case(w):
         """torch.autograd.functional (JACS): mirrors `jac_case` in torch_parity.rs."""
         op, d, want = w[1], w[2], w[3]
@@ -2594,6 +2639,8 @@ def torch_results(lines, device):
             return agrad_case(w)
         if kind == "jac":
             return jac_case(w)
+        if kind == "prune":
+            return prune_case(w)
         if kind == "more":
             return more_case(w)
         if kind == "empty":

@@ -2620,6 +2620,137 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// nn.utils.prune (mirrors `prune_case` and `PRUNES` in torch_parity.py).
+fn prune_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::nn::utils::prune as P;
+    use gpulab::nn::{Conv2d, Linear, Module};
+    let (op, d, want) = (w[1], w[2], w[3]);
+    fn distinct(m: &dyn Module, d: &str, dev: Device) -> Result<(), Error> {
+        ramped(m, d, dev, 0.25)?;
+        for p in m.parameters() {
+            let steps = Tensor::arange(0.0, p.numel() as f64, Device::Cpu)?
+                .to_dtype(DType::F64)?
+                .mul(0.01)?
+                .reshape(p.shape())?
+                .to_dtype(dtype(d))?
+                .to(dev)?;
+            p.set_data(p.tensor().add(&steps)?)?;
+        }
+        Ok(())
+    }
+    fn pruned<M: Module + 'static>(
+        m: M,
+        d: &str,
+        dev: Device,
+        first: impl FnOnce(M) -> Result<P::Pruned<M>, Error>,
+        then: impl FnOnce(&mut P::Pruned<M>) -> Result<(), Error>,
+    ) -> Result<Box<dyn Module>, Error> {
+        distinct(&m, d, dev)?;
+        let mut p = first(m)?;
+        then(&mut p)?;
+        Ok(Box::new(p))
+    }
+    let lin = || Linear::new(4, 3);
+    let none = |_: &mut P::Pruned<Linear>| Ok(());
+    let m: Box<dyn Module> = match op {
+        "l1_03" => pruned(
+            lin(),
+            d,
+            dev,
+            |m| P::l1_unstructured(m, "weight", 0.3),
+            none,
+        )?,
+        "l1_5" => pruned(lin(), d, dev, |m| P::l1_unstructured(m, "weight", 5), none)?,
+        "l1_twice" => pruned(
+            lin(),
+            d,
+            dev,
+            |m| P::l1_unstructured(m, "weight", 0.25),
+            |p| p.l1_unstructured(0.5),
+        )?,
+        "ln2_d0" => pruned(
+            lin(),
+            d,
+            dev,
+            |m| P::ln_structured(m, "weight", 1, 2.0, 0),
+            none,
+        )?,
+        "ln1_last" => pruned(
+            lin(),
+            d,
+            dev,
+            |m| P::ln_structured(m, "weight", 0.5, 1.0, -1),
+            none,
+        )?,
+        "lninf_d0" => pruned(
+            lin(),
+            d,
+            dev,
+            |m| P::ln_structured(m, "weight", 1, f64::INFINITY, 0),
+            none,
+        )?,
+        "ln_l1" => pruned(
+            lin(),
+            d,
+            dev,
+            |m| P::ln_structured(m, "weight", 1, 2.0, 0),
+            |p| p.l1_unstructured(0.5),
+        )?,
+        "l1_ln" => pruned(
+            lin(),
+            d,
+            dev,
+            |m| P::l1_unstructured(m, "weight", 0.3),
+            |p| p.ln_structured(1, 2.0, 1),
+        )?,
+        "custom" => {
+            let keep = Tensor::arange(0i64, 12, Device::Cpu)?
+                .remainder(3)?
+                .ne(0)?
+                .reshape([3, 4])?
+                .to(dev)?;
+            pruned(
+                lin(),
+                d,
+                dev,
+                |m| P::custom_from_mask(m, "weight", &keep),
+                |p| p.l1_unstructured(0.25),
+            )?
+        }
+        "conv" => pruned(
+            Conv2d::new(2, 3, 2),
+            d,
+            dev,
+            |m| P::ln_structured(m, "weight", 0.34, 2.0, 0),
+            |_| Ok(()),
+        )?,
+        "bias" => pruned(lin(), d, dev, |m| P::l1_unstructured(m, "bias", 2), none)?,
+        _ => pruned(lin(), d, dev, |m| P::identity(m, "weight"), none)?,
+    };
+    let params = m.named_parameters();
+    let x = ramp(
+        if op == "conv" { &[1, 2, 4, 4] } else { &[2, 4] },
+        5,
+        2.0,
+        0.75,
+        d,
+        dev,
+    )?;
+    let out = m.forward(&x)?;
+    if want == "out" {
+        return Ok(out.detach());
+    }
+    if want == "b0" {
+        return Ok(m.buffers()[0].1.tensor());
+    }
+    weighted_backward(&out)?;
+    let g = match want {
+        "x" => x.grad(),
+        _ => params[want[1..].parse::<usize>().unwrap()].1.grad(),
+    };
+    g.ok_or_else(|| Error::Invalid("no gradient".into()))
+}
+
 /// torch.autograd.functional (mirrors `jac_case` and `JACS` in torch_parity.py).
 fn jac_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     use gpulab::autograd::functional::{jacobian, vjp};
@@ -2900,9 +3031,10 @@ fn param_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
             vec![2, 3],
         ),
         "reg_two" => {
-            let sym = R::register_parametrization(Linear::new(3, 3), "weight", Symmetric)?;
+            let mut sym = R::register_parametrization(Linear::new(3, 3), "weight", Symmetric)?;
             let s = Parameter::new(Tensor::ones([3], Device::Cpu)?)?;
-            (Box::new(sym.register(Scaled(s))?), vec![2, 3])
+            sym.register(Scaled(s))?;
+            (Box::new(sym), vec![2, 3])
         }
         _ => panic!("unknown param case {op}"),
     };
@@ -3852,6 +3984,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "jac" {
         return jac_case(w, dev);
+    }
+    if kind == "prune" {
+        return prune_case(w, dev);
     }
     if kind == "more" {
         return more_case(w, dev);

@@ -418,7 +418,8 @@ fn a_users_parametrizations_chain_learn_and_come_off() {
         close(&w, &w.t().unwrap().contiguous().unwrap(), 0.0);
         close(&sym.original.tensor(), &w0, 0.0);
         let s = nn::Parameter::new(Tensor::full([3], 2.0, CPU).unwrap()).unwrap();
-        let two = sym.register(Scaled(s.clone())).unwrap();
+        let mut two = sym;
+        two.register(Scaled(s.clone())).unwrap();
         assert_eq!(
             names(&two),
             [
@@ -455,6 +456,11 @@ fn a_users_parametrizations_chain_learn_and_come_off() {
         )
         .unwrap();
         close(&halved.weight().unwrap(), &w0, 1e-6);
+        // A failed register leaves the chain as it was.
+        let mut one = register_parametrization(nn::Linear::new(3, 3), "weight", Symmetric).unwrap();
+        assert!(one.register(Rows).is_err());
+        assert_eq!(one.parametrizations().len(), 1);
+        assert!(one.forward(&Tensor::ones([1, 3], CPU).unwrap()).is_ok());
         let e = err(register_parametrization(
             nn::Linear::new(3, 4),
             "weight",

@@ -1427,7 +1427,7 @@ fn call(
             // The norm layers' options and the lazy norms (running_norm.rs, lazy.rs), 3-D
             // power-average pooling, adaptive_max_pool1d's indices, the old upsampling layers.
             let n = rng.gen_range(0..4usize);
-            const NAMES: [&str; 23] = [
+            const NAMES: [&str; 24] = [
                 "BatchNorm1d affine(false) momentum(None)",
                 "BatchNorm2d track_running_stats(false) eval",
                 "InstanceNorm1d tracked",
@@ -1451,6 +1451,7 @@ fn call(
                 "orthogonal, register_parametrization",
                 "functional_call",
                 "autograd::grad",
+                "prune",
             ];
             let pick = rng.gen_range(0..NAMES.len());
             *what = format!("{} of {da} and {db} (n {n}, scalar {s})", NAMES[pick]);
@@ -1604,6 +1605,24 @@ fn call(
                     let seed = [None, Some(&b), Some(&a)][n % 3];
                     gpulab::autograd::grad_with(&y, &[&x, &b], seed, n == 3, s > 0.0)
                         .map(|g| g.into_iter().flatten().next().unwrap_or(y))
+                }
+                23 => {
+                    let lin = nn::Linear::new(n, 1 + n % 3);
+                    let amount = [
+                        nn::utils::prune::Amount::Fraction(s),
+                        nn::utils::prune::Amount::Count(n),
+                    ][n % 2];
+                    let name = ["weight", "bias"][usize::from(s > 0.5)];
+                    let made = match n {
+                        0 => nn::utils::prune::l1_unstructured(lin, name, amount),
+                        1 => nn::utils::prune::ln_structured(lin, name, amount, s, i as isize),
+                        2 => nn::utils::prune::random_structured(lin, name, amount, i as isize),
+                        _ => nn::utils::prune::custom_from_mask(lin, name, &b),
+                    };
+                    made.and_then(|mut p| {
+                        p.random_unstructured(amount)?;
+                        p.forward(&a)
+                    })
                 }
                 _ => nn::UpsamplingNearest2d::new((n, n + 1))
                     .forward(&a)

@@ -71,6 +71,7 @@ mod pointwise;
 mod pool;
 mod pool3d;
 mod pool_layers;
+mod prune;
 mod rearrange;
 mod recurrent;
 mod recurrent_cell;

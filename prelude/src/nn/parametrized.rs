@@ -72,7 +72,7 @@ pub fn register_parametrization_with<M: Module>(
     let original = Parameter::new(start.detach().deep_clone()?)?;
     original.requires_grad_(slot.requires_grad())?;
     slot.replace(w);
-    let p = Parametrized {
+    let mut p = Parametrized {
         module,
         name: name.to_string(),
         chain: Vec::new(),
@@ -80,14 +80,16 @@ pub fn register_parametrization_with<M: Module>(
         slot,
         lock: Mutex::new(()),
     };
-    p.register(parametrization)
+    p.register(parametrization)?;
+    Ok(p)
 }
 
 impl<M: Module> Parametrized<M> {
     /// One more parametrisation after the others (torch's `register_parametrization` on an
     /// already parametrised tensor): the tensor becomes `parametrization(the tensor so far)`,
-    /// `original` unchanged. It must keep the tensor's shape and dtype.
-    pub fn register(mut self, parametrization: impl Module + 'static) -> Result<Parametrized<M>> {
+    /// `original` unchanged. It must keep the tensor's shape and dtype; when it does not,
+    /// nothing changes.
+    pub fn register(&mut self, parametrization: impl Module + 'static) -> Result<()> {
         let before = self.slot.tensor();
         let got = no_grad(|| parametrization.forward(&self.computed()?))?;
         if got.shape() != before.shape() || got.dtype() != before.dtype() {
@@ -104,7 +106,7 @@ impl<M: Module> Parametrized<M> {
         }
         self.chain.push(Box::new(parametrization));
         self.slot.replace(got);
-        Ok(self)
+        Ok(())
     }
 
     fn computed(&self) -> Result<Tensor> {

@@ -51,6 +51,16 @@ pub mod stateless {
     pub use super::super::stateless::{functional_call, functional_call_with, reparametrize};
 }
 
+/// torch's `nn.utils.prune`: `l1_unstructured`, `random_unstructured`, `ln_structured`,
+/// `random_structured`, `identity`, `custom_from_mask` (each a `Pruned` wrapper with the
+/// tensor's `_orig` and `_mask`; its methods of the same names prune further) and `remove`.
+pub mod prune {
+    pub use super::super::prune::{
+        custom_from_mask, identity, l1_unstructured, ln_structured, random_structured,
+        random_unstructured, remove, Amount, Pruned,
+    };
+}
+
 pub mod rnn {
     pub use super::super::packed::{
         pack_padded_sequence, pack_sequence, pad_packed_sequence, pad_sequence, unpack_sequence,
