@@ -180,6 +180,10 @@ JACS = {"sin_sum": ("out",), "mm": ("out",), "const": ("out",), "vjp_tanh": ("ou
 # L2, L1 and L-inf norms along either dim, a custom mask, the bias, identity; pK the K-th
 # parameter's gradient (bias, then weight_orig), b0 the mask.
 PRUNES = "l1_03 l1_5 l1_twice ln2_d0 ln1_last lninf_d0 ln_l1 l1_ln custom conv bias ident".split()
+# torch.func (func_case): grad, grad_and_value, vjp's pullback called twice, jacrev, vmap
+# (rows; columns in and out), vmap of grad (per-row gradients).
+FUNCS = {"grad_sin": ("out",), "grad_value": ("out", "y"), "vjp_twice": ("out", "v1", "v2"),
+         "jacrev_tanh": ("out",), "vmap_rows": ("out",), "vmap_cols": ("out",), "vmap_grad": ("out",)}
 # linalg.householder_product and matrix_exp take float32 and float64.
 PARAM_DTYPES = {op: ("f32", "f64") for op in PARAMS if op.startswith("orth")}
 GRAD_BINARY = "add sub mul div pow maximum minimum atan2 fmod remainder".split()
@@ -652,6 +656,7 @@ def cases():
             for want in ("out", "x", "w", "b") + (("rm", "rv") if op.startswith("bn") else ())]
     out += [f"norm {op} {a} {want}" for op, wants in NORM_OPTIONS.items() for a in floats for want in wants]
     out += [f"prune {op} {a} {want}" for op in PRUNES for a in floats for want in ("out", "x", "p0", "p1", "b0")]
+    out += [f"func {op} {a} {want}" for op, wants in FUNCS.items() for a in floats for want in wants]
     out += [f"jac {op} {a} {want}" for op, wants in JACS.items() for a in floats for want in wants]
     out += [f"agrad {op} {a} {want}" for op, wants in AGRADS.items() for a in floats for want in wants]
     out += [f"fcall {op} {a} {want}" for op, wants in FCALLS.items() for a in floats for want in wants]
@@ -1947,6 +1952,30 @@ def torch_results(lines, device):
             raise ValueError("no gradient")
         return g
 
+    def func_case(w):
+        """torch.func (FUNCS): mirrors `func_case` in torch_parity.rs."""
+        op, d, want = w[1], w[2], w[3]
+        fn = torch.func
+        x = ramp([2, 3], 5, 2.0, 0.75, d).detach()
+        if op == "grad_sin":
+            return fn.grad(lambda t: (t.sin() * t).sum())(x)
+        if op == "grad_value":
+            g, y = fn.grad_and_value(lambda t: (t.sin() * t).sum())(x)
+            return g if want == "out" else y
+        if op == "vjp_twice":
+            y, pullback = fn.vjp(lambda t: t.tanh() * t, x)
+            if want == "out":
+                return y
+            v = ramp([2, 3], 3, 1.0, 0.5, d).detach() if want == "v1" else ramp([2, 3], 4, 2.0, 0.25, d).detach()
+            return pullback(v)[0]
+        if op == "jacrev_tanh":
+            return fn.jacrev(lambda t: t.tanh() * t.sum())(x)
+        if op == "vmap_rows":
+            return fn.vmap(lambda r: r.softmax(0) * r.sum())(x)
+        if op == "vmap_cols":
+            return fn.vmap(lambda c: c.cumsum(0), in_dims=1, out_dims=1)(x)
+        return fn.vmap(fn.grad(lambda r: (r.sin() ** 2).sum()))(x)
+
     def jac_case(w):
         """torch.autograd.functional (JACS): mirrors `jac_case` in torch_parity.rs."""
         op, d, want = w[1], w[2], w[3]
@@ -2641,6 +2670,8 @@ def torch_results(lines, device):
             return jac_case(w)
         if kind == "prune":
             return prune_case(w)
+        if kind == "func":
+            return func_case(w)
         if kind == "more":
             return more_case(w)
         if kind == "empty":

@@ -2751,6 +2751,33 @@ fn prune_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// torch.func (mirrors `func_case` and `FUNCS` in torch_parity.py).
+fn func_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::func as fun;
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let x = ramp(&[2, 3], 5, 2.0, 0.75, d, dev)?.detach();
+    let sin_x = |t: &Tensor| t.sin()?.mul(t)?.sum();
+    match op {
+        "grad_sin" => fun::grad(sin_x, &x),
+        "grad_value" => {
+            let (g, y) = fun::grad_and_value(sin_x, &x)?;
+            Ok(if want == "out" { g } else { y })
+        }
+        "vjp_twice" => {
+            let (y, pullback) = fun::vjp(|t| t.tanh()?.mul(t), &x)?;
+            match want {
+                "out" => Ok(y),
+                "v1" => pullback(&ramp(&[2, 3], 3, 1.0, 0.5, d, dev)?.detach()),
+                _ => pullback(&ramp(&[2, 3], 4, 2.0, 0.25, d, dev)?.detach()),
+            }
+        }
+        "jacrev_tanh" => fun::jacrev(|t| t.tanh()?.mul(&t.sum()?), &x),
+        "vmap_rows" => fun::vmap(|r| F::softmax(r, 0)?.mul(&r.sum()?), &x, 0, 0),
+        "vmap_cols" => fun::vmap(|c| c.cumsum(0), &x, 1, 1),
+        _ => fun::vmap(|r| fun::grad(|t| t.sin()?.pow(2.0)?.sum(), r), &x, 0, 0),
+    }
+}
+
 /// torch.autograd.functional (mirrors `jac_case` and `JACS` in torch_parity.py).
 fn jac_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     use gpulab::autograd::functional::{jacobian, vjp};
@@ -3987,6 +4014,9 @@ fn run(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     }
     if kind == "prune" {
         return prune_case(w, dev);
+    }
+    if kind == "func" {
+        return func_case(w, dev);
     }
     if kind == "more" {
         return more_case(w, dev);

@@ -50,10 +50,7 @@ pub mod nn;
 pub mod optim;
 pub mod train;
 pub use autograd::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled};
-/// torch's `torch.func`: `functional_call` (a module run with some of its tensors replaced).
-pub mod func {
-    pub use crate::nn::utils::stateless::{functional_call, functional_call_with};
-}
+pub mod func;
 pub use data::{DataLoader, TensorDataset};
 pub use nn::{functional as F, Module};
 pub use optim::Optimizer;
