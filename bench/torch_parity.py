@@ -180,6 +180,9 @@ JACS = {"sin_sum": ("out",), "mm": ("out",), "const": ("out",), "vjp_tanh": ("ou
 # L2, L1 and L-inf norms along either dim, a custom mask, the bias, identity; pK the K-th
 # parameter's gradient (bias, then weight_orig), b0 the mask.
 PRUNES = "l1_03 l1_5 l1_twice ln2_d0 ln1_last lninf_d0 ln_l1 l1_ln custom conv bias ident".split()
+# global_unstructured over the weights of Linear(4, 3) and Linear(3, 2) (their tensors made
+# distinct): once, twice, and after pruning the second alone; mK the K-th layer's mask.
+GLOBAL_PRUNES = "global global_twice global_pre".split()
 # torch.func (func_case): grad, grad_and_value, vjp's pullback called twice, jacrev, vmap
 # (rows; columns in and out), vmap of grad (per-row gradients).
 FUNCS = {"grad_sin": ("out",), "grad_value": ("out", "y"), "vjp_twice": ("out", "v1", "v2"),
@@ -656,6 +659,7 @@ def cases():
             for want in ("out", "x", "w", "b") + (("rm", "rv") if op.startswith("bn") else ())]
     out += [f"norm {op} {a} {want}" for op, wants in NORM_OPTIONS.items() for a in floats for want in wants]
     out += [f"prune {op} {a} {want}" for op in PRUNES for a in floats for want in ("out", "x", "p0", "p1", "b0")]
+    out += [f"prune {op} {a} {want}" for op in GLOBAL_PRUNES for a in floats for want in ("out", "x", "m0", "m1")]
     out += [f"func {op} {a} {want}" for op, wants in FUNCS.items() for a in floats for want in wants]
     out += [f"jac {op} {a} {want}" for op, wants in JACS.items() for a in floats for want in wants]
     out += [f"agrad {op} {a} {want}" for op, wants in AGRADS.items() for a in floats for want in wants]
@@ -1917,6 +1921,27 @@ def torch_results(lines, device):
         """nn.utils.prune (PRUNES): mirrors `prune_case` in torch_parity.rs."""
         op, d, want = w[1], w[2], w[3]
         import torch.nn.utils.prune as P
+        if op.startswith("global"):
+            m = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2)).to(T[d]).to(dev)
+            with torch.no_grad():
+                at = 0
+                for k, (_, p) in enumerate(m.named_parameters()):
+                    steps = ((torch.arange(p.numel(), dtype=torch.float64) + at) * 0.013).reshape(p.shape)
+                    p.copy_(ramp(list(p.shape), 5 + k % 3, 2.0, 0.25, d).detach() + steps.to(T[d]).to(dev))
+                    at += p.numel()
+            targets = [(m[0], "weight"), (m[1], "weight")]
+            if op == "global_pre":
+                P.l1_unstructured(m[1], "weight", 0.5)
+            for amount in {"global": [0.4], "global_twice": [0.3, 0.3], "global_pre": [0.25]}[op]:
+                P.global_unstructured(targets, pruning_method=P.L1Unstructured, amount=amount)
+            x = ramp([2, 4], 5, 2.0, 0.75, d)
+            out = m(x)
+            if want in ("m0", "m1"):
+                return m[int(want[1])].weight_mask
+            if want == "out":
+                return out.detach()
+            weighted_backward(out)
+            return x.grad
         m = (torch.nn.Conv2d(2, 3, 2) if op == "conv" else torch.nn.Linear(4, 3)).to(T[d]).to(dev)
         set_ramps(m, 0.25, d)
         with torch.no_grad():

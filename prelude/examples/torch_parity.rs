@@ -2620,11 +2620,67 @@ fn norm_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     g.ok_or_else(|| Error::Invalid("no gradient".into()))
 }
 
+/// global_unstructured (mirrors the `GLOBAL_PRUNES` branch of `prune_case` in torch_parity.py).
+fn global_prune_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
+    use gpulab::nn::utils::prune::{self as P, GlobalMethod};
+    use gpulab::nn::{Linear, Module, Sequential};
+    let (op, d, want) = (w[1], w[2], w[3]);
+    let (l0, l1) = (Linear::new(4, 3), Linear::new(3, 2));
+    let (mut at, mut k) = (0usize, 0usize);
+    for m in [&l0 as &dyn Module, &l1] {
+        m.to_dtype(dtype(d))?;
+        m.to(dev)?;
+        for (_, p) in m.named_parameters() {
+            let steps = Tensor::arange(0.0, p.numel() as f64, Device::Cpu)?
+                .to_dtype(DType::F64)?
+                .add(at as f64)?
+                .mul(0.013)?
+                .reshape(p.shape())?
+                .to_dtype(dtype(d))?
+                .to(dev)?;
+            let r = ramp(&p.shape(), 5 + k % 3, 2.0, 0.25, d, dev)?.detach();
+            p.set_data(r.add(&steps)?)?;
+            at += p.numel();
+            k += 1;
+        }
+    }
+    let mut p0 = P::identity(l0, "weight")?;
+    let mut p1 = if op == "global_pre" {
+        P::l1_unstructured(l1, "weight", 0.5)?
+    } else {
+        P::identity(l1, "weight")?
+    };
+    let amounts: &[f64] = match op {
+        "global" => &[0.4],
+        "global_twice" => &[0.3, 0.3],
+        _ => &[0.25],
+    };
+    for &a in amounts {
+        P::global_unstructured(&mut [&mut p0, &mut p1], GlobalMethod::L1Unstructured, a)?;
+    }
+    let (m0, m1) = (p0.mask.tensor(), p1.mask.tensor());
+    let model = Sequential::new().add(p0).add(p1);
+    let x = ramp(&[2, 4], 5, 2.0, 0.75, d, dev)?;
+    let out = model.forward(&x)?;
+    match want {
+        "m0" => Ok(m0),
+        "m1" => Ok(m1),
+        "out" => Ok(out.detach()),
+        _ => {
+            weighted_backward(&out)?;
+            x.grad().ok_or_else(|| Error::Invalid("no gradient".into()))
+        }
+    }
+}
+
 /// nn.utils.prune (mirrors `prune_case` and `PRUNES` in torch_parity.py).
 fn prune_case(w: &[&str], dev: Device) -> Result<Tensor, Error> {
     use gpulab::nn::utils::prune as P;
     use gpulab::nn::{Conv2d, Linear, Module};
     let (op, d, want) = (w[1], w[2], w[3]);
+    if op.starts_with("global") {
+        return global_prune_case(w, dev);
+    }
     fn distinct(m: &dyn Module, d: &str, dev: Device) -> Result<(), Error> {
         ramped(m, d, dev, 0.25)?;
         for p in m.parameters() {

@@ -157,3 +157,39 @@ fn structured_random_custom_and_identity() {
         DType::F64
     );
 }
+
+#[test]
+fn global_pruning_takes_the_smallest_over_all_layers() {
+    use prune::{global_unstructured, GlobalMethod};
+    // Layer a holds 1..12, layer b 100..: the 6 smallest of all 18 are all in a.
+    let mut a = prune::identity(counting(), "weight").unwrap();
+    let big = nn::Linear::new(3, 2);
+    let w: Vec<f32> = (100..106).map(|v| v as f32).collect();
+    big.weight
+        .set_data(Tensor::from_vec(w, [2, 3], CPU).unwrap())
+        .unwrap();
+    let mut b = prune::identity(big, "weight").unwrap();
+    global_unstructured(&mut [&mut a, &mut b], GlobalMethod::L1Unstructured, 6).unwrap();
+    assert!((a.sparsity().unwrap() - 0.5).abs() < 1e-12);
+    assert_eq!(b.sparsity().unwrap(), 0.0);
+    // A second round counts what is left (12 entries): a quarter of them, again from a.
+    global_unstructured(&mut [&mut a, &mut b], GlobalMethod::L1Unstructured, 0.25).unwrap();
+    assert!((a.sparsity().unwrap() - 0.75).abs() < 1e-12);
+    // Too many: nothing changes.
+    let e = err(global_unstructured(
+        &mut [&mut a, &mut b],
+        GlobalMethod::RandomUnstructured,
+        10,
+    ));
+    assert!(e.contains("amount=10") && e.contains("=9"), "{e}");
+    assert!((a.sparsity().unwrap() - 0.75).abs() < 1e-12);
+    // The wrappers then make a model.
+    let model = nn::Sequential::new().add(a).add(b);
+    assert_eq!(
+        model
+            .forward(&Tensor::ones([1, 4], CPU).unwrap())
+            .unwrap()
+            .shape(),
+        [1, 2]
+    );
+}

@@ -1621,6 +1621,11 @@ fn call(
                     };
                     made.and_then(|mut p| {
                         p.random_unstructured(amount)?;
+                        nn::utils::prune::global_unstructured(
+                            &mut [&mut p],
+                            nn::utils::prune::GlobalMethod::L1Unstructured,
+                            amount,
+                        )?;
                         p.forward(&a)
                     })
                 }

@@ -247,12 +247,21 @@ impl<M: Module> Pruned<M> {
 
     /// One more step; nothing changes when it fails (a bad amount), so the model lives on.
     fn prune(&mut self, method: Method) -> Result<()> {
-        let (t, mask) = no_grad(|| -> Result<_> {
+        let (t, mask) = self.host_state()?;
+        let new = method.apply(&t, &mask, &self.orig.shape())?;
+        self.set_mask(new)
+    }
+
+    /// The importance scores (the tensor as pruned so far) and the mask, as host values.
+    fn host_state(&self) -> Result<(Vec<f64>, Vec<f64>)> {
+        no_grad(|| -> Result<_> {
             let host = |x: Tensor| x.to_dtype(DType::F64)?.to_vec::<f64>();
             Ok((host(self.weight()?)?, host(self.mask.tensor())?))
-        })?;
+        })
+    }
+
+    fn set_mask(&mut self, new: Vec<f64>) -> Result<()> {
         let shape = self.orig.shape();
-        let new = method.apply(&t, &mask, &shape)?;
         let m = self.mask.tensor();
         self.mask.set_data(
             Tensor::from_vec(new, shape, Device::Cpu)?
@@ -428,6 +437,64 @@ pub fn identity<M: Module>(module: M, name: &str) -> Result<Pruned<M>> {
 /// torch's `prune.custom_from_mask(module, name, mask)`: zeroes where `mask` is 0.
 pub fn custom_from_mask<M: Module>(module: M, name: &str, mask: &Tensor) -> Result<Pruned<M>> {
     Pruned::first(module, name, Method::Custom(mask.detach()))
+}
+
+/// A pruned tensor that [`global_unstructured`] can prune together with others, whatever
+/// the layer (`Pruned<Linear>`, `Pruned<Conv2d>`, ...).
+pub trait GlobalTarget {
+    /// The importance scores (the tensor as pruned so far) and the mask, as host values.
+    fn scores_and_mask(&self) -> Result<(Vec<f64>, Vec<f64>)>;
+    /// Replaces the mask (same length, row-major).
+    fn replace_mask(&mut self, mask: Vec<f64>) -> Result<()>;
+}
+
+impl<M: Module> GlobalTarget for Pruned<M> {
+    fn scores_and_mask(&self) -> Result<(Vec<f64>, Vec<f64>)> {
+        self.host_state()
+    }
+    fn replace_mask(&mut self, mask: Vec<f64>) -> Result<()> {
+        self.set_mask(mask)
+    }
+}
+
+/// How [`global_unstructured`] picks (torch's `pruning_method=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GlobalMethod {
+    /// The smallest magnitudes over all the tensors together (`prune.L1Unstructured`).
+    L1Unstructured,
+    /// At random over all of them (`prune.RandomUnstructured`).
+    RandomUnstructured,
+}
+
+/// torch's `prune.global_unstructured(parameters, pruning_method, amount)`: prunes `amount`
+/// of all the given tensors' unpruned entries taken as one, so a layer with small weights
+/// loses more than one with large. Wrap each layer first (`prune::identity(layer, "weight")`
+/// when it is not pruned yet), then build the model from the wrappers. Nothing changes when
+/// it fails.
+pub fn global_unstructured(
+    targets: &mut [&mut dyn GlobalTarget],
+    method: GlobalMethod,
+    amount: impl Into<Amount>,
+) -> Result<()> {
+    let amount = amount.into();
+    let (mut scores, mut masks, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+    for t in targets.iter() {
+        let (s, m) = t.scores_and_mask()?;
+        sizes.push(s.len());
+        scores.extend(s);
+        masks.extend(m);
+    }
+    let step = match method {
+        GlobalMethod::L1Unstructured => Method::L1Unstructured(amount),
+        GlobalMethod::RandomUnstructured => Method::RandomUnstructured(amount),
+    };
+    let new = step.apply(&scores, &masks, &[scores.len()])?;
+    let mut at = 0;
+    for (t, n) in targets.iter_mut().zip(sizes) {
+        t.replace_mask(new[at..at + n].to_vec())?;
+        at += n;
+    }
+    Ok(())
 }
 
 /// torch's `prune.remove(module, name)`: see [`Pruned::remove`].

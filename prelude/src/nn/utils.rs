@@ -53,11 +53,12 @@ pub mod stateless {
 
 /// torch's `nn.utils.prune`: `l1_unstructured`, `random_unstructured`, `ln_structured`,
 /// `random_structured`, `identity`, `custom_from_mask` (each a `Pruned` wrapper with the
-/// tensor's `_orig` and `_mask`; its methods of the same names prune further) and `remove`.
+/// tensor's `_orig` and `_mask`; its methods of the same names prune further),
+/// `global_unstructured` over several and `remove`.
 pub mod prune {
     pub use super::super::prune::{
-        custom_from_mask, identity, l1_unstructured, ln_structured, random_structured,
-        random_unstructured, remove, Amount, Pruned,
+        custom_from_mask, global_unstructured, identity, l1_unstructured, ln_structured,
+        random_structured, random_unstructured, remove, Amount, GlobalMethod, GlobalTarget, Pruned,
     };
 }
 
