@@ -93,7 +93,11 @@ fn hold(lock: &Mutex<()>) -> MutexGuard<'_, ()> {
 }
 
 /// Moves or converts the wrapper's own tensors as `Module::to` / `to_dtype` do.
-fn move_own(params: &[&Parameter], buffers: &[&Parameter], device: Device) -> Result<()> {
+pub(super) fn move_own(
+    params: &[&Parameter],
+    buffers: &[&Parameter],
+    device: Device,
+) -> Result<()> {
     for p in params {
         p.set_data(p.tensor().detach().to(device)?)?;
         p.zero_grad();
@@ -104,12 +108,26 @@ fn move_own(params: &[&Parameter], buffers: &[&Parameter], device: Device) -> Re
     Ok(())
 }
 
-fn convert_own(params: &[&Parameter], buffers: &[&Parameter], dtype: DType) -> Result<()> {
+pub(super) fn convert_own(
+    params: &[&Parameter],
+    buffers: &[&Parameter],
+    dtype: DType,
+) -> Result<()> {
     for p in params.iter().chain(buffers) {
         p.set_data(p.tensor().detach().to_dtype(dtype)?)?;
         p.zero_grad();
     }
     Ok(())
+}
+
+/// The layer's parameters but the one a wrapper computes (`name`), under their own names: the
+/// start of every wrapper's `named_parameters`.
+pub(super) fn params_but(module: &dyn Module, name: &str) -> Vec<(String, Parameter)> {
+    module
+        .named_parameters()
+        .into_iter()
+        .filter(|(n, _)| n != name)
+        .collect()
 }
 
 /// torch's repr of a module with parametrised tensors: `ParametrizedLinear(` over the
@@ -264,12 +282,9 @@ impl<M: Module> Module for WeightNorm<M> {
     }
     fn named_parameters(&self) -> Vec<(String, Parameter)> {
         let [g, v] = self.own_names();
-        self.module
-            .named_parameters()
-            .into_iter()
-            .filter(|(n, _)| *n != self.name)
-            .chain([(g, self.g.clone()), (v, self.v.clone())])
-            .collect()
+        let mut out = params_but(&self.module, &self.name);
+        out.extend([(g, self.g.clone()), (v, self.v.clone())]);
+        out
     }
     fn buffers(&self) -> Vec<(String, Parameter)> {
         self.module.buffers()
@@ -503,12 +518,9 @@ impl<M: Module> Module for SpectralNorm<M> {
             Spelling::Parametrizations => format!("parametrizations.{}.original", self.name),
             Spelling::Legacy => format!("{}_orig", self.name),
         };
-        self.module
-            .named_parameters()
-            .into_iter()
-            .filter(|(n, _)| *n != self.name)
-            .chain([(original, self.original.clone())])
-            .collect()
+        let mut out = params_but(&self.module, &self.name);
+        out.push((original, self.original.clone()));
+        out
     }
     fn buffers(&self) -> Vec<(String, Parameter)> {
         let mut b = self.module.buffers();

@@ -14,7 +14,9 @@
 //! `P_n(..P_1(original))`, lent to the layer for each forward as weight and spectral norm
 //! lend theirs (`parametrize.rs`).
 
-use super::parametrize::{forward_lent, parametrized_repr, weight_of};
+use super::parametrize::{
+    convert_own, forward_lent, move_own, parametrized_repr, params_but, weight_of,
+};
 use super::{Module, Parameter};
 use crate::autograd::no_grad;
 use crate::device::Device;
@@ -176,12 +178,7 @@ impl<M: Module> Module for Parametrized<M> {
             .collect()
     }
     fn named_parameters(&self) -> Vec<(String, Parameter)> {
-        let mut out: Vec<(String, Parameter)> = self
-            .module
-            .named_parameters()
-            .into_iter()
-            .filter(|(n, _)| *n != self.name)
-            .collect();
+        let mut out = params_but(&self.module, &self.name);
         out.push((
             format!("parametrizations.{}.original", self.name),
             self.original.clone(),
@@ -218,16 +215,12 @@ impl<M: Module> Module for Parametrized<M> {
     }
     fn to(&self, device: Device) -> Result<()> {
         self.module.to(device)?;
-        self.original
-            .set_data(self.original.tensor().detach().to(device)?)?;
-        self.original.zero_grad();
+        move_own(&[&self.original], &[], device)?;
         self.chain.iter().try_for_each(|p| p.to(device))
     }
     fn to_dtype(&self, dtype: DType) -> Result<()> {
         self.module.to_dtype(dtype)?;
-        self.original
-            .set_data(self.original.tensor().detach().to_dtype(dtype)?)?;
-        self.original.zero_grad();
+        convert_own(&[&self.original], &[], dtype)?;
         self.chain.iter().try_for_each(|p| p.to_dtype(dtype))
     }
 }

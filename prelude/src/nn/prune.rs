@@ -4,7 +4,7 @@
 //! its weights), so pruned entries stay zero while the rest train. Pruning again prunes
 //! among what is left, as torch's `PruningContainer`; `remove()` makes it permanent.
 
-use super::parametrize::{forward_lent, weight_of};
+use super::parametrize::{convert_own, forward_lent, move_own, params_but, weight_of};
 use super::{Module, Parameter};
 use crate::autograd::no_grad;
 use crate::device::Device;
@@ -350,12 +350,9 @@ impl<M: Module> Module for Pruned<M> {
             .collect()
     }
     fn named_parameters(&self) -> Vec<(String, Parameter)> {
-        self.module
-            .named_parameters()
-            .into_iter()
-            .filter(|(n, _)| *n != self.name)
-            .chain([(format!("{}_orig", self.name), self.orig.clone())])
-            .collect()
+        let mut out = params_but(&self.module, &self.name);
+        out.push((format!("{}_orig", self.name), self.orig.clone()));
+        out
     }
     fn buffers(&self) -> Vec<(String, Parameter)> {
         let mut b = self.module.buffers();
@@ -370,17 +367,11 @@ impl<M: Module> Module for Pruned<M> {
     }
     fn to(&self, device: Device) -> Result<()> {
         self.module.to(device)?;
-        self.orig
-            .set_data(self.orig.tensor().detach().to(device)?)?;
-        self.orig.zero_grad();
-        self.mask.set_data(self.mask.tensor().to(device)?)
+        move_own(&[&self.orig], &[&self.mask], device)
     }
     fn to_dtype(&self, dtype: DType) -> Result<()> {
         self.module.to_dtype(dtype)?;
-        self.orig
-            .set_data(self.orig.tensor().detach().to_dtype(dtype)?)?;
-        self.orig.zero_grad();
-        self.mask.set_data(self.mask.tensor().to_dtype(dtype)?)
+        convert_own(&[&self.orig], &[&self.mask], dtype)
     }
 }
 
